@@ -1,0 +1,185 @@
+# kforge — one Makefile. `make` builds the daemon, the harness, the knowledge
+# base and the kernel library; `make run` starts the daemon over HTTP;
+# `make test` runs every CPU test. V=1 shows the commands.
+# Each folder builds into one static library, so a test links only the
+# modules it needs (see TEST_DEPS_* below).
+
+PREFIX ?= /usr/local
+CC ?= cc
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+# The kernels' fatbin covers these real targets plus PTX for the newest, so
+# the baselines run on any GPU from Turing on. CUDA_ARCH adds the local one.
+CUDA_ARCH ?= $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . | sed 's/^/sm_/')
+KERNEL_ARCHS ?= 75 80 86 89 90
+B := build
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEB_PKGS := libjansson-dev libmicrohttpd-dev libsqlite3-dev check pkg-config \
+	bubblewrap clang wrk chromium
+
+WARN := -Wall -Wextra -Werror -Wstrict-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=c11 $(WARN) -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include \
+	-MMD -MP $(CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS_BASE := -ljansson -lmicrohttpd -lsqlite3 -lpthread -lm -ldl
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -lpthread)
+
+# --- module sources -------------------------------------------------------
+COMMON_SRC := server/kf_err.c $(wildcard server/log.c)
+SERVER_SRC := $(filter-out server/main.c $(COMMON_SRC),$(wildcard server/*.c))
+KB_SRC := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
+SANDBOX_SRC := $(wildcard sandbox/*.c)
+KERNELS_SRC := $(wildcard kernels/*.c kernels/ref/*.c)
+HARNESS_SRC := $(wildcard sandbox/harness/*.c)
+KERNELS_CU := $(wildcard kernels/*.cu)
+
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+LIB_common := $(B)/libkf_common.a
+LIB_server := $(B)/libkf_server.a
+LIB_kb := $(B)/libkf_kb.a
+LIB_sandbox := $(B)/libkf_sandbox.a
+LIB_kernels := $(B)/libkf_kernels.a
+# Link order: dependents first.
+ALL_LIBS := $(LIB_server) $(LIB_kb) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
+
+BIN := $(B)/kforge
+HARNESS := $(B)/kforge-harness
+KB_BUILD := $(B)/kb-build
+KB_DB := $(B)/knowledge.db
+FATBIN := $(B)/kernels/kernels.fatbin
+
+.PHONY: all run test test-unit test-gpu bench bench-kernels asan lint fuzz \
+	install clean deps check-deps
+.DEFAULT_GOAL := all
+
+# Pieces appear as their sources do, so the tree builds at every stage.
+ALL_TARGETS := $(if $(wildcard server/main.c),$(BIN)) \
+	$(if $(HARNESS_SRC),$(HARNESS)) \
+	$(if $(wildcard knowledge/kb_build_main.c),$(KB_DB)) \
+	$(if $(KERNELS_CU),$(FATBIN))
+all: $(B)/.deps-ok $(ALL_TARGETS)
+
+# --- dependencies ---------------------------------------------------------
+deps:
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS)
+
+# Installs the Debian packages only when a header or tool is missing.
+$(B)/.deps-ok:
+	$(Q)mkdir -p $(B)
+	$(Q)for h in jansson.h microhttpd.h sqlite3.h check.h; do \
+		printf '#include <%s>\n' $$h | $(CC) -E -x c - >/dev/null 2>&1 || \
+		{ echo "missing $$h: installing Debian packages"; $(MAKE) --no-print-directory deps; break; }; \
+	done
+	$(Q)command -v bwrap >/dev/null || $(MAKE) --no-print-directory deps
+	$(Q)touch $@
+
+# --- objects and libraries ------------------------------------------------
+$(B)/%.o: %.c | $(B)/.deps-ok
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+define LIB_RULE
+$$(LIB_$(1)): $$(call obj,$(2))
+	@mkdir -p $$(dir $$@)
+	@$$(if $$(Q),echo "  AR      $$@")
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(eval $(call LIB_RULE,common,$(COMMON_SRC)))
+$(eval $(call LIB_RULE,server,$(SERVER_SRC)))
+$(eval $(call LIB_RULE,kb,$(KB_SRC)))
+$(eval $(call LIB_RULE,sandbox,$(SANDBOX_SRC)))
+$(eval $(call LIB_RULE,kernels,$(KERNELS_SRC)))
+
+$(BIN): $(B)/server/main.o $(ALL_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
+
+# The harness talks to the GPU through the driver API. It links against the
+# toolkit's stub libcuda so it builds on machines without a driver; at run
+# time the real libcuda.so.1 is needed, and without it the daemon answers
+# no_gpu before ever starting the harness.
+$(HARNESS): $(call obj,$(HARNESS_SRC)) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(LDLIBS_BASE) $(LDFLAGS)
+
+$(KB_BUILD): $(B)/knowledge/kb_build_main.o $(LIB_kb) $(LIB_kernels) $(LIB_common)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
+
+KB_SOURCES := $(wildcard knowledge/gpu-facts/*.csv knowledge/guides/*.md knowledge/*.sql)
+$(KB_DB): $(KB_BUILD) $(KB_SOURCES)
+	@$(if $(Q),echo "  KB      $@")
+	$(Q)$(KB_BUILD) --src knowledge --out $@
+
+# Device code only: one fatbin with every kernel of the library, loaded by
+# the harness for built-in baselines.
+$(FATBIN): $(KERNELS_CU) $(wildcard kernels/*.cuh kernels/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $@")
+	$(Q)$(NVCC) --fatbin -O3 -std=c++17 -I. \
+		$(foreach a,$(KERNEL_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+		-gencode arch=compute_90,code=compute_90 -o $@ $(KERNELS_CU)
+
+# --- tests ----------------------------------------------------------------
+# tests/check_<name>.c is one Check suite. It links every library unless
+# TEST_DEPS_<name> names fewer (e.g. TEST_DEPS_kb := kb kernels common).
+TEST_SRC := $(wildcard tests/check_*.c)
+TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
+test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
+TEST_DEPS_dtype := kernels common
+
+.SECONDARY:
+.SECONDEXPANSION:
+$(B)/tests/check_%: $(B)/tests/check_%.o $$(call test_libs,$$*)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
+
+# Environment every test run sees: where the built pieces are.
+TEST_ENV = KFORGE_BIN=$(abspath $(BIN)) KFORGE_HARNESS=$(abspath $(HARNESS)) \
+	KFORGE_KB=$(abspath $(KB_DB)) KFORGE_SRC=$(abspath .)
+
+test-unit: all $(TESTS)
+	$(Q)fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; exit $$fail
+
+# Protocol, conformance and end-to-end suites are added as tests/*.sh; each
+# exits 0 on success and prints its own summary.
+PROTO_TESTS := $(sort $(wildcard tests/proto_*.sh))
+test: test-unit
+	$(Q)fail=0; for t in $(PROTO_TESTS); do $(TEST_ENV) sh $$t || fail=1; done; exit $$fail
+
+test-gpu: all
+	$(Q)$(TEST_ENV) sh tests/gpu/run.sh
+
+run: all
+	$(Q)$(BIN) serve --http 127.0.0.1:7070
+
+# --- sanitizers, lint, fuzz -------------------------------------------------
+asan:
+	$(MAKE) B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" test
+
+lint:
+	$(Q)clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
+	$(Q)! git grep -nE '\b(strcpy|sprintf|strcat|atoi|gets)\s*\(' -- '*.c' '*.h' '*.cu' || \
+		{ echo "lint: banned call above"; exit 1; }
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kforge $(DESTDIR)$(PREFIX)/share/kforge
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kforge
+	install -m 755 $(HARNESS) $(DESTDIR)$(PREFIX)/lib/kforge/kforge-harness
+	install -m 644 $(KB_DB) $(DESTDIR)$(PREFIX)/share/kforge/knowledge.db
+	install -m 644 $(FATBIN) $(DESTDIR)$(PREFIX)/share/kforge/kernels.fatbin
+
+clean:
+	rm -rf $(B) build-asan build-fuzz
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

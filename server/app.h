@@ -1,0 +1,45 @@
+/* app: the daemon's long-lived state shared by every session and transport:
+ * configuration, the knowledge base, the compiler and its cache, the GPU
+ * runner and the run history. Opened once in main, closed at exit. Each
+ * domain owns its field; app.c opens them in order and closes in reverse. */
+#ifndef KF_APP_H
+#define KF_APP_H
+
+#include <stddef.h>
+
+#include "kf_err.h"
+
+struct kb;
+struct compiler;
+struct runner;
+struct history;
+
+enum app_sandbox { APP_SANDBOX_BWRAP = 0, APP_SANDBOX_NONE = 1 };
+
+struct app_config {
+	const char *data_dir;     /* state.db, cache; created if missing */
+	const char *kb_path;      /* knowledge.db; NULL = next to the binary / installed */
+	enum app_sandbox sandbox; /* --sandbox=none only when the operator asks */
+	size_t max_message_bytes; /* JSON-RPC message cap, default 8 MiB */
+	int log_level;            /* LOG_* from log.h */
+	int conformance_fixtures; /* register the conformance fixture tools */
+};
+
+struct app {
+	struct app_config cfg;
+	struct kb *kb;           /* knowledge/: read-only at run time */
+	struct compiler *cc;     /* sandbox/: nvcc driver + artifact cache */
+	struct runner *runner;   /* sandbox/: job queue, GPU pool */
+	struct history *history; /* sandbox/: state.db runs */
+};
+
+/* Opens every domain module with cfg (copied; strings borrowed for the app's
+ * life). Returns 0 and sets *out to a new app (free with app_close), or a
+ * KF_E* code with err set naming what failed. */
+int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Closes the modules in reverse order and frees app. NULL is a no-op. */
+void app_close(struct app *app);
+
+#endif
