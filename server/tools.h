@@ -117,6 +117,23 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
  * borrowed and static. With fixtures nonzero the conformance-suite fixture
  * group is included. */
 void tools_init(int fixtures);
+
+/* What tools_init does, reporting problems instead of aborting: registers
+ * the groups, parses every input/output schema (schema.h), and checks that
+ * tool names are unique and match [A-Za-z0-9_.-]{1,128}. Returns 0, or
+ * KF_EINVAL naming the tool and the schema path. Call once at startup,
+ * before any session; a later call replaces the registry (tests only). */
+int tools_load(int fixtures, struct kf_err *err)
+	__attribute__((warn_unused_result));
+/* The same over an explicit list of groups (tests). groups: borrowed, must
+ * stay valid while the registry is used. */
+int tools_load_groups(const struct tool_group *const *groups, size_t n,
+		      struct kf_err *err) __attribute__((warn_unused_result));
+/* The parsed schemas of a registered tool (t from tools_find/tools_at).
+ * Borrowed, valid until the next tools_load. output may be NULL. */
+struct schema;
+const struct schema *tools_input_schema(const struct tool_def *t);
+const struct schema *tools_output_schema(const struct tool_def *t);
 const struct tool_def *tools_find(const char *name);
 size_t tools_count(void);
 const struct tool_def *tools_at(size_t i);
