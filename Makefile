@@ -136,6 +136,8 @@ TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
 TEST_DEPS_dtype := kernels common
+TEST_DEPS_expr := sandbox kernels common
+TEST_DEPS_spec := sandbox kernels common
 
 .SECONDARY:
 .SECONDEXPANSION:
