@@ -63,7 +63,7 @@ FATBIN := $(B)/kernels/kernels.fatbin
 ALL_TARGETS := $(if $(wildcard server/main.c),$(BIN)) \
 	$(if $(HARNESS_SRC),$(HARNESS)) \
 	$(if $(wildcard knowledge/kb_build_main.c),$(KB_DB)) \
-	$(if $(KERNELS_CU),$(FATBIN))
+	$(if $(KERNELS_CU),$(FATBIN)) $(SKILL_REFS)
 all: $(B)/.deps-ok $(ALL_TARGETS)
 
 # --- dependencies ---------------------------------------------------------
@@ -119,6 +119,12 @@ KB_SOURCES := $(wildcard knowledge/gpu-facts/*.csv knowledge/guides/*.md knowled
 $(KB_DB): $(KB_BUILD) $(KB_SOURCES)
 	@$(if $(Q),echo "  KB      $@")
 	$(Q)$(KB_BUILD) --src knowledge --out $@
+
+# The skill's references are generated from the guides (one source of truth).
+SKILL_REFS := skill/references/README.md
+$(SKILL_REFS): knowledge/export-skill-refs.sh $(wildcard knowledge/guides/*.md)
+	@$(if $(Q),echo "  GEN     skill/references")
+	$(Q)sh knowledge/export-skill-refs.sh knowledge/guides skill/references
 
 # Device code only: one fatbin with every kernel of the library, loaded by
 # the harness for built-in baselines.
