@@ -54,6 +54,7 @@ HARNESS := $(B)/kforge-harness
 KB_BUILD := $(B)/kb-build
 KB_DB := $(B)/knowledge.db
 FATBIN := $(B)/kernels/kernels.fatbin
+SKILL_REFS := skill/references/README.md
 
 .PHONY: all run test test-unit test-gpu bench bench-kernels asan lint fuzz \
 	install clean deps check-deps
@@ -121,7 +122,6 @@ $(KB_DB): $(KB_BUILD) $(KB_SOURCES)
 	$(Q)$(KB_BUILD) --src knowledge --out $@
 
 # The skill's references are generated from the guides (one source of truth).
-SKILL_REFS := skill/references/README.md
 $(SKILL_REFS): knowledge/export-skill-refs.sh $(wildcard knowledge/guides/*.md)
 	@$(if $(Q),echo "  GEN     skill/references")
 	$(Q)sh knowledge/export-skill-refs.sh knowledge/guides skill/references
