@@ -60,6 +60,11 @@ const char *mcp_session_version(const struct mcp_session *s);
 /* 1 once initialize has been answered. */
 int mcp_session_initialized(const struct mcp_session *s);
 
+/* Sends notifications/resources/updated for uri (borrowed) to every
+ * session that subscribed to it. Thread-safe; callable from any module
+ * that changes what a resource reads (e.g. a run finishing). */
+void mcp_resource_updated(const char *uri);
+
 /* Calls tool name outside any session (REST, CLI, tests) with args
  * (borrowed; validated against the tool's schema here). Returns 0 and sets
  * *result to a new JSON object: the structuredContent (summary first), and

@@ -112,6 +112,26 @@ const volatile int *tool_ctx_cancel_flag(struct tool_ctx *ctx);
 void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Replaces the one text block the server builds from structuredContent
+ * with these MCP content blocks (image, audio, embedded resource...) for
+ * the call's result. content: taken (a JSON array). A handler that sets
+ * content may leave *out NULL: the result then has no structuredContent. */
+void tool_ctx_set_content(struct tool_ctx *ctx, json_t *content);
+
+/* 1 when the client declared capability name ("sampling", "elicitation",
+ * "roots") in initialize; 0 otherwise and outside a session. */
+int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
+
+/* Sends a request (e.g. "sampling/createMessage", "elicitation/create")
+ * to the client and waits up to timeout_ms for its answer. params: taken.
+ * Returns 0 and *result (new reference, the response's result), or
+ * KF_ENOTFOUND when there is no client session (REST, CLI), KF_ETIMEOUT,
+ * KF_ECANCELED (request cancelled or session ended), KF_EINVAL when the
+ * client answered with an error (its message in err). */
+int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
+		     int timeout_ms, json_t **result, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* The registry. tools_find returns borrowed or NULL. The *_all functions
  * return the concatenation of every group's entries; the pointers are
  * borrowed and static. With fixtures nonzero the conformance-suite fixture

@@ -1,0 +1,156 @@
+/* app: opens the daemon's long-lived modules in order and closes them in
+ * reverse; see app.h. Also resolves the defaults the configuration leaves
+ * open: the data dir ($XDG_DATA_HOME/kforge or ~/.local/share/kforge) and
+ * the knowledge base ($KFORGE_KB, then knowledge.db next to the binary, then
+ * ../share/kforge/knowledge.db for an installed binary). Each domain adds its
+ * open/close lines below (small edits, marked). */
+#include "app.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define APP_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
+
+/* The app plus the storage its resolved paths live in. */
+struct app_priv {
+	struct app app; /* first, so a struct app * is a struct app_priv * */
+	char data_dir[PATH_MAX];
+	char kb_path[PATH_MAX];
+};
+
+/* mkdir -p with mode 0700 for the parts it creates. */
+static int make_dirs(const char *path, struct kf_err *err)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return kf_err_set(err, KF_EINVAL, "data dir '%s': empty or too long",
+				  path);
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s",
+					  buf, strerror(errno));
+		buf[i] = i == n ? '\0' : '/';
+	}
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return kf_err_set(err, KF_EIO, "data dir '%s' is not a directory",
+				  path);
+	if (access(path, W_OK) != 0)
+		return kf_err_set(err, KF_EPERM, "data dir '%s' is not writable",
+				  path);
+	return 0;
+}
+
+static int resolve_data_dir(struct app_priv *p, struct kf_err *err)
+{
+	const char *cfg = p->app.cfg.data_dir, *xdg, *home;
+	int n;
+
+	if (cfg && *cfg)
+		n = snprintf(p->data_dir, sizeof(p->data_dir), "%s", cfg);
+	else if ((xdg = getenv("XDG_DATA_HOME")) && *xdg == '/')
+		n = snprintf(p->data_dir, sizeof(p->data_dir), "%s/kforge", xdg);
+	else if ((home = getenv("HOME")) && *home)
+		n = snprintf(p->data_dir, sizeof(p->data_dir),
+			     "%s/.local/share/kforge", home);
+	else
+		return kf_err_set(err, KF_EINVAL,
+				  "data dir: neither --data-dir, XDG_DATA_HOME nor HOME is set");
+	if (n < 0 || (size_t)n >= sizeof(p->data_dir))
+		return kf_err_set(err, KF_EINVAL, "data dir: path too long");
+	p->app.cfg.data_dir = p->data_dir;
+	return make_dirs(p->data_dir, err);
+}
+
+/* Picks the first existing candidate; without one, the first candidate, so
+ * the knowledge module reports a missing file by its expected path. */
+static void resolve_kb(struct app_priv *p)
+{
+	char exe[PATH_MAX], cand[2][PATH_MAX];
+	const char *env = getenv("KFORGE_KB");
+	ssize_t n;
+	char *slash;
+
+	if (p->app.cfg.kb_path && *p->app.cfg.kb_path)
+		return;
+	if (env && *env) {
+		snprintf(p->kb_path, sizeof(p->kb_path), "%s", env);
+		p->app.cfg.kb_path = p->kb_path;
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(p->kb_path, sizeof(p->kb_path), "knowledge.db");
+		p->app.cfg.kb_path = p->kb_path;
+		return;
+	}
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(cand[0], sizeof(cand[0]), "%.*s/knowledge.db", PATH_MAX - 16, exe);
+	snprintf(cand[1], sizeof(cand[1]), "%.*s/../share/kforge/knowledge.db",
+		 PATH_MAX - 32, exe);
+	snprintf(p->kb_path, sizeof(p->kb_path), "%s", cand[0]);
+	for (int i = 0; i < 2; i++)
+		if (access(cand[i], R_OK) == 0) {
+			snprintf(p->kb_path, sizeof(p->kb_path), "%s", cand[i]);
+			break;
+		}
+	p->app.cfg.kb_path = p->kb_path;
+}
+
+int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
+{
+	struct app_priv *p;
+	struct app *app;
+	int rc;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return kf_err_set(err, KF_ENOMEM, "app: out of memory");
+	app = &p->app;
+	app->cfg = *cfg;
+	if (app->cfg.max_message_bytes == 0)
+		app->cfg.max_message_bytes = APP_MAX_MESSAGE_BYTES_DEFAULT;
+	rc = resolve_data_dir(p, err);
+	if (rc)
+		goto out;
+	resolve_kb(p);
+	log_debug("app", "data dir %s, knowledge base %s, sandbox %s",
+		  app->cfg.data_dir, app->cfg.kb_path,
+		  app->cfg.sandbox == APP_SANDBOX_NONE ? "none" : "bwrap");
+
+	/* Domain modules, in dependency order (each adds its lines here). */
+
+out:
+	if (rc) {
+		app_close(app);
+		return rc;
+	}
+	*out = app;
+	return 0;
+}
+
+void app_close(struct app *app)
+{
+	if (!app)
+		return;
+	/* Domain modules, in reverse order (each adds its lines here). */
+
+	free((struct app_priv *)app);
+}
