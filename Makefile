@@ -127,13 +127,15 @@ $(SKILL_REFS): knowledge/export-skill-refs.sh $(wildcard knowledge/guides/*.md)
 	$(Q)sh knowledge/export-skill-refs.sh knowledge/guides skill/references
 
 # Device code only: one fatbin with every kernel of the library, loaded by
-# the harness for built-in baselines.
+# the harness for built-in baselines. nvcc takes one input file for a
+# fatbin, so the .cu files are compiled as one unity translation unit.
 $(FATBIN): $(KERNELS_CU) $(wildcard kernels/*.cuh kernels/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $@")
+	$(Q)printf '#include "%s"\n' $(KERNELS_CU) > $(B)/kernels/all.cu
 	$(Q)$(NVCC) --fatbin -O3 -std=c++17 -I. \
 		$(foreach a,$(KERNEL_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-		-gencode arch=compute_90,code=compute_90 -o $@ $(KERNELS_CU)
+		-gencode arch=compute_90,code=compute_90 -o $@ $(B)/kernels/all.cu
 
 # --- tests ----------------------------------------------------------------
 # tests/check_<name>.c is one Check suite. It links every library unless
@@ -144,6 +146,7 @@ test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(
 TEST_DEPS_dtype := kernels common
 TEST_DEPS_expr := sandbox kernels common
 TEST_DEPS_spec := sandbox kernels common
+TEST_DEPS_jail := sandbox common
 
 .SECONDARY:
 .SECONDEXPANSION:
