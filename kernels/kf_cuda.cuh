@@ -1,0 +1,243 @@
+/* kf_cuda: device helpers shared by every kernels/*.cu: element conversion
+ * to and from float, 16-byte "chunks" of W elements (uint4 holding 8 bf16,
+ * 8 f16 or 4 f32; or a single element when W == 1), streaming loads and
+ * stores, and warp/row reductions. Header-only, everything inline in
+ * namespace kf, so the kernels fatbin can be one unity translation unit. */
+#ifndef KF_CUDA_CUH
+#define KF_CUDA_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+namespace kf {
+
+/* Elements of T in one 16-byte vector. */
+template <typename T> struct vec_width {
+	static constexpr int value = 16 / (int)sizeof(T);
+};
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v)
+{
+	return __uint_as_float((uint32_t)__bfloat16_as_ushort(v) << 16);
+}
+
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
+{
+	return __float2bfloat16_rn(v);
+}
+
+/* W consecutive elements of T: one 16-byte vector, or one element (W == 1,
+ * the scalar path for rows that are not a whole number of vectors). */
+template <typename T, int W> struct chunk {
+	uint4 raw;
+};
+template <typename T> struct chunk<T, 1> {
+	T raw;
+};
+
+/* p + i*W must be 16-byte aligned for the vector form. */
+template <typename T, int W>
+__device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
+{
+	chunk<T, W> c;
+	if constexpr (W == 1)
+		c.raw = p[i];
+	else
+		c.raw = __ldcs(reinterpret_cast<const uint4 *>(p) + i);
+	return c;
+}
+
+/* Cached load through the read-only path, for data reused across rows
+ * (weights, biases, rotary tables, modulation vectors). */
+template <typename T, int W>
+__device__ __forceinline__ chunk<T, W> ld_keep(const T *p, int64_t i)
+{
+	chunk<T, W> c;
+	if constexpr (W == 1)
+		c.raw = __ldg(p + i);
+	else
+		c.raw = __ldg(reinterpret_cast<const uint4 *>(p) + i);
+	return c;
+}
+
+/* Plain load: for the multi-pass fallbacks, whose second read should hit L2. */
+template <typename T, int W>
+__device__ __forceinline__ chunk<T, W> ld_plain(const T *p, int64_t i)
+{
+	chunk<T, W> c;
+	if constexpr (W == 1)
+		c.raw = p[i];
+	else
+		c.raw = reinterpret_cast<const uint4 *>(p)[i];
+	return c;
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
+{
+	if constexpr (W == 1)
+		p[i] = c.raw;
+	else
+		__stcs(reinterpret_cast<uint4 *>(p) + i, c.raw);
+}
+
+/* Unpacks a chunk into W floats. */
+template <typename T, int W>
+__device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
+{
+	if constexpr (W == 1) {
+		f[0] = to_f(c.raw);
+	} else {
+		const uint32_t u[4] = {c.raw.x, c.raw.y, c.raw.z, c.raw.w};
+		if constexpr (sizeof(T) == 4) {
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				f[k] = __uint_as_float(u[k]);
+		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				f[2 * k] = __uint_as_float(u[k] << 16);
+				f[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+			}
+		} else {
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				__half2 h = *reinterpret_cast<const __half2 *>(&u[k]);
+				float2 g = __half22float2(h);
+				f[2 * k] = g.x;
+				f[2 * k + 1] = g.y;
+			}
+		}
+	}
+}
+
+/* Packs W floats into a chunk, rounding to nearest even. */
+template <typename T, int W>
+__device__ __forceinline__ chunk<T, W> pack(const float (&f)[W])
+{
+	chunk<T, W> c;
+	if constexpr (W == 1) {
+		c.raw = from_f<T>(f[0]);
+	} else {
+		uint32_t u[4];
+		if constexpr (sizeof(T) == 4) {
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				u[k] = __float_as_uint(f[k]);
+		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				__nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+				u[k] = *reinterpret_cast<uint32_t *>(&h);
+			}
+		} else {
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				__half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+				u[k] = *reinterpret_cast<uint32_t *>(&h);
+			}
+		}
+		c.raw = make_uint4(u[0], u[1], u[2], u[3]);
+	}
+	return c;
+}
+
+__device__ __forceinline__ bool aligned16(const void *p)
+{
+	return ((uintptr_t)p & 15u) == 0;
+}
+
+/* Butterfly sum/max over groups of `width` lanes (a power of two <= 32). */
+__device__ __forceinline__ float group_sum(float v, int width)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		if (o < width)
+			v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+__device__ __forceinline__ float group_max(float v, int width)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		if (o < width)
+			v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+/* Reduces v over the blockDim.x threads of one row; a block holds
+ * blockDim.y rows. blockDim.x is a power of two <= 32 or a multiple of 32.
+ * red: __shared__ float[32]. Every thread of the block must call it (it
+ * holds __syncthreads when a row spans several warps); all get the result. */
+template <bool MAX>
+__device__ __forceinline__ float row_reduce(float v, float *red)
+{
+	const int tx = blockDim.x;
+	v = MAX ? group_max(v, tx < 32 ? tx : 32) : group_sum(v, tx < 32 ? tx : 32);
+	if (tx <= 32)
+		return v;
+	const int warps = tx >> 5;
+	const int tid = threadIdx.y * tx + threadIdx.x;
+	if ((tid & 31) == 0)
+		red[tid >> 5] = v;
+	__syncthreads();
+	const float *r = red + threadIdx.y * warps;
+	float s = r[0];
+	for (int k = 1; k < warps; k++)
+		s = MAX ? fmaxf(s, r[k]) : s + r[k];
+	__syncthreads(); /* red is reused by the next reduction */
+	return s;
+}
+
+/* The row-op block shape, shared by every launch helper and every op
+ * template's baseline launch so both run the same configuration: tx threads
+ * per row hold 32 elements each (4 vectors of bf16/f16, 8 of f32: the whole
+ * row in registers, one pass over memory) up to 1024 threads, rounded to a
+ * warp; rows narrower than 1024 elements get one warp each, and small rows
+ * are packed ty to a block so a block has about 256 threads.
+ *   tx = min(1024, max(32, ceil_div(D, 1024) * 32)),  ty = max(1, 256 / tx) */
+static inline void row_block(int64_t D, int *tx, int *ty)
+{
+	int64_t x = (D + 1023) / 1024 * 32;
+	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
+	*tx = (int)x;
+	*ty = 256 / (int)x > 1 ? 256 / (int)x : 1;
+}
+
+/* Picks the per-thread register cache depth for a row of n chunks over
+ * blockDim.x threads and runs op.run<W, NV>() (NV == 0: the loop path that
+ * reads the row from memory again instead of holding it). The choice is
+ * uniform across the block, so barriers inside run() are safe. */
+template <typename T, class Op>
+__device__ __forceinline__ void row_dispatch(Op &op, int D, bool vec_ok)
+{
+	constexpr int V = vec_width<T>::value;
+	if (vec_ok) {
+		const int per = (D / V + (int)blockDim.x - 1) / (int)blockDim.x;
+		if (per <= 1)
+			op.template run<V, 1>();
+		else if (per <= 2)
+			op.template run<V, 2>();
+		else if (per <= 4)
+			op.template run<V, 4>();
+		else if (per <= 8)
+			op.template run<V, 8>();
+		else
+			op.template run<V, 0>();
+	} else {
+		op.template run<1, 0>();
+	}
+}
+
+} /* namespace kf */
+
+#endif

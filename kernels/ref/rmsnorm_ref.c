@@ -1,0 +1,72 @@
+/* rmsnorm_ref: float64 rmsnorm, rmsnorm without weight, residual add +
+ * rmsnorm; see rmsnorm_ref.h. Straight loops: this is the specification. */
+#include "rmsnorm_ref.h"
+
+#include <math.h>
+
+static int check(const double *y, const double *x, int64_t T, int64_t D, double eps,
+		 struct kf_err *err)
+{
+	if (T < 0)
+		return kf_err_set(err, KF_EINVAL, "rmsnorm: T=%lld, want T >= 0", (long long)T);
+	if (D < 1)
+		return kf_err_set(err, KF_EINVAL, "rmsnorm: D=%lld, want D >= 1", (long long)D);
+	if (!(eps >= 0))
+		return kf_err_set(err, KF_EINVAL, "rmsnorm: eps=%g, want eps >= 0", eps);
+	if (!y || !x)
+		return kf_err_set(err, KF_EINVAL, "rmsnorm: tensor '%s' is missing",
+				  !y ? "y" : "x");
+	return 0;
+}
+
+static void norm_row(double *y, const double *v, const double *w, int64_t D, double eps)
+{
+	double ss = 0;
+	for (int64_t i = 0; i < D; i++)
+		ss += v[i] * v[i];
+	double inv = 1.0 / sqrt(ss / (double)D + eps);
+	for (int64_t i = 0; i < D; i++)
+		y[i] = v[i] * inv * (w ? w[i] : 1.0);
+}
+
+int rmsnorm_ref(double *y, const double *x, const double *w, int64_t T, int64_t D,
+		double eps, struct kf_err *err)
+{
+	int rc = check(y, x, T, D, eps, err);
+	if (rc)
+		return rc;
+	for (int64_t t = 0; t < T; t++)
+		norm_row(y + t * D, x + t * D, w, D, eps);
+	return 0;
+}
+
+int add_rmsnorm_ref(double *y, double *r, const double *x, const double *res,
+		    const double *w, int64_t T, int64_t D, double eps, struct kf_err *err)
+{
+	int rc = check(y, x, T, D, eps, err);
+	if (rc)
+		return rc;
+	if (!r || !res)
+		return kf_err_set(err, KF_EINVAL, "add_rmsnorm: tensor '%s' is missing",
+				  !r ? "r" : "res");
+	for (int64_t k = 0; k < T * D; k++)
+		r[k] = x[k] + res[k];
+	for (int64_t t = 0; t < T; t++)
+		norm_row(y + t * D, r + t * D, w, D, eps);
+	return 0;
+}
+
+void rmsnorm_cost(int64_t T, int64_t D, size_t esize, int has_weight, double *bytes,
+		  double *flops)
+{
+	double td = (double)T * (double)D;
+	*bytes = (2 * td + (has_weight ? (double)D : 0)) * (double)esize;
+	*flops = (has_weight ? 4 : 3) * td;
+}
+
+void add_rmsnorm_cost(int64_t T, int64_t D, size_t esize, double *bytes, double *flops)
+{
+	double td = (double)T * (double)D;
+	*bytes = (4 * td + (double)D) * (double)esize;
+	*flops = 5 * td;
+}

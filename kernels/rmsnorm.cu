@@ -1,0 +1,234 @@
+/* rmsnorm: root-mean-square normalization over the last dimension, with and
+ * without a weight, and the fused residual add + rmsnorm.
+ *
+ *   rmsnorm:          y[t,i] = x[t,i] * rsqrt(mean_i(x[t,:]^2) + eps) * w[i]
+ *   rmsnorm_noweight: the same without w
+ *   add_rmsnorm:      r[t,i] = x[t,i] + res[t,i];  y = rmsnorm(r, w)
+ *
+ * Shapes: x, res, y, r (T, D) row-major, contiguous; w (D). Types f32, f16,
+ * bf16 (all tensors one type); eps f32; arithmetic in fp32. add_rmsnorm
+ * stores r rounded to the type and normalizes that stored r (as vLLM's
+ * fused_add_rms_norm does), so y is exactly rmsnorm(r, w) of the r it wrote.
+ * Preconditions: T >= 0, D >= 1, both < 2^31; any D (16-byte vectors when D
+ * is a multiple of 16/sizeof(type) and the pointers are 16-byte aligned,
+ * scalar otherwise). Launch: block (tx, ty) from kf::row_block, grid
+ * ceil_div(T, ty); any grid/block of that form is correct.
+ * Cost (bytes moved, FLOPs), e = sizeof(type):
+ *   rmsnorm:          bytes = (2*T*D + D) * e,  flops = 4*T*D
+ *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
+ *   add_rmsnorm:      bytes = (4*T*D + D) * e,  flops = 5*T*D
+ * Technique: one row per group of tx threads, the row held in registers as
+ * 16-byte vectors (one read and one write of HBM), warp-shuffle reduction
+ * plus one shared-memory step, streaming (evict-first) loads and stores. */
+#include "kernels/kf_cuda.cuh"
+#include "kernels/rmsnorm.h"
+
+namespace kf_rms {
+
+using namespace kf;
+
+template <typename T, bool HAS_W, bool ADD> struct row_op {
+	T *y;
+	T *r;          /* ADD: the sum out */
+	const T *x;
+	const T *res;  /* ADD: the residual in */
+	const T *w;
+	int D;
+	float eps;
+	bool active;
+	float *red;
+
+	/* The row's chunk i: x, or for ADD the sum x + res rounded to T (and
+	 * written to r when WRITE_R), as add_rmsnorm normalizes the stored sum.
+	 * STREAM: evict-first loads for the single-pass path; the two-pass
+	 * path uses plain loads so its second read can hit L2. */
+	template <int W, bool STREAM, bool WRITE_R>
+	__device__ __forceinline__ chunk<T, W> load(int i) const
+	{
+		chunk<T, W> c = STREAM ? ld_stream<T, W>(x, i) : ld_plain<T, W>(x, i);
+		if constexpr (ADD) {
+			float f[W], g[W];
+			unpack<T, W>(c, f);
+			unpack<T, W>(STREAM ? ld_stream<T, W>(res, i) : ld_plain<T, W>(res, i), g);
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] += g[j];
+			c = pack<T, W>(f);
+			if (WRITE_R)
+				st_stream<T, W>(r, i, c);
+		}
+		return c;
+	}
+
+	template <int W> __device__ __forceinline__ static float sumsq(const chunk<T, W> &c)
+	{
+		float f[W], s = 0.f;
+		unpack<T, W>(c, f);
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			s += f[j] * f[j];
+		return s;
+	}
+
+	template <int W>
+	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float inv) const
+	{
+		float f[W];
+		unpack<T, W>(c, f);
+		if constexpr (HAS_W) {
+			float g[W];
+			unpack<T, W>(ld_keep<T, W>(w, i), g);
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] = f[j] * inv * g[j];
+		} else {
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] = f[j] * inv;
+		}
+		st_stream<T, W>(y, i, pack<T, W>(f));
+	}
+
+	template <int W, int NV> __device__ __forceinline__ void run()
+	{
+		const int n = active ? D / W : 0;
+		const int tx = blockDim.x, t = threadIdx.x;
+		float ss = 0.f;
+		if constexpr (NV > 0) {
+			/* All loads first: NV vectors in flight per thread, held
+			 * packed (4 registers per 16 bytes). */
+			chunk<T, W> c[NV];
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+				if (t + k * tx < n)
+					c[k] = load<W, true, true>(t + k * tx);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+				if (t + k * tx < n)
+					ss += sumsq<W>(c[k]);
+			ss = row_reduce<false>(ss, red);
+			const float inv = rsqrtf(ss / (float)D + eps);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+				if (t + k * tx < n)
+					emit<W>(t + k * tx, c[k], inv);
+		} else {
+			/* Rows too wide for registers, or not a whole number of
+			 * vectors: two passes, the second mostly from L2. */
+			for (int i = t; i < n; i += tx)
+				ss += sumsq<W>(load<W, false, true>(i));
+			ss = row_reduce<false>(ss, red);
+			const float inv = rsqrtf(ss / (float)D + eps);
+			for (int i = t; i < n; i += tx)
+				emit<W>(i, load<W, false, false>(i), inv);
+		}
+	}
+};
+
+template <typename T, bool HAS_W, bool ADD>
+__device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const T *w,
+				     int rows, int D, float eps)
+{
+	__shared__ float red[32];
+	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
+	const int64_t off = row * (int64_t)D;
+	constexpr int V = vec_width<T>::value;
+	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) &&
+			    (!HAS_W || aligned16(w)) && (!ADD || (aligned16(r) && aligned16(res)));
+	row_op<T, HAS_W, ADD> op{y + off,     ADD ? r + off : nullptr, x + off,
+				 ADD ? res + off : nullptr, w, D, eps, row < rows, red};
+	row_dispatch<T>(op, D, vec_ok);
+}
+
+} /* namespace kf_rms */
+
+#define KF_RMS_KERNELS(SUF, T)                                                              \
+	extern "C" __global__ void __launch_bounds__(1024)                                  \
+		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)  \
+	{                                                                                   \
+		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);      \
+	}                                                                                   \
+	extern "C" __global__ void __launch_bounds__(1024)                                  \
+		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)     \
+	{                                                                                   \
+		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D,     \
+					      eps);                                         \
+	}                                                                                   \
+	extern "C" __global__ void __launch_bounds__(1024)                                  \
+		kf_add_rmsnorm_##SUF(T *y, T *r, const T *x, const T *res, const T *w,      \
+				     int rows, int D, float eps)                            \
+	{                                                                                   \
+		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                 \
+	}
+
+KF_RMS_KERNELS(f32, float)
+KF_RMS_KERNELS(f16, __half)
+KF_RMS_KERNELS(bf16, __nv_bfloat16)
+
+/* --- launch helpers ------------------------------------------------------ */
+
+static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int64_t T,
+			     int64_t D, float eps)
+{
+	if (dt != KF_DT_F32 && dt != KF_DT_F16 && dt != KF_DT_BF16)
+		return cudaErrorInvalidValue;
+	if (T < 0 || T > INT32_MAX || D < 1 || D > INT32_MAX || !(eps >= 0.f))
+		return cudaErrorInvalidValue;
+	if (T > 0 && (!y || !x))
+		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+/* One launch for every variant: block (tx, ty) from kf::row_block (the whole
+ * row in registers at 32 elements a thread), one row group per block, grid
+ * ceil_div(T, ty). Static shared memory only (128 bytes). */
+static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
+			      const void *res, const void *w, int64_t T, int64_t D, float eps,
+			      cudaStream_t s)
+{
+	cudaError_t e = rms_check(dt, y, x, T, D, eps);
+	if (e != cudaSuccess || T == 0)
+		return e;
+	if (r && (!res || !w))
+		return cudaErrorInvalidValue;
+	int tx, ty;
+	kf::row_block(D, &tx, &ty);
+	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
+	const int rows = (int)T, d = (int)D;
+#define KF_RMS_GO(SUF, TY)                                                                    \
+	do {                                                                                  \
+		if (r)                                                                        \
+			kf_add_rmsnorm_##SUF<<<grid, block, 0, s>>>(                          \
+				(TY *)y, (TY *)r, (const TY *)x, (const TY *)res, (const TY *)w, \
+				rows, d, eps);                                                \
+		else if (w)                                                                   \
+			kf_rmsnorm_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,       \
+								(const TY *)w, rows, d, eps); \
+		else                                                                          \
+			kf_rmsnorm_noweight_##SUF<<<grid, block, 0, s>>>(                     \
+				(TY *)y, (const TY *)x, rows, d, eps);                        \
+	} while (0)
+	if (dt == KF_DT_F32)
+		KF_RMS_GO(f32, float);
+	else if (dt == KF_DT_F16)
+		KF_RMS_GO(f16, __half);
+	else
+		KF_RMS_GO(bf16, __nv_bfloat16);
+#undef KF_RMS_GO
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rmsnorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
+				      int64_t T, int64_t D, float eps, cudaStream_t s)
+{
+	return rms_launch(dt, y, NULL, x, NULL, w, T, D, eps, s);
+}
+
+extern "C" cudaError_t add_rmsnorm_launch(enum kf_dtype dt, void *y, void *r, const void *x,
+					  const void *res, const void *w, int64_t T, int64_t D,
+					  float eps, cudaStream_t s)
+{
+	if (!r || !res || !w)
+		return cudaErrorInvalidValue;
+	return rms_launch(dt, y, r, x, res, w, T, D, eps, s);
+}
