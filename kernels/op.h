@@ -49,7 +49,9 @@ struct op_template {
 	 * "scalars" (with default values), "constraints" (integer expressions
 	 * over the sizes that must be nonzero, e.g. "D % 2 == 0"),
 	 * "default_sizes", "tolerance" (per dtype: {"atol","rtol"}),
-	 * "cost" ({"bytes": expr, "flops": expr}), and "baseline": {"launch":
+	 * "cost" ({"bytes": expr, "flops": expr}, or per dtype like
+	 * "tolerance": {"bf16": {"bytes": expr, "flops": expr}, ...}, since the
+	 * bytes moved depend on the element size), and "baseline": {"launch":
 	 * [...]} the launch list of kforge's fast kernel, whose extern "C"
 	 * kernels are in the kernels fatbin built from kernels/OP.cu. */
 	const char *spec_json;
