@@ -147,6 +147,9 @@ TEST_DEPS_dtype := kernels common
 TEST_DEPS_expr := sandbox kernels common
 TEST_DEPS_spec := sandbox kernels common
 TEST_DEPS_jail := sandbox common
+TEST_DEPS_runner := sandbox common
+TEST_DEPS_history := sandbox common
+TEST_DEPS_gpu := sandbox common
 
 .SECONDARY:
 .SECONDEXPANSION:
