@@ -34,7 +34,11 @@ enum {
 	ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 };
 
-enum { CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INSUFFICIENT_DRIVER = 35 };
+enum {
+	CUDA_ERROR_STUB_LIBRARY = 34,
+	CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
+	CUDA_ERROR_NO_DEVICE = 100
+};
 
 struct cu_api {
 	CUresult_t (*init)(unsigned int);
@@ -55,13 +59,31 @@ static struct gpu_host cached_host;
 static struct kf_err cached_err;
 static int cached_rc;
 
+/* Names for the codes a probe meets, for libraries (the toolkit stub) whose
+ * cuGetErrorName does not answer. */
+static const char *known_error_name(CUresult_t rc)
+{
+	switch (rc) {
+	case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+	case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+	case 34: return "CUDA_ERROR_STUB_LIBRARY";
+	case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+	case 46: return "CUDA_ERROR_DEVICE_UNAVAILABLE";
+	case 100: return "CUDA_ERROR_NO_DEVICE";
+	case 101: return "CUDA_ERROR_INVALID_DEVICE";
+	case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+	case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+	default: return "CUDA_ERROR_UNKNOWN";
+	}
+}
+
 static const char *cu_error_name(const struct cu_api *cu, CUresult_t rc)
 {
 	const char *s = NULL;
 
 	if (cu->get_error_name && cu->get_error_name(rc, &s) == 0 && s)
 		return s;
-	return "CUDA_ERROR_UNKNOWN";
+	return known_error_name(rc);
 }
 
 static const char *cu_error_string(const struct cu_api *cu, CUresult_t rc)
@@ -70,24 +92,27 @@ static const char *cu_error_string(const struct cu_api *cu, CUresult_t rc)
 
 	if (cu->get_error_string && cu->get_error_string(rc, &s) == 0 && s)
 		return s;
-	return "no description";
+	return NULL;
 }
 
 /* Why cuInit failed, in words a user can act on. */
 static int init_failure(const struct cu_api *cu, CUresult_t rc,
 			struct kf_err *err)
 {
-	const char *hint = "";
+	const char *hint = "", *desc = cu_error_string(cu, rc);
 
 	if (rc == CUDA_ERROR_NO_DEVICE)
 		hint = access("/dev/nvidiactl", F_OK) != 0
 			       ? ": the driver sees no GPU (/dev/nvidiactl missing: no device nodes in this container?)"
 			       : ": the driver sees no GPU (CUDA_VISIBLE_DEVICES empty?)";
+	else if (rc == CUDA_ERROR_STUB_LIBRARY)
+		hint = ": this is the CUDA toolkit's stub libcuda, not a driver";
 	else if (rc == CUDA_ERROR_INSUFFICIENT_DRIVER)
 		hint = ": the installed driver is older than this libcuda";
-	return kf_err_set(err, KF_ENOGPU, "no GPU: cuInit failed: %s (%d): %s%s",
-			  cu_error_name(cu, rc), rc, cu_error_string(cu, rc),
-			  hint);
+
+	return kf_err_set(err, KF_ENOGPU, "no GPU: cuInit failed: %s (%d)%s%s%s",
+			  cu_error_name(cu, rc), rc, desc ? ": " : "",
+			  desc ? desc : "", hint);
 }
 
 static void *need_sym(void *lib, const char *name, const char *alt)
