@@ -306,9 +306,9 @@ int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
 	pthread_condattr_t ca;
 
 	*out = NULL;
-	if (gpu_count < 0 || gpu_count > RUNNER_MAX_GPUS)
+	if (gpu_count < RUNNER_GPUS_PROBE || gpu_count > RUNNER_MAX_GPUS)
 		return kf_err_set(err, KF_EINVAL,
-				  "runner: gpu_count %d is outside 0..%d",
+				  "runner: gpu_count %d is outside -1..%d",
 				  gpu_count, RUNNER_MAX_GPUS);
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -407,6 +407,34 @@ static int wait_turn(struct runner *r, struct job *j, struct queue *q,
 	return 0;
 }
 
+/* Resolves RUNNER_GPUS_PROBE once. Called with r->mu held; gpu_probe is
+ * itself once-only, so later calls return at once. */
+static void resolve_gpus(struct runner *r)
+{
+	int n;
+
+	if (r->gpu_count != RUNNER_GPUS_PROBE)
+		return;
+	n = gpu_count();
+	if (n > RUNNER_MAX_GPUS)
+		n = RUNNER_MAX_GPUS;
+	if (n == 0)
+		snprintf(r->no_gpu_reason, sizeof(r->no_gpu_reason), "%s",
+			 gpu_no_gpu_reason());
+	r->gpu_count = n;
+}
+
+int runner_gpu_count(struct runner *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->mu);
+	resolve_gpus(r);
+	n = r->gpu_count;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
 int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 	       void *arg, runner_progress_fn progress, void *progress_arg,
 	       const volatile int *cancel, const struct runner_opts *opts,
@@ -435,13 +463,16 @@ int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 	j.timeout_ms = limit > 0 ? limit : -1;
 
 	if (kind == RUNNER_GPU) {
-		if (r->gpu_count == 0)
+		int ngpu = runner_gpu_count(r);
+
+		/* no_gpu_reason is final once the count is resolved */
+		if (ngpu == 0)
 			return kf_err_set(err, KF_ENOGPU, "%s", r->no_gpu_reason);
 		if (opts && opts->pin_gpu) {
-			if (opts->gpu < 0 || opts->gpu >= r->gpu_count)
+			if (opts->gpu < 0 || opts->gpu >= ngpu)
 				return kf_err_set(err, KF_EINVAL,
 						  "gpu: device %d does not exist on this host (GPUs 0..%d)",
-						  opts->gpu, r->gpu_count - 1);
+						  opts->gpu, ngpu - 1);
 			j.pin_gpu = 1;
 			j.gpu_want = opts->gpu;
 		}
@@ -530,6 +561,7 @@ void runner_status(struct runner *r, struct runner_status *out)
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&r->mu);
+	resolve_gpus(r);
 	out->gpu_count = r->gpu_count;
 	out->cpu_slots = r->cpu_slots;
 	out->max_queue = r->max_queue;
@@ -552,11 +584,6 @@ void runner_status(struct runner *r, struct runner_status *out)
 			j->start_ms ? (double)(t - j->start_ms) / 1000.0 : 0.0;
 	}
 	pthread_mutex_unlock(&r->mu);
-}
-
-int runner_gpu_count(const struct runner *r)
-{
-	return r->gpu_count;
 }
 
 void runner_set_heartbeat_ms(struct runner *r, int ms)

@@ -67,14 +67,20 @@ struct runner_opts {
 			     * borrowed, copied (truncated to RUNNER_LABEL_BYTES) */
 };
 
+#define RUNNER_GPUS_PROBE (-1) /* gpu_count: ask gpu_probe() at the first
+				* GPU job (so CLI commands that run no GPU
+				* job never load the driver) */
+
 /* Creates a runner. gpu_count: GPUs in the pool (device ordinals
  * 0..gpu_count-1; 0 = none: every GPU job answers KF_ENOGPU at once with
- * no_gpu_reason, borrowed and copied; NULL gives "no GPU on this host").
+ * no_gpu_reason, borrowed and copied; NULL gives "no GPU on this host");
+ * RUNNER_GPUS_PROBE: every GPU the driver reports, found by gpu_probe()
+ * when the first GPU job arrives, with its reason when there is none.
  * cpu_slots: parallel CPU jobs (<= 0: the number of online CPUs).
  * max_queue: jobs allowed to wait in each queue before runner_run answers
  * KF_EBUSY (0: default 64). default_timeout_ms: running-time limit for jobs
  * whose opts say 0 (<= 0: none). Returns 0 and *out (free with runner_free),
- * or KF_EINVAL (gpu_count outside 0..RUNNER_MAX_GPUS) / KF_ENOMEM. */
+ * or KF_EINVAL (gpu_count outside -1..RUNNER_MAX_GPUS) / KF_ENOMEM. */
 int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
 	       int64_t default_timeout_ms, const char *no_gpu_reason,
 	       struct runner **out, struct kf_err *err)
@@ -126,8 +132,8 @@ struct runner_status {
 /* Fills *out with the current state. Thread-safe. */
 void runner_status(struct runner *r, struct runner_status *out);
 
-/* GPUs in the pool (0 = none). */
-int runner_gpu_count(const struct runner *r);
+/* GPUs in the pool (0 = none); probes first under RUNNER_GPUS_PROBE. */
+int runner_gpu_count(struct runner *r);
 
 /* Sets how often progress is reported while queued or running, in ms
  * (default 1000; tests use less). */

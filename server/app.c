@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox/history.h" /* runner */
+#include "sandbox/runner.h"  /* runner */
 
 #define APP_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
 
@@ -113,6 +115,22 @@ static void resolve_kb(struct app_priv *p)
 	p->app.cfg.kb_path = p->kb_path;
 }
 
+/* runner: state.db in the data dir, and the job runner over every GPU the
+ * driver reports (probed at the first GPU job), compiles in nproc slots,
+ * 64 waiting jobs per queue, a 15-minute backstop per job. */
+static int app_open_history_runner(struct app *app, struct kf_err *err)
+{
+	char db[PATH_MAX + 16];
+	int rc;
+
+	snprintf(db, sizeof(db), "%s/state.db", app->cfg.data_dir);
+	rc = history_open(db, &app->history, err);
+	if (rc)
+		return rc;
+	return runner_new(RUNNER_GPUS_PROBE, 0, 64, 15 * 60 * 1000, NULL,
+			  &app->runner, err);
+}
+
 int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 {
 	struct app_priv *p;
@@ -136,6 +154,9 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 		  app->cfg.sandbox == APP_SANDBOX_NONE ? "none" : "bwrap");
 
 	/* Domain modules, in dependency order (each adds its lines here). */
+	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
+	if (rc)
+		goto out;
 
 out:
 	if (rc) {
@@ -151,6 +172,8 @@ void app_close(struct app *app)
 	if (!app)
 		return;
 	/* Domain modules, in reverse order (each adds its lines here). */
+	runner_free(app->runner); /* runner: waits for running jobs */
+	history_close(app->history);
 
 	free((struct app_priv *)app);
 }

@@ -610,6 +610,24 @@ START_TEST(free_stops_running_jobs_and_cancels_queued_ones)
 }
 END_TEST
 
+START_TEST(probed_pool_without_a_driver_answers_no_gpu_with_the_probe_reason)
+{
+	struct runner *r = NULL;
+	struct kf_err err = { 0 };
+
+	/* Forcing "no GPU" is the one override the probe honours. */
+	setenv("KFORGE_NO_GPU", "1", 1);
+	ck_assert_int_eq(runner_new(RUNNER_GPUS_PROBE, 1, 4, 0, NULL, &r, &err), 0);
+	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL,
+				    NULL, NULL, NULL, &err),
+			 KF_ENOGPU);
+	ck_assert_str_eq(err.msg,
+			 "no GPU: disabled by KFORGE_NO_GPU in the environment");
+	ck_assert_int_eq(runner_gpu_count(r), 0);
+	runner_free(r);
+}
+END_TEST
+
 START_TEST(bad_gpu_count_is_refused)
 {
 	struct runner *r = NULL;
@@ -664,6 +682,7 @@ static Suite *runner_suite(void)
 	tcase_add_test(g, pinned_job_runs_on_its_gpu_and_unknown_gpu_is_refused);
 	tcase_add_test(g, pinned_job_waiting_for_its_gpu_does_not_block_others);
 	tcase_add_test(g, bad_gpu_count_is_refused);
+	tcase_add_test(g, probed_pool_without_a_driver_answers_no_gpu_with_the_probe_reason);
 	suite_add_tcase(s, q);
 	suite_add_tcase(s, c);
 	suite_add_tcase(s, g);
