@@ -116,7 +116,7 @@ $(KB_BUILD): $(B)/knowledge/kb_build_main.o $(LIB_kb) $(LIB_kernels) $(LIB_commo
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 
-KB_SOURCES := $(wildcard knowledge/gpu-facts/*.csv knowledge/guides/*.md knowledge/*.sql)
+KB_SOURCES := $(wildcard knowledge/gpu-facts/*.csv knowledge/gpu-facts/*.md knowledge/guides/*.md knowledge/*.sql knowledge/*.csv)
 $(KB_DB): $(KB_BUILD) $(KB_SOURCES)
 	@$(if $(Q),echo "  KB      $@")
 	$(Q)$(KB_BUILD) --src knowledge --out $@
@@ -144,6 +144,7 @@ TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
 TEST_DEPS_dtype := kernels common
+TEST_DEPS_kb := kb common
 TEST_DEPS_expr := sandbox kernels common
 TEST_DEPS_spec := sandbox kernels common
 TEST_DEPS_jail := sandbox common

@@ -77,7 +77,8 @@ struct kb_gpu {
 	const char *derived_fields; /* the source list's own derivation notes */
 	const char *sources_product;
 	const char *sources_per_cc_limits;
-	const char *aliases;       /* comma-separated aliases that name this GPU */
+	const char *aliases;       /* comma-separated aliases (normalized) */
+	const char *conflicts;     /* comma-separated SOURCES.md conflict ids */
 	size_t figures_len;
 	const struct kb_figure *figures;
 };

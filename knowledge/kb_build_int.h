@@ -1,0 +1,29 @@
+/* kb_build_int: internals shared by kb_build.c (GPU facts, sources, the
+ * database) and kb_build_guides.c (guides); included by no one else. */
+#ifndef KF_KB_BUILD_INT_H
+#define KF_KB_BUILD_INT_H
+
+#include <sqlite3.h>
+
+#include "server/kf_err.h"
+
+/* Runs sql (no results) on db; KF_EDB with sqlite's message and what. */
+int kbb_exec(sqlite3 *db, const char *sql, const char *what,
+	     struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Prepares sql; KF_EDB on failure. */
+int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
+		struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Steps a bound insert once and resets it; KF_EDB naming what on failure
+ * (a CHECK or UNIQUE violation included). */
+int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what,
+		   struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Imports every guides/<name>.md under dir into db (whose gpus and aliases
+ * are already filled: guide archs may name GPUs and architectures). A
+ * missing dir means no guides. Errors name the file (and line). */
+int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+#endif

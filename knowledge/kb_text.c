@@ -1,0 +1,294 @@
+/* kb_text: text helpers of the knowledge module: name normalization, whole
+ * file reads with a cap, an RFC 4180 CSV parser, edit distance. No sqlite,
+ * no global state. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "knowledge/kb_int.h"
+
+void kb_norm_name(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+	if (cap == 0)
+		return;
+	for (const char *p = in ? in : ""; *p && n + 1 < cap; p++) {
+		unsigned char c = (unsigned char)tolower((unsigned char)*p);
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.')
+			out[n++] = (char)c;
+	}
+	out[n] = '\0';
+	/* Vendor and brand words carry no identity; dropping them lets
+	 * "NVIDIA GeForce RTX 4090" and "rtx 4090" meet. */
+	static const char *const drop[] = {"nvidia", "geforce", "tesla", "quadro"};
+	for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) {
+		size_t dl = strlen(drop[i]);
+		if (strncmp(out, drop[i], dl) == 0 && out[dl] != '\0') {
+			memmove(out, out + dl, strlen(out + dl) + 1);
+			if (i > 0)
+				break; /* one brand word after "nvidia" at most */
+		}
+	}
+}
+
+int kb_read_file(const char *path, size_t cap, char **out, size_t *len,
+		 struct kf_err *err)
+{
+	int rc = 0;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", path,
+				  strerror(errno));
+	buf = malloc(cap + 1);
+	if (!buf) {
+		rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	n = fread(buf, 1, cap + 1, f);
+	if (ferror(f)) {
+		rc = kf_err_set(err, KF_EIO, "%s: read error", path);
+		goto out;
+	}
+	if (n > cap) {
+		rc = kf_err_set(err, KF_ETOOBIG, "%s: larger than %zu bytes", path,
+				cap);
+		goto out;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* Grows *arr (elements of size sz) to hold at least need elements. */
+static int grow(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 16;
+	while (nc < need)
+		nc *= 2;
+	void *p = realloc(*arr, nc * sz);
+	if (!p)
+		return KF_ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
+		 struct kf_err *err)
+{
+	int rc = 0;
+	size_t tlen = strlen(text);
+	/* Cells are copied unescaped into one buffer, each NUL-terminated:
+	 * never longer than the text plus one NUL per cell. */
+	char *buf = malloc(tlen * 2 + 2);
+	char **cells = NULL; /* all cells, in order */
+	size_t cells_len = 0, cells_cap = 0;
+	size_t *row_start = NULL, *row_line = NULL; /* index into cells */
+	size_t rows_len = 0, rows_cap = 0, lines_cap = 0;
+	size_t bn = 0, line = 1;
+	const char *p = text;
+
+	memset(csv, 0, sizeof *csv);
+	if (!buf)
+		return kf_err_set(err, KF_ENOMEM, "%s: out of memory", name);
+	while (*p) {
+		if (*p == '#') { /* comment line */
+			while (*p && *p != '\n')
+				p++;
+			if (*p == '\n') {
+				p++;
+				line++;
+			}
+			continue;
+		}
+		if (*p == '\n' || (*p == '\r' && p[1] == '\n')) { /* blank */
+			p += *p == '\r' ? 2 : 1;
+			line++;
+			continue;
+		}
+		if (grow((void **)&row_start, &rows_cap, rows_len + 1,
+			 sizeof *row_start) ||
+		    grow((void **)&row_line, &lines_cap, rows_len + 1,
+			 sizeof *row_line)) {
+			rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", name);
+			goto out;
+		}
+		row_start[rows_len] = cells_len;
+		row_line[rows_len] = line;
+		rows_len++;
+		for (;;) { /* one cell */
+			if (grow((void **)&cells, &cells_cap, cells_len + 1,
+				 sizeof *cells)) {
+				rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory",
+						name);
+				goto out;
+			}
+			cells[cells_len++] = buf + bn;
+			if (*p == '"') {
+				size_t qline = line;
+				p++;
+				for (;;) {
+					if (*p == '\0') {
+						rc = kf_err_set(err, KF_EINVAL,
+								"%s:%zu: unterminated quoted cell",
+								name, qline);
+						goto out;
+					}
+					if (*p == '"' && p[1] == '"') {
+						buf[bn++] = '"';
+						p += 2;
+					} else if (*p == '"') {
+						p++;
+						break;
+					} else {
+						if (*p == '\n')
+							line++;
+						buf[bn++] = *p++;
+					}
+				}
+				if (*p != ',' && *p != '\n' && *p != '\r' && *p) {
+					rc = kf_err_set(err, KF_EINVAL,
+							"%s:%zu: text after a closing quote",
+							name, line);
+					goto out;
+				}
+			} else {
+				while (*p && *p != ',' && *p != '\n' &&
+				       !(*p == '\r' && p[1] == '\n'))
+					buf[bn++] = *p++;
+			}
+			buf[bn++] = '\0';
+			if (*p == ',') {
+				p++;
+				continue;
+			}
+			if (*p == '\r')
+				p++;
+			if (*p == '\n') {
+				p++;
+				line++;
+			}
+			break;
+		}
+	}
+	if (rows_len == 0) {
+		rc = kf_err_set(err, KF_EINVAL, "%s: no header row", name);
+		goto out;
+	}
+	csv->cols_len = (rows_len > 1 ? row_start[1] : cells_len) - row_start[0];
+	for (size_t r = 0; r < rows_len; r++) {
+		size_t end = r + 1 < rows_len ? row_start[r + 1] : cells_len;
+		if (end - row_start[r] != csv->cols_len) {
+			rc = kf_err_set(err, KF_EINVAL,
+					"%s:%zu: %zu cells, but the header has %zu",
+					name, row_line[r], end - row_start[r],
+					csv->cols_len);
+			goto out;
+		}
+	}
+	csv->rows = malloc(rows_len * sizeof *csv->rows);
+	csv->lines = malloc(rows_len * sizeof *csv->lines);
+	if (!csv->rows || !csv->lines) {
+		rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", name);
+		goto out;
+	}
+	csv->header = cells;
+	csv->rows_len = rows_len - 1;
+	for (size_t r = 1; r < rows_len; r++) {
+		csv->rows[r - 1] = cells + row_start[r];
+		csv->lines[r - 1] = row_line[r];
+	}
+	csv->buf = buf;
+	buf = NULL;
+	cells = NULL;
+out:
+	free(row_start);
+	free(row_line);
+	if (rc) {
+		free(csv->rows);
+		free(csv->lines);
+		memset(csv, 0, sizeof *csv);
+		free(cells);
+	}
+	free(buf);
+	return rc;
+}
+
+void kb_csv_fini(struct kb_csv *csv)
+{
+	if (!csv)
+		return;
+	free(csv->header); /* the cells array starts at the header */
+	free(csv->rows);
+	free(csv->lines);
+	free(csv->buf);
+	memset(csv, 0, sizeof *csv);
+}
+
+int kb_csv_col(const struct kb_csv *csv, const char *name)
+{
+	for (size_t i = 0; i < csv->cols_len; i++)
+		if (strcmp(csv->header[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int kb_edit_distance(const char *a, const char *b)
+{
+	int d[64][64];
+	size_t la = strnlen(a, 63), lb = strnlen(b, 63);
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int c = a[i - 1] == b[j - 1] ? 0 : 1;
+			int v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + c < v)
+				v = d[i - 1][j - 1] + c;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
+		    const char *id, int score)
+{
+	for (size_t i = 0; i < *len; i++)
+		if (strcmp(ids[i], id) == 0) {
+			if (score >= scores[i])
+				return;
+			/* better score for a known id: drop it, reinsert */
+			memmove(ids + i, ids + i + 1, (*len - i - 1) * sizeof *ids);
+			memmove(scores + i, scores + i + 1,
+				(*len - i - 1) * sizeof *scores);
+			(*len)--;
+			break;
+		}
+	size_t pos = *len;
+	while (pos > 0 && scores[pos - 1] > score)
+		pos--;
+	if (pos >= cap)
+		return;
+	size_t n = *len < cap ? *len : cap - 1;
+	memmove(ids + pos + 1, ids + pos, (n - pos) * sizeof *ids);
+	memmove(scores + pos + 1, scores + pos, (n - pos) * sizeof *scores);
+	ids[pos] = id;
+	scores[pos] = score;
+	if (*len < cap)
+		(*len)++;
+}
