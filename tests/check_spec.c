@@ -212,6 +212,8 @@ static const struct {
 	{"launch.0.args.2", "\"N:u16\"", KF_EINVAL, "launch[0].args[2]: 'u16' is not a size type"},
 	{"launch.0.args.2", "\"N +\"", KF_EINVAL, "launch[0].args[2]: expression 'N +'"},
 	{"launch.0.args.2", "[1]", KF_EINVAL, "launch[0].args[2]: must name a tensor"},
+	{"launch.0.args.2", "\"N * 3000000\"", KF_EINVAL,
+	 "sizes[0]: launch k: args[2]: 'N * 3000000' is 3000000000, which does not fit in i32; type it 'N * 3000000:i64'"},
 	{"launch.0.stream", "1", KF_EINVAL, "launch[0]: unknown key 'stream'"},
 	{"reference", "\"torch\"", KF_EINVAL, "reference: must be"},
 	{"reference.torch", "\"x * 2\"", KF_EINVAL, "reference: give exactly one of"},

@@ -1,0 +1,102 @@
+/* harness_int: internals shared by the files of kforge-harness (main.c: job
+ * loading, buffers, launches, the check mode; timing.c: the benchmark mode;
+ * calib.c: the calibrate mode). Included by no one else.
+ * The harness runs only untrusted device code (the candidate, or in a
+ * separate process the CUDA reference, or kforge's baseline); it never
+ * computes or sees expected outputs. */
+#ifndef KF_HARNESS_INT_H
+#define KF_HARNESS_INT_H
+
+#include <cuda.h>
+#include <jansson.h>
+#include <stdint.h>
+
+#include "sandbox/spec.h"
+
+/* One device buffer with guard bands: [guard | data (bytes) | canary tail
+ * up to the 256-byte rounding | guard]. */
+struct hbuf {
+	CUdeviceptr base;  /* the allocation */
+	CUdeviceptr data;  /* base + SPEC_GUARD_BYTES */
+	uint64_t bytes;    /* data bytes */
+	uint64_t tail;     /* canary bytes after the data (padding + guard) */
+	void *host;        /* inputs: the bytes uploaded (to verify unchanged) */
+};
+
+/* A program: a loaded module and the launch list that runs it. */
+struct hprog {
+	CUmodule mod;
+	const struct spec_launch *launch;
+	size_t launch_len;
+	CUfunction fn[SPEC_MAX_LAUNCHES];
+	const char *path; /* cubin or fatbin in the job dir */
+};
+
+struct harness {
+	struct spec *s;
+	json_t *job;       /* job.json */
+	int64_t vals[SPEC_MAX_VARS];
+	struct spec_bound b;
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	int l2_bytes;
+	char dev_name[128];
+	json_t *report;    /* what goes to the daemon */
+	int report_fd;
+};
+
+/* Records a CUDA failure into the report ("fault" with the error name and
+ * what was running) and returns KF_EFAULT. */
+int h_cuda_fail(struct harness *h, CUresult r, const char *what);
+
+/* The name of a CUDA error ("CUDA_ERROR_ILLEGAL_ADDRESS"). Static. */
+const char *h_cu_name(CUresult r);
+
+/* Loads the module at path and resolves the launch list's kernels. */
+int h_prog_load(struct harness *h, struct hprog *p, const char *path,
+		const struct spec_launch *launch, size_t launch_len);
+void h_prog_unload(struct hprog *p);
+
+/* Allocates every tensor with guards; fills inputs from seed (host copies
+ * kept in bufs[i].host), writes canaries, poisons outputs with pattern
+ * (0 = A, 1 = B). */
+int h_bufs_alloc(struct harness *h, struct hbuf *bufs);
+void h_bufs_free(struct harness *h, struct hbuf *bufs);
+int h_bufs_fill_inputs(struct harness *h, struct hbuf *bufs, uint64_t seed);
+int h_bufs_restore_inout(struct harness *h, struct hbuf *bufs);
+int h_bufs_poison(struct harness *h, struct hbuf *bufs, int pattern);
+int h_bufs_canary(struct harness *h, struct hbuf *bufs);
+
+/* Enqueues the program's launch list on h->stream with bufs' pointers. */
+int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs);
+
+/* Waits for the stream; a kernel fault is recorded with what. */
+int h_sync(struct harness *h, const char *what);
+
+/* Downloads output tensor t into a new host buffer (free()). */
+int h_download(struct harness *h, struct hbuf *bufs, size_t t, void **out);
+
+/* Checks the guard canaries and the inputs; appends findings to arr
+ * ("guard_violations", "inputs_modified" entries). Returns the number of
+ * violations, or a negative code. */
+int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol);
+int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol);
+
+/* 1 when element i of an output buffer holds the poison pattern. */
+int h_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern);
+
+/* Writes len bytes to job-dir-relative path. */
+int h_write_file(const char *path, const void *data, uint64_t len);
+
+/* Reads a hex seed string. */
+int h_parse_seed(const json_t *v, uint64_t *out);
+
+/* Modes. */
+int h_mode_check(struct harness *h);
+int h_mode_bench(struct harness *h);
+int h_mode_calibrate(struct harness *h);
+
+double h_now_ms(void);
+
+#endif
