@@ -44,6 +44,8 @@ extern const struct cli_cmd CLI_KB[];      /* cli_kb.c */
 extern const struct cli_cmd CLI_COMPILE[]; /* cli_compile.c */
 extern const struct cli_cmd CLI_GPU[];     /* cli_gpu.c: check, bench, calibrate */
 extern const struct cli_cmd CLI_RUNS[];    /* cli_runs.c */
+extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
+extern const struct cli_cmd CLI_DEMO[];    /* cli_demo.c: demo */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {

@@ -59,9 +59,19 @@ static int is_count(const json_t *v)
 	return json_is_integer(v) && json_integer_value(v) >= 0;
 }
 
-static int check_schema(json_t *s, char *path, struct kf_err *err);
+static int check_schema(json_t *root, json_t *s, char *path, struct kf_err *err);
 
-static int check_keyword(const char *key, json_t *v, char *path,
+/* Resolves "#/$defs/NAME" against root; returns the schema or NULL. */
+static json_t *resolve_ref(const json_t *root, const json_t *ref)
+{
+	const char *r = json_string_value(ref);
+
+	if (!r || strncmp(r, "#/$defs/", 8) != 0)
+		return NULL;
+	return json_object_get(json_object_get(root, "$defs"), r + 8);
+}
+
+static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 			 struct kf_err *err)
 {
 	int rc = 0;
@@ -97,7 +107,7 @@ static int check_keyword(const char *key, json_t *v, char *path,
 					  "%s.properties: expected an object of schemas", path);
 		json_object_foreach(v, name, sub) {
 			mark = path_push(path, ".properties.%s", name, 0);
-			rc = check_schema(sub, path, err);
+			rc = check_schema(root, sub, path, err);
 			path[mark] = '\0';
 			if (rc)
 				return rc;
@@ -136,7 +146,7 @@ static int check_keyword(const char *key, json_t *v, char *path,
 	}
 	if (strcmp(key, "items") == 0) {
 		mark = path_push(path, ".items", "", 0);
-		rc = check_schema(v, path, err);
+		rc = check_schema(root, v, path, err);
 		path[mark] = '\0';
 		return rc;
 	}
@@ -144,18 +154,41 @@ static int check_keyword(const char *key, json_t *v, char *path,
 		if (json_is_boolean(v))
 			return 0;
 		mark = path_push(path, ".additionalProperties", "", 0);
-		rc = check_schema(v, path, err);
+		rc = check_schema(root, v, path, err);
 		path[mark] = '\0';
 		return rc;
+	}
+	if (strcmp(key, "$defs") == 0) {
+		const char *name;
+		json_t *sub;
+
+		if (!json_is_object(v))
+			return kf_err_set(err, KF_EINVAL,
+					  "%s.$defs: expected an object of schemas", path);
+		json_object_foreach(v, name, sub) {
+			mark = path_push(path, ".$defs.%s", name, 0);
+			rc = check_schema(root, sub, path, err);
+			path[mark] = '\0';
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (strcmp(key, "$ref") == 0) {
+		if (!resolve_ref(root, v))
+			return kf_err_set(err, KF_EINVAL,
+					  "%s.$ref: only local references \"#/$defs/NAME\" to an existing definition are supported",
+					  path);
+		return 0;
 	}
 	if (is_annotation(key))
 		return 0;
 	return kf_err_set(err, KF_EINVAL,
-			  "%s: unsupported keyword '%s' (the validator knows type, properties, required, enum, minimum, maximum, minLength, maxLength, items, additionalProperties, minItems, maxItems)",
+			  "%s: unsupported keyword '%s' (the validator knows type, $defs, $ref, properties, required, enum, minimum, maximum, minLength, maxLength, items, additionalProperties, minItems, maxItems)",
 			  path, key);
 }
 
-static int check_schema(json_t *s, char *path, struct kf_err *err)
+static int check_schema(json_t *root, json_t *s, char *path, struct kf_err *err)
 {
 	const char *key;
 	json_t *v;
@@ -165,7 +198,7 @@ static int check_schema(json_t *s, char *path, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL, "%s: expected a schema object",
 				  path);
 	json_object_foreach(s, key, v) {
-		rc = check_keyword(key, v, path, err);
+		rc = check_keyword(root, key, v, path, err);
 		if (rc)
 			return rc;
 	}
@@ -184,7 +217,7 @@ int schema_from_json(json_t *doc, struct schema **out, struct kf_err *err)
 	int rc;
 
 	*out = NULL;
-	rc = check_schema(doc, path, err);
+	rc = check_schema(doc, doc, path, err);
 	if (rc)
 		return rc;
 	s = calloc(1, sizeof(*s));
@@ -295,8 +328,8 @@ static int values_equal(const json_t *a, const json_t *b)
 	return json_equal((json_t *)a, (json_t *)b);
 }
 
-static int validate(const json_t *s, const json_t *v, char *path,
-		    struct kf_err *err);
+static int validate(const json_t *root, const json_t *s, const json_t *v,
+		    char *path, struct kf_err *err);
 
 static int validate_type(const json_t *s, const json_t *v, const char *path,
 			 struct kf_err *err)
@@ -346,8 +379,8 @@ static int validate_enum(const json_t *e, const json_t *v, const char *path,
 			  list);
 }
 
-static int validate_object(const json_t *s, const json_t *v, char *path,
-			   struct kf_err *err)
+static int validate_object(const json_t *root, const json_t *s,
+			   const json_t *v, char *path, struct kf_err *err)
 {
 	json_t *props = json_object_get(s, "properties");
 	json_t *req = json_object_get(s, "required");
@@ -389,7 +422,7 @@ static int validate_object(const json_t *s, const json_t *v, char *path,
 			ps = addl;
 		}
 		mark = path_push(path, ".%s", key, 0);
-		rc = validate(ps, sub, path, err);
+		rc = validate(root, ps, sub, path, err);
 		path[mark] = '\0';
 		if (rc)
 			return rc;
@@ -397,8 +430,8 @@ static int validate_object(const json_t *s, const json_t *v, char *path,
 	return 0;
 }
 
-static int validate_array(const json_t *s, const json_t *v, char *path,
-			  struct kf_err *err)
+static int validate_array(const json_t *root, const json_t *s,
+			  const json_t *v, char *path, struct kf_err *err)
 {
 	json_t *items = json_object_get(s, "items");
 	json_t *lim;
@@ -419,7 +452,7 @@ static int validate_array(const json_t *s, const json_t *v, char *path,
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		mark = path_push(path, "[%zu]", NULL, i);
-		rc = validate(items, json_array_get(v, i), path, err);
+		rc = validate(root, items, json_array_get(v, i), path, err);
 		path[mark] = '\0';
 		if (rc)
 			return rc;
@@ -427,11 +460,26 @@ static int validate_array(const json_t *s, const json_t *v, char *path,
 	return 0;
 }
 
-static int validate(const json_t *s, const json_t *v, char *path,
-		    struct kf_err *err)
+static int validate(const json_t *root, const json_t *s, const json_t *v,
+		    char *path, struct kf_err *err)
 {
 	json_t *k;
 	int rc;
+
+	k = json_object_get(s, "$ref");
+	if (k) {
+		/* Resolved at parse time; the depth cap stops a $ref cycle. */
+		static __thread int ref_depth;
+		const json_t *t = resolve_ref(root, k);
+		if (!t || ref_depth >= 32)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s: unresolvable or cyclic $ref", path);
+		ref_depth++;
+		rc = validate(root, t, v, path, err);
+		ref_depth--;
+		if (rc)
+			return rc;
+	}
 
 	rc = validate_type(s, v, path, err);
 	if (rc)
@@ -466,9 +514,9 @@ static int validate(const json_t *s, const json_t *v, char *path,
 					  path, (long long)json_integer_value(k), n);
 	}
 	if (json_is_object(v))
-		return validate_object(s, v, path, err);
+		return validate_object(root, s, v, path, err);
 	if (json_is_array(v))
-		return validate_array(s, v, path, err);
+		return validate_array(root, s, v, path, err);
 	return 0;
 }
 
@@ -480,5 +528,5 @@ int schema_validate(const struct schema *s, const json_t *value,
 	snprintf(path, sizeof(path), "%s", root ? root : "value");
 	if (!value)
 		return kf_err_set(err, KF_EINVAL, "%s: missing", path);
-	return validate(s->doc, value, path, err);
+	return validate(s->doc, s->doc, value, path, err);
 }

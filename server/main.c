@@ -1,0 +1,11 @@
+/* main: the kforge binary. Ignores SIGPIPE (a closed client must surface as
+ * a write error, not kill the daemon) and hands argv to the CLI. */
+#include <signal.h>
+
+#include "cli.h"
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return cli_main(argc, argv);
+}

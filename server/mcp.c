@@ -1,0 +1,881 @@
+/* mcp: one MCP session: lifecycle (initialize, version negotiation, ping),
+ * the list/read/get methods, logging level, completion, subscriptions and
+ * the dispatch of everything else; tool calls go to mcp_call.c. Every
+ * request leads to exactly one final send; notifications to none. State is
+ * under the session lock, sends under the send lock, so transports may call
+ * mcp_session_handle from several threads. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp_int.h"
+#include "schema.h"
+#include "version.h"
+
+
+#define MCP_PAGE_SIZE 50         /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX 100   /* values per completion/complete answer */
+#define MCP_RESOURCE_NOT_FOUND -32002
+
+const char *const MCP_VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+				    NULL};
+
+const char *const MCP_LOG_LEVELS[] = {"debug", "info", "notice", "warning",
+				      "error", "critical", "alert", "emergency",
+				      NULL};
+
+static const char INSTRUCTIONS[] =
+	"kforge is a CUDA kernel workbench: GPU facts, optimization guides, a "
+	"sandboxed nvcc compile, an anti-cheat correctness check against a "
+	"trusted reference, and an honest benchmark. You write device code "
+	"only; kforge's harness owns allocation, launches, timing and "
+	"comparison.\n"
+	"Workflow: (1) get_gpu_specs for the target GPU (local=true for this "
+	"host): bandwidth, peak FLOP/s, ridge point, shared memory and "
+	"registers per SM. (2) search_guides / read_guide for the technique "
+	"(coalescing, tiling, occupancy, tensor cores, reductions). (3) Write "
+	"the plain, obviously correct version first and compile_kernel it. "
+	"(4) check_kernel it against a built-in op or your plain version as the "
+	"reference; a failed check says which element and by how much. "
+	"(5) Optimize one change at a time, check_kernel after each change. "
+	"(6) benchmark_kernel against the baseline: speedups come with their "
+	"uncertainty, and 'no difference' when the intervals overlap. "
+	"(7) list_runs / compare_runs to see what each change bought.\n"
+	"Every result has a one-line 'summary' first; isError results say what "
+	"to fix. Without a GPU, compile works and GPU tools answer no_gpu. "
+	"Large artifacts (PTX, SASS, logs) are resources: read them by URI.";
+
+static pthread_mutex_t g_sessions_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mcp_session *g_sessions;
+
+int mcp_log_level_index(const char *name)
+{
+	for (int i = 0; MCP_LOG_LEVELS[i]; i++)
+		if (strcmp(name, MCP_LOG_LEVELS[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* --- sending -------------------------------------------------------------- */
+
+void mcp_send_text(struct mcp_session *s, void *call, int final,
+		   const json_t *id, char *text, size_t len)
+{
+	if (!text) {
+		if (!final)
+			return;
+		text = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR,
+				     "Internal error: out of memory", NULL, &len);
+		if (!text) {
+			/* Still owe the transport its final send. */
+			static const char oom[] =
+				"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"Internal error: out of memory\"}}";
+			pthread_mutex_lock(&s->send_lock);
+			s->send(s->arg, call, final, oom, sizeof(oom) - 1);
+			pthread_mutex_unlock(&s->send_lock);
+			return;
+		}
+	}
+	pthread_mutex_lock(&s->send_lock);
+	s->send(s->arg, call, final, text, len);
+	pthread_mutex_unlock(&s->send_lock);
+	free(text);
+}
+
+void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id,
+		     int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	size_t len;
+	char *text;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	text = jsonrpc_error(id, code, msg, NULL, &len);
+	mcp_send_text(s, call, 1, id, text, len);
+}
+
+static void reply(struct mcp_session *s, void *call, const json_t *id,
+		  json_t *result)
+{
+	size_t len;
+	char *text = jsonrpc_result(id, result, &len);
+
+	mcp_send_text(s, call, 1, id, text, len);
+}
+
+static void notify(struct mcp_session *s, const char *method, json_t *params)
+{
+	size_t len;
+	char *text = jsonrpc_notification(method, params, &len);
+
+	mcp_send_text(s, NULL, 0, NULL, text, len);
+}
+
+/* --- session -------------------------------------------------------------- */
+
+struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send,
+				    void *arg)
+{
+	struct mcp_session *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+
+	if (!s)
+		return NULL;
+	s->subs = json_object();
+	if (!s->subs) {
+		free(s);
+		return NULL;
+	}
+	s->app = app;
+	s->send = send;
+	s->arg = arg;
+	s->log_level = 1; /* info until the client sets it */
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->send_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&g_sessions_lock);
+	s->g_next = g_sessions;
+	if (g_sessions)
+		g_sessions->g_prev = s;
+	g_sessions = s;
+	pthread_mutex_unlock(&g_sessions_lock);
+	return s;
+}
+
+void mcp_session_free(struct mcp_session *s)
+{
+	if (!s)
+		return;
+	mcp_call_drain(s);
+	pthread_mutex_lock(&g_sessions_lock);
+	if (s->g_prev)
+		s->g_prev->g_next = s->g_next;
+	else
+		g_sessions = s->g_next;
+	if (s->g_next)
+		s->g_next->g_prev = s->g_prev;
+	pthread_mutex_unlock(&g_sessions_lock);
+	json_decref(s->client_caps);
+	json_decref(s->subs);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->send_lock);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+const char *mcp_session_version(const struct mcp_session *s)
+{
+	const char *v;
+
+	pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+	v = s->version;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+	return v;
+}
+
+int mcp_session_initialized(const struct mcp_session *s)
+{
+	int v;
+
+	pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+	v = s->initialized;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+	return v;
+}
+
+void mcp_resource_updated(const char *uri)
+{
+	pthread_mutex_lock(&g_sessions_lock);
+	for (struct mcp_session *s = g_sessions; s; s = s->g_next) {
+		int sub;
+		pthread_mutex_lock(&s->lock);
+		sub = json_object_get(s->subs, uri) != NULL && !s->closing;
+		pthread_mutex_unlock(&s->lock);
+		if (sub)
+			notify(s, "notifications/resources/updated",
+			       json_pack("{s:s}", "uri", uri));
+	}
+	pthread_mutex_unlock(&g_sessions_lock);
+}
+
+/* --- initialize ------------------------------------------------------------ */
+
+static json_t *capabilities(void)
+{
+	json_t *caps = json_object();
+
+	json_object_set_new(caps, "tools", json_pack("{s:b}", "listChanged", 0));
+	if (tools_resource_count() > 0)
+		json_object_set_new(caps, "resources",
+				    json_pack("{s:b,s:b}", "subscribe", 1,
+					      "listChanged", 0));
+	if (tools_prompt_count() > 0)
+		json_object_set_new(caps, "prompts",
+				    json_pack("{s:b}", "listChanged", 0));
+	json_object_set_new(caps, "logging", json_object());
+	if (tools_resource_count() > 0 || tools_prompt_count() > 0)
+		json_object_set_new(caps, "completions", json_object());
+	return caps;
+}
+
+static void do_initialize(struct mcp_session *s, const json_t *id,
+			  const json_t *params, void *call)
+{
+	json_t *pv = json_object_get(params, "protocolVersion");
+	json_t *caps = json_object_get(params, "capabilities");
+	const char *want, *version = MCP_VERSIONS[0];
+	json_t *result;
+
+	if (!json_is_string(pv)) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: initialize needs params.protocolVersion (a string such as \"%s\")",
+				MCP_VERSIONS[0]);
+		return;
+	}
+	if (caps && !json_is_object(caps)) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.capabilities must be an object");
+		return;
+	}
+	want = json_string_value(pv);
+	for (int i = 0; MCP_VERSIONS[i]; i++)
+		if (strcmp(want, MCP_VERSIONS[i]) == 0)
+			version = MCP_VERSIONS[i];
+	pthread_mutex_lock(&s->lock);
+	if (s->initialized) {
+		pthread_mutex_unlock(&s->lock);
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_REQUEST,
+				"Invalid Request: the session is already initialized");
+		return;
+	}
+	s->initialized = 1;
+	s->version = version;
+	s->client_caps = caps ? json_deep_copy(caps) : json_object();
+	pthread_mutex_unlock(&s->lock);
+	if (strcmp(want, version) != 0)
+		log_info("mcp", "client asked for protocol %s; offering %s", want,
+			 version);
+	result = json_pack("{s:s,s:o,s:{s:s,s:s,s:s},s:s}", "protocolVersion",
+			   version, "capabilities", capabilities(), "serverInfo",
+			   "name", "kforge", "title", "kforge CUDA kernel workbench",
+			   "version", KFORGE_VERSION, "instructions", INSTRUCTIONS);
+	reply(s, call, id, result);
+}
+
+/* --- pagination ------------------------------------------------------------ */
+
+/* Reads params.cursor into *start. Returns 0, or -1 after replying
+ * Invalid params. Cursors are "c<offset>"; clients treat them as opaque. */
+static int page_start(struct mcp_session *s, const json_t *id,
+		      const json_t *params, void *call, size_t total,
+		      size_t *start)
+{
+	json_t *c = json_object_get(params, "cursor");
+	const char *t;
+	char *end;
+	unsigned long v;
+
+	*start = 0;
+	if (!c || json_is_null(c))
+		return 0;
+	t = json_string_value(c);
+	if (!t || t[0] != 'c' || t[1] < '0' || t[1] > '9')
+		goto bad;
+	v = strtoul(t + 1, &end, 10);
+	if (*end || v > total)
+		goto bad;
+	*start = v;
+	return 0;
+bad:
+	mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: unknown cursor; pass back nextCursor exactly as received");
+	return -1;
+}
+
+static void page_finish(json_t *result, size_t next, size_t total)
+{
+	char buf[32];
+
+	if (next < total) {
+		snprintf(buf, sizeof(buf), "c%zu", next);
+		json_object_set_new(result, "nextCursor", json_string(buf));
+	}
+}
+
+static void set_str(json_t *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_set_new(o, key, json_string(v));
+}
+
+/* --- tools/list -------------------------------------------------------------- */
+
+static json_t *tool_json(const struct tool_def *t)
+{
+	json_t *o = json_object(), *ann = json_object();
+	const struct schema *out = tools_output_schema(t);
+
+	json_object_set_new(o, "name", json_string(t->name));
+	set_str(o, "title", t->title);
+	set_str(o, "description", t->description);
+	json_object_set(o, "inputSchema", schema_json(tools_input_schema(t)));
+	if (out)
+		json_object_set(o, "outputSchema", schema_json(out));
+	set_str(ann, "title", t->title);
+	json_object_set_new(ann, "readOnlyHint",
+			    json_boolean(t->annotations & TOOL_READ_ONLY));
+	json_object_set_new(ann, "destructiveHint",
+			    json_boolean(t->annotations & TOOL_DESTRUCTIVE));
+	json_object_set_new(ann, "idempotentHint",
+			    json_boolean(t->annotations & TOOL_IDEMPOTENT));
+	json_object_set_new(ann, "openWorldHint",
+			    json_boolean(t->annotations & TOOL_OPEN_WORLD));
+	json_object_set_new(o, "annotations", ann);
+	return o;
+}
+
+static void do_tools_list(struct mcp_session *s, const json_t *id,
+			  const json_t *params, void *call)
+{
+	size_t total = tools_count(), i, start;
+	json_t *arr, *result;
+
+	if (page_start(s, id, params, call, total, &start))
+		return;
+	arr = json_array();
+	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
+		json_array_append_new(arr, tool_json(tools_at(i)));
+	result = json_pack("{s:o}", "tools", arr);
+	page_finish(result, i, total);
+	reply(s, call, id, result);
+}
+
+/* --- resources --------------------------------------------------------------- */
+
+/* RFC 6570 level-1 match: a {var} matches one or more characters other than
+ * '/', or, as the template's last part, the rest of the uri. */
+static int uri_match(const char *t, const char *u)
+{
+	while (*t) {
+		if (*t == '{') {
+			const char *close = strchr(t, '}');
+			size_t n = 0;
+			if (!close)
+				return 0;
+			t = close + 1;
+			if (!*t)
+				return *u != '\0';
+			while (u[n] && u[n] != '/' && u[n] != *t)
+				n++;
+			if (n == 0)
+				return 0;
+			u += n;
+			continue;
+		}
+		if (*t++ != *u++)
+			return 0;
+	}
+	return *u == '\0';
+}
+
+static int is_template(const struct resource_def *r)
+{
+	return strchr(r->uri_template, '{') != NULL;
+}
+
+static const struct resource_def *resource_for(const char *uri)
+{
+	for (size_t i = 0; i < tools_resource_count(); i++) {
+		const struct resource_def *r = tools_resource_at(i);
+		if (uri_match(r->uri_template, uri))
+			return r;
+	}
+	return NULL;
+}
+
+/* Maps a domain error to a JSON-RPC error for resources and prompts. */
+static int rpc_code_of(int kf)
+{
+	switch (kf) {
+	case KF_EINVAL: return JSONRPC_INVALID_PARAMS;
+	case KF_ENOTFOUND: return MCP_RESOURCE_NOT_FOUND;
+	default: return JSONRPC_INTERNAL_ERROR;
+	}
+}
+
+static void do_resources_list(struct mcp_session *s, const json_t *id,
+			      const json_t *params, void *call)
+{
+	json_t *all = json_array(), *page, *result;
+	struct kf_err err = {0};
+	size_t start, i, total;
+
+	for (i = 0; i < tools_resource_count(); i++) {
+		const struct resource_def *r = tools_resource_at(i);
+		if (r->list) {
+			int rc = r->list(s->app, all, &err);
+			if (rc) {
+				json_decref(all);
+				mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
+						"Internal error: listing %s: %s",
+						r->uri_template, err.msg);
+				return;
+			}
+		} else if (!is_template(r)) {
+			json_t *o = json_pack("{s:s,s:s}", "uri", r->uri_template,
+					      "name", r->name);
+			set_str(o, "title", r->title);
+			set_str(o, "description", r->description);
+			set_str(o, "mimeType", r->mime_type);
+			json_array_append_new(all, o);
+		}
+	}
+	total = json_array_size(all);
+	if (page_start(s, id, params, call, total, &start)) {
+		json_decref(all);
+		return;
+	}
+	page = json_array();
+	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
+		json_array_append(page, json_array_get(all, i));
+	json_decref(all);
+	result = json_pack("{s:o}", "resources", page);
+	page_finish(result, i, total);
+	reply(s, call, id, result);
+}
+
+static void do_templates_list(struct mcp_session *s, const json_t *id,
+			      const json_t *params, void *call)
+{
+	json_t *all = json_array(), *page, *result;
+	size_t start, i, total;
+
+	for (i = 0; i < tools_resource_count(); i++) {
+		const struct resource_def *r = tools_resource_at(i);
+		json_t *o;
+		if (!is_template(r))
+			continue;
+		o = json_pack("{s:s,s:s}", "uriTemplate", r->uri_template, "name",
+			      r->name);
+		set_str(o, "title", r->title);
+		set_str(o, "description", r->description);
+		set_str(o, "mimeType", r->mime_type);
+		json_array_append_new(all, o);
+	}
+	total = json_array_size(all);
+	if (page_start(s, id, params, call, total, &start)) {
+		json_decref(all);
+		return;
+	}
+	page = json_array();
+	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
+		json_array_append(page, json_array_get(all, i));
+	json_decref(all);
+	result = json_pack("{s:o}", "resourceTemplates", page);
+	page_finish(result, i, total);
+	reply(s, call, id, result);
+}
+
+static const char *need_uri(struct mcp_session *s, const json_t *id,
+			    const json_t *params, void *call)
+{
+	const char *uri = json_string_value(json_object_get(params, "uri"));
+
+	if (!uri || !*uri)
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.uri must be a non-empty string");
+	return uri && *uri ? uri : NULL;
+}
+
+static void do_resources_read(struct mcp_session *s, const json_t *id,
+			      const json_t *params, void *call)
+{
+	const char *uri = need_uri(s, id, params, call);
+	const struct resource_def *r;
+	struct kf_err err = {0};
+	json_t *contents = NULL;
+	int rc;
+
+	if (!uri)
+		return;
+	r = resource_for(uri);
+	if (!r || !r->read) {
+		size_t len;
+		char *text = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND,
+					   "Resource not found",
+					   json_pack("{s:s}", "uri", uri), &len);
+		mcp_send_text(s, call, 1, id, text, len);
+		return;
+	}
+	rc = r->read(s->app, uri, &contents, &err);
+	if (rc || !json_is_array(contents)) {
+		json_decref(contents);
+		if (!rc)
+			kf_err_set(&err, KF_EINTERNAL, "reader returned no contents array");
+		mcp_reply_error(s, call, id, rpc_code_of(rc),
+				"%s: %s", rc == KF_ENOTFOUND ? "Resource not found" : "Cannot read resource",
+				err.msg[0] ? err.msg : uri);
+		return;
+	}
+	reply(s, call, id, json_pack("{s:o}", "contents", contents));
+}
+
+static void do_subscribe(struct mcp_session *s, const json_t *id,
+			 const json_t *params, void *call, int on)
+{
+	const char *uri = need_uri(s, id, params, call);
+
+	if (!uri)
+		return;
+	if (on && !resource_for(uri)) {
+		mcp_reply_error(s, call, id, MCP_RESOURCE_NOT_FOUND,
+				"Resource not found: %s", uri);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (on)
+		json_object_set_new(s->subs, uri, json_true());
+	else
+		json_object_del(s->subs, uri);
+	pthread_mutex_unlock(&s->lock);
+	reply(s, call, id, json_object());
+}
+
+/* --- prompts ------------------------------------------------------------------ */
+
+static void do_prompts_list(struct mcp_session *s, const json_t *id,
+			    const json_t *params, void *call)
+{
+	size_t total = tools_prompt_count(), start, i;
+	json_t *arr, *result;
+
+	if (page_start(s, id, params, call, total, &start))
+		return;
+	arr = json_array();
+	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++) {
+		const struct prompt_def *p = tools_prompt_at(i);
+		json_t *o = json_pack("{s:s}", "name", p->name), *args = json_array();
+		set_str(o, "title", p->title);
+		set_str(o, "description", p->description);
+		for (const struct prompt_arg *a = p->args; a && a->name; a++) {
+			json_t *ao = json_pack("{s:s,s:b}", "name", a->name,
+					       "required", a->required);
+			set_str(ao, "description", a->description);
+			json_array_append_new(args, ao);
+		}
+		json_object_set_new(o, "arguments", args);
+		json_array_append_new(arr, o);
+	}
+	result = json_pack("{s:o}", "prompts", arr);
+	page_finish(result, i, total);
+	reply(s, call, id, result);
+}
+
+static void do_prompts_get(struct mcp_session *s, const json_t *id,
+			   const json_t *params, void *call)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *args = json_object_get(params, "arguments"), *messages = NULL;
+	const struct prompt_def *p;
+	struct kf_err err = {0};
+	const char *key;
+	json_t *v, *result;
+	int rc;
+
+	if (!name) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.name must be a prompt name (see prompts/list)");
+		return;
+	}
+	p = tools_prompt_find(name);
+	if (!p) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: unknown prompt '%s' (see prompts/list)", name);
+		return;
+	}
+	if (args && !json_is_object(args)) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.arguments must be an object of strings");
+		return;
+	}
+	json_object_foreach(args, key, v) {
+		const struct prompt_arg *a = p->args;
+		while (a && a->name && strcmp(a->name, key) != 0)
+			a++;
+		if (!a || !a->name) {
+			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+					"Invalid params: prompt '%s' has no argument '%s'",
+					name, key);
+			return;
+		}
+		if (!json_is_string(v)) {
+			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+					"Invalid params: arguments.%s must be a string", key);
+			return;
+		}
+	}
+	for (const struct prompt_arg *a = p->args; a && a->name; a++)
+		if (a->required && !json_object_get(args, a->name)) {
+			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+					"Invalid params: prompt '%s' needs argument '%s'",
+					name, a->name);
+			return;
+		}
+	v = args ? json_incref(args) : json_object();
+	rc = p->get(s->app, v, &messages, &err);
+	json_decref(v);
+	if (rc || !json_is_array(messages)) {
+		json_decref(messages);
+		if (!rc)
+			kf_err_set(&err, KF_EINTERNAL, "prompt returned no messages");
+		mcp_reply_error(s, call, id,
+				rc == KF_EINVAL ? JSONRPC_INVALID_PARAMS : JSONRPC_INTERNAL_ERROR,
+				"prompt '%s': %s", name, err.msg);
+		return;
+	}
+	result = json_object();
+	set_str(result, "description", p->description);
+	json_object_set_new(result, "messages", messages);
+	reply(s, call, id, result);
+}
+
+/* --- completion, logging ---------------------------------------------------- */
+
+static int template_has_var(const char *t, const char *var)
+{
+	size_t n = strlen(var);
+
+	for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{'))
+		if (strncmp(p + 1, var, n) == 0 && p[1 + n] == '}')
+			return 1;
+	return 0;
+}
+
+static void do_complete(struct mcp_session *s, const json_t *id,
+			const json_t *params, void *call)
+{
+	json_t *ref = json_object_get(params, "ref");
+	json_t *arg = json_object_get(params, "argument");
+	const char *type = json_string_value(json_object_get(ref, "type"));
+	const char *an = json_string_value(json_object_get(arg, "name"));
+	const char *value = json_string_value(json_object_get(arg, "value"));
+	json_t *values = json_array(), *result;
+	struct kf_err err = {0};
+	int rc = 0;
+	size_t total;
+
+	if (!type || !an || !value) {
+		json_decref(values);
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: completion/complete needs ref.type, argument.name and argument.value (strings)");
+		return;
+	}
+	if (strcmp(type, "ref/prompt") == 0) {
+		const char *pn = json_string_value(json_object_get(ref, "name"));
+		const struct prompt_def *p = pn ? tools_prompt_find(pn) : NULL;
+		const struct prompt_arg *a = p ? p->args : NULL;
+		while (a && a->name && strcmp(a->name, an) != 0)
+			a++;
+		if (!p || !a || !a->name) {
+			json_decref(values);
+			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+					"Invalid params: %s '%s'%s%s", p ? "prompt" : "unknown prompt",
+					pn ? pn : "", p ? " has no argument " : "", p ? an : "");
+			return;
+		}
+		if (p->complete)
+			rc = p->complete(s->app, an, value, values, &err);
+	} else if (strcmp(type, "ref/resource") == 0) {
+		const char *uri = json_string_value(json_object_get(ref, "uri"));
+		const struct resource_def *r = NULL;
+		for (size_t i = 0; uri && i < tools_resource_count(); i++)
+			if (strcmp(tools_resource_at(i)->uri_template, uri) == 0)
+				r = tools_resource_at(i);
+		if (!r || !template_has_var(r->uri_template, an)) {
+			json_decref(values);
+			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+					"Invalid params: %s%s%s", r ? "no variable '" : "unknown resource template '",
+					r ? an : (uri ? uri : ""), r ? "' in that template" : "' (see resources/templates/list)");
+			return;
+		}
+		if (r->complete)
+			rc = r->complete(s->app, an, value, values, &err);
+	} else {
+		json_decref(values);
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\"");
+		return;
+	}
+	if (rc) {
+		json_decref(values);
+		mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
+				"Internal error: completion failed: %s", err.msg);
+		return;
+	}
+	total = json_array_size(values);
+	while (json_array_size(values) > MCP_COMPLETION_MAX)
+		json_array_remove(values, json_array_size(values) - 1);
+	result = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", values,
+			   "total", (json_int_t)total, "hasMore",
+			   total > MCP_COMPLETION_MAX);
+	reply(s, call, id, result);
+}
+
+static void do_set_level(struct mcp_session *s, const json_t *id,
+			 const json_t *params, void *call)
+{
+	const char *level = json_string_value(json_object_get(params, "level"));
+	int i = level ? mcp_log_level_index(level) : -1;
+
+	if (i < 0) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.level must be one of debug, info, notice, warning, error, critical, alert, emergency");
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->log_level = i;
+	pthread_mutex_unlock(&s->lock);
+	reply(s, call, id, json_object());
+}
+
+/* --- dispatch ------------------------------------------------------------------ */
+
+static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m,
+			   void *call)
+{
+	const char *method = m->method;
+	const json_t *id = m->id, *params = m->params;
+	int initialized;
+
+	if (params && !json_is_object(params)) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: MCP params must be an object, not an array");
+		return;
+	}
+	if (strcmp(method, "initialize") == 0) {
+		do_initialize(s, id, params, call);
+		return;
+	}
+	if (strcmp(method, "ping") == 0) {
+		reply(s, call, id, json_object());
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	initialized = s->initialized;
+	pthread_mutex_unlock(&s->lock);
+	if (!initialized) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_REQUEST,
+				"Invalid Request: the session is not initialized; send initialize first (only ping is allowed before it)");
+		return;
+	}
+	if (strcmp(method, "tools/call") == 0)
+		mcp_call_start(s, id, params, call);
+	else if (strcmp(method, "tools/list") == 0)
+		do_tools_list(s, id, params, call);
+	else if (strcmp(method, "logging/setLevel") == 0)
+		do_set_level(s, id, params, call);
+	else if (strcmp(method, "completion/complete") == 0 &&
+		 (tools_resource_count() || tools_prompt_count()))
+		do_complete(s, id, params, call);
+	else if (strncmp(method, "resources/", 10) == 0 && tools_resource_count()) {
+		if (strcmp(method + 10, "list") == 0)
+			do_resources_list(s, id, params, call);
+		else if (strcmp(method + 10, "read") == 0)
+			do_resources_read(s, id, params, call);
+		else if (strcmp(method + 10, "templates/list") == 0)
+			do_templates_list(s, id, params, call);
+		else if (strcmp(method + 10, "subscribe") == 0)
+			do_subscribe(s, id, params, call, 1);
+		else if (strcmp(method + 10, "unsubscribe") == 0)
+			do_subscribe(s, id, params, call, 0);
+		else
+			goto unknown;
+	} else if (strncmp(method, "prompts/", 8) == 0 && tools_prompt_count()) {
+		if (strcmp(method + 8, "list") == 0)
+			do_prompts_list(s, id, params, call);
+		else if (strcmp(method + 8, "get") == 0)
+			do_prompts_get(s, id, params, call);
+		else
+			goto unknown;
+	} else {
+		goto unknown;
+	}
+	return;
+unknown:
+	mcp_reply_error(s, call, id, JSONRPC_METHOD_NOT_FOUND,
+			"Method not found: %.100s", method);
+}
+
+static void handle_notification(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	if (strcmp(m->method, "notifications/cancelled") == 0) {
+		json_t *rid = json_object_get(m->params, "requestId");
+		if (rid)
+			mcp_call_cancel(s, rid);
+		return;
+	}
+	/* notifications/initialized, roots/list_changed, progress from the
+	 * client and unknown notifications need nothing from kforge. */
+	log_debug("mcp", "notification %s", m->method);
+}
+
+static void handle_response(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	json_int_t id = json_is_integer(m->id) ? json_integer_value(m->id) : -1;
+	struct mcp_pending *p;
+
+	pthread_mutex_lock(&s->lock);
+	for (p = s->pending; p; p = p->next)
+		if (p->id == id && !p->done)
+			break;
+	if (p) {
+		p->result = m->result ? json_incref(m->result) : NULL;
+		p->error = m->error ? json_incref(m->error) : NULL;
+		p->done = 1;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!p)
+		log_debug("mcp", "response to unknown request id ignored");
+}
+
+enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg,
+			       size_t len, void *call)
+{
+	struct jsonrpc_msg m;
+	struct kf_err err = {0};
+	enum mcp_in kind;
+
+	if (jsonrpc_parse(msg, len, s->app ? s->app->cfg.max_message_bytes : 0,
+			  &m, &err)) {
+		mcp_reply_error(s, call, m.bad_id, m.rpc_code, "%s", err.msg);
+		jsonrpc_msg_fini(&m);
+		return MCP_IN_ERROR;
+	}
+	switch (m.kind) {
+	case JSONRPC_REQUEST:
+		handle_request(s, &m, call);
+		kind = MCP_IN_REQUEST;
+		break;
+	case JSONRPC_NOTIFICATION:
+		handle_notification(s, &m);
+		kind = MCP_IN_NOTIFICATION;
+		break;
+	default:
+		handle_response(s, &m);
+		kind = MCP_IN_RESPONSE;
+		break;
+	}
+	jsonrpc_msg_fini(&m);
+	return kind;
+}
