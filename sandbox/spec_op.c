@@ -97,6 +97,13 @@ int spec_expand_op(const json_t *in,
 			goto out;
 		}
 	}
+	/* "cost" may be per dtype ({"bf16": {"bytes": ...}}), like "tolerance". */
+	json_t *cost = json_object_get(tpl, "cost");
+	if (json_is_object(cost) && json_object_get(cost, dts))
+		json_object_set(tpl, "cost", json_object_get(cost, dts));
+	else if (json_is_object(cost) && !json_object_get(cost, "bytes") &&
+		 !json_object_get(cost, "flops"))
+		json_object_del(tpl, "cost");
 	static const char *const COPY[] = {"tensors", "scalars", "constraints", "cost",
 					   "baseline", NULL};
 	for (const char *const *k = COPY; *k; k++) {

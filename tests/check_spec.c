@@ -542,6 +542,42 @@ START_TEST(default_tolerances_are_per_dtype)
 }
 END_TEST
 
+START_TEST(every_builtin_op_expands_and_parses_for_each_dtype)
+{
+	ck_assert_uint_gt(op_count(), 0);
+	for (size_t i = 0; i < op_count(); i++) {
+		const struct op_template *t = op_at(i);
+		json_t *tpl = json_loads(t->spec_json, 0, NULL);
+		ck_assert_msg(tpl != NULL, "op %s: template JSON does not parse", t->name);
+		json_t *dts = json_object_get(tpl, "dtypes");
+		size_t k;
+		json_t *dt;
+		json_array_foreach(dts, k, dt)
+		{
+			json_t *in = json_pack("{s:s, s:s, s:s}", "op", t->name, "dtype",
+					       json_string_value(dt), "source", "x");
+			/* The candidate launches like the baseline. */
+			json_t *x = NULL;
+			struct kf_err err = {0};
+			ck_assert_msg(spec_expand_op(in, op_find, &x, &err) == 0, "%s/%s: %s",
+				      t->name, json_string_value(dt), err.msg);
+			json_object_set(x, "launch",
+					json_object_get(json_object_get(x, "baseline"), "launch"));
+			struct spec *s = NULL;
+			ck_assert_msg(spec_parse(x, NULL, op_find, &s, &err) == 0, "%s/%s: %s",
+				      t->name, json_string_value(dt), err.msg);
+			ck_assert_int_eq(s->ref.kind, SPEC_REF_OP);
+			ck_assert_int_eq(s->baseline.kind, SPEC_BASE_FATBIN);
+			ck_assert_int_eq(s->tol_given, 1);
+			spec_free(s);
+			json_decref(x);
+			json_decref(in);
+		}
+		json_decref(tpl);
+	}
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
 	Suite *s = suite_create("spec");
@@ -556,6 +592,7 @@ static Suite *spec_suite(void)
 	tcase_add_loop_test(o, op_shorthand_and_op_reference_reject_mismatches, 0,
 			    sizeof BAD_OP / sizeof BAD_OP[0]);
 	tcase_add_test(o, op_reference_without_find_is_kept_unchecked_for_the_harness);
+	tcase_add_test(o, every_builtin_op_expands_and_parses_for_each_dtype);
 	suite_add_tcase(s, o);
 	TCase *b = tcase_create("bind");
 	tcase_add_test(b, odd_size_satisfies_constraints_and_is_not_listed);
