@@ -104,13 +104,18 @@ $(BIN): $(B)/server/main.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 
+# jansson is linked statically where its archive exists, so the harness needs
+# nothing inside the jail beyond libc and the driver.
+JANSSON_STATIC := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
+HARNESS_LIBS = $(if $(wildcard /usr/lib/x86_64-linux-gnu/libjansson.a /opt/kforge-deps/usr/lib/x86_64-linux-gnu/libjansson.a),$(JANSSON_STATIC),-ljansson) -lm -ldl -lpthread
+
 # The harness talks to the GPU through the driver API. It links against the
 # toolkit's stub libcuda so it builds on machines without a driver; at run
 # time the real libcuda.so.1 is needed, and without it the daemon answers
 # no_gpu before ever starting the harness.
 $(HARNESS): $(call obj,$(HARNESS_SRC)) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(LDLIBS_BASE) $(LDFLAGS)
+	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(HARNESS_LIBS) $(LDFLAGS)
 
 $(KB_BUILD): $(B)/knowledge/kb_build_main.o $(LIB_kb) $(LIB_kernels) $(LIB_common)
 	@$(if $(Q),echo "  LD      $@")
