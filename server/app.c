@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "knowledge/kb.h"     /* kb */
 #include "log.h"
 #include "sandbox/history.h" /* runner */
 #include "sandbox/runner.h"  /* runner */
@@ -131,6 +132,16 @@ static int app_open_history_runner(struct app *app, struct kf_err *err)
 			  &app->runner, err);
 }
 
+/* kb: a missing or stale knowledge.db must not stop compiles and GPU
+ * runs, so it is logged and the knowledge tools answer with the reason. */
+static void app_open_kb(struct app *app)
+{
+	struct kf_err e = {0};
+
+	if (kb_open(app->cfg.kb_path, &app->kb, &e) != 0)
+		log_warn("kb", "%s; knowledge tools will answer with an error", e.msg);
+}
+
 int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 {
 	struct app_priv *p;
@@ -154,6 +165,7 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 		  app->cfg.sandbox == APP_SANDBOX_NONE ? "none" : "bwrap");
 
 	/* Domain modules, in dependency order (each adds its lines here). */
+	app_open_kb(app); /* kb: knowledge.db, read-only; never fatal */
 	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
 	if (rc)
 		goto out;
@@ -174,6 +186,7 @@ void app_close(struct app *app)
 	/* Domain modules, in reverse order (each adds its lines here). */
 	runner_free(app->runner); /* runner: waits for running jobs */
 	history_close(app->history);
+	kb_close(app->kb); /* kb: opened first, closed last */
 
 	free((struct app_priv *)app);
 }

@@ -14,6 +14,7 @@
 /* The domain groups, in the order tools/list shows them. Add one line per
  * tools_*.c once the file exists. */
 static const struct tool_group *const GROUPS[] = {
+	&TOOLS_KB,
 	&TOOLS_RUNS,
 	NULL /* keeps the array non-empty; skipped */
 };
