@@ -52,6 +52,7 @@ ALL_LIBS := $(LIB_server) $(LIB_kb) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
 BIN := $(B)/kforge
 HARNESS := $(B)/kforge-harness
 KB_BUILD := $(B)/kb-build
+NVRTC_HELPER := $(B)/kforge-nvrtc
 KB_DB := $(B)/knowledge.db
 FATBIN := $(B)/kernels/kernels.fatbin
 SKILL_REFS := skill/references/README.md
@@ -64,7 +65,7 @@ SKILL_REFS := skill/references/README.md
 ALL_TARGETS := $(if $(wildcard server/main.c),$(BIN)) \
 	$(if $(HARNESS_SRC),$(HARNESS)) \
 	$(if $(wildcard knowledge/kb_build_main.c),$(KB_DB)) \
-	$(if $(KERNELS_CU),$(FATBIN)) $(SKILL_REFS)
+	$(if $(KERNELS_CU),$(FATBIN)) $(SKILL_REFS) $(NVRTC_HELPER)
 all: $(B)/.deps-ok $(ALL_TARGETS)
 
 # --- dependencies ---------------------------------------------------------
@@ -117,6 +118,12 @@ $(HARNESS): $(call obj,$(HARNESS_SRC)) $(LIB_sandbox) $(LIB_kernels) $(LIB_commo
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(HARNESS_LIBS) $(LDFLAGS)
 
+# The compiler's NVRTC helper: runs in the jail, dlopens the toolkit's
+# libnvrtc (so it links nothing from CUDA).
+$(NVRTC_HELPER): $(B)/sandbox/nvrtc/main.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ -ldl $(LDFLAGS)
+
 $(KB_BUILD): $(B)/knowledge/kb_build_main.o $(LIB_kb) $(LIB_kernels) $(LIB_common)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
@@ -149,10 +156,13 @@ TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
 TEST_DEPS_dtype := kernels common
+TEST_DEPS_jsonrpc := server common
 TEST_DEPS_kb := kb common
 TEST_DEPS_expr := sandbox kernels common
 TEST_DEPS_spec := sandbox kernels common
 TEST_DEPS_jail := sandbox common
+TEST_DEPS_compile := sandbox kb kernels common
+TEST_DEPS_sass := sandbox common
 TEST_DEPS_runner := sandbox common
 TEST_DEPS_history := sandbox common
 TEST_DEPS_gpu := sandbox common

@@ -65,7 +65,7 @@ int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
 				  "Parse error: nesting deeper than %d levels",
 				  JSONRPC_MAX_DEPTH);
 	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root) {
 		msg->rpc_code = JSONRPC_PARSE_ERROR;
 		return kf_err_set(err, KF_EINVAL,
