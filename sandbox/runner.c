@@ -80,6 +80,12 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The caller's flag is set from another thread without our lock. */
+static int cancelled(const volatile int *cancel)
+{
+	return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE) != 0;
+}
+
 static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t at_ms)
 {
 	struct timespec ts;
@@ -259,17 +265,16 @@ static void *monitor_main(void *arg)
 			break;
 		for (struct job *j = r->running; j; j = j->next) {
 			if (!j->stop) {
-				if (r->closing) {
+				if (r->closing)
 					j->stop_reason = STOP_CLOSING;
-					j->stop = 1;
-				} else if (j->cancel && *j->cancel) {
+				else if (cancelled(j->cancel))
 					j->stop_reason = STOP_CANCEL;
-					j->stop = 1;
-				} else if (j->timeout_ms >= 0 &&
-					   t >= j->start_ms + j->timeout_ms) {
+				else if (j->timeout_ms >= 0 &&
+					 t >= j->start_ms + j->timeout_ms)
 					j->stop_reason = STOP_TIMEOUT;
-					j->stop = 1;
-				}
+				/* fn polls stop from its own thread */
+				if (j->stop_reason)
+					__atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
 			}
 			if (!j->stop && j->cancel &&
 			    (wake < 0 || t + CANCEL_POLL_MS < wake))
@@ -390,7 +395,7 @@ static int wait_turn(struct runner *r, struct job *j, struct queue *q,
 
 		if (r->closing)
 			return leave_queue(r, j, q, 1, err);
-		if (j->cancel && *j->cancel)
+		if (cancelled(j->cancel))
 			return leave_queue(r, j, q, 0, err);
 		pos = queue_position(q, j);
 		if (j->progress && (pos != last_pos || t >= next_beat)) {
@@ -477,7 +482,7 @@ int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 			j.gpu_want = opts->gpu;
 		}
 	}
-	if (cancel && *cancel)
+	if (cancelled(cancel))
 		return kf_err_set(err, KF_ECANCELED, "cancelled before it was queued");
 
 	q = kind == RUNNER_GPU ? &r->gq : &r->cq;

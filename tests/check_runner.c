@@ -36,7 +36,7 @@ static int gate_job(void *arg, int gpu, const volatile int *stop,
 	g->gpu = gpu;
 	atomic_store(&g->entered, 1);
 	while (!atomic_load(&g->open)) {
-		if (*stop) {
+		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
 			atomic_store(&g->saw_stop, 1);
 			return kf_err_set(err, KF_ECANCELED, "gate job stopped");
 		}
@@ -317,7 +317,7 @@ START_TEST(cancel_removes_a_queued_job_without_running_it)
 	wait_entered(&blocker);
 	caller_start(&cq, r, RUNNER_GPU, must_not_run, NULL);
 	wait_gpu_queued(r, 1);
-	cq.cancel = 1;
+	__atomic_store_n(&cq.cancel, 1, __ATOMIC_RELEASE);
 	caller_join(&cq);
 	ck_assert_int_eq(cq.rc, KF_ECANCELED);
 	ck_assert_int_eq(cq.err.code, KF_ECANCELED);
@@ -343,7 +343,7 @@ START_TEST(cancel_stops_a_running_job_and_the_next_job_runs)
 	atomic_store(&next.open, 1);
 	caller_start(&cn, r, RUNNER_GPU, gate_job, &next);
 	wait_gpu_queued(r, 1);
-	c.cancel = 1;
+	__atomic_store_n(&c.cancel, 1, __ATOMIC_RELEASE);
 	caller_join(&c);
 	ck_assert_int_eq(c.rc, KF_ECANCELED);
 	ck_assert_int_eq(atomic_load(&g.saw_stop), 1);
