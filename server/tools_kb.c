@@ -338,7 +338,11 @@ static int specs_list(struct kb *kb, json_t **out)
 		for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
 			int k;
 			double v = fig_value(g, cols[c], &k);
-			json_object_set_new(o, cols[c], k ? num(v) : json_null());
+			const struct kb_figure *f = kb_gpu_figure(g, cols[c]);
+			json_object_set_new(o, cols[c],
+					    k ? num(v)
+					    : f && f->status == KB_FIG_NA ? json_string("n/a")
+									   : json_null());
 		}
 		json_array_append_new(arr, o);
 	}
@@ -346,7 +350,7 @@ static int specs_list(struct kb *kb, json_t **out)
 	snprintf(sum, sizeof sum, "%zu GPUs; ask for one by id or alias for every figure with its source",
 		 kb_gpu_count(kb));
 	*out = json_pack("{s:s,s:o,s:s}", "summary", sum, "gpus", arr, "note",
-			 "null = not confirmed from a source; figures per GPU carry their sources");
+			 "null = not confirmed from a source, \"n/a\" = does not exist on that GPU; figures per GPU carry their sources");
 	return 0;
 }
 
