@@ -377,7 +377,7 @@ struct bench_stat {
 	double median;  /* us */
 	double lo, hi;  /* 95% interval of the median, us; valid if has_ci */
 	int has_ci;
-	const char *ci_from; /* which stored field gave the interval */
+	char ci_from[72]; /* which stored field gave the interval */
 	json_int_t count;
 };
 
@@ -389,58 +389,83 @@ static double num(const json_t *o, const char *k, int *found)
 	return *found ? json_number_value(v) : 0.0;
 }
 
-/* Reads the candidate's timing statistics from a benchmark result. The
+/* Reads the candidate's timing statistics from a benchmark result:
+ * result[which].median_us (or median_ms: times are reported in us). The
  * interval of the median, in order of preference: an explicit interval
- * (median_ci_us [lo, hi], ci95_us [lo, hi], ci_low_us/ci_high_us), the
- * standard error of the median (median_se_us, stderr_us, se_us, sem_us:
+ * ([lo, hi] in median_ci, ci95 or ci; or ci_lo/ci_hi, ci_low/ci_high), a
+ * standard error of the median (se_median, median_se, stderr, se, sem:
  * +-1.96 se), else from cv and count the large-sample standard error of a
- * median, 1.2533 * cv * median / sqrt(count) (marked approximate). */
+ * median, 1.2533 * cv * median / sqrt(count), marked approximate. Every key
+ * carries the median's unit suffix (sandbox/stats.h's stats_summary
+ * fields: se_median, ci_lo, ci_hi). */
 static void bench_stat_read(const json_t *result, const char *which,
 			    struct bench_stat *s)
 {
-	static const char *const ci_pairs[] = { "median_ci_us", "ci95_us",
-						"ci_us" };
-	static const char *const se_keys[] = { "median_se_us", "stderr_us",
-					       "se_us", "sem_us" };
+	static const char *const units[] = { "_us", "_ms" };
+	static const double scale[] = { 1.0, 1000.0 };
+	static const char *const pairs[] = { "median_ci", "ci95", "ci" };
+	static const char *const lohi[][2] = { { "ci_lo", "ci_hi" },
+					       { "ci_low", "ci_high" } };
+	static const char *const ses[] = { "se_median", "median_se", "stderr",
+					   "se", "sem" };
 	const json_t *o = json_object_get(result, which);
+	char k1[32], k2[32];
+	double sc = 0, cv, se;
+	const char *u = NULL;
 	int f, f2;
-	double cv, se;
 
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, sizeof(s[0]));
 	if (!json_is_object(o))
 		return;
-	s->median = num(o, "median_us", &f);
-	if (!f || s->median <= 0)
+	for (int i = 0; i < 2 && !u; i++) {
+		snprintf(k1, sizeof(k1), "median%s", units[i]);
+		s->median = num(o, k1, &f);
+		if (f) {
+			u = units[i];
+			sc = scale[i];
+		}
+	}
+	if (!u || s->median <= 0)
 		return;
+	s->median *= sc;
 	s->ok = 1;
 	s->count = json_integer_value(json_object_get(o, "count"));
+	if (!s->count)
+		s->count = json_integer_value(json_object_get(o, "n"));
 	for (size_t i = 0; i < 3; i++) {
-		const json_t *a = json_object_get(o, ci_pairs[i]);
+		const json_t *a;
 
+		snprintf(k1, sizeof(k1), "%s%s", pairs[i], u);
+		a = json_object_get(o, k1);
 		if (json_is_array(a) && json_array_size(a) == 2 &&
 		    json_is_number(json_array_get(a, 0)) &&
 		    json_is_number(json_array_get(a, 1))) {
-			s->lo = json_number_value(json_array_get(a, 0));
-			s->hi = json_number_value(json_array_get(a, 1));
+			s->lo = sc * json_number_value(json_array_get(a, 0));
+			s->hi = sc * json_number_value(json_array_get(a, 1));
 			s->has_ci = 1;
-			s->ci_from = ci_pairs[i];
+			snprintf(s->ci_from, sizeof(s->ci_from), "%s", k1);
 			return;
 		}
 	}
-	s->lo = num(o, "ci_low_us", &f);
-	s->hi = num(o, "ci_high_us", &f2);
-	if (f && f2) {
-		s->has_ci = 1;
-		s->ci_from = "ci_low_us/ci_high_us";
-		return;
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(k1, sizeof(k1), "%s%s", lohi[i][0], u);
+		snprintf(k2, sizeof(k2), "%s%s", lohi[i][1], u);
+		s->lo = sc * num(o, k1, &f);
+		s->hi = sc * num(o, k2, &f2);
+		if (f && f2) {
+			s->has_ci = 1;
+			snprintf(s->ci_from, sizeof(s->ci_from), "%s/%s", k1, k2);
+			return;
+		}
 	}
-	for (size_t i = 0; i < 4; i++) {
-		se = num(o, se_keys[i], &f);
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(k1, sizeof(k1), "%s%s", ses[i], u);
+		se = sc * num(o, k1, &f);
 		if (f && se >= 0) {
 			s->lo = s->median - Z95 * se;
 			s->hi = s->median + Z95 * se;
 			s->has_ci = 1;
-			s->ci_from = se_keys[i];
+			snprintf(s->ci_from, sizeof(s->ci_from), "%s", k1);
 			return;
 		}
 	}
@@ -450,7 +475,8 @@ static void bench_stat_read(const json_t *result, const char *which,
 		s->lo = s->median - Z95 * se;
 		s->hi = s->median + Z95 * se;
 		s->has_ci = 1;
-		s->ci_from = "cv and count (approximate)";
+		snprintf(s->ci_from, sizeof(s->ci_from),
+			 "cv and count (approximate)");
 	}
 }
 

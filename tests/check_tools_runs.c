@@ -264,6 +264,20 @@ START_TEST(compare_benchmarks_gives_speedup_with_interval)
 			 "no measurable difference");
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "no measurable difference"));
 	json_decref(res);
+
+	/* milliseconds with stats_summary's field names: 0.2 ms = 200 us */
+	add(HISTORY_BENCH, HISTORY_OK, "k",
+	    "{\"summary\": \"d\", \"candidate\": {\"median_ms\": 0.2, \"ci_lo_ms\": 0.199, \"ci_hi_ms\": 0.201, \"n\": 50}}",
+	    "GPU-1", c);
+	res = compare(a, c, &is_error);
+	bench = json_object_get(res, "benchmark");
+	ck_assert(fabs(json_real_value(json_object_get(bench, "speedup")) - 0.5) < 1e-9);
+	ck_assert_str_eq(json_string_value(json_object_get(bench, "verdict")), "b is slower");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(bench, "b"), "ci_from")),
+			 "ci_lo_ms/ci_hi_ms");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(bench, "b"), "count")), 50);
+	ck_assert_ptr_nonnull(strstr(summary_of(res), "b is 2x slower than a"));
+	json_decref(res);
 }
 END_TEST
 
