@@ -30,6 +30,7 @@ struct compile_config {
 	unsigned long long cache_cap_bytes; /* LRU cap of the artifact cache [1 GiB] */
 	const char *nvrtc_helper; /* build/kforge-nvrtc; NULL = next to the running
 				   * binary; when missing, nvcc is used */
+	int force_nvcc;           /* 1: never NVRTC (benchmarks, comparisons) */
 };
 
 /* One compile. */
@@ -72,6 +73,11 @@ void compile_close(struct compiler *cc);
  * the compiler's life. */
 const char *compile_default_arch(const struct compiler *cc);
 
+/* "nvrtc" when NVRTC is used first (nvcc as the fallback), else "nvcc";
+ * and nvcc's version ("13.0.88"). Borrowed, valid for the compiler's life. */
+const char *compile_backend_name(const struct compiler *cc);
+const char *compile_compiler_version(const struct compiler *cc);
+
 /* Compiles req. res (caller storage) is always initialised; release it with
  * compile_result_fini whatever the return. Returns
  *   0            ok: res->ok = 1, res->json has kernels and resources;
@@ -106,8 +112,8 @@ int compile_split_flags(const char *s, char ***argv, size_t *len,
 			struct kf_err *err) __attribute__((warn_unused_result));
 void compile_flags_free(char **argv);
 
-/* Artifact files by id: kind is "cubin", "ptx", "log", "sass" or
- * "result.json". compile_artifact_path writes the host path into buf (cap
+/* Artifact files by id: kind is "cubin", "ptx", "log", "sass" (the SASS
+ * listing, kept when want_sass found cuobjdump), "source" or "result.json". compile_artifact_path writes the host path into buf (cap
  * bytes) and returns 0, or KF_ENOTFOUND (unknown id or kind not kept),
  * KF_EINVAL (malformed id). compile_artifact_read returns the bytes in *data
  * (new, free()) and *len, capped at max_bytes (KF_ETOOBIG past it). Both

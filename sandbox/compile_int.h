@@ -1,0 +1,73 @@
+/* compile_int: internals shared by compile.c (driver, cache use),
+ * compile_parse.c (compiler output -> diagnostics, kernels, warnings) and
+ * compile_sass.c (cuobjdump in the jail). Included by no one else. */
+#ifndef KF_COMPILE_INT_H
+#define KF_COMPILE_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "sandbox/compile.h"
+
+struct cache;
+struct jail;
+
+/* What the parser reads. Strings borrowed. */
+struct compile_parse_in {
+	const char *log;        /* stdout + stderr of the backend, NUL-terminated */
+	int log_truncated;      /* 1 when the output hit its cap */
+	const char *source;     /* the submitted source */
+	size_t source_len;
+	const char *ptx;        /* PTX text or NULL (launch bounds, .const) */
+	const char *job_dir;    /* host path of the job dir, rewritten away */
+	const char *cuda_home;  /* resolved toolkit path, rewritten to "cuda" */
+	int ok;                 /* 1 when the backend produced a cubin */
+	const char *arch, *backend, *version;
+	int debug;              /* -G given */
+	struct kb *kb;          /* occupancy; may be NULL */
+};
+
+/* Returns new JSON (no summary yet): ok, arch, backend, compiler_version,
+ * kernels, warnings, diagnostics, log_truncated, ...; NULL on ENOMEM. */
+json_t *compile_build_result(const struct compile_parse_in *in);
+
+/* Returns new JSON for a compile killed at the time limit. */
+json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
+			     const char *sandbox, unsigned timeout_ms);
+
+/* Returns the log with host paths rewritten (new, free()), or NULL. */
+char *compile_clean_log(const struct compile_parse_in *in);
+
+/* Rewrites host paths in text (new string, free()); NULL on ENOMEM. */
+char *compile_rewrite_paths(const char *text, const char *job_dir, const char *cuda_home);
+
+struct sass_summary_ctx {
+	struct compiler *cc;
+	const char *id;
+	int want;
+};
+
+/* The answer: a new object with "summary" first, then base's members with
+ * sandbox, cache_hit, compile_ms set from res, the PTX link when want_ptx,
+ * the SASS summary when sctx->want. NULL on ENOMEM. */
+json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
+			    const char *sandbox, int want_ptx,
+			    const struct sass_summary_ctx *sctx);
+
+/* Returns a new JSON "sass" member for artifact id (runs cuobjdump in the
+ * jail the first time, then reads the stored summary). */
+json_t *compile_sass_json(struct compiler *cc, const char *id);
+
+/* The artifact file name for a kind ("ptx" -> "kernel.ptx"), or NULL. */
+const char *compile_artifact_file(const char *kind);
+
+/* Small file helpers: read up to cap bytes (new buffer, NUL-terminated;
+ * -1 on error or over cap), remove a tree. */
+int compile_read_file(const char *path, size_t cap, char **data, size_t *len);
+void compile_rm_tree(const char *path);
+
+struct cache *compile_cache(struct compiler *cc);
+struct jail *compile_jail(struct compiler *cc);
+const char *compile_cuobjdump(const struct compiler *cc);
+
+#endif
