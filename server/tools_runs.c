@@ -637,38 +637,73 @@ static void compare_compile(const struct history_run *a,
 			 changed == 1 ? "" : "s");
 }
 
+static void add_unique(json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	if (!name)
+		return;
+	json_array_foreach(arr, i, v)
+		if (!strcmp(json_string_value(v), name))
+			return;
+	json_array_append_new(arr, json_string(name));
+}
+
+/* One case of a check (a trial at one size): failing or not, the
+ * safeguards it fired, its worst relative L2 error. Accepts the harness's
+ * layout (sizes[].trials[] with safeguards [{name}] and outputs.{t}.
+ * rel_l2_err) and a flat cases[] with safeguard / rel_l2. */
+static void check_case(const json_t *c, size_t *failing, json_t *safeguards,
+		       double *worst_l2)
+{
+	const json_t *sgs = json_object_get(c, "safeguards"), *outs, *v;
+	const char *key;
+	size_t i;
+
+	if (json_is_false(json_object_get(c, "passed")))
+		(*failing)++;
+	add_unique(safeguards, json_string_value(json_object_get(c, "safeguard")));
+	json_array_foreach(sgs, i, v)
+		add_unique(safeguards, json_is_string(v)
+					       ? json_string_value(v)
+					       : json_string_value(json_object_get(v, "name")));
+	v = json_object_get(c, "rel_l2");
+	if (json_is_number(v) && json_number_value(v) > *worst_l2)
+		*worst_l2 = json_number_value(v);
+	outs = json_object_get(c, "outputs");
+	json_object_foreach((json_t *)outs, key, v) {
+		const json_t *l2 = json_object_get(v, "rel_l2_err");
+
+		if (json_is_number(l2) && json_number_value(l2) > *worst_l2)
+			*worst_l2 = json_number_value(l2);
+	}
+}
+
 static json_t *check_side(const struct history_run *r, int *passed)
 {
-	const json_t *res = r->result, *cases = json_object_get(res, "cases");
-	json_t *o, *c, *safeguards = json_array();
-	size_t i, failing = 0;
+	const json_t *res = r->result, *c, *size;
+	json_t *o, *safeguards = json_array();
+	size_t i, j, failing = 0, cases = 0;
 	double worst_l2 = -1;
 
-	json_array_foreach(cases, i, c) {
-		const json_t *sg = json_object_get(c, "safeguard");
-		const json_t *l2 = json_object_get(c, "rel_l2");
-
-		if (json_is_false(json_object_get(c, "passed")))
-			failing++;
-		if (json_is_string(sg)) {
-			size_t j;
-			json_t *s;
-			int dup = 0;
-
-			json_array_foreach(safeguards, j, s)
-				dup |= json_equal(s, sg);
-			if (!dup)
-				json_array_append(safeguards, (json_t *)sg);
-		}
-		if (json_is_number(l2) && json_number_value(l2) > worst_l2)
-			worst_l2 = json_number_value(l2);
+	json_array_foreach(json_object_get(res, "cases"), i, c) {
+		check_case(c, &failing, safeguards, &worst_l2);
+		cases++;
 	}
+	json_array_foreach(json_object_get(res, "sizes"), i, size)
+		json_array_foreach(json_object_get(size, "trials"), j, c) {
+			check_case(c, &failing, safeguards, &worst_l2);
+			cases++;
+		}
+	json_array_foreach(json_object_get(res, "safeguards_fired"), i, c)
+		add_unique(safeguards, json_string_value(c));
 	*passed = r->status == HISTORY_OK &&
 		  !json_is_false(json_object_get(res, "passed"));
 	o = json_pack("{s:b, s:s, s:I, s:I, s:o, s:s}", "passed", *passed,
 		      "status", history_status_name(r->status), "cases",
-		      (json_int_t)json_array_size(cases), "failing_cases",
-		      (json_int_t)failing, "safeguards", safeguards, "summary",
+		      (json_int_t)cases, "failing_cases", (json_int_t)failing,
+		      "safeguards", safeguards, "summary",
 		      r->summary ? r->summary : "");
 	if (worst_l2 >= 0)
 		json_object_set_new(o, "worst_rel_l2", json_real(worst_l2));

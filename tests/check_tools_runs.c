@@ -379,6 +379,22 @@ START_TEST(compare_checks_shows_pass_fail_and_safeguards)
 	ck_assert_uint_eq(json_array_size(json_object_get(cb, "safeguards")), 1);
 	ck_assert(json_real_value(json_object_get(cb, "worst_rel_l2")) == 0.5);
 	json_decref(res);
+
+	/* the harness's layout: sizes[].trials[] with named safeguards */
+	add(HISTORY_CHECK, HISTORY_FAILED, "k",
+	    "{\"summary\": \"sizes[0] trial 1: stale output\", \"passed\": false, \"safeguards_fired\": [\"coverage\"],"
+	    " \"sizes\": [{\"sizes\": {\"N\": 7}, \"trials\": ["
+	    "{\"trial\": 0, \"passed\": true, \"outputs\": {\"y\": {\"rel_l2_err\": 0.001}}},"
+	    "{\"trial\": 1, \"passed\": false, \"safeguards\": [{\"name\": \"inputs_changed\", \"message\": \"x\"}],"
+	    " \"outputs\": {\"y\": {\"rel_l2_err\": 0.25}}}]}]}",
+	    NULL, b);
+	res = compare(a, b, &is_error);
+	cb = json_object_get(json_object_get(res, "check"), "b");
+	ck_assert_int_eq(json_integer_value(json_object_get(cb, "cases")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(cb, "failing_cases")), 1);
+	ck_assert_uint_eq(json_array_size(json_object_get(cb, "safeguards")), 2);
+	ck_assert(json_real_value(json_object_get(cb, "worst_rel_l2")) == 0.25);
+	json_decref(res);
 }
 END_TEST
 
