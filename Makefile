@@ -156,6 +156,7 @@ TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
 TEST_DEPS_dtype := kernels common
+TEST_DEPS_kernels_ref := sandbox kernels common
 TEST_DEPS_jsonrpc := server common
 TEST_DEPS_kb := kb common
 TEST_DEPS_expr := sandbox kernels common
@@ -188,6 +189,10 @@ test: test-unit
 
 test-gpu: all
 	$(Q)$(TEST_ENV) sh tests/gpu/run.sh
+
+# kforge's kernels against PyTorch eager and torch.compile (GPU machine).
+bench-kernels:
+	$(Q)sh kernels/bench/run.sh
 
 run: all
 	$(Q)$(BIN) serve --http 127.0.0.1:7070

@@ -8,7 +8,13 @@
 
 #include <string.h>
 
+#include "ref/activation_ref.h"
+#include "ref/adaln_ref.h"
+#include "ref/gemm_ref.h"
+#include "ref/layernorm_ref.h"
 #include "ref/rmsnorm_ref.h"
+#include "ref/rope_ref.h"
+#include "ref/softmax_ref.h"
 
 /* --- shared JSON pieces ----------------------------------------------------- */
 
@@ -41,7 +47,7 @@
 
 static const char *const SZ_TD[] = {"T", "D", NULL};
 static const char *const SC_EPS[] = {"eps", NULL};
-static const char *const SC_NONE[] __attribute__((unused)) = {NULL};
+static const char *const SC_NONE[] = {NULL};
 
 static size_t esz(enum kf_dtype dt)
 {
@@ -109,6 +115,201 @@ static const char ADD_RMSNORM_JSON[] =
 	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_add_rmsnorm_$dtype\", " ROW_GRID ", "
 	"\"shared_bytes\": 0, \"args\": [\"y\", \"r\", \"x\", \"res\", \"w\", \"T\", \"D\", \"eps\"]}]}}";
 
+/* --- layernorm ----------------------------------------------------------------- */
+
+static int ref_layernorm(const struct op_ref_call *c, struct kf_err *err)
+{
+	return layernorm_ref(c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0], c->sizes[1],
+			     c->scalars[0], err);
+}
+static int ref_layernorm_noaffine(const struct op_ref_call *c, struct kf_err *err)
+{
+	return layernorm_ref(c->out[0], c->in[0], NULL, NULL, c->sizes[0], c->sizes[1],
+			     c->scalars[0], err);
+}
+static void cost_layernorm(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	layernorm_cost(s[0], s[1], esz(dt), 2, b, f);
+}
+static void cost_layernorm_noaffine(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	layernorm_cost(s[0], s[1], esz(dt), 0, b, f);
+}
+
+static const char *const IN_X_W_B[] = {"x", "w", "b", NULL};
+
+static const char LAYERNORM_JSON[] =
+	"{" DTYPES_FLOAT ", "
+	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_D("b") ", " T_TD("y", "output") "}, "
+	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
+	COST3("2*T*D + 2*D", "9*T*D") ", "
+	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_layernorm_$dtype\", " ROW_GRID ", "
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"w\", \"b\", \"T\", \"D\", \"eps\"]}]}}";
+
+static const char LAYERNORM_NOAFFINE_JSON[] =
+	"{" DTYPES_FLOAT ", "
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, "
+	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
+	COST3("2*T*D", "7*T*D") ", "
+	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_layernorm_noaffine_$dtype\", " ROW_GRID ", "
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\", \"eps\"]}]}}";
+
+/* --- softmax -------------------------------------------------------------------- */
+
+static int ref_softmax(const struct op_ref_call *c, struct kf_err *err)
+{
+	return softmax_ref(c->out[0], c->in[0], c->sizes[0], c->sizes[1], err);
+}
+static void cost_softmax(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	softmax_cost(s[0], s[1], esz(dt), b, f);
+}
+
+/* Outputs are about 1/D: absolute tolerances far below them. */
+static const char SOFTMAX_JSON[] =
+	"{" DTYPES_FLOAT ", "
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, "
+	"\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", "
+	"\"tolerance\": {\"f32\": {\"atol\": 1e-8, \"rtol\": 1e-5}, "
+	"\"f16\": {\"atol\": 1e-6, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 1e-6, \"rtol\": 1e-2}}, "
+	COST3("2*T*D", "5*T*D") ", "
+	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_softmax_$dtype\", " ROW_GRID ", "
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}";
+
+/* --- activations ------------------------------------------------------------------ */
+
+#define ACT_REF(NAME, OP)                                                                    \
+	static int ref_##NAME(const struct op_ref_call *c, struct kf_err *err)               \
+	{                                                                                    \
+		return activation_ref(OP, c->out[0], c->in[0], c->sizes[0], c->sizes[1], err); \
+	}                                                                                    \
+	static void cost_##NAME(const int64_t *s, enum kf_dtype dt, double *b, double *f)   \
+	{                                                                                    \
+		activation_cost(OP, s[0], s[1], esz(dt), b, f);                              \
+	}
+ACT_REF(silu_and_mul, ACT_REF_SILU_AND_MUL)
+ACT_REF(geglu, ACT_REF_GEGLU)
+ACT_REF(geglu_tanh, ACT_REF_GEGLU_TANH)
+ACT_REF(gelu, ACT_REF_GELU)
+ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
+
+#define ACT_GRID "\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, 4), 65535)\"], \"block\": [256]"
+#define GATED_JSON(KERNEL, FLOPS)                                                            \
+	"{" DTYPES_FLOAT ", "                                                                \
+	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": \"input\"}, " \
+	T_TD("y", "output") "}, \"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", " \
+	TOL_STD ", " COST3("3*T*D", FLOPS) ", "                                              \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID ", "   \
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}"
+#define PLAIN_JSON(KERNEL, FLOPS)                                                            \
+	"{" DTYPES_FLOAT ", "                                                                \
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, \"scalars\": {}, "   \
+	"\"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", " COST3("2*T*D", FLOPS) ", " \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID ", "   \
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}"
+
+static const char SILU_AND_MUL_JSON[] = GATED_JSON("kf_silu_and_mul", "5*T*D");
+static const char GEGLU_JSON[] = GATED_JSON("kf_geglu", "9*T*D");
+static const char GEGLU_TANH_JSON[] = GATED_JSON("kf_geglu_tanh", "10*T*D");
+static const char GELU_JSON[] = PLAIN_JSON("kf_gelu", "8*T*D");
+static const char GELU_TANH_JSON[] = PLAIN_JSON("kf_gelu_tanh", "9*T*D");
+
+/* --- rotary embedding --------------------------------------------------------------- */
+
+static int ref_rope_neox(const struct op_ref_call *c, struct kf_err *err)
+{
+	return rope_ref(1, c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0], c->sizes[1],
+			c->sizes[2], err);
+}
+static int ref_rope_gptj(const struct op_ref_call *c, struct kf_err *err)
+{
+	return rope_ref(0, c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0], c->sizes[1],
+			c->sizes[2], err);
+}
+static void cost_rope(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	rope_cost(s[0], s[1], s[2], esz(dt), b, f);
+}
+
+static const char *const SZ_THD[] = {"T", "H", "Dh", NULL};
+static const char *const IN_X_COS_SIN[] = {"x", "cos", "sin", NULL};
+
+#define ROPE_JSON(KERNEL)                                                                     \
+	"{" DTYPES_FLOAT ", \"tensors\": {"                                                   \
+	"\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"H\", \"Dh\"], \"role\": \"input\"}, " \
+	"\"cos\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", \"init\": \"uniform\"}, " \
+	"\"sin\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", \"init\": \"uniform\"}, " \
+	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"H\", \"Dh\"], \"role\": \"output\"}}, " \
+	"\"scalars\": {}, \"constraints\": [\"Dh >= 2\", \"Dh % 2 == 0\"], "                  \
+	"\"default_sizes\": [{\"T\": 4096, \"H\": 32, \"Dh\": 128}, {\"T\": 7, \"H\": 3, \"Dh\": 66}], " \
+	TOL_STD ", \"cost\": {"                                                                \
+	"\"f32\": {\"bytes\": \"2*T*H*Dh*4 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "     \
+	"\"f16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "     \
+	"\"bf16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}}, "   \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", "                   \
+	"\"grid\": [\"ceil_div(T*H*Dh, 4096)\"], \"block\": [256], \"shared_bytes\": 0, "     \
+	"\"args\": [\"y\", \"x\", \"cos\", \"sin\", \"T\", \"H\", \"Dh\"]}]}}"
+
+static const char ROPE_NEOX_JSON[] = ROPE_JSON("kf_rope_neox");
+static const char ROPE_GPTJ_JSON[] = ROPE_JSON("kf_rope_gptj");
+
+/* --- AdaLN modulation ---------------------------------------------------------------- */
+
+static int ref_adaln(const struct op_ref_call *c, struct kf_err *err)
+{
+	return adaln_modulate_ref(c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0],
+				  c->sizes[1], c->sizes[2], err);
+}
+static void cost_adaln(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	adaln_modulate_cost(s[0], s[1], s[2], esz(dt), b, f);
+}
+
+static const char *const SZ_BSD[] = {"B", "S", "D", NULL};
+static const char *const IN_X_SCALE_SHIFT[] = {"x", "scale", "shift", NULL};
+
+static const char ADALN_JSON[] =
+	"{" DTYPES_FLOAT ", \"tensors\": {"
+	"\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"S\", \"D\"], \"role\": \"input\"}, "
+	"\"scale\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"D\"], \"role\": \"input\"}, "
+	"\"shift\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"D\"], \"role\": \"input\"}, "
+	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"S\", \"D\"], \"role\": \"output\"}}, "
+	"\"scalars\": {}, \"constraints\": [\"D >= 1\"], "
+	"\"default_sizes\": [{\"B\": 2, \"S\": 4096, \"D\": 3072}, {\"B\": 3, \"S\": 5, \"D\": 1000}], "
+	TOL_STD ", " COST3("2*B*S*D + 2*B*D", "2*B*S*D") ", "
+	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_adaln_modulate_$dtype\", "
+	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(B*S, 4), 65535)\"], \"block\": [256], "
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"scale\", \"shift\", \"B\", \"S\", \"D\"]}]}}";
+
+/* --- GEMM ------------------------------------------------------------------------------ */
+
+static int ref_gemm(const struct op_ref_call *c, struct kf_err *err)
+{
+	return gemm_ref(c->out[0], c->in[0], c->in[1], c->sizes[0], c->sizes[1], c->sizes[2], err);
+}
+static void cost_gemm(const int64_t *s, enum kf_dtype dt, double *b, double *f)
+{
+	gemm_cost(s[0], s[1], s[2], esz(dt), b, f);
+}
+
+static const char *const SZ_MNK[] = {"M", "N", "K", NULL};
+
+/* fp32 accumulation over K, one rounding of y: relative error a bf16/f16
+ * half-ulp; absolute slack for outputs near zero. */
+static const char GEMM_JSON[] =
+	"{\"dtypes\": [\"bf16\", \"f16\"], \"tensors\": {"
+	"\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"M\", \"K\"], \"role\": \"input\"}, "
+	"\"w\": {\"dtype\": \"$dtype\", \"shape\": [\"N\", \"K\"], \"role\": \"input\"}, "
+	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"M\", \"N\"], \"role\": \"output\"}}, "
+	"\"scalars\": {}, \"constraints\": [\"K % 8 == 0\", \"ceil_div(M, 128) <= 65535\"], "
+	"\"default_sizes\": [{\"M\": 1024, \"N\": 1024, \"K\": 1024}, {\"M\": 77, \"N\": 200, \"K\": 72}], "
+	"\"tolerance\": {\"f16\": {\"atol\": 1e-2, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 2e-2, \"rtol\": 1e-2}}, "
+	"\"cost\": {\"f16\": {\"bytes\": \"(M*K + N*K + M*N) * 2\", \"flops\": \"2*M*N*K\"}, "
+	"\"bf16\": {\"bytes\": \"(M*K + N*K + M*N) * 2\", \"flops\": \"2*M*N*K\"}}, "
+	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_gemm_$dtype\", "
+	"\"grid\": [\"ceil_div(N, 128)\", \"ceil_div(M, 128)\"], \"block\": [256], "
+	"\"shared_bytes\": 98304, \"args\": [\"y\", \"x\", \"w\", \"M\", \"N\", \"K\"]}]}}";
+
 /* --- the registry ------------------------------------------------------------ */
 
 static const struct op_template OPS[] = {
@@ -118,6 +319,30 @@ static const struct op_template OPS[] = {
 	 SC_EPS, RMSNORM_NOWEIGHT_JSON, ref_rmsnorm_noweight, cost_rmsnorm_noweight},
 	{"add_rmsnorm", "r = x + res; y = r / sqrt(mean(r^2, last dim) + eps) * w", SZ_TD,
 	 IN_X_RES_W, OUT_Y_R, SC_EPS, ADD_RMSNORM_JSON, ref_add_rmsnorm, cost_add_rmsnorm},
+	{"layernorm", "y = (x - mean) / sqrt(var + eps) * w + b over the last dim", SZ_TD,
+	 IN_X_W_B, OUT_Y, SC_EPS, LAYERNORM_JSON, ref_layernorm, cost_layernorm},
+	{"layernorm_noaffine", "y = (x - mean) / sqrt(var + eps) over the last dim", SZ_TD, IN_X,
+	 OUT_Y, SC_EPS, LAYERNORM_NOAFFINE_JSON, ref_layernorm_noaffine, cost_layernorm_noaffine},
+	{"softmax", "y = exp(x - max) / sum(exp(x - max)) over the last dim", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, SOFTMAX_JSON, ref_softmax, cost_softmax},
+	{"silu_and_mul", "y = silu(x[:, :D]) * x[:, D:] (SwiGLU), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, SILU_AND_MUL_JSON, ref_silu_and_mul, cost_silu_and_mul},
+	{"geglu", "y = gelu(x[:, :D]) * x[:, D:] (erf gelu), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, GEGLU_JSON, ref_geglu, cost_geglu},
+	{"geglu_tanh", "y = gelu_tanh(x[:, :D]) * x[:, D:], x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, GEGLU_TANH_JSON, ref_geglu_tanh, cost_geglu_tanh},
+	{"gelu", "y = x/2 * (1 + erf(x / sqrt(2)))", SZ_TD, IN_X, OUT_Y, SC_NONE, GELU_JSON,
+	 ref_gelu, cost_gelu},
+	{"gelu_tanh", "y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, GELU_TANH_JSON, ref_gelu_tanh, cost_gelu_tanh},
+	{"rope_neox", "rotary embedding, rotate-halves (GPT-NeoX) layout, x (T, H, Dh)", SZ_THD,
+	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_NEOX_JSON, ref_rope_neox, cost_rope},
+	{"rope_gptj", "rotary embedding, interleaved-pairs (GPT-J) layout, x (T, H, Dh)", SZ_THD,
+	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_GPTJ_JSON, ref_rope_gptj, cost_rope},
+	{"adaln_modulate", "y = x * (1 + scale) + shift, x (B, S, D), scale/shift (B, D)", SZ_BSD,
+	 IN_X_SCALE_SHIFT, OUT_Y, SC_NONE, ADALN_JSON, ref_adaln, cost_adaln},
+	{"gemm", "y = x @ w^T, x (M, K), w (N, K), fp32 accumulation", SZ_MNK, IN_X_W, OUT_Y,
+	 SC_NONE, GEMM_JSON, ref_gemm, cost_gemm},
 };
 
 size_t op_count(void)

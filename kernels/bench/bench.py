@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""bench.py: kforge's kernels against PyTorch eager and torch.compile on the
+local GPU; prints ONE table (op, shape, dtype, kforge / eager / compile /
+fused-torch microseconds, GB/s, % of the measured copy bandwidth, speedups).
+
+Run by `make bench-kernels` (kernels/bench/run.sh) on a GPU machine after
+kernels/bench/build.sh built build/gpu-kernels/libkfk.so. Every side is
+timed the same way: CUDA events around one call on the current stream,
+the L2 flushed before every call by writing a 512 MiB buffer (the flush is
+queued before the start event, so host launch overhead hides behind it and
+the figure is GPU time), warm-up first, the implementations interleaved
+round-robin, the median of the repetitions reported. kforge is called
+through ctypes with torch's current stream; inputs are N(0,1) (never
+zeros). Every kforge output is compared with eager before timing.
+
+"eager" is what model code calls: the Hugging Face formula for RMSNorm
+(x.float(), pow, mean, rsqrt, multiply, cast), F.layer_norm, torch.softmax,
+F.silu(a) * b, F.gelu, the rotate-halves / interleaved rotary formula in
+fp32, x * (1 + scale) + shift, and torch.matmul (cuBLAS) for the GEMM.
+"compile" is torch.compile(eager, dynamic=False), compiled per shape.
+"fused" is PyTorch's own fused op where one exists (F.rms_norm).
+
+Environment: KF_LIB (path of libkfk.so), BENCH_ITERS (default 30),
+BENCH_BUDGET_S (after this many seconds torch.compile is skipped so the
+table still prints; default 200), BENCH_JSON (write all rows there),
+BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
+libkfk_tune.so)."""
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+T0 = time.time()
+ITERS = int(os.environ.get("BENCH_ITERS", "30"))
+BUDGET = float(os.environ.get("BENCH_BUDGET_S", "200"))
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+LIB = os.environ.get("KF_LIB", "build/gpu-kernels/libkfk.so")
+
+try:
+    import torch._dynamo as dynamo
+    for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+              "accumulated_recompile_limit"):
+        if hasattr(dynamo.config, k):
+            setattr(dynamo.config, k, 4096)
+except Exception:  # pragma: no cover - older torch
+    pass
+
+dev = torch.device("cuda")
+kf = ctypes.CDLL(LIB)
+DT = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # enum kf_dtype
+DTN = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+vp, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+for name, args in {
+    "rmsnorm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, f32, vp],
+    "add_rmsnorm_launch": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, f32, vp],
+    "layernorm_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, f32, vp],
+    "softmax_launch": [ctypes.c_int, vp, vp, i64, i64, vp],
+    "activation_launch": [ctypes.c_int, ctypes.c_int, vp, vp, i64, i64, vp],
+    "rope_launch": [ctypes.c_int, ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
+    "adaln_modulate_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
+    "gemm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, i64, vp],
+}.items():
+    getattr(kf, name).argtypes = args
+    getattr(kf, name).restype = ctypes.c_int
+
+
+def stream():
+    return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+
+def ptr(t):
+    return ctypes.c_void_p(t.data_ptr()) if t is not None else None
+
+
+def call(rc):
+    if rc != 0:
+        raise RuntimeError(f"kforge launch returned cudaError {rc}")
+
+
+FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
+
+
+def time_all(fns, iters=ITERS):
+    """Median microseconds of each fn, round-robin, L2 flushed before each."""
+    for f in fns:
+        for _ in range(3):
+            f()
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+           for _ in range(iters)] for _ in fns]
+    for i in range(iters):
+        for j, f in enumerate(fns):
+            FLUSH.zero_()
+            ev[j][i][0].record()
+            f()
+            ev[j][i][1].record()
+    torch.cuda.synchronize()
+    return [statistics.median(s.elapsed_time(e) * 1e3 for s, e in ev[j]) for j in range(len(fns))]
+
+
+def copy_bandwidth():
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    a.random_(0, 255)
+    (us,) = time_all([lambda: b.copy_(a)], iters=20)
+    return 2 * n / (us * 1e-6) / 1e9
+
+
+ROWS = []
+
+
+def compile_fn(fn):
+    if time.time() - T0 > BUDGET:
+        return None
+    return torch.compile(fn, dynamic=False)
+
+
+def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, flops=None,
+             tol=None, do_compile=True):
+    """Checks kf_fn's output against eager's, then times kforge, eager,
+    compile and fused."""
+    out_kf = kf_fn()
+    torch.cuda.synchronize()
+    out_ref = eager_fn()
+    ok = True
+    if check is not False:
+        a = out_kf if isinstance(out_kf, (tuple, list)) else (out_kf,)
+        b = out_ref if isinstance(out_ref, (tuple, list)) else (out_ref,)
+        at, rt = tol or {torch.float32: (1e-4, 1e-4), torch.float16: (4e-3, 4e-3),
+                         torch.bfloat16: (2e-2, 2e-2)}[dt]
+        for u, v in zip(a, b):
+            if not torch.allclose(u.float(), v.float(), atol=at, rtol=rt):
+                ok = False
+                err = (u.float() - v.float()).abs().max().item()
+                print(f"# MISMATCH {op} {shape} {DTN[dt]}: max |kforge - eager| = {err:.4g}",
+                      flush=True)
+    fns = [kf_fn, eager_fn]
+    comp = None
+    if do_compile:
+        try:
+            comp = compile_fn(eager_fn)
+            if comp is not None:
+                comp()
+                fns.append(comp)
+        except Exception as e:  # report, keep going
+            print(f"# torch.compile failed for {op} {shape}: {type(e).__name__}: {e}", flush=True)
+            comp = None
+    if fused_fn is not None:
+        fns.append(fused_fn)
+    ts = time_all(fns)
+    t_kf, t_eager = ts[0], ts[1]
+    t_comp = ts[2] if comp is not None else None
+    t_fused = ts[-1] if fused_fn is not None else None
+    row = dict(op=op, shape=shape, dtype=DTN[dt], kforge_us=t_kf, eager_us=t_eager,
+               compile_us=t_comp, fused_us=t_fused, bytes=nbytes,
+               gbps=nbytes / (t_kf * 1e-6) / 1e9, ok=ok)
+    if flops:
+        row["tflops"] = flops / (t_kf * 1e-6) / 1e12
+        row["eager_tflops"] = flops / (t_eager * 1e-6) / 1e12
+    ROWS.append(row)
+    print_row(row)
+    return row
+
+
+COPY = None
+
+
+def fmt(x, w=8, p=1):
+    return f"{x:{w}.{p}f}" if x is not None else f"{'-':>{w}}"
+
+
+def print_header():
+    print(f"{'op':<17}{'shape':<16}{'dtype':<6}{'kforge':>8}{'eager':>8}{'compile':>8}"
+          f"{'fused':>8}{'GB/s':>8}{'%copy':>7}{'x eager':>8}{'x comp':>8}{'x fused':>8}  ok",
+          flush=True)
+
+
+def print_row(r):
+    pct = 100 * r["gbps"] / COPY
+    sp = lambda t: fmt(t / r["kforge_us"], 8, 2) if t else f"{'-':>8}"
+    extra = f"  {r['tflops']:.0f} TFLOP/s vs cuBLAS {r['eager_tflops']:.0f}" if "tflops" in r else ""
+    print(f"{r['op']:<17}{r['shape']:<16}{r['dtype']:<6}{fmt(r['kforge_us'])}{fmt(r['eager_us'])}"
+          f"{fmt(r['compile_us'])}{fmt(r['fused_us'])}{fmt(r['gbps'], 8, 0)}{fmt(pct, 7, 1)}"
+          f"{sp(r['eager_us'])}{sp(r['compile_us'])}{sp(r['fused_us'])}  "
+          f"{'yes' if r['ok'] else 'NO'}{extra}", flush=True)
+
+
+def rn(*s, dtype):
+    return torch.randn(*s, device=dev, dtype=dtype)
+
+
+# --- cases -----------------------------------------------------------------
+
+def hf_rmsnorm(x, w, eps=1e-6):
+    h = x.float()
+    v = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(v + eps)
+    return w * h.to(x.dtype) if w is not None else h.to(x.dtype)
+
+
+def case_rmsnorm(shape, dt, weight=True):
+    *lead, D = shape
+    T = math.prod(lead)
+    x = rn(*shape, dtype=dt)
+    w = rn(D, dtype=dt) if weight else None
+    y = torch.empty_like(x)
+    s = stream()
+
+    def kfn():
+        call(kf.rmsnorm_launch(DT[dt], ptr(y), ptr(x), ptr(w), T, D, 1e-6, s))
+        return y
+    eager = lambda: hf_rmsnorm(x, w)
+    fused = lambda: F.rms_norm(x, (D,), w, 1e-6)
+    nb = (2 * T * D + (D if weight else 0)) * x.element_size()
+    run_case("rmsnorm" if weight else "rmsnorm_noweight", "x".join(map(str, shape)), dt, kfn,
+             eager, nb, fused_fn=fused)
+
+
+def case_add_rmsnorm(shape, dt):
+    *lead, D = shape
+    T = math.prod(lead)
+    x, res, w = rn(*shape, dtype=dt), rn(*shape, dtype=dt), rn(D, dtype=dt)
+    y, r = torch.empty_like(x), torch.empty_like(x)
+    s = stream()
+
+    def kfn():
+        call(kf.add_rmsnorm_launch(DT[dt], ptr(y), ptr(r), ptr(x), ptr(res), ptr(w), T, D, 1e-6, s))
+        return y, r
+
+    def eager():
+        rr = x + res
+        return hf_rmsnorm(rr, w), rr
+    nb = (4 * T * D + D) * x.element_size()
+    run_case("add_rmsnorm", "x".join(map(str, shape)), dt, kfn, eager, nb)
+
+
+def case_layernorm(shape, dt):
+    *lead, D = shape
+    T = math.prod(lead)
+    x, w, b = rn(*shape, dtype=dt), rn(D, dtype=dt), rn(D, dtype=dt)
+    y = torch.empty_like(x)
+    s = stream()
+
+    def kfn():
+        call(kf.layernorm_launch(DT[dt], ptr(y), ptr(x), ptr(w), ptr(b), T, D, 1e-5, s))
+        return y
+    eager = lambda: F.layer_norm(x, (D,), w, b, 1e-5)
+    run_case("layernorm", "x".join(map(str, shape)), dt, kfn, eager, (2 * T * D + 2 * D) * x.element_size())
+
+
+def case_softmax(shape, dt):
+    *lead, D = shape
+    T = math.prod(lead)
+    x = rn(*shape, dtype=dt) * 3
+    y = torch.empty_like(x)
+    s = stream()
+
+    def kfn():
+        call(kf.softmax_launch(DT[dt], ptr(y), ptr(x), T, D, s))
+        return y
+    eager = lambda: torch.softmax(x, -1)
+    run_case("softmax", "x".join(map(str, shape)), dt, kfn, eager, 2 * T * D * x.element_size(),
+             tol={torch.float32: (1e-6, 1e-4), torch.float16: (1e-5, 4e-3),
+                  torch.bfloat16: (1e-5, 2e-2)}[dt])
+
+
+ACTS = {"silu_and_mul": 0, "geglu": 1, "geglu_tanh": 2, "gelu": 3, "gelu_tanh": 4}
+
+
+def case_act(name, shape, dt):
+    *lead, D = shape
+    T = math.prod(lead)
+    gated = name in ("silu_and_mul", "geglu", "geglu_tanh")
+    x = rn(*lead, 2 * D if gated else D, dtype=dt)
+    y = torch.empty(*lead, D, device=dev, dtype=dt)
+    s = stream()
+
+    def kfn():
+        call(kf.activation_launch(ACTS[name], DT[dt], ptr(y), ptr(x), T, D, s))
+        return y
+    if name == "silu_and_mul":
+        eager = lambda: F.silu(x[..., :D]) * x[..., D:]
+    elif name == "geglu":
+        eager = lambda: F.gelu(x[..., :D]) * x[..., D:]
+    elif name == "geglu_tanh":
+        eager = lambda: F.gelu(x[..., :D], approximate="tanh") * x[..., D:]
+    elif name == "gelu":
+        eager = lambda: F.gelu(x)
+    else:
+        eager = lambda: F.gelu(x, approximate="tanh")
+    nb = (3 if gated else 2) * T * D * x.element_size()
+    run_case(name, "x".join(map(str, shape)), dt, kfn, eager, nb)
+
+
+def case_rope(neox, T, H, Dh, dt):
+    x = rn(T, H, Dh, dtype=dt)
+    ang = torch.rand(T, Dh // 2, device=dev) * 6.283
+    c, sn = torch.cos(ang).contiguous(), torch.sin(ang).contiguous()
+    y = torch.empty_like(x)
+    s = stream()
+    h = Dh // 2
+
+    def kfn():
+        call(kf.rope_launch(1 if neox else 0, DT[dt], ptr(y), ptr(x), ptr(c), ptr(sn), T, H, Dh, s))
+        return y
+    cc, ss = c[:, None, :], sn[:, None, :]
+    if neox:
+        def eager():
+            xf = x.float()
+            x1, x2 = xf[..., :h], xf[..., h:]
+            return torch.cat((x1 * cc - x2 * ss, x2 * cc + x1 * ss), -1).to(dt)
+    else:
+        def eager():
+            xf = x.float()
+            x1, x2 = xf[..., 0::2], xf[..., 1::2]
+            return torch.stack((x1 * cc - x2 * ss, x2 * cc + x1 * ss), -1).flatten(-2).to(dt)
+    nb = 2 * T * H * Dh * x.element_size() + 2 * T * h * 4
+    run_case("rope_neox" if neox else "rope_gptj", f"{T}x{H}x{Dh}", dt, kfn, eager, nb)
+
+
+def case_adaln(B, S, D, dt):
+    x, sc, sh = rn(B, S, D, dtype=dt), rn(B, D, dtype=dt) * 0.1, rn(B, D, dtype=dt)
+    y = torch.empty_like(x)
+    s = stream()
+
+    def kfn():
+        call(kf.adaln_modulate_launch(DT[dt], ptr(y), ptr(x), ptr(sc), ptr(sh), B, S, D, s))
+        return y
+    eager = lambda: x * (1 + sc[:, None, :]) + sh[:, None, :]
+    run_case("adaln_modulate", f"{B}x{S}x{D}", dt, kfn, eager, (2 * B * S * D + 2 * B * D) * x.element_size())
+
+
+def case_gemm(M, N, K, dt):
+    x, w = rn(M, K, dtype=dt), rn(N, K, dtype=dt)
+    y = torch.empty(M, N, device=dev, dtype=dt)
+    s = stream()
+
+    def kfn():
+        call(kf.gemm_launch(DT[dt], ptr(y), ptr(x), ptr(w), M, N, K, s))
+        return y
+    eager = lambda: torch.matmul(x, w.t())
+    nb = (M * K + N * K + M * N) * x.element_size()
+    run_case("gemm", f"{M}x{N}x{K}", dt, kfn, eager, nb, flops=2 * M * N * K,
+             tol={torch.float16: (0.5, 1e-2), torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
+
+
+def tune():
+    """Block-shape sweeps through libkfk_tune.so (bench-only)."""
+    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
+    if not os.path.exists(lib):
+        return
+    t = ctypes.CDLL(lib)
+    t.tune_rmsnorm.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
+    t.tune_rmsnorm.restype = ctypes.c_int
+    print("\n# rmsnorm bf16 block-shape sweep (tx threads per row, ty rows per block): us, % copy")
+    for T, D in ((16384, 4096), (1024, 2048), (8192, 2048), (8192, 3072), (128, 4096)):
+        x = rn(T, D, dtype=torch.bfloat16)
+        w = rn(D, dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        cfgs = []
+        for tx in (32, 64, 128, 256, 512, 1024):
+            if tx * 8 * 8 < D or tx * 8 > D * 2:
+                continue
+            for ty in (1, 2, 4, 8):
+                if tx * ty <= 1024 and tx * ty >= 64:
+                    cfgs.append((tx, ty))
+        fns = [(lambda tx=tx, ty=ty: call(t.tune_rmsnorm(2, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty,
+                                                          stream()))) for tx, ty in cfgs]
+        ts = time_all(fns, iters=20)
+        nb = (2 * T * D + D) * 2
+        best = min(range(len(ts)), key=lambda i: ts[i])
+        print(f"# {T}x{D}: " + ", ".join(
+            f"{tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%{'*' if i == best else ''}"
+            for i, ((tx, ty), u) in enumerate(zip(cfgs, ts))), flush=True)
+
+
+def main():
+    global COPY
+    p = torch.cuda.get_device_properties(0)
+    drv = torch.version.cuda
+    COPY = copy_bandwidth()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {p.name}, "
+          f"{p.multi_processor_count} SMs, torch {torch.__version__} (CUDA {drv}), "
+          f"device-to-device copy {COPY:.0f} GB/s (read + write, 1 GiB)", flush=True)
+    print(f"# times in us (median of {ITERS}, L2 flushed); GB/s and %copy are kforge's; "
+          f"x = speedup of kforge over that column", flush=True)
+    print_header()
+    bf = torch.bfloat16
+    ltx = [(1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (1, 4096, 2048), (2, 4096, 3072),
+           (1, 8192, 2048), (4, 4096, 3072)]
+    qwen = [(1, 128, 4096), (1, 512, 4096), (1, 1024, 4096), (1, 2048, 4096), (1, 4096, 4096),
+            (4, 512, 4096), (8, 256, 4096), (1, 8192, 4096)]
+    big = (16384, 4096)
+    cases = []
+    for s in (ltx if not QUICK else ltx[:2]) + (qwen if not QUICK else qwen[:2]) + [big]:
+        cases.append(lambda s=s: case_rmsnorm(s, bf))
+    cases += [lambda: case_rmsnorm(big, torch.float32), lambda: case_rmsnorm(big, torch.float16),
+              lambda: case_rmsnorm(big, bf, weight=False),
+              lambda: case_rmsnorm((2, 4096, 3072), bf, weight=False),
+              lambda: case_add_rmsnorm(big, bf), lambda: case_layernorm(big, bf),
+              lambda: case_softmax(big, bf)]
+    for a in ACTS:
+        cases.append(lambda a=a: case_act(a, big, bf))
+    cases += [lambda: case_rope(True, 16384, 32, 128, bf), lambda: case_rope(False, 16384, 32, 128, bf),
+              lambda: case_adaln(4, 4096, 4096, bf),
+              lambda: case_gemm(4096, 4096, 4096, bf), lambda: case_gemm(16384, 4096, 4096, bf),
+              lambda: case_gemm(4096, 4096, 4096, torch.float16)]
+    for c in cases:
+        try:
+            c()
+        except Exception as e:
+            print(f"# case failed: {type(e).__name__}: {e}", flush=True)
+        torch.cuda.empty_cache()
+    if os.environ.get("BENCH_TUNE") == "1":
+        tune()
+    if os.environ.get("BENCH_JSON"):
+        with open(os.environ["BENCH_JSON"], "w") as f:
+            json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS), f, indent=1)
+    print(f"# {len(ROWS)} rows in {time.time() - T0:.0f} s; {sum(not r['ok'] for r in ROWS)} mismatches",
+          flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

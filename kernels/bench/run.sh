@@ -1,0 +1,12 @@
+#!/bin/sh
+# run.sh: `make bench-kernels`. Builds the kernels for the local GPU
+# (build.sh) and prints the benchmark table of bench.py (kforge vs PyTorch
+# eager and torch.compile). Needs a GPU, nvcc and python3 with torch.
+cd "$(dirname "$0")/../.." || exit 1
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "bench-kernels: no NVIDIA GPU on this host; nothing to measure"
+	exit 1
+fi
+B=${KF_GPU_BUILD:-build/gpu-kernels}
+KF_GPU_BUILD=$B sh kernels/bench/build.sh || exit 1
+KF_LIB=$B/libkfk.so PYTHONUNBUFFERED=1 exec python3 kernels/bench/bench.py

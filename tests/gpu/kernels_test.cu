@@ -1,0 +1,435 @@
+/* kernels_test: every op of kernels/ in every dtype against its float64
+ * reference from kernels/ref/, at awkward sizes (one element, a single row,
+ * D not a multiple of the vector width, rows wider than the register
+ * cache, more rows than one grid dimension holds). Built with nvcc on a
+ * GPU machine by tests/gpu/kernels.sh; prints one line per case and exits
+ * nonzero on any failure. Also loads build/kernels/kernels.fatbin (when
+ * given) and checks that every op template's baseline kernel exists in it
+ * for every dtype the template allows. Inputs are rounded to the dtype
+ * before the reference sees them, so both sides compute on the same data;
+ * outputs are poisoned (all bits set, NaN) before every launch. */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+extern "C" {
+#include "kernels/op.h"
+#include "kernels/ref/activation_ref.h"
+#include "kernels/ref/adaln_ref.h"
+#include "kernels/ref/gemm_ref.h"
+#include "kernels/ref/layernorm_ref.h"
+#include "kernels/ref/rmsnorm_ref.h"
+#include "kernels/ref/rope_ref.h"
+#include "kernels/ref/softmax_ref.h"
+}
+#include "kernels/activation.h"
+#include "kernels/adaln.h"
+#include "kernels/gemm.h"
+#include "kernels/layernorm.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/softmax.h"
+
+static int g_fail, g_pass;
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static double rnd_normal(void)
+{
+	/* xorshift64* + Box-Muller */
+	auto u = []() {
+		g_rng ^= g_rng >> 12, g_rng ^= g_rng << 25, g_rng ^= g_rng >> 27;
+		return ((g_rng * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
+	};
+	double a = u(), b = u();
+	return sqrt(-2.0 * log(a + 1e-300)) * cos(6.283185307179586 * b);
+}
+
+/* A host tensor: values as double (rounded to dt) and the device copy. */
+struct tens {
+	enum kf_dtype dt;
+	size_t n;
+	std::vector<double> h;
+	void *d = nullptr;
+	tens(enum kf_dtype t, size_t count, bool fill, double scale = 1.0, double shift = 0.0)
+		: dt(t), n(count), h(count)
+	{
+		std::vector<unsigned char> raw(n * dtype_bytes(dt) + 1);
+		for (size_t i = 0; i < n; i++) {
+			dtype_store(dt, raw.data(), i, fill ? rnd_normal() * scale + shift : 0.0);
+			h[i] = dtype_load(dt, raw.data(), i);
+		}
+		if (cudaMalloc(&d, n * dtype_bytes(dt) + 16) != cudaSuccess) {
+			fprintf(stderr, "cudaMalloc of %zu bytes failed\n", n * dtype_bytes(dt));
+			exit(2);
+		}
+		if (fill)
+			cudaMemcpy(d, raw.data(), n * dtype_bytes(dt), cudaMemcpyHostToDevice);
+		else
+			cudaMemset(d, 0xff, n * dtype_bytes(dt)); /* poison: NaN */
+	}
+	~tens() { cudaFree(d); }
+	std::vector<double> get() const
+	{
+		std::vector<unsigned char> raw(n * dtype_bytes(dt) + 1);
+		cudaMemcpy(raw.data(), d, n * dtype_bytes(dt), cudaMemcpyDeviceToHost);
+		std::vector<double> v(n);
+		for (size_t i = 0; i < n; i++)
+			v[i] = dtype_load(dt, raw.data(), i);
+		return v;
+	}
+};
+
+struct tol {
+	double atol, rtol;
+};
+static tol tol_std(enum kf_dtype dt)
+{
+	return dt == KF_DT_F32 ? tol{1e-5, 1e-5} : dt == KF_DT_F16 ? tol{2e-3, 2e-3} : tol{1e-2, 1e-2};
+}
+static tol tol_softmax(enum kf_dtype dt)
+{
+	return dt == KF_DT_F32 ? tol{1e-8, 1e-5} : dt == KF_DT_F16 ? tol{1e-6, 2e-3} : tol{1e-6, 1e-2};
+}
+static tol tol_gemm(enum kf_dtype dt)
+{
+	return dt == KF_DT_F16 ? tol{1e-2, 2e-3} : tol{2e-2, 1e-2};
+}
+
+/* Compares got with want; reports the case. */
+static void compare(const char *what, const char *out, enum kf_dtype dt, cudaError_t launch,
+		    const tens &got, const std::vector<double> &want, tol t)
+{
+	cudaError_t e = launch != cudaSuccess ? launch : cudaDeviceSynchronize();
+	if (e != cudaSuccess) {
+		printf("FAIL %-44s %-4s %s: CUDA error %s\n", what, dtype_name(dt), out,
+		       cudaGetErrorString(e));
+		g_fail++;
+		return;
+	}
+	std::vector<double> g = got.get();
+	size_t bad = 0, first = (size_t)-1;
+	double worst = 0, maxerr = 0;
+	for (size_t i = 0; i < g.size(); i++) {
+		double err = fabs(g[i] - want[i]);
+		double lim = t.atol + t.rtol * fabs(want[i]);
+		if (!(err <= lim)) { /* NaN fails */
+			if (first == (size_t)-1)
+				first = i;
+			bad++;
+		}
+		if (err > maxerr)
+			maxerr = err;
+		if (err / lim > worst)
+			worst = err / lim;
+	}
+	if (bad) {
+		printf("FAIL %-44s %-4s %s: %zu of %zu mismatched, first [%zu] got %.8g want %.8g\n",
+		       what, dtype_name(dt), out, bad, g.size(), first, g[first], want[first]);
+		g_fail++;
+	} else {
+		printf("ok   %-44s %-4s %s: max |err| %.3g, worst err/tol %.3f\n", what,
+		       dtype_name(dt), out, maxerr, worst);
+		g_pass++;
+	}
+}
+
+static const enum kf_dtype FLOATS[] = {KF_DT_F32, KF_DT_F16, KF_DT_BF16};
+
+static void must(int rc, const struct kf_err *err)
+{
+	if (rc) {
+		fprintf(stderr, "reference failed: %s\n", err->msg);
+		exit(2);
+	}
+}
+
+static void test_rmsnorm(int64_t T, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		tens x(dt, T * D, true), w(dt, D, true), res(dt, T * D, true);
+		std::vector<double> want(T * D), wr(T * D);
+		{
+			tens y(dt, T * D, false);
+			must(rmsnorm_ref(want.data(), x.h.data(), w.h.data(), T, D, 1e-6, &err), &err);
+			snprintf(what, sizeof what, "rmsnorm T=%lld D=%lld", (long long)T, (long long)D);
+			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, w.d, T, D, 1e-6f, 0), y, want,
+				tol_std(dt));
+		}
+		{
+			tens y(dt, T * D, false);
+			must(rmsnorm_ref(want.data(), x.h.data(), NULL, T, D, 1e-6, &err), &err);
+			snprintf(what, sizeof what, "rmsnorm_noweight T=%lld D=%lld", (long long)T,
+				 (long long)D);
+			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, NULL, T, D, 1e-6f, 0), y,
+				want, tol_std(dt));
+		}
+		{
+			tens y(dt, T * D, false), r(dt, T * D, false);
+			must(add_rmsnorm_ref(want.data(), wr.data(), x.h.data(), res.h.data(), w.h.data(),
+					     T, D, 1e-6, &err),
+			     &err);
+			snprintf(what, sizeof what, "add_rmsnorm T=%lld D=%lld", (long long)T,
+				 (long long)D);
+			cudaError_t e = add_rmsnorm_launch(dt, y.d, r.d, x.d, res.d, w.d, T, D, 1e-6f, 0);
+			compare(what, "y", dt, e, y, want, tol_std(dt));
+			compare(what, "r", dt, e, r, wr, tol_std(dt));
+		}
+	}
+}
+
+static void test_layernorm(int64_t T, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS)
+		for (int aff = 0; aff < 4; aff++) {
+			struct kf_err err = {0, ""};
+			char what[96];
+			/* mean 3: checks that the variance is taken about the mean */
+			tens x(dt, T * D, true, 1.0, 3.0), w(dt, D, true), b(dt, D, true);
+			tens y(dt, T * D, false);
+			std::vector<double> want(T * D);
+			const double *wp = (aff & 1) ? w.h.data() : NULL, *bp = (aff & 2) ? b.h.data() : NULL;
+			must(layernorm_ref(want.data(), x.h.data(), wp, bp, T, D, 1e-5, &err), &err);
+			snprintf(what, sizeof what, "layernorm%s%s T=%lld D=%lld", (aff & 1) ? "+w" : "",
+				 (aff & 2) ? "+b" : "", (long long)T, (long long)D);
+			compare(what, "y", dt,
+				layernorm_launch(dt, y.d, x.d, (aff & 1) ? w.d : NULL,
+						 (aff & 2) ? b.d : NULL, T, D, 1e-5f, 0),
+				y, want, tol_std(dt));
+		}
+}
+
+static void test_softmax(int64_t T, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		tens x(dt, T * D, true, 3.0), y(dt, T * D, false);
+		std::vector<double> want(T * D);
+		must(softmax_ref(want.data(), x.h.data(), T, D, &err), &err);
+		snprintf(what, sizeof what, "softmax T=%lld D=%lld", (long long)T, (long long)D);
+		compare(what, "y", dt, softmax_launch(dt, y.d, x.d, T, D, 0), y, want, tol_softmax(dt));
+	}
+}
+
+static void test_activation(int64_t T, int64_t D)
+{
+	static const char *names[] = {"silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh"};
+	for (int op = 0; op < KF_ACT_COUNT; op++)
+		for (enum kf_dtype dt : FLOATS) {
+			struct kf_err err = {0, ""};
+			char what[96];
+			const int64_t xw = op <= KF_ACT_GEGLU_TANH ? 2 * D : D;
+			tens x(dt, T * xw, true, 2.0), y(dt, T * D, false);
+			std::vector<double> want(T * D);
+			must(activation_ref((enum act_ref_op)op, want.data(), x.h.data(), T, D, &err),
+			     &err);
+			snprintf(what, sizeof what, "%s T=%lld D=%lld", names[op], (long long)T,
+				 (long long)D);
+			compare(what, "y", dt,
+				activation_launch((enum kf_act_op)op, dt, y.d, x.d, T, D, 0), y, want,
+				tol_std(dt));
+		}
+}
+
+static void test_rope(int64_t T, int64_t H, int64_t Dh)
+{
+	for (int neox = 0; neox < 2; neox++)
+		for (enum kf_dtype dt : FLOATS) {
+			struct kf_err err = {0, ""};
+			char what[96];
+			tens x(dt, T * H * Dh, true), y(dt, T * H * Dh, false);
+			tens c(KF_DT_F32, T * Dh / 2, true), s(KF_DT_F32, T * Dh / 2, true);
+			std::vector<double> want(T * H * Dh);
+			must(rope_ref(neox, want.data(), x.h.data(), c.h.data(), s.h.data(), T, H, Dh,
+				      &err),
+			     &err);
+			snprintf(what, sizeof what, "rope_%s T=%lld H=%lld Dh=%lld", neox ? "neox" : "gptj",
+				 (long long)T, (long long)H, (long long)Dh);
+			compare(what, "y", dt,
+				rope_launch(neox, dt, y.d, x.d, (const float *)c.d, (const float *)s.d,
+					    T, H, Dh, 0),
+				y, want, tol_std(dt));
+		}
+}
+
+static void test_adaln(int64_t B, int64_t S, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		tens x(dt, B * S * D, true), sc(dt, B * D, true), sh(dt, B * D, true);
+		tens y(dt, B * S * D, false);
+		std::vector<double> want(B * S * D);
+		must(adaln_modulate_ref(want.data(), x.h.data(), sc.h.data(), sh.h.data(), B, S, D,
+					&err),
+		     &err);
+		snprintf(what, sizeof what, "adaln_modulate B=%lld S=%lld D=%lld", (long long)B,
+			 (long long)S, (long long)D);
+		compare(what, "y", dt, adaln_modulate_launch(dt, y.d, x.d, sc.d, sh.d, B, S, D, 0), y,
+			want, tol_std(dt));
+	}
+}
+
+static void test_gemm(int64_t M, int64_t N, int64_t K)
+{
+	for (enum kf_dtype dt : {KF_DT_F16, KF_DT_BF16}) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		tens x(dt, M * K, true), w(dt, N * K, true), y(dt, M * N, false);
+		std::vector<double> want(M * N);
+		must(gemm_ref(want.data(), x.h.data(), w.h.data(), M, N, K, &err), &err);
+		snprintf(what, sizeof what, "gemm M=%lld N=%lld K=%lld", (long long)M, (long long)N,
+			 (long long)K);
+		/* tolerance scales with the output's size (sqrt(K) for unit inputs) */
+		tol t = tol_gemm(dt);
+		t.atol *= sqrt((double)K) / 8;
+		compare(what, "y", dt, gemm_launch(dt, y.d, x.d, w.d, M, N, K, 0), y, want, t);
+	}
+}
+
+/* Every template's baseline kernel, for every dtype it allows, must be in
+ * the fatbin: the harness looks them up by these names. */
+static void test_fatbin(const char *path)
+{
+	CUmodule mod;
+	if (cuInit(0) != CUDA_SUCCESS || cuModuleLoad(&mod, path) != CUDA_SUCCESS) {
+		printf("FAIL fatbin %s: cannot load\n", path);
+		g_fail++;
+		return;
+	}
+	for (size_t i = 0; i < op_count(); i++) {
+		const struct op_template *op = op_at(i);
+		const char *k = strstr(op->spec_json, "\"kernel\": \"");
+		const char *dts = strstr(op->spec_json, "\"dtypes\": [");
+		if (!k || !dts) {
+			printf("FAIL op %s: no kernel or dtypes in spec_json\n", op->name);
+			g_fail++;
+			continue;
+		}
+		k += strlen("\"kernel\": \"");
+		const char *end = strstr(k, "$dtype");
+		for (enum kf_dtype dt : {KF_DT_F32, KF_DT_F16, KF_DT_BF16}) {
+			char q[16];
+			snprintf(q, sizeof q, "\"%s\"", dtype_name(dt));
+			const char *close = strchr(dts, ']');
+			const char *hit = strstr(dts, q);
+			if (!hit || hit > close)
+				continue;
+			char name[128];
+			snprintf(name, sizeof name, "%.*s%s", (int)(end - k), k, dtype_name(dt));
+			CUfunction f;
+			if (cuModuleGetFunction(&f, mod, name) != CUDA_SUCCESS) {
+				printf("FAIL fatbin: kernel %s of op %s missing\n", name, op->name);
+				g_fail++;
+			} else {
+				g_pass++;
+			}
+		}
+	}
+	printf("ok   fatbin %s: every op template's baseline kernel present\n", path);
+	cuModuleUnload(mod);
+}
+
+/* Bad arguments are refused before any launch. */
+static void test_rejects(void)
+{
+	int bad = 0;
+	bad += rmsnorm_launch(KF_DT_I32, (void *)16, (void *)16, NULL, 1, 1, 1e-6f, 0) !=
+	       cudaErrorInvalidValue;
+	bad += rmsnorm_launch(KF_DT_BF16, (void *)16, (void *)16, NULL, 1, 0, 1e-6f, 0) !=
+	       cudaErrorInvalidValue;
+	bad += rmsnorm_launch(KF_DT_BF16, (void *)16, (void *)16, NULL, 1, 8, -1.f, 0) !=
+	       cudaErrorInvalidValue;
+	bad += softmax_launch(KF_DT_F32, NULL, NULL, 3, 8, 0) != cudaErrorInvalidValue;
+	bad += rope_launch(1, KF_DT_F32, (void *)16, (void *)16, (const float *)16,
+			   (const float *)16, 1, 1, 3, 0) != cudaErrorInvalidValue;
+	bad += gemm_launch(KF_DT_BF16, (void *)16, (void *)16, (void *)16, 8, 8, 12, 0) !=
+	       cudaErrorInvalidValue;
+	bad += gemm_launch(KF_DT_F32, (void *)16, (void *)16, (void *)16, 8, 8, 16, 0) !=
+	       cudaErrorInvalidValue;
+	bad += activation_launch(KF_ACT_COUNT, KF_DT_F32, (void *)16, (void *)16, 1, 1, 0) !=
+	       cudaErrorInvalidValue;
+	bad += adaln_modulate_launch(KF_DT_F32, (void *)16, (void *)16, NULL, NULL, 1, 1, 1, 0) !=
+	       cudaErrorInvalidValue;
+	if (bad) {
+		printf("FAIL launch helpers accepted %d bad argument sets\n", bad);
+		g_fail++;
+	} else {
+		printf("ok   launch helpers refuse bad arguments\n");
+		g_pass++;
+	}
+	/* T == 0 is a no-op, not an error */
+	if (rmsnorm_launch(KF_DT_BF16, NULL, NULL, NULL, 0, 8, 1e-6f, 0) != cudaSuccess) {
+		printf("FAIL rmsnorm_launch with T=0 is not a no-op\n");
+		g_fail++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int ndev = 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		printf("SKIP kernels_test: no CUDA device\n");
+		return 0;
+	}
+	cudaDeviceProp p;
+	cudaGetDeviceProperties(&p, 0);
+	printf("kernels_test on %s (sm_%d%d, %d SMs)\n", p.name, p.major, p.minor,
+	       p.multiProcessorCount);
+	/* usage: kernels_test [--quick] [path/to/kernels.fatbin] */
+	bool quick = false;
+	const char *fatbin = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0)
+			quick = true;
+		else
+			fatbin = argv[i];
+	}
+
+	test_rejects();
+	/* (T, D): one element, odd widths, a single row, exactly the vector
+	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
+	 * and more rows than one grid dimension holds. */
+	const int64_t rows[][2] = {{1, 1},    {1, 7},     {3, 33},    {5, 1000},  {2, 4097},
+				   {4, 4096}, {7, 8},     {1, 16384}, {2, 20000}, {1, 40000},
+				   {2, 65536}, {1, 131072}, {1, 70001}, {70000, 64}, {3000, 2048}};
+	for (auto &r : rows) {
+		if (quick && r[0] * r[1] > 300000)
+			continue;
+		test_rmsnorm(r[0], r[1]);
+		test_layernorm(r[0], r[1]);
+		test_softmax(r[0], r[1]);
+	}
+	const int64_t acts[][2] = {{1, 1},     {3, 7},    {5, 1000},     {4, 4096},   {1, 16384},
+				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}};
+	for (auto &r : acts)
+		if (!quick || r[0] * r[1] <= 300000)
+			test_activation(r[0], r[1]);
+	const int64_t ropes[][3] = {{1, 1, 2},   {3, 2, 6},    {7, 3, 66},  {5, 4, 128},
+				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
+	for (auto &r : ropes)
+		test_rope(r[0], r[1], r[2]);
+	const int64_t adas[][3] = {{1, 1, 1},    {2, 3, 7},      {3, 5, 1000},
+				   {2, 64, 4096}, {1, 2, 16384}, {2, 140000, 8}};
+	for (auto &r : adas)
+		if (!quick || r[0] * r[1] * r[2] <= 1000000)
+			test_adaln(r[0], r[1], r[2]);
+	const int64_t gemms[][3] = {{1, 1, 8},     {77, 200, 72},  {128, 128, 64},
+				    {129, 257, 136}, {256, 256, 4096}, {512, 384, 1024},
+				    {300, 131, 2000}};
+	for (auto &r : gemms)
+		test_gemm(r[0], r[1], r[2]);
+	if (fatbin)
+		test_fatbin(fatbin);
+
+	printf("kernels_test: %d passed, %d failed\n", g_pass, g_fail);
+	return g_fail ? 1 : 0;
+}
