@@ -202,6 +202,25 @@ asan:
 	$(MAKE) B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" test
 
+# libFuzzer targets for the JSON-RPC parser and the schema validator, each
+# run for FUZZ_SECONDS from the seeds in tests/fuzz/seeds (clang needed).
+FUZZ_SECONDS ?= 30
+FUZZ_SRC_jsonrpc := server/jsonrpc.c server/kf_err.c
+FUZZ_SRC_schema := server/schema.c server/kf_err.c
+fuzz:
+	$(Q)command -v clang >/dev/null || $(MAKE) --no-print-directory deps
+	$(Q)mkdir -p build-fuzz
+	$(Q)for t in jsonrpc schema; do \
+		srcs=$$(case $$t in jsonrpc) echo "$(FUZZ_SRC_jsonrpc)";; schema) echo "$(FUZZ_SRC_schema)";; esac); \
+		clang -std=c11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+			-o build-fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c $$srcs -ljansson || exit 1; \
+		mkdir -p build-fuzz/corpus_$$t && cp -n tests/fuzz/seeds/$$t/* build-fuzz/corpus_$$t/; \
+		echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
+		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+			build-fuzz/corpus_$$t 2>build-fuzz/fuzz_$$t.log || { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
+		grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_$$t.log; \
+	done
+
 lint:
 	$(Q)clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
 	$(Q)! git grep -nE '\b(strcpy|sprintf|strcat|atoi|gets)\s*\(' -- '*.c' '*.h' '*.cu' || \

@@ -117,8 +117,10 @@ static int t_progress(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		if (*tool_ctx_cancel_flag(ctx))
 			return kf_err_set(err, KF_ECANCELED, "cancelled at step %d", step);
 		tool_ctx_progress(ctx, step * 50.0, 100.0, NULL);
-		if (step < 2)
-			sleep_ms(50);
+		/* After the last one too: the TypeScript SDK runs notification
+		 * handlers a microtask late, so a response read in the same
+		 * chunk would otherwise retire the progress handler first. */
+		sleep_ms(step < 2 ? 50 : 20);
 	}
 	return content_only(ctx, json_pack("[o]", text_block(
 		"Tool with progress executed successfully")));
