@@ -4,6 +4,7 @@
  * read-only sqlite connections (immutable=1: no file locks), each used by one
  * thread at a time under a mutex-guarded free list. */
 #include <ctype.h>
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -91,6 +92,106 @@ static const char *arena_str(struct kb *kb, const unsigned char *s)
 	return p;
 }
 
+/* ---- ranking ------------------------------------------------------------------ */
+
+/* kf_rank(fts, w0, w1, ...): BM25 like FTS5's bm25() (k1 1.2, b 0.75,
+ * column-weighted term frequency, whole-row length), but with the Lucene
+ * idf log(1 + (N - n + 0.5) / (n + 0.5)), which stays positive. FTS5's own
+ * idf is clamped to ~0 for a term in more than half the rows, so in a
+ * corpus where "registers" or "shared" appear in most guides a question
+ * made of such words ranked at random. Lower is better, as with bm25(). */
+struct rank_aux {
+	int phrases;
+	double avgdl;
+	double idf[64];
+};
+
+static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
+{
+	(void)api;
+	(void)fts;
+	(*(sqlite3_int64 *)ud)++;
+	return SQLITE_OK;
+}
+
+static void kf_rank(const Fts5ExtensionApi *api, Fts5Context *fts,
+		    sqlite3_context *ctx, int nval, sqlite3_value **vals)
+{
+	struct rank_aux *aux = api->xGetAuxdata(fts, 0);
+	int ncol = api->xColumnCount(fts);
+	if (!aux) {
+		sqlite3_int64 rows = 0, tokens = 0;
+		aux = sqlite3_malloc(sizeof *aux);
+		if (!aux) {
+			sqlite3_result_error_nomem(ctx);
+			return;
+		}
+		memset(aux, 0, sizeof *aux);
+		aux->phrases = api->xPhraseCount(fts);
+		if (aux->phrases > 64)
+			aux->phrases = 64;
+		if (api->xRowCount(fts, &rows) != SQLITE_OK || rows <= 0)
+			rows = 1;
+		for (int c = 0; c < ncol; c++) {
+			sqlite3_int64 t = 0;
+			if (api->xColumnTotalSize(fts, c, &t) == SQLITE_OK)
+				tokens += t;
+		}
+		aux->avgdl = (double)tokens / (double)rows;
+		for (int p = 0; p < aux->phrases; p++) {
+			sqlite3_int64 n = 0;
+			if (api->xQueryPhrase(fts, p, &n, count_row) != SQLITE_OK)
+				n = 0;
+			aux->idf[p] = log(1.0 + ((double)rows - (double)n + 0.5) /
+						  ((double)n + 0.5));
+		}
+		if (api->xSetAuxdata(fts, aux, sqlite3_free) != SQLITE_OK) {
+			sqlite3_result_error_code(ctx, SQLITE_NOMEM);
+			return;
+		}
+	}
+	double freq[64] = {0}, dl = 0;
+	int ninst = 0;
+	if (api->xInstCount(fts, &ninst) != SQLITE_OK) {
+		sqlite3_result_error(ctx, "kf_rank: instances", -1);
+		return;
+	}
+	for (int i = 0; i < ninst; i++) {
+		int ph = 0, col = 0, off = 0;
+		if (api->xInst(fts, i, &ph, &col, &off) != SQLITE_OK || ph >= 64)
+			continue;
+		double w = col < nval ? sqlite3_value_double(vals[col]) : 1.0;
+		freq[ph] += w;
+	}
+	for (int c = 0; c < ncol; c++) {
+		int t = 0;
+		if (api->xColumnSize(fts, c, &t) == SQLITE_OK)
+			dl += t;
+	}
+	const double k1 = 1.2, b = 0.75;
+	double score = 0;
+	for (int p = 0; p < aux->phrases; p++)
+		if (freq[p] > 0)
+			score += aux->idf[p] * freq[p] * (k1 + 1) /
+				 (freq[p] + k1 * (1 - b + b * dl / (aux->avgdl > 0 ? aux->avgdl : 1)));
+	sqlite3_result_double(ctx, -score);
+}
+
+/* Registers kf_rank on db (FTS5's API pointer comes from SELECT fts5(?)). */
+static int rank_register(sqlite3 *db)
+{
+	fts5_api *api = NULL;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_pointer(st, 1, (void *)&api, "fts5_api_ptr", NULL);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (!api || api->iVersion < 2)
+		return -1;
+	return api->xCreateFunction(api, "kf_rank", NULL, kf_rank, NULL) == SQLITE_OK ? 0 : -1;
+}
+
 /* ---- connections ------------------------------------------------------------ */
 
 static int conn_open(const struct kb *kb, sqlite3 **db, struct kf_err *err)
@@ -99,6 +200,13 @@ static int conn_open(const struct kb *kb, sqlite3 **db, struct kf_err *err)
 	if (sqlite3_open_v2(kb->uri, db, flags, NULL) != SQLITE_OK) {
 		int rc = kf_err_set(err, KF_EIO, "knowledge base %s: %s", kb->uri,
 				    *db ? sqlite3_errmsg(*db) : "out of memory");
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc;
+	}
+	if (rank_register(*db) != 0) {
+		int rc = kf_err_set(err, KF_EDB, "knowledge base: sqlite lacks FTS5 (%s)",
+				    sqlite3_errmsg(*db));
 		sqlite3_close(*db);
 		*db = NULL;
 		return rc;
@@ -944,7 +1052,7 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 	    sqlite3_prepare_v2(
 		    c->db,
 		    "SELECT id, title, snippet(guides_fts, 3, '**', '**', '...', 24),"
-		    " bm25(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
+		    " kf_rank(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
 		    " FROM guides_fts WHERE guides_fts MATCH ?1"
 		    " AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
 		    "  WHERE tag = lower(?2)))"
