@@ -501,7 +501,7 @@ int transport_http_run(struct app *app, const struct http_options *opt,
 {
 	(void)app;
 	(void)opt;
-	return kf_err_set(err, KF_EINVAL, "the HTTP transport is not built into this binary");
+	return kf_err_set(err, KF_EIO, "the HTTP transport is not built into this binary");
 }
 #endif
 
