@@ -47,7 +47,7 @@ LIB_kb := $(B)/libkf_kb.a
 LIB_sandbox := $(B)/libkf_sandbox.a
 LIB_kernels := $(B)/libkf_kernels.a
 # Link order: dependents first.
-ALL_LIBS := $(LIB_server) $(LIB_kb) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
+ALL_LIBS := $(LIB_server) $(LIB_sandbox) $(LIB_kb) $(LIB_kernels) $(LIB_common)
 
 BIN := $(B)/kforge
 HARNESS := $(B)/kforge-harness

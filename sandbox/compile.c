@@ -31,6 +31,7 @@
 struct compiler {
 	struct compile_config cfg;
 	struct jail *jail;
+	struct jail *own_jail;     /* opened here when cfg->jail was NULL */
 	struct cache *cache;
 	char nvcc[PATH_MAX];
 	char cuobjdump[PATH_MAX];  /* "" when the toolkit has none */
@@ -535,14 +536,21 @@ static void pick_default_arch(struct compiler *cc)
 int compile_open(const struct compile_config *cfg, struct compiler **out, struct kf_err *err)
 {
 	*out = NULL;
-	if (!cfg || !cfg->jail || !cfg->data_dir)
-		return kf_err_set(err, KF_EINVAL, "compile: a jail and a data dir are required");
+	if (!cfg || !cfg->data_dir)
+		return kf_err_set(err, KF_EINVAL, "compile: a data dir is required");
 	struct compiler *cc = calloc(1, sizeof *cc);
 	if (!cc)
 		return kf_err_set(err, KF_ENOMEM, "compile: out of memory");
 	cc->cfg = *cfg;
 	cc->jail = cfg->jail;
 	int rc = 0;
+	if (!cc->jail) {
+		struct jail_config jc = {.mode = cfg->sandbox_none ? JAIL_NONE : JAIL_BWRAP};
+		rc = jail_open(&jc, &cc->own_jail, err);
+		if (rc)
+			goto out;
+		cc->jail = cc->own_jail;
+	}
 	snprintf(cc->nvcc, sizeof cc->nvcc, "%s/bin/nvcc", jail_cuda_home(cc->jail));
 	if (access(cc->nvcc, X_OK) != 0) {
 		rc = kf_err_set(err, KF_EINVAL, "compile: nvcc not found at %s (set CUDA_HOME)", cc->nvcc);
@@ -570,6 +578,7 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 	return 0;
 out:
 	cache_close(cc->cache);
+	jail_close(cc->own_jail);
 	free(cc);
 	return rc;
 }
@@ -579,6 +588,7 @@ void compile_close(struct compiler *cc)
 	if (!cc)
 		return;
 	cache_close(cc->cache);
+	jail_close(cc->own_jail);
 	pthread_mutex_destroy(&cc->slot_lock);
 	pthread_cond_destroy(&cc->slot_cond);
 	free(cc);
@@ -959,4 +969,9 @@ int compile_artifact_read(struct compiler *cc, const char *id, const char *kind,
 /* For compile_sass.c: the pieces it needs from the compiler. */
 struct cache *compile_cache(struct compiler *cc) { return cc->cache; }
 struct jail *compile_jail(struct compiler *cc) { return cc->jail; }
+
+int compile_sandbox_usable(const struct compiler *cc, struct kf_err *err)
+{
+	return jail_usable(cc->jail, err);
+}
 const char *compile_cuobjdump(const struct compiler *cc) { return cc->cuobjdump; }

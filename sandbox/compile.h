@@ -23,7 +23,9 @@ struct compiler;
 
 struct compile_config {
 	const char *data_dir;     /* artifacts in data_dir/artifacts; required */
-	struct jail *jail;        /* borrowed, outlives the compiler */
+	struct jail *jail;        /* borrowed, outlives the compiler; NULL = the
+				   * compiler opens (and closes) its own */
+	int sandbox_none;         /* with jail NULL: 1 = --sandbox=none */
 	struct kb *kb;            /* occupancy calculator; borrowed; may be NULL */
 	const char *default_arch; /* NULL = the local GPU's (sandbox/gpu.h), else sm_90 */
 	unsigned timeout_ms;      /* per compile wall clock, ms [60000] */
@@ -68,6 +70,13 @@ int compile_open(const struct compile_config *cfg, struct compiler **out,
 
 /* Frees cc. NULL is a no-op. No compile may be running. */
 void compile_close(struct compiler *cc);
+
+/* The jail compiles run in (borrowed, valid until compile_close), and 0
+ * when it can run jobs or KF_ESANDBOX with the reason (compiles are then
+ * refused; --sandbox=none overrides). */
+struct jail *compile_jail(struct compiler *cc);
+int compile_sandbox_usable(const struct compiler *cc, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* The arch used when a request names none ("sm_90"). Borrowed, static for
  * the compiler's life. */

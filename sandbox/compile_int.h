@@ -67,7 +67,6 @@ int compile_read_file(const char *path, size_t cap, char **data, size_t *len);
 void compile_rm_tree(const char *path);
 
 struct cache *compile_cache(struct compiler *cc);
-struct jail *compile_jail(struct compiler *cc);
 const char *compile_cuobjdump(const struct compiler *cc);
 
 #endif

@@ -23,10 +23,6 @@
 #define MSG_CAP 600
 #define SRC_LINE_CAP 240
 
-/* The knowledge base's occupancy calculator, when it is linked in. */
-#pragma weak kb_cc_limits_for_arch
-#pragma weak kb_occupancy
-
 struct kinfo {
 	char name[256]; /* mangled (or extern "C") */
 	int registers, barriers, smem, stack, spill_st, spill_ld, cumulative_stack;
@@ -500,7 +496,7 @@ static int cmp_kinfo(const void *a, const void *b)
 static json_t *occupancy_json(const struct compile_parse_in *in, const struct kinfo *k,
 			      json_t *warnings, const char *shown)
 {
-	if (!in->kb || !kb_cc_limits_for_arch || !kb_occupancy)
+	if (!in->kb)
 		return json_null();
 	struct kb_cc_limits lim;
 	if (kb_cc_limits_for_arch(in->kb, in->arch, &lim, NULL) != 0)

@@ -16,6 +16,7 @@
 
 #include "knowledge/kb.h"     /* kb */
 #include "log.h"
+#include "sandbox/compile.h" /* compile */
 #include "sandbox/history.h" /* runner */
 #include "sandbox/runner.h"  /* runner */
 
@@ -142,6 +143,24 @@ static void app_open_kb(struct app *app)
 		log_warn("kb", "%s; knowledge tools will answer with an error", e.msg);
 }
 
+/* compile: nvcc/NVRTC in bubblewrap (or plain with --sandbox=none), the
+ * artifact cache in data_dir/artifacts. A host where bubblewrap cannot make
+ * namespaces still starts: compiles are refused with the reason. */
+static void app_open_compiler(struct app *app)
+{
+	struct compile_config cc = {.data_dir = app->cfg.data_dir, .kb = app->kb,
+				    .sandbox_none = app->cfg.sandbox == APP_SANDBOX_NONE};
+	struct kf_err e = {0};
+	int rc = compile_open(&cc, &app->cc, &e);
+
+	if (rc) {
+		log_warn("compile", "%s; compile_kernel will answer with an error", e.msg);
+		return;
+	}
+	if (compile_sandbox_usable(app->cc, &e) != 0)
+		log_warn("compile", "%s", e.msg);
+}
+
 int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 {
 	struct app_priv *p;
@@ -166,6 +185,7 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 
 	/* Domain modules, in dependency order (each adds its lines here). */
 	app_open_kb(app); /* kb: knowledge.db, read-only; never fatal */
+	app_open_compiler(app); /* compile: jail + artifact cache; never fatal */
 	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
 	if (rc)
 		goto out;
@@ -186,6 +206,7 @@ void app_close(struct app *app)
 	/* Domain modules, in reverse order (each adds its lines here). */
 	runner_free(app->runner); /* runner: waits for running jobs */
 	history_close(app->history);
+	compile_close(app->cc); /* compile */
 	kb_close(app->kb); /* kb: opened first, closed last */
 
 	free((struct app_priv *)app);

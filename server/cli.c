@@ -23,6 +23,7 @@ static const struct cli_cmd *const TABLES[] = {
 	CLI_SETUP,
 	CLI_DEMO,
 	CLI_KB,
+	CLI_COMPILE,
 	CLI_RUNS,
 };
 

@@ -15,6 +15,7 @@
  * tools_*.c once the file exists. */
 static const struct tool_group *const GROUPS[] = {
 	&TOOLS_KB,
+	&TOOLS_COMPILE,
 	&TOOLS_RUNS,
 	NULL /* keeps the array non-empty; skipped */
 };
