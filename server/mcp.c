@@ -344,20 +344,89 @@ static json_t *tool_json(const struct tool_def *t)
 	return o;
 }
 
-static void do_tools_list(struct mcp_session *s, const json_t *id,
-			  const json_t *params, void *call)
-{
-	size_t total = tools_count(), i, start;
-	json_t *arr, *result;
+/* The first tools/list page, serialized once: the tables are fixed after
+ * startup, and serializing every schema per request dominated its cost.
+ * Keyed by the registry's first and last entries and size, so a reloaded
+ * registry (tests) rebuilds it. */
+static struct {
+	pthread_mutex_t lock;
+	const void *first, *last;
+	size_t count;
+	char *text; /* the result object */
+} list_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-	if (page_start(s, id, params, call, total, &start))
-		return;
-	arr = json_array();
+/* Sends {"jsonrpc":"2.0","id":ID,"result":RESULT} with RESULT as text. */
+static void reply_raw(struct mcp_session *s, void *call, const json_t *id,
+		      const char *result, size_t result_len)
+{
+	char *ids = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	size_t len = 0;
+	char *text = NULL;
+
+	if (ids) {
+		len = strlen(ids) + result_len + 40;
+		text = malloc(len);
+		if (text) {
+			int n = snprintf(text, len, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%.*s}",
+					 ids, (int)result_len, result);
+			len = n > 0 ? (size_t)n : 0;
+		}
+	}
+	free(ids);
+	mcp_send_text(s, call, 1, id, text, len);
+}
+
+static json_t *tools_page(size_t start, size_t total)
+{
+	json_t *arr = json_array(), *result;
+	size_t i;
+
 	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
 		json_array_append_new(arr, tool_json(tools_at(i)));
 	result = json_pack("{s:o}", "tools", arr);
 	page_finish(result, i, total);
-	reply(s, call, id, result);
+	return result;
+}
+
+static void do_tools_list(struct mcp_session *s, const json_t *id,
+			  const json_t *params, void *call)
+{
+	size_t total = tools_count(), start;
+	const void *first = tools_at(0), *last = total ? tools_at(total - 1) : NULL;
+
+	if (page_start(s, id, params, call, total, &start))
+		return;
+	if (start != 0) {
+		reply(s, call, id, tools_page(start, total));
+		return;
+	}
+	pthread_mutex_lock(&list_cache.lock);
+	if (!list_cache.text || list_cache.first != first || list_cache.last != last ||
+	    list_cache.count != total) {
+		json_t *page = tools_page(0, total);
+		free(list_cache.text);
+		list_cache.text = json_dumps(page, JSON_COMPACT);
+		json_decref(page);
+		list_cache.first = first;
+		list_cache.last = last;
+		list_cache.count = total;
+	}
+	if (list_cache.text) {
+		/* Copied under the lock: a reload may replace the cache. */
+		size_t n = strlen(list_cache.text);
+		char *copy = malloc(n + 1);
+		if (copy)
+			memcpy(copy, list_cache.text, n + 1);
+		pthread_mutex_unlock(&list_cache.lock);
+		if (copy) {
+			reply_raw(s, call, id, copy, n);
+			free(copy);
+			return;
+		}
+	} else {
+		pthread_mutex_unlock(&list_cache.lock);
+	}
+	reply(s, call, id, tools_page(0, total));
 }
 
 /* --- resources --------------------------------------------------------------- */
