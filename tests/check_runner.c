@@ -655,6 +655,64 @@ START_TEST(cancel_set_before_queueing_runs_nothing)
 }
 END_TEST
 
+/* Jobs that check nobody else is on their GPU. */
+static atomic_int stress_on[4]; /* GPUs 0-2, then the CPU slots */
+static atomic_int stress_overlap;
+
+static int stress_job(void *arg, int gpu, const volatile int *stop,
+		      struct kf_err *err)
+{
+	int slot = gpu < 0 ? 3 : gpu, limit = gpu < 0 ? 2 : 1; /* CPU: 2 slots */
+
+	(void)arg;
+	if (atomic_fetch_add(&stress_on[slot], 1) + 1 > limit)
+		atomic_store(&stress_overlap, 1);
+	for (int i = 0; i < 3; i++) {
+		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+			atomic_fetch_sub(&stress_on[slot], 1);
+			return kf_err_set(err, KF_ECANCELED, "stopped");
+		}
+		sleep_ms(1);
+	}
+	atomic_fetch_sub(&stress_on[slot], 1);
+	return 0;
+}
+
+START_TEST(many_jobs_with_cancels_all_return_and_leave_the_pool_idle)
+{
+	struct runner *r = new_runner(3, 2, 64);
+	struct caller *c = calloc(48, sizeof(*c));
+	struct runner_status st;
+	int ok = 0, cancelled = 0;
+
+	for (int i = 0; i < 48; i++)
+		caller_start(&c[i], r, i % 5 == 4 ? RUNNER_CPU : RUNNER_GPU,
+			     stress_job, NULL);
+	for (int i = 0; i < 48; i += 3) {
+		sleep_ms(1);
+		__atomic_store_n(&c[i].cancel, 1, __ATOMIC_RELEASE);
+	}
+	for (int i = 0; i < 48; i++) {
+		caller_join(&c[i]);
+		ck_assert_msg(c[i].rc == 0 || c[i].rc == KF_ECANCELED,
+			      "job %d: %d %s", i, c[i].rc, c[i].err.msg);
+		ok += c[i].rc == 0;
+		cancelled += c[i].rc == KF_ECANCELED;
+	}
+	ck_assert_int_eq(ok + cancelled, 48);
+	ck_assert_int_ge(ok, 32); /* only every third was cancelled */
+	ck_assert_int_eq(atomic_load(&stress_overlap), 0);
+	runner_status(r, &st);
+	ck_assert_uint_eq(st.gpu_queued, 0);
+	ck_assert_uint_eq(st.cpu_queued, 0);
+	ck_assert_uint_eq(st.cpu_running, 0);
+	for (int g = 0; g < 3; g++)
+		ck_assert_int_eq(st.gpus[g].busy, 0);
+	free(c);
+	runner_free(r);
+}
+END_TEST
+
 static Suite *runner_suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -682,6 +740,7 @@ static Suite *runner_suite(void)
 	tcase_add_test(g, pinned_job_runs_on_its_gpu_and_unknown_gpu_is_refused);
 	tcase_add_test(g, pinned_job_waiting_for_its_gpu_does_not_block_others);
 	tcase_add_test(g, bad_gpu_count_is_refused);
+	tcase_add_test(g, many_jobs_with_cancels_all_return_and_leave_the_pool_idle);
 	tcase_add_test(g, probed_pool_without_a_driver_answers_no_gpu_with_the_probe_reason);
 	suite_add_tcase(s, q);
 	suite_add_tcase(s, c);
