@@ -25,6 +25,7 @@ static const struct cli_cmd *const TABLES[] = {
 	CLI_KB,
 	CLI_COMPILE,
 	CLI_RUNS,
+	CLI_GPU,
 };
 
 #define TABLES_LEN (sizeof(TABLES) / sizeof(TABLES[0]))

@@ -16,6 +16,7 @@
 static const struct tool_group *const GROUPS[] = {
 	&TOOLS_KB,
 	&TOOLS_COMPILE,
+	&TOOLS_GPU,
 	&TOOLS_RUNS,
 	NULL /* keeps the array non-empty; skipped */
 };

@@ -1,0 +1,306 @@
+/* cli_gpu: `kforge check SPEC.json`, `kforge bench SPEC.json` (through the
+ * check_kernel and benchmark_kernel tools) and `kforge calibrate` (measures
+ * this GPU's ceilings and stores them in state.db). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox/bench.h"
+#include "sandbox/gpu.h"
+#include "tools_runs.h"
+
+#define SPEC_FILE_MAX_BYTES (8u << 20)
+
+static const char CHECK_USAGE[] =
+	"usage: kforge check SPEC.json [--trials N] [--no-odd-size]\n"
+	"                    [--replay-seed HEX --replay-size VAR=N,VAR=N]\n"
+	"                    [--timeout-s N] [--json]\n"
+	"\n"
+	"Checks a kernel spec against its reference on this host's GPU: every size of\n"
+	"the spec plus one odd size, N trials (default 3) with fresh secret inputs,\n"
+	"poisoned outputs, guard bands, input and determinism checks. Exit 0 when it\n"
+	"passes, 1 when the kernel fails (the summary says which safeguard fired and\n"
+	"how to replay it), 3 without a GPU.\n"
+	"  --trials N         trials per size (1-20)\n"
+	"  --no-odd-size      only the sizes the spec lists\n"
+	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
+	"  --timeout-s N      per harness run (default 60)\n"
+	"\n" CLI_COMMON_HELP
+	"\n"
+	"Examples:\n"
+	"  kforge check rmsnorm.json\n"
+	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
+
+static const char BENCH_USAGE[] =
+	"usage: kforge bench SPEC.json [--size I] [--no-baseline] [--budget-ms N]\n"
+	"                    [--target F] [--warmup-ms N] [--no-flush] [--json]\n"
+	"\n"
+	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
+	"the L2 flushed before each timed run, until the median's standard error is\n"
+	"under the target (default 0.005 = 0.5%) or the budget ends; then verifies\n"
+	"a run after timing.\n"
+	"  --size I          only sizes[I] of the spec (default every size)\n"
+	"  --no-baseline     time the candidate alone\n"
+	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
+	"  --target F        relative standard error target (default 0.005)\n"
+	"  --warmup-ms N     warm-up (default 50)\n"
+	"  --no-flush        keep the L2 warm between iterations\n"
+	"\n" CLI_COMMON_HELP
+	"\n"
+	"Example:\n"
+	"  kforge bench rmsnorm.json --size 0\n";
+
+static const char CALIBRATE_USAGE[] =
+	"usage: kforge calibrate [--device N] [--json]\n"
+	"\n"
+	"Measures this GPU's ceilings once: device-to-device copy bandwidth (read +\n"
+	"write bytes) and cuBLAS bf16 and fp32 matmul throughput, and stores them in\n"
+	"state.db; benchmarks then report % of these measured ceilings.\n"
+	"  --device N   the CUDA device ordinal (default: the first free GPU)\n"
+	"\n" CLI_COMMON_HELP;
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name,
+			     int *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = 1;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static json_t *load_spec(const char *cmd, const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "kforge %s: cannot open %s: %s\n", cmd, path, strerror(errno));
+		return NULL;
+	}
+	char *buf = malloc(SPEC_FILE_MAX_BYTES + 1);
+	size_t n = buf ? fread(buf, 1, SPEC_FILE_MAX_BYTES + 1, f) : 0;
+	if (f != stdin)
+		fclose(f);
+	if (!buf)
+		return NULL;
+	if (n > SPEC_FILE_MAX_BYTES) {
+		fprintf(stderr, "kforge %s: %s is larger than %u bytes\n", cmd, path,
+			SPEC_FILE_MAX_BYTES);
+		free(buf);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *j = json_loadb(buf, n, 0, &je);
+	free(buf);
+	if (!j)
+		fprintf(stderr, "kforge %s: %s: invalid JSON at line %d column %d: %s\n", cmd,
+			path, je.line, je.column, je.text);
+	return j;
+}
+
+static int num_opt(const char *cmd, const char *name, const char *v, double lo, double hi,
+		   double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || *end || !(d >= lo && d <= hi))
+		return cli_usage_error(cmd, "%s: '%s' is not a number from %g to %g", name, v, lo,
+				       hi);
+	*out = d;
+	return 0;
+}
+
+static int check_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("check", "%s", err.msg);
+	const char *path = NULL, *seed = NULL, *rsize = NULL;
+	json_t *args = json_object();
+	int rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		int missing = 0;
+		const char *v;
+		double d;
+		if ((v = opt_value(argc, argv, &i, "--trials", &missing))) {
+			if (!(rc = num_opt("check", "--trials", v, 1, 20, &d)))
+				json_object_set_new(args, "trials", json_integer((json_int_t)d));
+		} else if ((v = opt_value(argc, argv, &i, "--timeout-s", &missing))) {
+			if (!(rc = num_opt("check", "--timeout-s", v, 1, 600, &d)))
+				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
+		} else if ((v = opt_value(argc, argv, &i, "--replay-seed", &missing))) {
+			seed = v;
+		} else if ((v = opt_value(argc, argv, &i, "--replay-size", &missing))) {
+			rsize = v;
+		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
+			json_object_set_new(args, "odd_size", json_false());
+		} else if (missing) {
+			rc = cli_usage_error("check", "%s needs a value", argv[i]);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			rc = cli_usage_error("check", "unknown option %s", argv[i]);
+		} else if (path) {
+			rc = cli_usage_error("check", "one SPEC.json only");
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!rc && !path)
+		rc = cli_usage_error("check", "SPEC.json missing");
+	if (!rc && (!seed) != (!rsize))
+		rc = cli_usage_error("check", "--replay-seed and --replay-size go together");
+	if (!rc && seed) {
+		json_t *sz = json_object();
+		char buf[512];
+		snprintf(buf, sizeof buf, "%s", rsize);
+		char *save = NULL;
+		for (char *tok = strtok_r(buf, ",", &save); tok && !rc;
+		     tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '=');
+			char *end = NULL;
+			long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+			if (!eq || !end || *end || eq == tok)
+				rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N", tok);
+			else {
+				*eq = 0;
+				json_object_set_new(sz, tok, json_integer(v));
+			}
+		}
+		json_object_set_new(args, "replay", json_pack("{s:o, s:s}", "size", sz, "seed", seed));
+	}
+	if (rc) {
+		json_decref(args);
+		return rc;
+	}
+	json_t *spec = load_spec("check", path);
+	if (!spec) {
+		json_decref(args);
+		return CLI_EXIT_FAIL;
+	}
+	json_object_set_new(args, "spec", spec);
+	return cli_tool_run(&co, "check_kernel", args);
+}
+
+static int bench_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("bench", "%s", err.msg);
+	const char *path = NULL;
+	json_t *args = json_object();
+	int rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		int missing = 0;
+		const char *v;
+		double d;
+		if ((v = opt_value(argc, argv, &i, "--size", &missing))) {
+			if (!(rc = num_opt("bench", "--size", v, 0, 31, &d)))
+				json_object_set_new(args, "size", json_integer((json_int_t)d));
+		} else if ((v = opt_value(argc, argv, &i, "--budget-ms", &missing))) {
+			if (!(rc = num_opt("bench", "--budget-ms", v, 10, 60000, &d)))
+				json_object_set_new(args, "budget_ms", json_real(d));
+		} else if ((v = opt_value(argc, argv, &i, "--target", &missing))) {
+			if (!(rc = num_opt("bench", "--target", v, 0.0001, 0.5, &d)))
+				json_object_set_new(args, "target_rel_se", json_real(d));
+		} else if ((v = opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
+			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
+				json_object_set_new(args, "warmup_ms", json_real(d));
+		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
+			json_object_set_new(args, "baseline", json_false());
+		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {
+			json_object_set_new(args, "flush_l2", json_false());
+		} else if (missing) {
+			rc = cli_usage_error("bench", "%s needs a value", argv[i]);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			rc = cli_usage_error("bench", "unknown option %s", argv[i]);
+		} else if (path) {
+			rc = cli_usage_error("bench", "one SPEC.json only");
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!rc && !path)
+		rc = cli_usage_error("bench", "SPEC.json missing");
+	if (rc) {
+		json_decref(args);
+		return rc;
+	}
+	json_t *spec = load_spec("bench", path);
+	if (!spec) {
+		json_decref(args);
+		return CLI_EXIT_FAIL;
+	}
+	json_object_set_new(args, "spec", spec);
+	return cli_tool_run(&co, "benchmark_kernel", args);
+}
+
+static int calibrate_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("calibrate", "%s", err.msg);
+	int device = -1;
+	for (int i = 1; i < argc; i++) {
+		int missing = 0;
+		const char *v = opt_value(argc, argv, &i, "--device", &missing);
+		double d;
+		if (v) {
+			int rc = num_opt("calibrate", "--device", v, 0, 15, &d);
+			if (rc)
+				return rc;
+			device = (int)d;
+		} else
+			return cli_usage_error("calibrate", "%s %s", missing ? "needs a value:" : "unknown option",
+					       argv[i]);
+	}
+	struct app *app = NULL;
+	int rc = cli_app_open(&co, &app, &err);
+	if (rc) {
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	json_t *out = NULL;
+	int gpu = -1;
+	int64_t t0 = runs_now_ms();
+	rc = bench_calibrate(app, device, NULL, &out, &gpu, &err);
+	json_t *args = json_pack("{s:i}", "device", device);
+	if (rc && !out)
+		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
+				kf_err_name(rc), "message", err.msg);
+	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0,
+		    NULL);
+	json_decref(args);
+	if (rc)
+		fprintf(stderr, "kforge: %s\n", err.msg);
+	else
+		cli_print_result(stdout, out, co.json);
+	json_decref(out);
+	app_close(app);
+	return rc ? cli_exit_code(rc) : CLI_EXIT_OK;
+}
+
+const struct cli_cmd CLI_GPU[] = {
+	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE,
+	 check_main},
+	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE,
+	 bench_main},
+	{"calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
+	 calibrate_main},
+	{NULL, NULL, NULL, NULL},
+};
