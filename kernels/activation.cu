@@ -39,9 +39,9 @@ template <int A> __device__ __forceinline__ float apply(float a)
 		return 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
 }
 
-constexpr int ROWS = 4; /* rows per thread per iteration */
+constexpr int ROWS_DEFAULT = 4; /* rows per thread per iteration */
 
-template <typename T, int A, bool GATED, int W>
+template <typename T, int A, bool GATED, int W, int ROWS = ROWS_DEFAULT>
 __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 {
 	const int n = D / W;
@@ -79,14 +79,14 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 	}
 }
 
-template <typename T, int A, bool GATED>
+template <typename T, int A, bool GATED, int ROWS = ROWS_DEFAULT>
 __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 {
 	constexpr int V = vec_width<T>::value;
 	if (D % V == 0 && aligned16(x) && aligned16(y))
-		run<T, A, GATED, V>(y, x, rows, D);
+		run<T, A, GATED, V, ROWS>(y, x, rows, D);
 	else
-		run<T, A, GATED, 1>(y, x, rows, D);
+		run<T, A, GATED, 1, ROWS>(y, x, rows, D);
 }
 
 } /* namespace kf_act */

@@ -37,7 +37,8 @@ __device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *s
 #pragma unroll
 			for (int u = 0; u < ROWS; u++)
 				if (r0 + u < rows) {
-					const int64_t b = (r0 + u) / S;
+					/* rows < 2^31: 32-bit division is much cheaper */
+					const int64_t b = (int64_t)((uint32_t)(r0 + u) / (uint32_t)S);
 					float f[W], sc[W], sh[W];
 					unpack<T, W>(a[u], f);
 					unpack<T, W>(ld_keep<T, W>(scale + b * D, c), sc);

@@ -337,10 +337,33 @@ def case_adaln(B, S, D, dt):
     run_case("adaln_modulate", f"{B}x{S}x{D}", dt, kfn, eager, (2 * B * S * D + 2 * B * D) * x.element_size())
 
 
+TUNE = None
+
+
+def tune_lib():
+    global TUNE
+    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
+    if TUNE is None and os.path.exists(lib):
+        TUNE = ctypes.CDLL(lib)
+        TUNE.gemm_wgmma_launch.argtypes = [vp, vp, vp, i64, i64, i64, vp]
+        TUNE.gemm_wgmma_launch.restype = ctypes.c_int
+    return TUNE
+
+
 def case_gemm(M, N, K, dt):
     x, w = rn(M, K, dtype=dt), rn(N, K, dtype=dt)
     y = torch.empty(M, N, device=dev, dtype=dt)
     s = stream()
+    t = tune_lib()
+    if t is not None and dt == torch.bfloat16:
+        y2 = torch.empty(M, N, device=dev, dtype=dt)
+
+        def wfn():
+            call(t.gemm_wgmma_launch(ptr(y2), ptr(x), ptr(w), M, N, K, s))
+            return y2
+        run_case("gemm_wgmma(dev)", f"{M}x{N}x{K}", dt, wfn, lambda: torch.matmul(x, w.t()),
+                 (M * K + N * K + M * N) * 2, flops=2 * M * N * K,
+                 tol={torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
 
     def kfn():
         call(kf.gemm_launch(DT[dt], ptr(y), ptr(x), ptr(w), M, N, K, s))
@@ -381,6 +404,28 @@ def tune():
             for i, ((tx, ty), u) in enumerate(zip(cfgs, ts))), flush=True)
 
 
+def tune_silu():
+    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
+    if not os.path.exists(lib):
+        return
+    t = ctypes.CDLL(lib)
+    t.tune_silu.argtypes = [vp, vp, i64, i64, ctypes.c_int, ctypes.c_int, ctypes.c_int, vp]
+    t.tune_silu.restype = ctypes.c_int
+    print("\n# silu_and_mul bf16 sweep (rows per thread R, block bx, grid.y cap): us, % copy")
+    for T, D in ((16384, 4096), (2048, 4096)):
+        x = rn(T, 2 * D, dtype=torch.bfloat16)
+        y = torch.empty(T, D, device=dev, dtype=torch.bfloat16)
+        cfgs = [(R, bx, cap) for R in (1, 2, 4, 8) for bx in (128, 256) for cap in (65535, 1056)]
+        fns = [(lambda R=R, bx=bx, cap=cap: call(t.tune_silu(ptr(y), ptr(x), T, D, R, bx, cap, stream())))
+               for R, bx, cap in cfgs]
+        ts = time_all(fns, iters=20)
+        nb = 3 * T * D * 2
+        best = min(range(len(ts)), key=lambda i: ts[i])
+        print(f"# {T}x{D}: " + ", ".join(
+            f"R{R}/b{bx}/c{cap} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%{'*' if i == best else ''}"
+            for i, ((R, bx, cap), u) in enumerate(zip(cfgs, ts))), flush=True)
+
+
 def main():
     global COPY
     p = torch.cuda.get_device_properties(0)
@@ -411,6 +456,7 @@ def main():
     cases += [lambda: case_rope(True, 16384, 32, 128, bf), lambda: case_rope(False, 16384, 32, 128, bf),
               lambda: case_adaln(4, 4096, 4096, bf),
               lambda: case_gemm(4096, 4096, 4096, bf), lambda: case_gemm(16384, 4096, 4096, bf),
+              lambda: case_gemm(8192, 8192, 8192, bf), lambda: case_gemm(1000, 3000, 1000, bf),
               lambda: case_gemm(4096, 4096, 4096, torch.float16)]
     for c in cases:
         try:
@@ -419,7 +465,11 @@ def main():
             print(f"# case failed: {type(e).__name__}: {e}", flush=True)
         torch.cuda.empty_cache()
     if os.environ.get("BENCH_TUNE") == "1":
-        tune()
+        for f in (tune, tune_silu):
+            try:
+                f()
+            except Exception as e:
+                print(f"# tune failed: {type(e).__name__}: {e}", flush=True)
     if os.environ.get("BENCH_JSON"):
         with open(os.environ["BENCH_JSON"], "w") as f:
             json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS), f, indent=1)

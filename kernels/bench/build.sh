@@ -26,18 +26,20 @@ for f in kernels/*.cu; do
 		>"$o.log" 2>&1 &
 	pids="$pids $!"
 done
+# bench-only: block-shape sweeps and kernels/dev/ experiments
+"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_tune.so" \
+	kernels/bench/tune.cu >"$B/tune.log" 2>&1 &
+pids="$pids $!"
 for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c server/kf_err.c; do
 	"$CC" -std=c11 -O2 -fPIC -D_GNU_SOURCE -I. -c "$f" -o "$B/c_$(basename "$f" .c).o"
 done
 fail=0
 for p in $pids; do wait "$p" || fail=1; done
-if [ "$fail" != 0 ]; then cat "$B"/*.o.log; exit 1; fi
+if [ "$fail" != 0 ]; then cat "$B"/*.o.log "$B/tune.log"; exit 1; fi
 CU_OBJS=$(for f in kernels/*.cu; do printf '%s ' "$B/$(basename "$f" .cu).o"; done)
 "$NVCC" -shared $GEN -o "$B/libkfk.so" $CU_OBJS "$B"/c_*.o
 "$NVCC" -O2 -std=c++17 -I. $GEN -o "$B/kernels_test" tests/gpu/kernels_test.cu $CU_OBJS \
 	"$B"/c_*.o -L"$(dirname "$(command -v "$NVCC")")/../lib64/stubs" -lcuda
-"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_tune.so" \
-	kernels/bench/tune.cu
 # Resource usage (registers, spills) of every kernel, for the README.
 grep -hE "Function properties|spill|registers" "$B"/*.o.log >"$B/resources.txt" || true
 echo "build.sh: built $B/libkfk.so and $B/kernels_test for sm_$KF_GPU_ARCH"

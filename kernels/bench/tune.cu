@@ -1,7 +1,10 @@
 /* tune: bench-only entry points that launch library kernels with an
  * explicit block shape, for the block-shape sweeps of bench.py
- * (BENCH_TUNE=1). Built into libkfk_tune.so by build.sh, never into the
+ * (BENCH_TUNE=1) and the experiments of kernels/dev/ (the wgmma GEMM).
+ * Built into libkfk_tune.so by build.sh, never into the
  * library or the fatbin: it includes the kernel source directly. */
+#include "kernels/activation.cu"
+#include "kernels/dev/gemm_wgmma.cu"
 #include "kernels/rmsnorm.cu"
 
 /* rmsnorm with block (tx, ty), grid ceil_div(T, ty). tx must be a power of
@@ -21,5 +24,34 @@ extern "C" int tune_rmsnorm(int dt, void *y, const void *x, const void *w, int64
 	else
 		kf_rmsnorm_bf16<<<grid, block, 0, s>>>((__nv_bfloat16 *)y, (const __nv_bfloat16 *)x,
 						       (const __nv_bfloat16 *)w, (int)T, (int)D, eps);
+	return (int)cudaGetLastError();
+}
+
+template <int R>
+__global__ void __launch_bounds__(256) tune_silu_k(__nv_bfloat16 *y, const __nv_bfloat16 *x,
+						   int rows, int D)
+{
+	kf_act::body<__nv_bfloat16, kf_act::SILU, true, R>(y, x, rows, D);
+}
+
+/* bf16 silu_and_mul with R rows per thread-iteration, block bx, grid
+ * (ceil_div(D, 8 * bx), min(ceil_div(T, R), gy_cap)). */
+extern "C" int tune_silu(void *y, const void *x, int64_t T, int64_t D, int R, int bx, int gy_cap,
+			 cudaStream_t s)
+{
+	if (bx < 32 || bx > 256 || T < 1 || D < 1 || gy_cap < 1)
+		return (int)cudaErrorInvalidValue;
+	int64_t gy = (T + R - 1) / R;
+	dim3 block(bx), grid((unsigned)((D + 8 * bx - 1) / (8 * bx)),
+			     (unsigned)(gy > gy_cap ? gy_cap : gy > 65535 ? 65535 : gy));
+	__nv_bfloat16 *yy = (__nv_bfloat16 *)y;
+	const __nv_bfloat16 *xx = (const __nv_bfloat16 *)x;
+	switch (R) {
+	case 1: tune_silu_k<1><<<grid, block, 0, s>>>(yy, xx, (int)T, (int)D); break;
+	case 2: tune_silu_k<2><<<grid, block, 0, s>>>(yy, xx, (int)T, (int)D); break;
+	case 4: tune_silu_k<4><<<grid, block, 0, s>>>(yy, xx, (int)T, (int)D); break;
+	case 8: tune_silu_k<8><<<grid, block, 0, s>>>(yy, xx, (int)T, (int)D); break;
+	default: return (int)cudaErrorInvalidValue;
+	}
 	return (int)cudaGetLastError();
 }
