@@ -492,21 +492,20 @@ static json_t *stat_json(const struct bench_stat *s)
 			 "count", s->count);
 }
 
-static int compare_bench(const struct history_run *a,
-			 const struct history_run *b, json_t *out,
-			 char *summary, size_t cap, struct kf_err *err)
+/* Compares the candidate timings under two result objects (a whole result,
+ * or one entry of its sizes[]). Returns a new comparison object and writes
+ * a one-line summary, or NULL when either has no median. */
+static json_t *bench_pair(const json_t *ra, const json_t *rb, char *summary,
+			  size_t cap)
 {
 	struct bench_stat sa, sb;
 	json_t *cmp;
 	double speedup;
 
-	bench_stat_read(a->result, "candidate", &sa);
-	bench_stat_read(b->result, "candidate", &sb);
+	bench_stat_read(ra, "candidate", &sa);
+	bench_stat_read(rb, "candidate", &sb);
 	if (!sa.ok || !sb.ok)
-		return kf_err_set(err, KF_EINVAL,
-				  "run %s has no candidate median (candidate.median_us): it did not produce a timing (status %s)",
-				  !sa.ok ? a->id : b->id,
-				  history_status_name(!sa.ok ? a->status : b->status));
+		return NULL;
 	/* speedup of b over a: > 1 means b is faster */
 	speedup = sa.median / sb.median;
 	cmp = json_pack("{s:o, s:o, s:f}", "a", stat_json(&sa), "b",
@@ -514,9 +513,9 @@ static int compare_bench(const struct history_run *a,
 	if (sa.has_ci && sb.has_ci && sa.lo > 0 && sb.lo > 0) {
 		/* The ratio's interval from the two medians' intervals
 		 * (log scale, independent errors). */
-		double ra = log(sa.hi / sa.lo) / (2 * Z95),
-		       rb = log(sb.hi / sb.lo) / (2 * Z95);
-		double r = sqrt(ra * ra + rb * rb);
+		double ra_ = log(sa.hi / sa.lo) / (2 * Z95),
+		       rb_ = log(sb.hi / sb.lo) / (2 * Z95);
+		double r = sqrt(ra_ * ra_ + rb_ * rb_);
 		int overlap = sa.lo <= sb.hi && sb.lo <= sa.hi;
 		const char *verdict = overlap ? "no measurable difference"
 				      : speedup > 1 ? "b is faster"
@@ -544,6 +543,54 @@ static int compare_bench(const struct history_run *a,
 			 "speedup %.3gx (a %.4g us, b %.4g us); no uncertainty stored, so no verdict",
 			 speedup, sa.median, sb.median);
 	}
+	return cmp;
+}
+
+/* The benchmark comparison: the first size at the top (what the result
+ * reports at its top level), and every size both runs measured, matched by
+ * their size values, under per_size. */
+static int compare_bench(const struct history_run *a,
+			 const struct history_run *b, json_t *out,
+			 char *summary, size_t cap, struct kf_err *err)
+{
+	const json_t *sa = json_object_get(a->result, "sizes");
+	const json_t *sb = json_object_get(b->result, "sizes");
+	json_t *cmp, *per = json_array(), *ea, *eb;
+	char line[320];
+	size_t i, j;
+
+	cmp = bench_pair(a->result, b->result, summary, cap);
+	if (!cmp) {
+		struct bench_stat t;
+
+		bench_stat_read(a->result, "candidate", &t);
+		json_decref(per);
+		return kf_err_set(err, KF_EINVAL,
+				  "run %s has no candidate median (candidate.median_us): it did not produce a timing (status %s)",
+				  !t.ok ? a->id : b->id,
+				  history_status_name(!t.ok ? a->status : b->status));
+	}
+	json_array_foreach(sa, i, ea) {
+		const json_t *va = json_object_get(ea, "sizes");
+
+		json_array_foreach(sb, j, eb) {
+			json_t *pc;
+
+			if (!va || !json_equal(va, json_object_get(eb, "sizes")))
+				continue;
+			pc = bench_pair(ea, eb, line, sizeof(line));
+			if (pc) {
+				json_object_set(pc, "sizes", (json_t *)va);
+				json_object_set_new(pc, "summary", json_string(line));
+				json_array_append_new(per, pc);
+			}
+			break;
+		}
+	}
+	if (json_array_size(per) > 1)
+		json_object_set_new(cmp, "per_size", per);
+	else
+		json_decref(per);
 	json_object_set_new(out, "benchmark", cmp);
 	return 0;
 }

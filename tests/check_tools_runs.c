@@ -281,6 +281,35 @@ START_TEST(compare_benchmarks_gives_speedup_with_interval)
 }
 END_TEST
 
+START_TEST(compare_benchmarks_matches_every_size_both_measured)
+{
+	char a[HISTORY_ID_BYTES], b[HISTORY_ID_BYTES];
+	json_t *res, *per;
+	int is_error;
+
+	add(HISTORY_BENCH, HISTORY_OK, "k",
+	    "{\"summary\": \"a\", \"candidate\": {\"median_us\": 10.0, \"ci95_us\": [9.9, 10.1]},"
+	    " \"sizes\": [{\"sizes\": {\"N\": 1024}, \"candidate\": {\"median_us\": 10.0, \"ci95_us\": [9.9, 10.1]}},"
+	    " {\"sizes\": {\"N\": 7}, \"candidate\": {\"median_us\": 2.0, \"ci95_us\": [1.9, 2.1]}},"
+	    " {\"sizes\": {\"N\": 99}, \"candidate\": {\"median_us\": 3.0}}]}",
+	    "GPU-1", a);
+	add(HISTORY_BENCH, HISTORY_OK, "k",
+	    "{\"summary\": \"b\", \"candidate\": {\"median_us\": 5.0, \"ci95_us\": [4.9, 5.1]},"
+	    " \"sizes\": [{\"sizes\": {\"N\": 7}, \"candidate\": {\"median_us\": 2.05, \"ci95_us\": [1.95, 2.15]}},"
+	    " {\"sizes\": {\"N\": 1024}, \"candidate\": {\"median_us\": 5.0, \"ci95_us\": [4.9, 5.1]}}]}",
+	    "GPU-1", b);
+	res = compare(a, b, &is_error);
+	ck_assert_int_eq(is_error, 0);
+	per = json_object_get(json_object_get(res, "benchmark"), "per_size");
+	ck_assert_uint_eq(json_array_size(per), 2); /* N=99 only in a */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_array_get(per, 0), "sizes"), "N")), 1024);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(per, 0), "verdict")), "b is faster");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(per, 1), "verdict")),
+			 "no measurable difference");
+	json_decref(res);
+}
+END_TEST
+
 START_TEST(compare_benchmarks_falls_back_to_cv_or_says_unknown)
 {
 	char a[HISTORY_ID_BYTES], b[HISTORY_ID_BYTES], c[HISTORY_ID_BYTES];
@@ -470,6 +499,7 @@ static Suite *tools_runs_suite(void)
 	tcase_add_test(t, record_maps_status_hashes_source_and_names_kernels);
 	tcase_add_test(c, compare_benchmarks_gives_speedup_with_interval);
 	tcase_add_test(c, compare_benchmarks_falls_back_to_cv_or_says_unknown);
+	tcase_add_test(c, compare_benchmarks_matches_every_size_both_measured);
 	tcase_add_test(c, compare_of_a_benchmark_without_timing_is_an_error);
 	tcase_add_test(c, compare_compiles_lists_resource_changes_per_kernel);
 	tcase_add_test(c, compare_checks_shows_pass_fail_and_safeguards);
