@@ -323,46 +323,26 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
-int history_add(struct history *h, struct history_run *run, struct kf_err *err)
+/* Inserts run with its encoded JSON under the lock. A clash of ids (another
+ * process, same millisecond, same 30 random bits) is retried with a fresh
+ * id; anything else is an error. */
+static int insert_run(struct history *h, struct history_run *run,
+		      const char *spec, const char *result, int64_t created,
+		      struct kf_err *err)
 {
 	static const char sql[] =
 		"INSERT INTO runs (id, kind, created_ms, status, kernels, "
 		"source_hash, spec, device_name, device_uuid, summary, result, "
 		"duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
-	char *spec = NULL, *result = NULL;
-	int64_t created;
-	int rc = 0;
-
-	if ((int)run->kind < 0 || run->kind > HISTORY_CALIBRATE)
-		return kf_err_set(err, KF_EINVAL,
-				  "history: kind %d is not one of compile, check, bench, calibrate",
-				  (int)run->kind);
-	if ((int)run->status < 0 || run->status > HISTORY_ERROR)
-		return kf_err_set(err, KF_EINVAL,
-				  "history: status %d is not one of ok, failed, error",
-				  (int)run->status);
-	if ((rc = check_text("kernels", run->kernels, err)) ||
-	    (rc = check_text("source_hash", run->source_hash, err)) ||
-	    (rc = check_text("device_name", run->device_name, err)) ||
-	    (rc = check_text("device_uuid", run->device_uuid, err)) ||
-	    (rc = check_text("summary", run->summary, err)))
-		return rc;
-	if ((rc = dump_json("spec", run->spec, &spec, err)) ||
-	    (rc = dump_json("result", run->result, &result, err)))
-		goto out;
-	created = run->created_ms > 0 ? run->created_ms : wall_ms();
+	int rc = KF_EDB;
 
 	pthread_mutex_lock(&h->mu);
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing the insert", err);
-		goto out_unlock;
+		goto out;
 	}
-	/* A clash of ids (another process, same millisecond, same 30 random
-	 * bits) is retried with a fresh id; anything else is an error. */
 	for (int attempt = 0; attempt < 8; attempt++) {
-		int step;
-
 		make_id(created, run->id);
 		sqlite3_reset(st);
 		sqlite3_bind_text(st, 1, run->id, -1, SQLITE_TRANSIENT);
@@ -378,21 +358,48 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 		bind_text(st, 10, run->summary ? run->summary : "");
 		bind_text(st, 11, result);
 		sqlite3_bind_int64(st, 12, run->duration_ms);
-		step = sqlite3_step(st);
-		if (step == SQLITE_DONE) {
+		if (sqlite3_step(st) == SQLITE_DONE) {
 			rc = 0;
-			run->created_ms = created;
-			goto out_unlock;
+			goto out;
 		}
 		if (sqlite3_extended_errcode(h->db) != SQLITE_CONSTRAINT_PRIMARYKEY)
 			break;
 	}
-	run->id[0] = '\0';
 	rc = db_fail(h, "recording the run", err);
-out_unlock:
+out:
+	if (rc)
+		run->id[0] = '\0';
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&h->mu);
-out:
+	return rc;
+}
+
+int history_add(struct history *h, struct history_run *run, struct kf_err *err)
+{
+	char *spec = NULL, *result = NULL;
+	int64_t created;
+	int rc;
+
+	if ((int)run->kind < 0 || run->kind > HISTORY_CALIBRATE)
+		return kf_err_set(err, KF_EINVAL,
+				  "history: kind %d is not one of compile, check, bench, calibrate",
+				  (int)run->kind);
+	if ((int)run->status < 0 || run->status > HISTORY_ERROR)
+		return kf_err_set(err, KF_EINVAL,
+				  "history: status %d is not one of ok, failed, error",
+				  (int)run->status);
+	if ((rc = check_text("kernels", run->kernels, err)) ||
+	    (rc = check_text("source_hash", run->source_hash, err)) ||
+	    (rc = check_text("device_name", run->device_name, err)) ||
+	    (rc = check_text("device_uuid", run->device_uuid, err)) ||
+	    (rc = check_text("summary", run->summary, err)))
+		return rc;
+	created = run->created_ms > 0 ? run->created_ms : wall_ms();
+	if (!(rc = dump_json("spec", run->spec, &spec, err)) &&
+	    !(rc = dump_json("result", run->result, &result, err)))
+		rc = insert_run(h, run, spec, result, created, err);
+	if (!rc)
+		run->created_ms = created;
 	free(spec);
 	free(result);
 	return rc;

@@ -39,6 +39,11 @@ static void iso_time(int64_t ms, char *buf, size_t cap)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static size_t json_size(const json_t *j)
+{
+	return j ? json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+}
+
 /* ---- recording --------------------------------------------------------- */
 
 /* Appends name to a comma list (buf, cap) unless already there. */
@@ -107,7 +112,8 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args,
 	const json_t *src = args ? json_object_get(args, "source") : NULL;
 	const json_t *sum = result ? json_object_get(result, "summary") : NULL;
 	const struct gpu_info *g = gpu >= 0 ? gpu_get(gpu) : NULL;
-	json_t *stored = NULL;
+	json_t *stored = NULL, *stored_spec = NULL;
+	char summary[1024];
 	int ret;
 
 	if (id_out)
@@ -132,20 +138,45 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args,
 		run.device_name = (char *)g->name;
 		run.device_uuid = (char *)g->uuid;
 	}
-	run.summary = (char *)(json_is_string(sum) ? json_string_value(sum)
-			       : err_msg         ? err_msg
-						 : kf_err_name(rc));
+	/* A long summary is cut (at a character boundary) rather than the
+	 * run lost; so is a result over the history's cap. */
+	snprintf(summary, sizeof(summary), "%s",
+		 json_is_string(sum) ? json_string_value(sum)
+		 : err_msg           ? err_msg
+				     : kf_err_name(rc));
+	if (strlen(summary) == sizeof(summary) - 1) {
+		size_t n = sizeof(summary) - 1;
+
+		/* drop a character the cut may have split (perhaps a whole
+		 * one: never half of one) */
+		while (n > 0 && ((unsigned char)summary[n - 1] & 0xC0) == 0x80)
+			summary[--n] = '\0';
+		if (n > 0 && (unsigned char)summary[n - 1] >= 0xC0)
+			summary[--n] = '\0';
+	}
+	run.summary = summary;
 	run.spec = (json_t *)args;
-	if (result) {
+	if (json_size(args) > HISTORY_JSON_MAX) {
+		stored_spec = json_pack("{s:b, s:I}", "truncated", 1, "bytes",
+					(json_int_t)json_size(args));
+		run.spec = stored_spec;
+	}
+	if (result && json_size(result) > HISTORY_JSON_MAX) {
+		stored = json_pack("{s:s, s:b, s:I}", "summary", summary,
+				   "truncated", 1, "bytes",
+				   (json_int_t)json_size(result));
+		run.result = stored;
+	} else if (result) {
 		run.result = result;
 	} else {
-		stored = json_pack("{s:s, s:{s:s, s:s}}", "summary", run.summary,
+		stored = json_pack("{s:s, s:{s:s, s:s}}", "summary", summary,
 				   "error", "code", kf_err_name(rc), "message",
 				   err_msg ? err_msg : "");
 		run.result = stored;
 	}
 	ret = history_add(app->history, &run, &err);
 	json_decref(stored);
+	json_decref(stored_spec);
 	if (ret) {
 		log_warn("runs", "run not recorded: %s", err.msg);
 		return ret;
@@ -198,11 +229,6 @@ static json_t *row_json(const struct history_run *r)
 			 "kernels", kernels_array(r->kernels), "device",
 			 r->device_name, "duration_ms", (json_int_t)r->duration_ms,
 			 "summary", r->summary ? r->summary : "");
-}
-
-static size_t json_size(const json_t *j)
-{
-	return j ? json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
 }
 
 static json_t *res_link(const char *id, const char *part, const char *what,

@@ -471,6 +471,25 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 			 "no_gpu");
 	history_run_fini(&got);
 
+	/* an overlong summary is cut at a character boundary, not lost */
+	{
+		char *longsum = malloc(3001);
+		json_t *r2;
+
+		for (int i = 0; i < 1000; i++)
+			memcpy(longsum + 3 * i, "\xe2\x82\xac", 3); /* U+20AC */
+		longsum[3000] = '\0';
+		r2 = json_pack("{s:s}", "summary", longsum);
+		ck_assert_int_eq(runs_record(&app, HISTORY_CHECK, args, r2, 0, NULL, -1, 0, id), 0);
+		ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
+		ck_assert_uint_eq(strlen(got.summary) % 3, 0);
+		ck_assert_uint_gt(strlen(got.summary), 1000);
+		ck_assert_uint_lt(strlen(got.summary), 1024);
+		history_run_fini(&got);
+		json_decref(r2);
+		free(longsum);
+	}
+
 	/* a compile error is the kernel's fault */
 	ck_assert_int_eq(runs_record(&app, HISTORY_COMPILE, args, NULL, KF_ECOMPILE,
 				     "error: expected ';'", -1, 0, id),
