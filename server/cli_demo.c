@@ -178,6 +178,48 @@ static json_t *request(struct child *c, const char *method, json_t *params)
 	}
 }
 
+/* Prints a short view of a tool result: the summary, then each other
+ * top-level member on one line (scalars as they are, arrays as a count with
+ * the first item's id or name, objects as their keys). */
+static void print_short(const json_t *sc)
+{
+	const char *key;
+	json_t *v;
+
+	printf("   %s\n", json_string_value(json_object_get(sc, "summary")));
+	json_object_foreach((json_t *)sc, key, v) {
+		if (strcmp(key, "summary") == 0)
+			continue;
+		printf("     %-14s ", key);
+		if (json_is_array(v)) {
+			json_t *first = json_array_get(v, 0);
+			const char *label = json_string_value(json_object_get(first, "id"));
+			if (!label)
+				label = json_string_value(json_object_get(first, "name"));
+			printf("%zu item%s%s%s\n", json_array_size(v),
+			       json_array_size(v) == 1 ? "" : "s", label ? ", first: " : "",
+			       label ? label : "");
+		} else if (json_is_object(v)) {
+			const char *k;
+			json_t *unused;
+			int n = 0;
+			printf("{");
+			json_object_foreach(v, k, unused) {
+				if (n++ == 6) {
+					printf(", ...");
+					break;
+				}
+				printf("%s%s", n > 1 ? ", " : "", k);
+			}
+			printf("}\n");
+		} else {
+			char *text = json_dumps(v, JSON_ENCODE_ANY);
+			printf("%.100s\n", text ? text : "?");
+			free(text);
+		}
+	}
+}
+
 /* Calls a tool and prints its summary and structured result. Returns the
  * structuredContent (new) or NULL when the protocol itself failed. */
 static json_t *step(struct child *c, int n, const char *title, const char *tool,
@@ -201,9 +243,9 @@ static json_t *step(struct child *c, int n, const char *title, const char *tool,
 	json_t *result = json_object_get(resp, "result");
 	json_t *sc = json_incref(json_object_get(result, "structuredContent"));
 	if (json_is_true(json_object_get(result, "isError")))
-		printf("   (isError: the tool answered with a failure, as it should here)\n");
+		printf("   (isError: the tool reports a failure; on a host without a GPU the GPU steps answer no_gpu)\n");
 	if (sc)
-		cli_print_result(stdout, sc, 0);
+		print_short(sc);
 	json_decref(resp);
 	return sc;
 }
@@ -271,8 +313,8 @@ static int run_demo(int argc, char **argv)
 		       json_pack("{s:s, s:i}", "query", "rmsnorm vectorized loads", "limit", 3))))
 		goto out;
 	const char *gid = json_string_value(
-		json_object_get(json_array_get(json_object_get(r, "results"), 0), "id"));
-	json_t *read_args = json_pack("{s:s}", "id", gid ? gid : "fused-normalization");
+		json_object_get(json_array_get(json_object_get(r, "hits"), 0), "id"));
+	json_t *read_args = json_pack("{s:s}", "id", gid ? gid : "rmsnorm-layernorm");
 	json_decref(r);
 	if (!(r = step(&c, ++n, "read the top guide", "read_guide", read_args)))
 		goto out;
