@@ -1,0 +1,132 @@
+"""First-run commands end to end: `kforge mcp-config` output parses as the
+client expects (TOML for Codex, JSON for .mcp.json, the claude line), `kforge
+skill install` lands where each client looks and refuses to clobber edits,
+SKILL.md's front matter and size are valid, and `kforge demo` completes
+without a GPU. Prints 'N passed, N failed'."""
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+BIN = os.path.abspath(sys.argv[1])
+SRC = os.path.abspath(sys.argv[2])
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(*args, cwd=None, env=None, timeout=300):
+    return subprocess.run([BIN, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+# --- mcp-config ------------------------------------------------------------
+r = run("mcp-config", "claude")
+words = shlex.split(r.stdout)
+check("claude line", r.returncode == 0 and words[:5] == ["claude", "mcp", "add", "kforge", "--"]
+      and os.path.isabs(words[5]) and os.path.samefile(words[5], BIN) and words[6:] == ["serve"], r.stdout)
+
+r = run("mcp-config", "codex")
+try:
+    cfg = tomllib.loads(r.stdout)["mcp_servers"]["kforge"]
+    check("codex toml", os.path.samefile(cfg["command"], BIN) and cfg["args"] == ["serve"]
+          and cfg["tool_timeout_sec"] >= 300 and cfg["startup_timeout_sec"] >= 10, cfg)
+except Exception as e:  # noqa: BLE001 - any parse failure is the finding
+    check("codex toml parses", False, f"{e}: {r.stdout}")
+
+r = run("mcp-config", "codex", "--http", "http://127.0.0.1:7070/mcp", "--token-env", "KFORGE_TOKEN")
+cfg = tomllib.loads(r.stdout)["mcp_servers"]["kforge"]
+check("codex http toml", cfg.get("url") == "http://127.0.0.1:7070/mcp"
+      and cfg.get("bearer_token_env_var") == "KFORGE_TOKEN" and "command" not in cfg, cfg)
+
+r = run("mcp-config", "json")
+cfg = json.loads(r.stdout)["mcpServers"]["kforge"]
+check("mcp.json stdio", os.path.samefile(cfg["command"], BIN) and cfg["args"] == ["serve"], cfg)
+
+r = run("mcp-config", "json", "--http", "http://127.0.0.1:7070/mcp", "--token-env", "T")
+cfg = json.loads(r.stdout)["mcpServers"]["kforge"]
+check("mcp.json http", cfg == {"type": "http", "url": "http://127.0.0.1:7070/mcp",
+                               "headers": {"Authorization": "Bearer ${T}"}}, cfg)
+
+for bad in (["mcp-config"], ["mcp-config", "vscode"], ["mcp-config", "codex", "--token-env", "X"],
+            ["mcp-config", "json", "--http", "ftp://x"]):
+    r = run(*bad)
+    check(f"usage error {bad}", r.returncode == 2 and r.stderr.strip(), (r.returncode, r.stderr))
+
+# --- SKILL.md --------------------------------------------------------------
+text = open(os.path.join(SRC, "SKILL.md"), encoding="utf-8").read()
+m = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.S)
+check("SKILL.md has front matter", m is not None)
+if m:
+    fm = dict(line.split(":", 1) for line in m.group(1).splitlines() if ":" in line)
+    check("front matter name", fm.get("name", "").strip() == "kforge", fm)
+    desc = fm.get("description", "").strip()
+    check("front matter description says when", 50 <= len(desc) <= 1024 and "Use when" in desc, desc)
+    # ~4 characters per token for English prose and code: a conservative bound.
+    check("SKILL.md body under 5,000 tokens", len(m.group(2)) / 4 < 5000, len(m.group(2)))
+    for tool in ("get_gpu_specs", "search_guides", "compile_kernel", "check_kernel",
+                 "benchmark_kernel", "compare_runs"):
+        check(f"SKILL.md names {tool}", tool in m.group(2))
+
+# --- skill install ---------------------------------------------------------
+with tempfile.TemporaryDirectory() as tmp:
+    env = dict(os.environ, HOME=os.path.join(tmp, "home"))
+    os.makedirs(env["HOME"])
+    proj = os.path.join(tmp, "proj")
+    os.makedirs(proj)
+    for flag, where in (("--claude", ".claude/skills/kforge"), ("--codex", ".codex/skills/kforge"),
+                        ("--agents", ".agents/skills/kforge")):
+        r = run("skill", "install", flag, cwd=proj, env=env)
+        dest = os.path.join(proj, where)
+        check(f"install {flag}", r.returncode == 0 and os.path.isfile(os.path.join(dest, "SKILL.md"))
+              and os.path.isdir(os.path.join(dest, "skill", "templates")), (r.returncode, r.stderr))
+        r = run("skill", "install", flag, "--global", cwd=proj, env=env)
+        check(f"install {flag} --global", r.returncode == 0
+              and os.path.isfile(os.path.join(env["HOME"], where, "SKILL.md")), r.stderr)
+    dest = os.path.join(proj, ".claude/skills/kforge")
+    installed = open(os.path.join(dest, "SKILL.md"), encoding="utf-8").read()
+    check("installed SKILL.md is the source", installed == text)
+    r = run("skill", "install", "--claude", cwd=proj, env=env)
+    check("reinstall over an unchanged copy", r.returncode == 0, r.stderr)
+    with open(os.path.join(dest, "SKILL.md"), "a", encoding="utf-8") as f:
+        f.write("\nmy own note\n")
+    r = run("skill", "install", "--claude", cwd=proj, env=env)
+    check("refuses to overwrite a changed copy", r.returncode != 0 and "changed" in r.stderr, r.stderr)
+    check("changed copy kept", "my own note" in open(os.path.join(dest, "SKILL.md"), encoding="utf-8").read())
+    r = run("skill", "install", "--claude", "--force", cwd=proj, env=env)
+    check("--force overwrites", r.returncode == 0 and open(os.path.join(dest, "SKILL.md"),
+                                                            encoding="utf-8").read() == text, r.stderr)
+    other = os.path.join(tmp, "other")
+    os.makedirs(other)
+    open(os.path.join(other, "SKILL.md"), "w", encoding="utf-8").write("someone else's skill\n")
+    r = run("skill", "install", "--dest", other, env=env)
+    check("refuses a folder it did not install", r.returncode != 0, r.stderr)
+    r = run("skill", "install", "--dest", os.path.join(tmp, "fresh"), env=env)
+    check("--dest installs exactly there", r.returncode == 0
+          and os.path.isfile(os.path.join(tmp, "fresh", "SKILL.md")), r.stderr)
+
+# --- demo ------------------------------------------------------------------
+with tempfile.TemporaryDirectory() as tmp:
+    r = run("demo", "--data-dir", tmp, timeout=600)
+    steps = re.findall(r"^== (\d+)\.", r.stdout, re.M)
+    check("demo completes", r.returncode == 0 and len(steps) >= 9, (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    for tool in ("get_gpu_specs", "search_guides", "read_guide", "compile_kernel", "check_kernel",
+                 "benchmark_kernel", "list_runs"):
+        check(f"demo calls {tool}", f"tools/call {tool}" in r.stdout)
+    if not os.path.exists("/dev/nvidiactl"):
+        check("demo shows no_gpu for GPU steps", r.stdout.count("no usable GPU") + r.stdout.count("no GPU") >= 2,
+              r.stdout[-1500:])
+
+print(f"proto_setup: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
