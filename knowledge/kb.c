@@ -18,6 +18,7 @@
 struct conn {
 	sqlite3 *db;
 	sqlite3_stmt *search;
+	sqlite3_stmt *snippet;
 	int busy;
 };
 
@@ -574,6 +575,7 @@ void kb_close(struct kb *kb)
 		return;
 	for (int i = 0; i < kb->pool_len; i++) {
 		sqlite3_finalize(kb->pool[i].search);
+		sqlite3_finalize(kb->pool[i].snippet);
 		sqlite3_close(kb->pool[i].db);
 	}
 	while (kb->arena) {
@@ -947,11 +949,13 @@ static int is_stopword(const char *w)
  * phrase "cp async"), becomes a double-quoted phrase; phrases are OR-ed.
  * Nothing of the user's text can be an FTS5 operator, column filter or
  * quote. Returns the number of phrases (0: nothing searchable). */
-static int build_match(const char *q, char *out, size_t cap, int drop_stop)
+static int build_match(const char *q, char *out, size_t cap, int drop_stop, char *words,
+		       size_t wcap)
 {
-	size_t at = 0;
+	size_t at = 0, wat = 0;
 	int terms = 0;
 	out[0] = '\0';
+	words[0] = '\0';
 	for (const char *p = q; *p && terms < 32;) {
 		while (*p && isspace((unsigned char)*p))
 			p++;
@@ -978,6 +982,9 @@ static int build_match(const char *q, char *out, size_t cap, int drop_stop)
 			break;
 		at += (size_t)w;
 		terms++;
+		w = snprintf(words + wat, wcap - wat, "%s%s", wat ? " " : "", word);
+		if (w > 0 && (size_t)w < wcap - wat)
+			wat += (size_t)w;
 	}
 	return terms;
 }
@@ -1038,9 +1045,10 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 				  KB_NAME_MAX_BYTES - 1);
 	if (q->arch && *q->arch && (rc = arch_filter_cc(kb, q->arch, &cc, err)))
 		return rc;
-	int terms = build_match(q->query, match, sizeof match, 1);
+	char words[KB_QUERY_MAX_BYTES + 64];
+	int terms = build_match(q->query, match, sizeof match, 1, words, sizeof words);
 	if (terms == 0) /* only stopwords: search them after all */
-		terms = build_match(q->query, match, sizeof match, 0);
+		terms = build_match(q->query, match, sizeof match, 0, words, sizeof words);
 	if (terms == 0)
 		return 0; /* nothing searchable (only punctuation): no hits */
 	res = calloc((size_t)limit, sizeof *res);
@@ -1048,18 +1056,25 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	if ((rc = pool_get(kb, &c, err)))
 		goto out;
-	if (!c->search &&
-	    sqlite3_prepare_v2(
-		    c->db,
-		    "SELECT id, title, snippet(guides_fts, 3, '**', '**', '...', 24),"
-		    " kf_rank(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
-		    " FROM guides_fts WHERE guides_fts MATCH ?1"
-		    " AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
-		    "  WHERE tag = lower(?2)))"
-		    " AND (?3 IS NULL OR id IN (SELECT guide_id FROM guide_archs"
-		    "  WHERE any = 1 OR (plus = 0 AND cc = ?3) OR (plus = 1 AND cc <= ?3)))"
-		    " ORDER BY score, id LIMIT ?4",
-		    -1, &c->search, NULL) != SQLITE_OK) {
+	/* Two steps: rank every match, then cut a snippet from each returned
+	 * guide's body (kb_snippet; FTS5's snippet() re-tokenizes whole bodies
+	 * and cost ~80 us a hit). */
+	if ((!c->search &&
+	     sqlite3_prepare_v2(
+		     c->db,
+		     "SELECT id, title,"
+		     " kf_rank(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
+		     " FROM guides_fts WHERE guides_fts MATCH ?1"
+		     " AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
+		     "  WHERE tag = lower(?2)))"
+		     " AND (?3 IS NULL OR id IN (SELECT guide_id FROM guide_archs"
+		     "  WHERE any = 1 OR (plus = 0 AND cc = ?3) OR (plus = 1 AND cc <= ?3)))"
+		     " ORDER BY score, id LIMIT ?4",
+		     -1, &c->search, NULL) != SQLITE_OK) ||
+	    (!c->snippet &&
+	     sqlite3_prepare_v2(c->db,
+				"SELECT body FROM guides WHERE id = ?1",
+				-1, &c->snippet, NULL) != SQLITE_OK)) {
 		rc = kf_err_set(err, KF_EDB, "guide search: %s", sqlite3_errmsg(c->db));
 		goto out;
 	}
@@ -1075,14 +1090,25 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 	sqlite3_bind_int(c->search, 4, limit);
 	int s;
 	while ((s = sqlite3_step(c->search)) == SQLITE_ROW && n < (size_t)limit) {
-		struct kb_hit *h = &res[n++];
+		struct kb_hit *h = &res[n];
+		n++;
 		copy_utf8(h->id, sizeof h->id, sqlite3_column_text(c->search, 0));
 		copy_utf8(h->title, sizeof h->title, sqlite3_column_text(c->search, 1));
-		copy_utf8(h->snippet, sizeof h->snippet, sqlite3_column_text(c->search, 2));
-		h->score = sqlite3_column_double(c->search, 3);
+		h->score = sqlite3_column_double(c->search, 2);
 	}
 	if (s != SQLITE_ROW && s != SQLITE_DONE)
 		rc = kf_err_set(err, KF_EDB, "guide search: %s", sqlite3_errmsg(c->db));
+	for (size_t i = 0; !rc && i < n; i++) {
+		sqlite3_bind_text(c->snippet, 1, res[i].id, -1, SQLITE_STATIC);
+		if (sqlite3_step(c->snippet) == SQLITE_ROW) {
+			const unsigned char *body = sqlite3_column_text(c->snippet, 0);
+			char sn[sizeof res[i].snippet];
+			kb_snippet(body ? (const char *)body : "", words, sn, sizeof sn);
+			copy_utf8(res[i].snippet, sizeof res[i].snippet, (const unsigned char *)sn);
+		}
+		sqlite3_reset(c->snippet);
+	}
+	sqlite3_clear_bindings(c->snippet);
 	sqlite3_reset(c->search);
 	sqlite3_clear_bindings(c->search);
 out:

@@ -53,4 +53,10 @@ int kb_edit_distance(const char *a, const char *b);
 void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
 		    const char *id, int score);
 
+/* Writes into out (cap bytes, NUL-terminated, valid UTF-8 when body is) an
+ * excerpt of body: the 24-word window with the most words matching terms
+ * (space-separated lower-case words; plural/-ing/-ed endings ignored),
+ * matches wrapped in ** **, "..." where text was cut. */
+void kb_snippet(const char *body, const char *terms, char *out, size_t cap);
+
 #endif

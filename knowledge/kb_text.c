@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "knowledge/kb_int.h"
 
@@ -291,4 +292,128 @@ void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
 	scores[pos] = score;
 	if (*len < cap)
 		(*len)++;
+}
+
+/* ---- snippets ---------------------------------------------------------------- */
+
+static int word_char(unsigned char c)
+{
+	return isalnum(c) || c >= 0x80 || c == '_';
+}
+
+/* Light stemming for highlighting only: drops a plural or -ing/-ed ending
+ * so "conflicts" finds "conflict" and "coalescing" finds "coalesced". */
+static size_t stem_len(const char *w, size_t n)
+{
+	static const char *const suf[] = {"ing", "es", "ed", "s"};
+	for (size_t i = 0; i < sizeof suf / sizeof suf[0]; i++) {
+		size_t sl = strlen(suf[i]);
+		if (n > sl + 2 && strncmp(w + n - sl, suf[i], sl) == 0)
+			return n - sl;
+	}
+	return n;
+}
+
+struct term {
+	const char *w;
+	size_t len, stem;
+	unsigned char first; /* lower-case first letter */
+};
+
+static int word_matches(const char *bw, size_t bn, const struct term *t, size_t nt)
+{
+	unsigned char f = (unsigned char)tolower((unsigned char)bw[0]);
+	for (size_t i = 0; i < nt; i++)
+		if (t[i].first == f && t[i].stem >= 2 && bn >= t[i].stem &&
+		    (bn == t[i].len || t[i].stem >= 3) &&
+		    strncasecmp(bw, t[i].w, t[i].stem) == 0)
+			return 1;
+	return 0;
+}
+
+void kb_snippet(const char *body, const char *terms, char *out, size_t cap)
+{
+	enum { WIN = 24, MAXW = 4096 };
+	size_t starts[MAXW], lens[MAXW];
+	unsigned char hit[MAXW];
+	size_t nw = 0, at = 0, nt = 0;
+	struct term t[64];
+	const char *p = body;
+	out[0] = '\0';
+	if (cap < 16)
+		return;
+	for (const char *q = terms; *q && nt < 64;) {
+		size_t tl = strcspn(q, " ");
+		if (tl > 0) {
+			t[nt].w = q;
+			t[nt].len = tl;
+			t[nt].stem = stem_len(q, tl);
+			t[nt].first = (unsigned char)tolower((unsigned char)q[0]);
+			nt++;
+		}
+		q += tl;
+		while (*q == ' ')
+			q++;
+	}
+	while (*p && nw < MAXW) {
+		while (*p && !word_char((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		const char *s = p;
+		while (*p && word_char((unsigned char)*p))
+			p++;
+		starts[nw] = (size_t)(s - body);
+		lens[nw] = (size_t)(p - s);
+		hit[nw] = (unsigned char)word_matches(s, lens[nw], t, nt);
+		nw++;
+	}
+	if (nw == 0)
+		return;
+	/* the window of WIN words holding the most matches */
+	size_t best = 0, best_n = 0, cur = 0;
+	for (size_t i = 0; i < nw; i++) {
+		cur += hit[i];
+		if (i >= WIN)
+			cur -= hit[i - WIN];
+		if (cur > best_n) {
+			best_n = cur;
+			best = i >= WIN - 1 ? i - (WIN - 1) : 0;
+		}
+	}
+	size_t end = best + WIN < nw ? best + WIN : nw;
+	if (best > 0)
+		at += (size_t)snprintf(out + at, cap - at, "...");
+	for (size_t i = best; i < end && at + 8 < cap; i++) {
+		/* the text between words, flattened to one space */
+		if (i > best) {
+			int nl = 0;
+			for (size_t k = starts[i - 1] + lens[i - 1]; k < starts[i]; k++)
+				nl |= body[k] == '\n' || body[k] == '\r' || body[k] == '\t';
+			size_t gap = starts[i] - (starts[i - 1] + lens[i - 1]);
+			if (nl || gap > 3) {
+				out[at++] = ' ';
+			} else {
+				for (size_t k = starts[i - 1] + lens[i - 1];
+				     k < starts[i] && at + 8 < cap; k++)
+					out[at++] = body[k] == '*' ? ' ' : body[k];
+			}
+		}
+		size_t need = lens[i] + (hit[i] ? 4 : 0);
+		if (at + need + 4 >= cap)
+			break;
+		if (hit[i]) {
+			memcpy(out + at, "**", 2);
+			at += 2;
+		}
+		memcpy(out + at, body + starts[i], lens[i]);
+		at += lens[i];
+		if (hit[i]) {
+			memcpy(out + at, "**", 2);
+			at += 2;
+		}
+	}
+	if (end < nw && at + 4 < cap)
+		at += (size_t)snprintf(out + at, cap - at, "...");
+	out[at < cap ? at : cap - 1] = '\0';
 }
