@@ -435,7 +435,7 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	json_decref(fired);
 	json_object_set_new(result, "safeguards_fired", fl);
 	json_object_set_new(result, "flags", flags);
-	json_object_set_new(result, "baseline",
+	json_object_set_new(result, "baseline_kind",
 			    json_string(!have_base ? "none"
 					: s->baseline.kind == SPEC_BASE_FATBIN
 						? "kforge kernels.fatbin"

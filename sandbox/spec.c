@@ -1324,6 +1324,9 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim,
 	const size_t nsteps = sizeof STEPS / sizeof STEPS[0];
 	int64_t cand[SPEC_MAX_VARS];
 	uint64_t rng = spec_mix64(seed ^ 0x6f64645f73697a65ull);
+	/* Pass 0 wants every changed variable odd (no power-of-two tiling
+	 * divides it); pass 1 takes any value the constraints allow. */
+	for (int pass = 0; pass < 2; pass++)
 	for (size_t round = 0; round < nsteps; round++) {
 		for (int attempt = 0; attempt < 24; attempt++) {
 			int changed = 0;
@@ -1343,6 +1346,12 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim,
 				changed = 1;
 			}
 			if (!changed || row_listed(s, cand))
+				continue;
+			int odd = 1;
+			for (size_t k = 0; k < s->vars_len; k++)
+				if (cand[k] != v0[k] && cand[k] % 2 == 0)
+					odd = 0;
+			if (pass == 0 && !odd)
 				continue;
 			struct spec_bound b;
 			if (spec_bind(s, cand, lim, "odd size", &b, NULL) == 0 &&
