@@ -1068,7 +1068,8 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 		     " AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
 		     "  WHERE tag = lower(?2)))"
 		     " AND (?3 IS NULL OR id IN (SELECT guide_id FROM guide_archs"
-		     "  WHERE any = 1 OR (plus = 0 AND cc = ?3) OR (plus = 1 AND cc <= ?3)))"
+		     "  WHERE any = 1 OR cc = ?3 OR (plus = 1 AND cc <= ?3)"
+		     "  OR (fam = 1 AND cc / 10 = ?3 / 10 AND cc <= ?3)))"
 		     " ORDER BY score, id LIMIT ?4",
 		     -1, &c->search, NULL) != SQLITE_OK) ||
 	    (!c->snippet &&
@@ -1140,6 +1141,7 @@ void kb_guide_free(struct kb_guide *g)
 	free(g->sources);
 	free(g->body);
 	free(g->links);
+	free(g->related);
 	free(g);
 }
 
@@ -1159,7 +1161,7 @@ int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out,
 	if ((rc = pool_get(kb, &c, err)))
 		return rc;
 	if (sqlite3_prepare_v2(c->db,
-			       "SELECT id, title, tags, archs, sources, body, links"
+			       "SELECT id, title, tags, archs, sources, body, links, related"
 			       " FROM guides WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = kf_err_set(err, KF_EDB, "guide read: %s", sqlite3_errmsg(c->db));
@@ -1206,7 +1208,7 @@ int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out,
 	if (!g || !(g->id = dup_col(st, 0)) || !(g->title = dup_col(st, 1)) ||
 	    !(g->tags = dup_col(st, 2)) || !(g->archs = dup_col(st, 3)) ||
 	    !(g->sources = dup_col(st, 4)) || !(g->body = dup_col(st, 5)) ||
-	    !(g->links = dup_col(st, 6))) {
+	    !(g->links = dup_col(st, 6)) || !(g->related = dup_col(st, 7))) {
 		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
 		goto out;
 	}

@@ -350,6 +350,7 @@ struct kb_guide {
 	char *sources; /* newline-separated source lines */
 	char *body;    /* Markdown without front matter */
 	char *links;   /* comma-separated ids of guides this one links to */
+	char *related; /* comma-separated ids from the front matter's related */
 };
 
 /* Reads guide id. Returns 0 and *out new (free with kb_guide_free);

@@ -270,6 +270,7 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g,
 		sqlite3_bind_int(ins, 2, 0);
 		sqlite3_bind_int(ins, 3, 0);
 		sqlite3_bind_int(ins, 4, 1);
+		sqlite3_bind_int(ins, 5, 0);
 		return kbb_step_reset(db, ins, "guide_archs", err);
 	}
 	struct kb_arch a;
@@ -278,6 +279,7 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g,
 		sqlite3_bind_int(ins, 2, a.major * 10 + a.minor);
 		sqlite3_bind_int(ins, 3, plus);
 		sqlite3_bind_int(ins, 4, 0);
+		sqlite3_bind_int(ins, 5, a.suffix != 'a');
 		return kbb_step_reset(db, ins, "guide_archs", err);
 	}
 	/* a GPU or architecture name: every CC it names */
@@ -298,6 +300,7 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g,
 		sqlite3_bind_int(ins, 2, sqlite3_column_int(q, 0));
 		sqlite3_bind_int(ins, 3, plus);
 		sqlite3_bind_int(ins, 4, 0);
+		sqlite3_bind_int(ins, 5, 0);
 		rc = kbb_step_reset(db, ins, "guide_archs", err);
 	}
 	sqlite3_finalize(q);
@@ -481,7 +484,7 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 			      &ins_g, err)) ||
 	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)",
 			      &ins_t, err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?)",
+	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?,?)",
 			      &ins_a, err)) ||
 	    (rc = kbb_prepare(db,
 			      "INSERT INTO guides_fts(id,title,tags,body) VALUES (?,?,?,?)",

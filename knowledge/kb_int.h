@@ -10,7 +10,7 @@
 #include "server/kf_err.h"
 
 #define KB_FILE_MAX_BYTES (4u << 20) /* any one source file */
-#define KB_SCHEMA_VERSION "1"
+#define KB_SCHEMA_VERSION "2"
 
 /* Normalizes a GPU name or alias for matching: lower case, keeps only
  * [a-z0-9.], drops a leading "nvidia", then "geforce", "tesla" or "quadro".

@@ -131,13 +131,17 @@ CREATE TABLE guide_tags (
 ) WITHOUT ROWID;
 
 -- Which compute capabilities a guide applies to: cc = major*10+minor;
--- plus = 1 for "sm_80+" (that CC and newer); any = 1 for "all".
+-- plus = 1 for "sm_80+" (that CC and newer); any = 1 for "all"; fam = 1
+-- for a plain or family target ("sm_80", "sm_100f", "hopper"), which also
+-- covers the later minors of its major (sm_80 code runs on 8.6 and 8.9),
+-- while an arch-specific "sm_90a" covers exactly 9.0.
 CREATE TABLE guide_archs (
 	guide_id TEXT NOT NULL REFERENCES guides(id),
 	cc INTEGER NOT NULL,
 	plus INTEGER NOT NULL,
 	any INTEGER NOT NULL,
-	PRIMARY KEY (guide_id, cc, plus, any)
+	fam INTEGER NOT NULL,
+	PRIMARY KEY (guide_id, cc, plus, any, fam)
 ) WITHOUT ROWID;
 
 -- Full-text index. Column weights at query time (bm25): id 8, title 10,

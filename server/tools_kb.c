@@ -549,11 +549,11 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 
 static json_t *guide_json(const struct kb_guide *g)
 {
-	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title", g->title,
-			 "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title",
+			 g->title, "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
 			 split_list(g->tags, ','), "archs", split_list(g->archs, ','), "sources",
 			 split_list(g->sources, '\n'), "links", split_list(g->links, ','),
-			 "markdown", g->body);
+			 "related", split_list(g->related, ','), "markdown", g->body);
 }
 
 static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out,
@@ -894,7 +894,7 @@ static const char READ_OUT[] =
 	"\"title\":{\"type\":\"string\"},\"uri\":{\"type\":\"string\"},"
 	"\"tags\":{\"type\":\"array\"},\"archs\":{\"type\":\"array\"},"
 	"\"sources\":{\"type\":\"array\"},\"links\":{\"type\":\"array\"},"
-	"\"markdown\":{\"type\":\"string\"}}}";
+	"\"related\":{\"type\":\"array\"},\"markdown\":{\"type\":\"string\"}}}";
 
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specifications",

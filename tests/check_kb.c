@@ -736,6 +736,14 @@ START_TEST(search_filters_by_tag_and_arch)
 	n = search(g_kb, "fixture", "sm_75", NULL, &h);
 	ck_assert_uint_eq(n, 2); /* all + sm_70+ */
 	free(h);
+	/* plain sm_80 covers 8.6 (same major, later minor) but not 9.0 */
+	n = search(g_kb, "asynchronous", "sm_86", NULL, &h);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(h[0].id, "fx-ampere");
+	free(h);
+	n = search(g_kb, "asynchronous", "sm_90", NULL, &h);
+	ck_assert_uint_eq(n, 0);
+	free(h);
 	struct kb_search s = {.query = "x", .arch = "not-an-arch"};
 	struct kf_err err = {0};
 	size_t len;

@@ -313,7 +313,7 @@ START_TEST(resources_list_read_and_complete)
 	struct kf_err err = {0};
 	json_t *arr = json_array();
 	ck_assert_int_eq(g->list(g_app, arr, &err), 0);
-	ck_assert_uint_eq(json_array_size(arr), 4);
+	ck_assert_uint_eq(json_array_size(arr), 5);
 	json_decref(arr);
 	json_t *c = NULL;
 	ck_assert_int_eq(g->read(g_app, "kforge://guides/fx-bank", &c, &err), 0);
