@@ -890,6 +890,22 @@ static const struct {
 	{"fuse bias, activation and residual into one element-wise kernel", "elementwise-fusion"},
 	{"how many bytes in flight to hide memory latency, Little's law", "latency-hiding"},
 	{"what does the T4 lack compared with newer GPUs", "arch-turing-t4"},
+	{"fp8 mma.sync and bandwidth on the L40S and RTX 4090", "arch-ada"},
+	{"what differs between the A100 and the sm_86 GA10x cards", "arch-ampere-a100"},
+	{"B200 limits, 126 MB L2 and FP4", "arch-blackwell-b200"},
+	{"measured bandwidth ceilings on an H200", "arch-hopper"},
+	{"tensor core paths on the RTX 5090 consumer Blackwell", "arch-rtx5090"},
+	{"my results change between runs because of atomicAdd", "atomics-determinism"},
+	{"replace the attention processor in a diffusers pipeline", "diffusers-integration"},
+	{"load a kernel from the Hugging Face hub with get_kernel", "kernel-hub"},
+	{"how do I write the launch list and tolerance of a kforge spec", "kforge-spec"},
+	{"which Nsight Compute metrics should I read first", "ncu-metrics"},
+	{"difference between -arch and -gencode for sm_90a", "nvcc-flags"},
+	{"bind a CUDA kernel to PyTorch with load_inline", "pytorch-extensions"},
+	{"check in the SASS that the kernel uses HMMA instructions", "reading-sass"},
+	{"find a race condition with compute-sanitizer racecheck", "sanitizer-cuda-gdb"},
+	{"torch.compile graph breaks on my custom op, register_fake", "torch-library-ops"},
+	{"swap the RMSNorm module in a transformers model", "transformers-integration"},
 };
 
 START_TEST(retrieval_puts_the_right_guide_in_the_top_three)
