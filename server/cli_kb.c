@@ -104,6 +104,8 @@ static int tool_error(const json_t *res, int json)
 		return CLI_EXIT_USAGE;
 	if (strcmp(code, "busy") == 0 || strcmp(code, "timeout") == 0)
 		return CLI_EXIT_BUSY;
+	if (strcmp(code, "io") == 0 || strcmp(code, "db") == 0)
+		return CLI_EXIT_ENV; /* the knowledge base is missing or unreadable */
 	return CLI_EXIT_FAIL;
 }
 
