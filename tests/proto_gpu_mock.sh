@@ -1,0 +1,67 @@
+#!/bin/sh
+# proto_gpu_mock: the check/benchmark plumbing end to end on a machine
+# without a GPU: the real kforge and kforge-harness binaries, the real
+# compile service (nvcc), job directories, the report pipe, the reference
+# in a separate harness process, the comparison and the safeguards, with a
+# test double of libcuda (tests/gpu/mock_cuda.c: host memory, kernels as C
+# functions). Unsandboxed (--sandbox=none) because the double is found
+# through LD_LIBRARY_PATH. Real GPU behaviour is tested by make test-gpu.
+set -u
+SRC=${KFORGE_SRC:-$(pwd)}
+BIN=${KFORGE_BIN:-$SRC/build/kforge}
+HARNESS=${KFORGE_HARNESS:-$SRC/build/kforge-harness}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
+	echo "SKIP proto_gpu_mock: needs nvcc and build/kforge-harness"
+	exit 0
+fi
+T=$(mktemp -d /tmp/kforge-mock-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
+cat >"$T/harness.sh" <<EOF
+#!/bin/sh
+export MOCK_CUDA_AXPB=\$(cat "$T/mode" 2>/dev/null)
+LD_LIBRARY_PATH="$T" exec "$HARNESS" "\$@"
+EOF
+chmod +x "$T/harness.sh"
+python3 - "$SRC/tests/gpu/pass/axpb_f32.json" "$T/axpb.json" <<'EOF'
+import sys
+sys.path.insert(0, __import__("os").path.dirname(sys.argv[1]) + "/..")
+import run
+spec, _, _ = run.load_spec(sys.argv[1])
+__import__("json").dump(spec, open(sys.argv[2], "w"))
+EOF
+fail=0
+# mode, command, expected exit, python assertion on the JSON result r
+check() {
+	mode=$1; cmd=$2; want=$3; assertion=$4; shift 4
+	printf '%s' "$mode" >"$T/mode"
+	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" "$cmd" "$T/axpb.json" \
+		--data-dir "$T/data" --sandbox=none --json "$@" >"$T/out.json" 2>"$T/err"
+	code=$?
+	if [ "$code" != "$want" ] || ! python3 -c "
+import json, sys
+r = json.load(open('$T/out.json'))
+assert $assertion, r.get('summary')
+" 2>>"$T/err"; then
+		echo "FAIL proto_gpu_mock: $cmd with axpb=$mode: exit $code (want $want)"
+		tail -3 "$T/err"
+		fail=1
+	else
+		echo "ok   proto_gpu_mock: $cmd with axpb=$mode"
+	fi
+}
+check ok check 0 "r['passed'] and len(r['sizes']) == 3 and r['sizes'][2]['odd_size'] and r['device']['name'] == 'kforge mock GPU'"
+check partial check 1 "'coverage' in r['safeguards_fired'] and 'never written' in r['summary'] and r['replay']['seed']"
+check oob check 1 "'out_of_bounds' in r['safeguards_fired'] and 'past the end' in r['summary']"
+check mutate check 1 "'input_modified' in r['safeguards_fired']"
+check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
+check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary']" --timeout-s 2 --trials 1 --no-odd-size
+check ok check 0 "r['passed']" --trials 1
+check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' and len(r['sizes']) == 1" \
+	--replay-size N=4097 --replay-seed ff
+check ok bench 0 "r['passed'] and r['candidate']['count'] >= 10 and 'speedup' in r and r['sizes'][0]['verified']" \
+	--budget-ms 50 --size 1
+check partial bench 1 "not r['passed'] and 'verification after timing' not in r['summary'] and 'failed verification' in r['summary']" \
+	--budget-ms 50 --size 1
+exit $fail
