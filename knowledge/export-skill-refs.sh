@@ -1,9 +1,11 @@
 #!/bin/sh
 # Generates skill/references/ from the knowledge base's guides, so the agent
 # skill and the search tools share one source of truth. A guide goes to the
-# skill when its tags name an architecture or integration topic. Usage:
+# skill when its tags name an architecture or integration topic, or it is one
+# of the guides about kforge's own answers (SKILL_IDS). Usage:
 #   knowledge/export-skill-refs.sh knowledge/guides skill/references
 set -eu
+SKILL_IDS="kforge-spec eval-cheats measuring roofline"
 src=$1
 dest=$2
 rm -rf "$dest"
@@ -21,11 +23,11 @@ for f in "$src"/*.md; do
 	[ "$(basename "$f")" = INDEX.md ] && continue
 	# The front matter's tags line, e.g. "tags: [integration, numerics]".
 	tags=$(awk 'NR==1 && $0!="---"{exit} NR>1 && $0=="---"{exit} /^tags:/{print}' "$f")
+	id=$(awk '/^id:/{print $2; exit}' "$f")
 	case "$tags" in
 	*architecture* | *integration*) ;;
-	*) continue ;;
+	*) case " $SKILL_IDS " in *" $id "*) ;; *) continue ;; esac ;;
 	esac
-	id=$(awk '/^id:/{print $2; exit}' "$f")
 	title=$(awk '/^title:/{sub(/^title: */, ""); print; exit}' "$f")
 	[ -n "$id" ] || { echo "export-skill-refs: $f has no id" >&2; exit 1; }
 	{
