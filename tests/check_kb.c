@@ -4,6 +4,7 @@
  * against hand-worked examples, build failures, hostile search queries, and
  * retrieval over the real guides (build/knowledge.db, $KFORGE_KB). */
 #include <check.h>
+#include <pthread.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -941,6 +942,46 @@ START_TEST(retrieval_puts_the_right_guide_in_the_top_three)
 }
 END_TEST
 
+/* ---- threads ------------------------------------------------------------------ */
+
+static void *search_worker(void *arg)
+{
+	long bad = 0;
+	(void)arg;
+	for (int i = 0; i < 150; i++) {
+		struct kb_search s = {.query = i % 2 ? "bank conflicts" : "coalescing", .limit = 3};
+		struct kb_hit *h = NULL;
+		size_t n = 0;
+		if (kb_search_guides(g_kb, &s, &h, &n, NULL) != 0 || n == 0 ||
+		    strcmp(h[0].id, i % 2 ? "fx-bank" : "fx-coalesce") != 0)
+			bad++;
+		free(h);
+		const struct kb_gpu *g = NULL;
+		if (kb_gpu_find(g_kb, "hopper", &g, NULL) != 0 || strcmp(g->id, "h100-sxm") != 0)
+			bad++;
+		struct kb_guide *gd = NULL;
+		if (kb_guide_read(g_kb, "fx-wgmma", &gd, NULL) != 0)
+			bad++;
+		kb_guide_free(gd);
+	}
+	return (void *)bad;
+}
+
+START_TEST(concurrent_queries_from_many_threads_agree)
+{
+	pthread_t t[12]; /* more threads than pooled connections */
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, search_worker, NULL), 0);
+	long bad = 0;
+	for (int i = 0; i < 12; i++) {
+		void *r = NULL;
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
 static Suite *kb_suite(void)
 {
 	Suite *s = suite_create("kb");
@@ -993,6 +1034,7 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, empty_or_overlong_query_is_rejected_clearly);
 	tcase_add_test(t, guide_read_returns_the_whole_guide_and_unknown_ids_fail);
 	tcase_add_test(t, retrieval_puts_the_right_guide_in_the_top_three);
+	tcase_add_test(t, concurrent_queries_from_many_threads_agree);
 	suite_add_tcase(s, t);
 	return s;
 }
