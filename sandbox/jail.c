@@ -251,6 +251,28 @@ static long long elapsed_ms(const struct timespec *t0)
 	       (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* bubblewrap: the configured path, else $KFORGE_BWRAP, /usr/bin/bwrap, or
+ * the first bwrap on PATH (a GPU host may carry it under /opt). */
+static void find_bwrap(struct jail *j, const char *cfg_path)
+{
+	const char *env = getenv("KFORGE_BWRAP");
+	sfmt(j->bwrap, sizeof j->bwrap, "%s",
+	     cfg_path ? cfg_path : env && *env ? env : "/usr/bin/bwrap");
+	if (cfg_path || (env && *env) || access(j->bwrap, X_OK) == 0)
+		return;
+	const char *path = getenv("PATH");
+	char copy[4096], cand[PATH_MAX];
+	snprintf(copy, sizeof copy, "%s", path ? path : "");
+	char *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		sfmt(cand, sizeof cand, "%s/bwrap", d);
+		if (*d == '/' && access(cand, X_OK) == 0) {
+			sfmt(j->bwrap, sizeof j->bwrap, "%s", cand);
+			return;
+		}
+	}
+}
+
 /* --- public ------------------------------------------------------------ */
 
 int jail_open(const struct jail_config *cfg, struct jail **out,
@@ -274,8 +296,7 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 		jail_close(j);
 		return rc;
 	}
-	snprintf(j->bwrap, sizeof j->bwrap, "%s",
-		 cfg->bwrap_path ? cfg->bwrap_path : "/usr/bin/bwrap");
+	find_bwrap(j, cfg->bwrap_path);
 	resolve_binds(j, cuda);
 	j->usable = 1;
 	if (j->mode == JAIL_NONE) {

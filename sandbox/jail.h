@@ -29,7 +29,8 @@ struct jail;
 struct jail_config {
 	enum jail_mode mode;
 	const char *cuda_home;  /* toolkit; NULL = $CUDA_HOME or /usr/local/cuda */
-	const char *bwrap_path; /* NULL = /usr/bin/bwrap */
+	const char *bwrap_path; /* NULL = $KFORGE_BWRAP, /usr/bin/bwrap, or the
+				 * first bwrap on PATH */
 };
 
 /* A read-only bind of a host path into the jail (a tool the job runs, a

@@ -166,14 +166,14 @@ int sass_hints(const struct sass_kernel *k, json_t *arr)
 	char h[320];
 	int loads = sum5(k->ldg);
 	int mma = k->hmma + k->hgmma + k->qgmma + k->imma + k->dmma;
-	if (loads >= 2 && k->ldg[3] == 0 && k->ldgsts == 0 && k->tma == 0) {
+	if (loads >= 1 && k->ldg[3] == 0 && k->ldgsts == 0 && k->tma == 0) {
 		snprintf(h, sizeof h,
 			 "no 128-bit global loads (%d narrower LDG): vectorize with float4/uint4 "
 			 "(16-byte aligned) to move more bytes per instruction", loads);
 		json_array_append_new(arr, json_string(h));
 		n++;
 	}
-	if (k->ffma >= 64 && mma == 0 && (k->lds + k->ldsm) > 0) {
+	if (k->ffma >= 32 && mma == 0 && (k->lds + k->ldsm) > 0) {
 		snprintf(h, sizeof h,
 			 "matrix-style code (%d FFMA, shared-memory tiles) without tensor-core "
 			 "instructions: for a GEMM-like loop use mma.sync/wmma (HMMA) or wgmma "

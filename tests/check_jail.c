@@ -303,6 +303,45 @@ START_TEST(no_gpu_nodes_unless_asked)
 }
 END_TEST
 
+/* With a GPU: a driver-API probe built by nvcc outside the jail sees the
+ * device only when the job asks for it. Without one: asking for the GPU
+ * still runs the job, with no device nodes. */
+START_TEST(gpu_is_bound_only_when_asked)
+{
+	struct jail_result r;
+	struct kf_err err = {0};
+	if (access("/dev/nvidiactl", F_OK) != 0) {
+		const char *argv[] = {"/bin/sh", "-c", "ls /dev", NULL};
+		struct jail_job job = {.argv = argv, .job_dir = job_dir, .want_gpu = 1};
+		ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+		ck_assert_int_eq(r.exit_code, 0);
+		ck_assert(!contains(r.out, r.out_len, "nvidia"));
+		jail_result_fini(&r);
+		return;
+	}
+	char cmd[4096 + 512], probe[128];
+	snprintf(probe, sizeof probe, "%s/probe.cu", job_dir);
+	FILE *f = fopen(probe, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#include <cuda.h>\n#include <stdio.h>\nint main(void) { int n = 0; CUresult r = cuInit(0);\n"
+	      "if (r == CUDA_SUCCESS) cuDeviceGetCount(&n); printf(\"init=%d count=%d\\n\", (int)r, n); return 0; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "cd %s && %s/bin/nvcc -o probe probe.cu -lcuda", job_dir, jail_cuda_home(jl));
+	ck_assert_int_eq(system(cmd), 0);
+	/* The job sees its dir as /job: run it by that name. */
+	const char *jargv[] = {"/job/probe", NULL};
+	struct jail_job job = {.argv = jargv, .job_dir = job_dir, .want_gpu = 1};
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_msg(contains(r.out, r.out_len, "init=0 count="), "with GPU: %s %s", r.out, r.errout);
+	ck_assert(!contains(r.out, r.out_len, "count=0"));
+	jail_result_fini(&r);
+	job.want_gpu = 0;
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_msg(!contains(r.out, r.out_len, "init=0 "), "without GPU: %s", r.out);
+	jail_result_fini(&r);
+}
+END_TEST
+
 START_TEST(bad_jobs_are_rejected_with_a_reason)
 {
 	struct jail_result r;
@@ -405,6 +444,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, cancel_flag_kills_the_job);
 	tcase_add_test(tc, passed_fd_reaches_the_job_as_fd_3);
 	tcase_add_test(tc, no_gpu_nodes_unless_asked);
+	tcase_add_test(tc, gpu_is_bound_only_when_asked);
 	tcase_add_test(tc, bad_jobs_are_rejected_with_a_reason);
 	tcase_add_test(tc, missing_bubblewrap_refuses_jobs_and_names_the_override);
 	tcase_add_test(tc, missing_toolkit_fails_open);
