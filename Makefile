@@ -57,7 +57,7 @@ KB_DB := $(B)/knowledge.db
 FATBIN := $(B)/kernels/kernels.fatbin
 SKILL_REFS := skill/references/README.md
 
-.PHONY: all run test test-unit test-gpu bench bench-kernels asan lint fuzz \
+.PHONY: all run test test-unit test-gpu bench bench-kernels bench-kb asan lint fuzz \
 	install clean deps check-deps
 .DEFAULT_GOAL := all
 
@@ -189,6 +189,15 @@ test: test-unit
 
 test-gpu: all
 	$(Q)$(TEST_ENV) sh tests/gpu/run.sh
+
+# Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
+BENCH_KB := $(B)/tests/bench_kb
+$(BENCH_KB): $(B)/tests/bench_kb.o $(LIB_kb) $(LIB_common)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
+bench-kb: $(BENCH_KB) $(KB_DB)
+	$(Q)$(BENCH_KB) $(KB_DB) docs/bench-kb.md
+bench: bench-kb
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).
 bench-kernels:
