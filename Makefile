@@ -197,7 +197,15 @@ $(BENCH_KB): $(B)/tests/bench_kb.o $(LIB_kb) $(LIB_common)
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-kb: $(BENCH_KB) $(KB_DB)
 	$(Q)$(BENCH_KB) $(KB_DB) docs/bench-kb.md
-bench: bench-kb
+# Compile: cold nvcc -c vs nvcc --cubin vs NVRTC vs kforge's jailed
+# compile, and cache-hit latency -> docs/bench-compile.md.
+BENCH_COMPILE := $(B)/tests/bench_compile
+$(BENCH_COMPILE): $(B)/tests/bench_compile.o $(LIB_sandbox) $(LIB_kb) $(LIB_kernels) $(LIB_common)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
+bench-compile: $(BENCH_COMPILE) $(NVRTC_HELPER)
+	$(Q)$(BENCH_COMPILE) docs/bench-compile.md
+bench: bench-kb bench-compile
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).
 bench-kernels:
