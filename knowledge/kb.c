@@ -710,6 +710,20 @@ int kb_gpu_find(const struct kb *kb, const char *name, const struct kb_gpu **out
 	return 0;
 }
 
+int kb_gpu_compare(const struct kb *kb, const char *const *names, size_t n,
+		   const struct kb_gpu **out, struct kf_err *err)
+{
+	if (n < 2 || n > KB_COMPARE_MAX)
+		return kf_err_set(err, KF_EINVAL, "compare: give 2 to %d GPUs, got %zu",
+				  KB_COMPARE_MAX, n);
+	for (size_t i = 0; i < n; i++) {
+		int rc = kb_gpu_find(kb, names[i] ? names[i] : "", &out[i], err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int kb_gpu_match_device(const struct kb *kb, const char *device_name,
 			int cc_major, int cc_minor, int sm_count,
 			unsigned long long mem_bytes, const struct kb_gpu **out,

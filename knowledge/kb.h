@@ -112,6 +112,14 @@ int kb_gpu_find(const struct kb *kb, const char *name,
 		const struct kb_gpu **out, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* Resolves 2..KB_COMPARE_MAX names (each to its canonical pick) into
+ * out[0..n) for a side-by-side comparison. KF_EINVAL for a count outside
+ * 2..4 or a bad name; KF_ENOTFOUND naming the first unknown one with the
+ * closest known ids. */
+int kb_gpu_compare(const struct kb *kb, const char *const *names, size_t n,
+		   const struct kb_gpu **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Writes up to cap closest known ids (edit distance and token overlap with
  * the aliases) for an unknown name into ids (borrowed strings). Returns how
  * many were written. */

@@ -358,15 +358,18 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
 			 struct kf_err *err)
 {
 	const struct kb_gpu *g[KB_COMPARE_MAX];
+	const char *nm[KB_COMPARE_MAX];
 	size_t n = json_array_size(names);
 	int rc;
-	if (n < 2 || n > KB_COMPARE_MAX)
-		return kf_err_set(err, KF_EINVAL, "compare: give 2 to %d GPUs, got %zu",
-				  KB_COMPARE_MAX, n);
-	for (size_t i = 0; i < n; i++) {
-		const char *nm = json_string_value(json_array_get(names, i));
-		if ((rc = kb_gpu_find(kb, nm ? nm : "", &g[i], err)))
-			return rc == KF_ENOTFOUND ? gpu_not_found(kb, nm, out, rc, err) : rc;
+	for (size_t i = 0; i < n && i < KB_COMPARE_MAX; i++)
+		nm[i] = json_string_value(json_array_get(names, i));
+	if ((rc = kb_gpu_compare(kb, nm, n, g, err))) {
+		if (rc != KF_ENOTFOUND)
+			return rc;
+		for (size_t i = 0; i < n; i++) /* the name that failed */
+			if (kb_gpu_find(kb, nm[i] ? nm[i] : "", &g[0], NULL) != 0)
+				return gpu_not_found(kb, nm[i] ? nm[i] : "", out, rc, err);
+		return rc;
 	}
 	json_t *hdr = json_array(), *rows = json_array();
 	char sum[320] = "compare:";

@@ -215,6 +215,23 @@ START_TEST(alias_resolves_to_the_canonical_gpu)
 }
 END_TEST
 
+START_TEST(compare_resolves_two_to_four_names)
+{
+	const struct kb_gpu *g[KB_COMPARE_MAX];
+	const char *names[] = {"a100", "h100", "h200", "b200", "t4"};
+	struct kf_err err = {0};
+	ck_assert_int_eq(kb_gpu_compare(g_kb, names, 3, g, &err), 0);
+	ck_assert_str_eq(g[0]->id, "a100-80g-sxm");
+	ck_assert_str_eq(g[2]->id, "h200");
+	ck_assert_int_eq(kb_gpu_compare(g_kb, names, 5, g, &err), KF_EINVAL);
+	ck_assert_int_eq(kb_gpu_compare(g_kb, names, 1, g, NULL), KF_EINVAL);
+	const char *bad[] = {"h100", "zz9"};
+	kf_err_clear(&err);
+	ck_assert_int_eq(kb_gpu_compare(g_kb, bad, 2, g, &err), KF_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(err.msg, "zz9"));
+}
+END_TEST
+
 START_TEST(ambiguous_alias_lists_every_match_canonical_first)
 {
 	const struct kb_gpu *m[KB_MAX_MATCHES];
@@ -992,6 +1009,7 @@ static Suite *kb_suite(void)
 	tcase_add_loop_test(t, alias_resolves_to_the_canonical_gpu, 0,
 			    sizeof ALIASES / sizeof ALIASES[0]);
 	tcase_add_test(t, ambiguous_alias_lists_every_match_canonical_first);
+	tcase_add_test(t, compare_resolves_two_to_four_names);
 	tcase_add_test(t, unknown_gpu_names_the_closest_known_ones);
 	tcase_add_test(t, derived_figures_match_hand_worked_examples);
 	tcase_add_test(t, peaks_carry_values_and_sources_for_the_roofline);
