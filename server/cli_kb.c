@@ -109,6 +109,13 @@ static int tool_error(const json_t *res, int json)
 	return CLI_EXIT_FAIL;
 }
 
+/* The string member key of o, or "" when absent. */
+static const char *sget(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
 static void value_str(const json_t *v, char *buf, size_t cap)
 {
 	if (!v || json_is_null(v))
@@ -151,8 +158,7 @@ static void print_gpu(const json_t *g)
 			snprintf(v, sizeof v, "n/a");
 		keys_str(json_object_get(f, "source_keys"), keys, sizeof keys);
 		const char *lab = json_string_value(json_object_get(f, "label"));
-		printf("%-38.38s %18.18s %-7s %s%s\n", lab ? lab : key, v,
-		       json_string_value(json_object_get(f, "unit")),
+		printf("%-38.38s %18.18s %-7s %s%s\n", lab ? lab : key, v, sget(f, "unit"),
 		       keys[0] ? keys : (st && strcmp(st, "unknown") == 0 ? "(not confirmed)" : ""),
 		       json_object_get(f, "derivation") ? " [derived in source]" : "");
 	}
@@ -160,7 +166,7 @@ static void print_gpu(const json_t *g)
 	json_object_foreach(json_object_get(g, "derived"), key, f) {
 		value_str(json_object_get(f, "value"), v, sizeof v);
 		printf("%-38.38s %14.14s %-12s %s\n", json_string_value(json_object_get(f, "label")),
-		       v, json_string_value(json_object_get(f, "unit")),
+		       v, sget(f, "unit"),
 		       json_string_value(json_object_get(f, "formula")));
 	}
 	printf("\n%-10s %-7s %s\n", "feature", "usable", "rule (derived)");
@@ -236,7 +242,7 @@ static void print_compare(const json_t *res)
 			value_str(v, s, sizeof s);
 			printf(" %14.14s", s);
 		}
-		printf("  %s%s\n", json_string_value(json_object_get(r, "unit")),
+		printf("  %s%s\n", sget(r, "unit"),
 		       json_is_true(json_object_get(r, "derived")) ? " (derived)" : "");
 	}
 	printf("(sources per figure: kforge gpu ID, or --json)\n");

@@ -66,9 +66,11 @@ static const char *const FEATURE_FIELD[KB_FEAT_COUNT] = {
 
 static const char *STATUS[] = {"known", "unknown", "n/a"};
 
-/* One figure. Its source text is usually the row's sources_product or
- * sources_per_cc_limits, which the GPU object carries once; then "source"
- * names that member instead of repeating the text (results stay small). */
+/* One figure: value (null when unknown or n/a), unit, label, source keys.
+ * status appears only when the figure is not known. The source text of a
+ * product figure is the GPU's sources_product, of a per-CC figure its
+ * sources_per_cc_limits ("source_in" names which); the GPU object carries
+ * each text once, so answers stay small. */
 static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 {
 	json_t *o = json_object();
@@ -77,17 +79,19 @@ static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 							     : json_string(f->text));
 	else
 		json_object_set_new(o, "value", json_null());
-	json_object_set_new(o, "unit", json_string(f->unit));
+	if (f->unit[0])
+		json_object_set_new(o, "unit", json_string(f->unit));
 	json_object_set_new(o, "label", json_string(f->label));
-	json_object_set_new(o, "status", json_string(STATUS[f->status]));
+	if (f->status != KB_FIG_KNOWN)
+		json_object_set_new(o, "status", json_string(STATUS[f->status]));
 	if (f->status == KB_FIG_KNOWN) {
-		const char *ref = strcmp(f->source, g->sources_product) == 0 ? "sources_product"
-				  : strcmp(f->source, g->sources_per_cc_limits) == 0
-					  ? "sources_per_cc_limits"
-					  : NULL;
-		json_object_set_new(o, "source", ref ? json_sprintf("see %s", ref)
-						     : json_string(f->source));
 		json_object_set_new(o, "source_keys", split_list(f->source_keys, ','));
+		if (strcmp(f->source, g->sources_product) == 0)
+			json_object_set_new(o, "source_in", json_string("sources_product"));
+		else if (strcmp(f->source, g->sources_per_cc_limits) == 0)
+			json_object_set_new(o, "source_in", json_string("sources_per_cc_limits"));
+		else
+			json_object_set_new(o, "source", json_string(f->source));
 	}
 	if (f->derivation[0])
 		json_object_set_new(o, "derivation", json_string(f->derivation));
