@@ -26,6 +26,11 @@ struct http_options {
 	unsigned threads;       /* HTTP worker threads, 0 = number of CPUs */
 	const char *port_file;  /* if set, the bound port is written here once
 				 * listening (tests use port 0) */
+	unsigned max_sessions;  /* open MCP sessions at most (503 past it),
+				 * 0 = 1024 or $KFORGE_HTTP_MAX_SESSIONS */
+	unsigned max_inflight;  /* MCP requests waiting for an answer at most
+				 * (503 past it), 0 = 1024 or
+				 * $KFORGE_HTTP_MAX_INFLIGHT */
 };
 
 /* Serves one MCP session on in_fd/out_fd: newline-delimited compact JSON,
