@@ -400,7 +400,7 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
 							? json_object_get(fj, "value")
 							: json_null());
 			json_t *k = json_object_get(fj, "source_keys");
-			json_array_append(keys, k ? k : json_array());
+			json_array_append_new(keys, k ? json_incref(k) : json_array());
 			json_decref(fj);
 		}
 		json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:b,s:o,s:o}", "field",
