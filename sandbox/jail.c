@@ -234,7 +234,7 @@ static int gpu_nodes(char names[][64], int n)
 	while (d && (e = readdir(d)) && k < n) {
 		if (strncmp(e->d_name, "nvidia", 6) == 0 &&
 		    strlen(e->d_name) < 40)
-			snprintf(names[k++], 64, "/dev/%s", e->d_name);
+			sfmt(names[k++], 64, "/dev/%s", e->d_name);
 	}
 	if (d)
 		closedir(d);
