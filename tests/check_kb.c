@@ -924,6 +924,8 @@ static const struct {
 	{"find a race condition with compute-sanitizer racecheck", "sanitizer-cuda-gdb"},
 	{"torch.compile graph breaks on my custom op, register_fake", "torch-library-ops"},
 	{"swap the RMSNorm module in a transformers model", "transformers-integration"},
+	{"matrix-vector product for batch 1 decode is slow", "gemv-decode"},
+	{"dequantize int4 weights with group scales inside the matmul", "weight-only-quant"},
 };
 
 START_TEST(retrieval_puts_the_right_guide_in_the_top_three)
