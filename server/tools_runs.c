@@ -96,8 +96,9 @@ static enum history_status status_of(int rc, const json_t *result)
 		return json_is_false(json_object_get(result, "passed"))
 			       ? HISTORY_FAILED
 			       : HISTORY_OK;
-	if (rc == KF_ECOMPILE || rc == KF_EFAULT || rc == KF_ETIMEOUT ||
-	    json_is_false(json_object_get(result, "passed")))
+	/* The kernel's fault; anything else (no_gpu, a bad spec, busy,
+	 * cancelled) is an error even when the result says "passed": false. */
+	if (rc == KF_ECOMPILE || rc == KF_EFAULT || rc == KF_ETIMEOUT)
 		return HISTORY_FAILED;
 	return HISTORY_ERROR;
 }
@@ -785,6 +786,13 @@ static json_t *check_side(const struct history_run *r, int *passed)
 	return o;
 }
 
+static const char *check_state(const struct history_run *r, int passed)
+{
+	if (passed)
+		return "passed";
+	return r->status == HISTORY_ERROR ? "did not run" : "failed";
+}
+
 static void compare_check(const struct history_run *a,
 			  const struct history_run *b, json_t *out,
 			  char *summary, size_t cap)
@@ -794,15 +802,12 @@ static void compare_check(const struct history_run *a,
 
 	if (pa && pb)
 		snprintf(summary, cap, "both passed");
-	else if (pa)
-		snprintf(summary, cap, "a passed, b failed: %s",
-			 b->summary ? b->summary : "");
 	else if (pb)
-		snprintf(summary, cap, "a failed, b passed: %s",
+		snprintf(summary, cap, "a %s, b passed; a: %s", check_state(a, pa),
 			 a->summary ? a->summary : "");
 	else
-		snprintf(summary, cap, "both failed; b: %s",
-			 b->summary ? b->summary : "");
+		snprintf(summary, cap, "a %s, b %s; b: %s", check_state(a, pa),
+			 check_state(b, pb), b->summary ? b->summary : "");
 	json_object_set_new(out, "check", json_pack("{s:o, s:o}", "a", ca, "b", cb));
 }
 

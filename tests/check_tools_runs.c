@@ -401,7 +401,7 @@ START_TEST(compare_checks_shows_pass_fail_and_safeguards)
 	    NULL, b);
 	res = compare(a, b, &is_error);
 	ck_assert_int_eq(is_error, 0);
-	ck_assert_ptr_nonnull(strstr(summary_of(res), "a passed, b failed"));
+	ck_assert_ptr_nonnull(strstr(summary_of(res), "a passed, b failed; b: coverage"));
 	cb = json_object_get(json_object_get(res, "check"), "b");
 	ck_assert(json_is_false(json_object_get(cb, "passed")));
 	ck_assert_int_eq(json_integer_value(json_object_get(cb, "failing_cases")), 2);
@@ -457,6 +457,16 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 	ck_assert_str_eq(got.source_hash,
 			 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	ck_assert_str_eq(got.summary, "wrong answer");
+	history_run_fini(&got);
+
+	/* no_gpu is an error even though the result says passed: false */
+	json_decref(res);
+	res = json_pack("{s:s, s:b}", "summary", "no usable GPU", "passed", 0);
+	ck_assert_int_eq(runs_record(&app, HISTORY_CHECK, args, res, KF_ENOGPU,
+				     "no usable GPU", -1, 0, id),
+			 0);
+	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
+	ck_assert_int_eq(got.status, HISTORY_ERROR);
 	history_run_fini(&got);
 
 	/* no result: an error run with the handler's message */

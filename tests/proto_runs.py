@@ -175,6 +175,9 @@ def test_mcp_and_crash():
     check("get_run finds the recorded run", run.get("id") == rid, r)
     check("the run's kind matches the tool",
           run.get("kind") == ("check" if name == "check_kernel" else "compile"), run)
+    if name == "check_kernel":
+        check("a no_gpu check is recorded with status error (not failed)",
+              run.get("status") == "error", run)
     s.send({"jsonrpc": "2.0", "id": 12, "method": "resources/read",
             "params": {"uri": f"kforge://runs/{rid}"}})
     rr = s.wait(12) or {}
