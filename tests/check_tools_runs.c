@@ -401,7 +401,7 @@ START_TEST(compare_checks_shows_pass_fail_and_safeguards)
 	    NULL, b);
 	res = compare(a, b, &is_error);
 	ck_assert_int_eq(is_error, 0);
-	ck_assert_ptr_nonnull(strstr(summary_of(res), "a passed, b failed; b: coverage"));
+	ck_assert_ptr_nonnull(strstr(summary_of(res), "a passed, b failed; b: stored summary"));
 	cb = json_object_get(json_object_get(res, "check"), "b");
 	ck_assert(json_is_false(json_object_get(cb, "passed")));
 	ck_assert_int_eq(json_integer_value(json_object_get(cb, "failing_cases")), 2);
