@@ -47,6 +47,7 @@ struct jail {
 	struct bind binds[MAX_BINDS];
 	int binds_len;
 	int usable;               /* 1 when jobs may run */
+	unsigned long long tmp_size_bytes; /* size of the job's /tmp tmpfs, 0 = bwrap's default */
 	char why[256];            /* why not, when !usable */
 
 	pthread_mutex_t gpu_lock; /* guards the gpu_* fields */
@@ -251,6 +252,36 @@ static long long elapsed_ms(const struct timespec *t0)
 	       (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* Runs /bin/true in the jail. 0 when it worked; KF_ESANDBOX with the
+ * bubblewrap message; KF_EIO when no probe dir could be made. */
+static int probe(struct jail *j, struct kf_err *perr)
+{
+	char dir[] = "/tmp/kforge-jailprobe-XXXXXX";
+	if (!mkdtemp(dir))
+		return kf_err_set(perr, KF_EIO, "jail: cannot create a probe dir in /tmp: %s",
+				  strerror(errno));
+	const char *argv[] = {"/bin/true", NULL};
+	if (!path_exists("/bin/true"))
+		argv[0] = "/usr/bin/true";
+	struct jail_job job = {.argv = argv, .job_dir = dir, .wall_ms = 10000};
+	struct jail_result res;
+	int rc = jail_run(j, &job, &res, perr);
+	if (rc == 0 && !(res.exited && res.exit_code == 0)) {
+		char msg[200];
+		size_t n = res.errout_len < sizeof msg - 1 ? res.errout_len : sizeof msg - 1;
+		memcpy(msg, res.errout ? res.errout : "", n);
+		msg[n] = 0;
+		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+			msg[--n] = 0;
+		rc = kf_err_set(perr, KF_ESANDBOX, "bwrap: %s", n ? msg : "failed");
+	} else if (rc != 0) {
+		rc = KF_ESANDBOX;
+	}
+	jail_result_fini(&res);
+	rmdir(dir);
+	return rc;
+}
+
 /* bubblewrap: the configured path, else $KFORGE_BWRAP, /usr/bin/bwrap, or
  * the first bwrap on PATH (a GPU host may carry it under /opt). */
 static void find_bwrap(struct jail *j, const char *cfg_path)
@@ -299,6 +330,7 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 	find_bwrap(j, cfg->bwrap_path);
 	resolve_binds(j, cuda);
 	j->usable = 1;
+	j->tmp_size_bytes = 1ull << 30;
 	if (j->mode == JAIL_NONE) {
 		*out = j;
 		return 0;
@@ -312,33 +344,20 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 		*out = j;
 		return 0;
 	}
-	/* Probe: can bubblewrap make its namespaces here? */
-	char dir[] = "/tmp/kforge-jailprobe-XXXXXX";
-	if (!mkdtemp(dir)) {
-		int rc = kf_err_set(err, KF_EIO, "jail: cannot create a probe dir in /tmp: %s",
-				    strerror(errno));
+	/* Probe: can bubblewrap make its namespaces here? An old bubblewrap
+	 * without --size gets an unbounded /tmp rather than no sandbox. */
+	struct kf_err perr = {0};
+	int rc = probe(j, &perr);
+	if (rc == KF_ESANDBOX && strstr(perr.msg, "--size")) {
+		j->tmp_size_bytes = 0;
+		kf_err_clear(&perr);
+		rc = probe(j, &perr);
+	}
+	if (rc == KF_EIO) {
+		kf_err_set(err, rc, "%s", perr.msg);
 		jail_close(j);
 		return rc;
 	}
-	const char *argv[] = {"/bin/true", NULL};
-	if (!path_exists("/bin/true"))
-		argv[0] = "/usr/bin/true";
-	struct jail_job job = {.argv = argv, .job_dir = dir, .wall_ms = 10000};
-	struct jail_result res;
-	struct kf_err perr = {0};
-	int rc = jail_run(j, &job, &res, &perr);
-	if (rc == 0 && !(res.exited && res.exit_code == 0)) {
-		rc = KF_ESANDBOX;
-		char msg[200];
-		size_t n = res.errout_len < sizeof msg - 1 ? res.errout_len : sizeof msg - 1;
-		memcpy(msg, res.errout ? res.errout : "", n);
-		msg[n] = 0;
-		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-			msg[--n] = 0;
-		snprintf(perr.msg, sizeof perr.msg, "bwrap: %s", n ? msg : "failed");
-	}
-	jail_result_fini(&res);
-	rmdir(dir);
 	if (rc != 0) {
 		j->usable = 0;
 		sfmt(j->why, sizeof j->why,
@@ -481,6 +500,7 @@ int jail_run(struct jail *j, const struct jail_job *job,
 	char *envp[40];
 	char envstore[3][PATH_MAX + 32];
 	char gpunodes[32][64];
+	char tmpsize[32]; /* argv points here: must live until the exec */
 	struct timespec t0;
 	now_ts(&t0);
 
@@ -551,6 +571,11 @@ int jail_run(struct jail *j, const struct jail_job *job,
 		push(&a, "/proc");
 		push(&a, "--dev");
 		push(&a, "/dev");
+		if (j->tmp_size_bytes) {
+			snprintf(tmpsize, sizeof tmpsize, "%llu", j->tmp_size_bytes);
+			push(&a, "--size");
+			push(&a, tmpsize);
+		}
 		push(&a, "--tmpfs");
 		push(&a, "/tmp");
 		for (int i = 0; i < j->binds_len; i++) {

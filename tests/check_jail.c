@@ -115,6 +115,17 @@ START_TEST(host_files_outside_the_allowlist_are_invisible)
 }
 END_TEST
 
+START_TEST(tmp_is_private_and_bounded)
+{
+	struct jail_result r;
+	struct kf_err err = {0};
+	ck_assert_int_eq(run_sh(jl, "echo x > /tmp/kf-jail-private-probe; df -k /tmp", 0, &r, &err), 0);
+	ck_assert_msg(contains(r.out, r.out_len, "1048576"), "df: %s %s", r.out, r.errout);
+	ck_assert_int_ne(access("/tmp/kf-jail-private-probe", F_OK), 0);
+	jail_result_fini(&r);
+}
+END_TEST
+
 START_TEST(environment_is_clean)
 {
 	setenv("KF_JAIL_TEST_MARKER", "KF-ENV-MARKER-55aa", 1);
@@ -435,6 +446,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, run_reports_exit_code_and_both_streams);
 	tcase_add_test(tc, job_dir_is_the_only_writable_place);
 	tcase_add_test(tc, host_files_outside_the_allowlist_are_invisible);
+	tcase_add_test(tc, tmp_is_private_and_bounded);
 	tcase_add_test(tc, environment_is_clean);
 	tcase_add_test(tc, jail_cannot_reach_host_loopback);
 	tcase_add_test(tc, wall_clock_limit_kills_the_process_group);
