@@ -6,6 +6,7 @@ the client must still be in state.db, and the file must pass
 PRAGMA integrity_check. Run by tests/proto_runs.sh."""
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ import time
 BIN = sys.argv[1]
 FAILS = []
 PASSES = 0
+DIRS = []
 
 
 def check(name, cond, detail=""):
@@ -120,6 +122,7 @@ def run_tool(tools):
 
 def test_cli_empty_history():
     data = tempfile.mkdtemp(prefix="kforge-runs-")
+    DIRS.append(data)
     rc, out, err = cli(data, "runs")
     check("runs on an empty history exits 0", rc == 0, f"rc {rc} {err}")
     check("runs on an empty history says so", "no runs match" in out, out)
@@ -140,6 +143,7 @@ def test_cli_empty_history():
 
 def test_mcp_and_crash():
     data = tempfile.mkdtemp(prefix="kforge-runs-")
+    DIRS.append(data)
     env = dict(os.environ, KFORGE_NO_GPU="1")
     s = Server(data, env)
     s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -229,7 +233,11 @@ def test_mcp_and_crash():
           f"rc {rc} {out} {err}")
 
 
-test_cli_empty_history()
-test_mcp_and_crash()
+try:
+    test_cli_empty_history()
+    test_mcp_and_crash()
+finally:
+    for d in DIRS:
+        shutil.rmtree(d, ignore_errors=True)
 print(f"proto_runs: {PASSES} passed, {len(FAILS)} failed")
 sys.exit(1 if FAILS else 0)
