@@ -811,11 +811,14 @@ json_t *compile_answer_json(const json_t *base, const struct compile_result *res
 		long long ne = json_integer_value(json_object_get(base, "errors"));
 		if (first) {
 			json_t *f = json_object_get(first, "file");
-			snprintf(sum, sizeof sum, "compile failed for %s: %lld error%s; first: %s%s%lld: %.300s",
-				 res->arch, ne, ne == 1 ? "" : "s",
-				 json_is_string(f) ? json_string_value(f) : "",
-				 json_is_string(f) ? ":" : "line ",
-				 json_integer_value(json_object_get(first, "line")),
+			json_int_t line = json_integer_value(json_object_get(first, "line"));
+			char where[300] = "";
+			if (json_is_string(f) && line > 0)
+				snprintf(where, sizeof where, "%.200s:%lld: ", json_string_value(f), (long long)line);
+			else if (json_is_string(f))
+				snprintf(where, sizeof where, "%.200s: ", json_string_value(f));
+			snprintf(sum, sizeof sum, "compile failed for %s: %lld error%s; first: %s%.300s",
+				 res->arch, ne, ne == 1 ? "" : "s", where,
 				 json_string_value(json_object_get(first, "message")));
 		} else {
 			snprintf(sum, sizeof sum, "compile failed for %s", res->arch);
