@@ -786,6 +786,39 @@ static json_t *check_side(const struct history_run *r, int *passed)
 	return o;
 }
 
+/* Calibrations: every number both results report (copy_gbs, bf16_tflops,
+ * fp32_tflops...) with the ratio b / a. */
+static void compare_calibrate(const struct history_run *a,
+			      const struct history_run *b, json_t *out,
+			      char *summary, size_t cap)
+{
+	json_t *diffs = json_object(), *v;
+	const char *key;
+	size_t used = 0;
+
+	summary[0] = '\0';
+	json_object_foreach(a->result, key, v) {
+		const json_t *w = json_object_get(b->result, key);
+		double x, y;
+
+		if (!json_is_number(v) || !json_is_number(w))
+			continue;
+		x = json_number_value(v);
+		y = json_number_value(w);
+		json_object_set_new(diffs, key,
+				    json_pack("{s:f, s:f, s:o}", "a", x, "b", y,
+					      "ratio", x != 0 ? json_real(y / x)
+							      : json_null()));
+		if (used + 64 < cap)
+			used += (size_t)snprintf(summary + used, cap - used,
+						 "%s%s %.4g -> %.4g", used ? "; " : "",
+						 key, x, y);
+	}
+	if (!used)
+		snprintf(summary, cap, "no measured figures in common");
+	json_object_set_new(out, "figures", diffs);
+}
+
 static const char *check_state(const struct history_run *r, int passed)
 {
 	if (passed)
@@ -860,9 +893,8 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	case HISTORY_CHECK:
 		compare_check(&a, &b, res, detail, sizeof(detail));
 		break;
-	default:
-		snprintf(detail, sizeof(detail), "a: %s; b: %s",
-			 a.summary ? a.summary : "", b.summary ? b.summary : "");
+	case HISTORY_CALIBRATE:
+		compare_calibrate(&a, &b, res, detail, sizeof(detail));
 		break;
 	}
 	if (rc) {
@@ -1056,7 +1088,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "compare_runs",
 		.title = "Compare two runs",
 		.description =
-			"Two runs of one kind side by side. Benchmarks: the speedup of b over a (a's median / b's median) with its 95% interval from each run's median uncertainty, and \"no measurable difference\" when the intervals overlap. Compiles: per kernel, the registers, shared memory, local memory and spills that changed. Checks: pass/fail, failing cases, safeguards that fired and errors.",
+			"Two runs of one kind side by side. Benchmarks: the speedup of b over a (a's median / b's median) with its 95% interval from each run's median uncertainty, and \"no measurable difference\" when the intervals overlap. Compiles: per kernel, the registers, shared memory, local memory and spills that changed. Checks: pass/fail, failing cases, safeguards that fired and errors. Calibrations: each measured ceiling and its ratio.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
 			"\"a\": " RUN_ID_SCHEMA("the earlier / reference run") ","

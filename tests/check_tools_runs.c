@@ -427,6 +427,27 @@ START_TEST(compare_checks_shows_pass_fail_and_safeguards)
 }
 END_TEST
 
+START_TEST(compare_calibrations_gives_each_figure_and_its_ratio)
+{
+	char a[HISTORY_ID_BYTES], b[HISTORY_ID_BYTES];
+	json_t *res, *copy;
+	int is_error;
+
+	add(HISTORY_CALIBRATE, HISTORY_OK, "",
+	    "{\"summary\": \"a\", \"copy_gbs\": 4000.0, \"bf16_tflops\": 700.0, \"method\": \"m\"}",
+	    "GPU-1", a);
+	add(HISTORY_CALIBRATE, HISTORY_OK, "",
+	    "{\"summary\": \"b\", \"copy_gbs\": 4100.0, \"fp32_tflops\": 50.0}", "GPU-1", b);
+	res = compare(a, b, &is_error);
+	ck_assert_int_eq(is_error, 0);
+	copy = json_object_get(json_object_get(res, "figures"), "copy_gbs");
+	ck_assert(fabs(json_real_value(json_object_get(copy, "ratio")) - 1.025) < 1e-12);
+	ck_assert_ptr_null(json_object_get(json_object_get(res, "figures"), "bf16_tflops"));
+	ck_assert_ptr_nonnull(strstr(summary_of(res), "copy_gbs 4000 -> 4100"));
+	json_decref(res);
+}
+END_TEST
+
 START_TEST(compare_of_different_kinds_is_refused)
 {
 	char a[HISTORY_ID_BYTES], b[HISTORY_ID_BYTES];
@@ -533,6 +554,7 @@ static Suite *tools_runs_suite(void)
 	tcase_add_test(c, compare_compiles_lists_resource_changes_per_kernel);
 	tcase_add_test(c, compare_checks_shows_pass_fail_and_safeguards);
 	tcase_add_test(c, compare_of_different_kinds_is_refused);
+	tcase_add_test(c, compare_calibrations_gives_each_figure_and_its_ratio);
 	suite_add_tcase(s, t);
 	suite_add_tcase(s, c);
 	return s;
