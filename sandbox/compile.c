@@ -775,7 +775,8 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 	long long t0 = now_ms();
 	int rc = 0;
 	struct flagset *fs = NULL;
-	char *log = NULL, *ptx = NULL, *rjson = NULL;
+	char *log = NULL, *ptx = NULL, *rjson = NULL, *cubin = NULL;
+	size_t cubin_len = 0;
 	char dir[PATH_MAX] = "";
 	json_t *base = NULL;
 
@@ -871,9 +872,12 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.ptx", dir);
 		size_t plen = 0;
 		compile_read_file(ptx_path, PTX_READ_CAP, &ptx, &plen);
+		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.cubin", dir);
+		compile_read_file(ptx_path, PTX_READ_CAP, &cubin, &cubin_len);
 		struct compile_parse_in in = {
 			.log = log, .log_truncated = trunc, .source = req->source,
 			.source_len = req->source_len, .ptx = ptx, .job_dir = dir,
+			.cubin = (const unsigned char *)cubin, .cubin_len = cubin_len,
 			.cuda_home = jail_cuda_home(cc->jail), .ok = code == 0,
 			.arch = arch, .backend = backend, .version = cc->version,
 			.debug = fs->debug, .kb = cc->cfg.kb,
@@ -927,6 +931,7 @@ out:
 	json_decref(base);
 	free(rjson);
 	free(ptx);
+	free(cubin);
 	free(log);
 	free(fs);
 	if (res->compile_ms == 0)

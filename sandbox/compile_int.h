@@ -19,6 +19,8 @@ struct compile_parse_in {
 	const char *source;     /* the submitted source */
 	size_t source_len;
 	const char *ptx;        /* PTX text or NULL (launch bounds, .const) */
+	const unsigned char *cubin; /* the cubin (ELF) or NULL: constant banks */
+	size_t cubin_len;
 	const char *job_dir;    /* host path of the job dir, rewritten away */
 	const char *cuda_home;  /* resolved toolkit path, rewritten to "cuda" */
 	int ok;                 /* 1 when the backend produced a cubin */

@@ -5,6 +5,7 @@
  * warnings an agent should act on. Host paths never reach the output: the
  * job directory and the toolkit path are rewritten before parsing. */
 #include <ctype.h>
+#include <stdint.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -485,6 +486,59 @@ static void parse_ptx(const char *ptx, struct kinfo *k, int *n, long *const_byte
 	}
 }
 
+/* Constant banks from the cubin's section table: .nv.constant0.<kernel> is
+ * the kernel's bank 0 (parameters and driver constants), .nv.constant<N>
+ * without a kernel name holds the module's __constant__ data. The ELF comes
+ * from the jail, so every offset is checked against the buffer. */
+static uint64_t rd(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void parse_cubin(const unsigned char *e, size_t len, struct kinfo *k, int nk, long *module_const)
+{
+	if (!e || len < 64 || memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 /* 64-bit */ || e[5] != 1)
+		return;
+	uint64_t shoff = rd(e + 0x28, 8), shentsize = rd(e + 0x3A, 2), shnum = rd(e + 0x3C, 2),
+		 shstrndx = rd(e + 0x3E, 2);
+	if (shentsize < 0x28 || shnum == 0 || shnum > 4096 || shstrndx >= shnum || shoff > len ||
+	    shnum * shentsize > len - shoff)
+		return;
+	const unsigned char *strsh = e + shoff + shstrndx * shentsize;
+	uint64_t stroff = rd(strsh + 0x18, 8), strsize = rd(strsh + 0x20, 8);
+	if (stroff > len || strsize > len - stroff)
+		return;
+	long user = 0;
+	int have_user = 0;
+	for (uint64_t i = 0; i < shnum; i++) {
+		const unsigned char *sh = e + shoff + i * shentsize;
+		uint64_t name = rd(sh, 4), size = rd(sh + 0x20, 8);
+		if (name >= strsize)
+			continue;
+		const char *nm = (const char *)e + stroff + name;
+		size_t maxn = strsize - name;
+		if (strnlen(nm, maxn) == maxn || strncmp(nm, ".nv.constant", 12) != 0)
+			continue;
+		const char *bank = nm + 12;
+		const char *dot = strchr(bank, '.');
+		if (!dot) {
+			user += (long)size;
+			have_user = 1;
+		} else if (!strncmp(bank, "0.", 2)) {
+			for (int j = 0; j < nk; j++)
+				if (!strcmp(k[j].name, dot + 1) && k[j].cmem < 0)
+					k[j].cmem = (long)size;
+		}
+	}
+	if (have_user)
+		*module_const = user;
+	else if (*module_const < 0)
+		*module_const = 0;
+}
+
 static int cmp_kinfo(const void *a, const void *b)
 {
 	const struct kinfo *x = a, *y = b;
@@ -651,6 +705,7 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 
 	long module_const = -1;
 	parse_ptx(in->ptx, ks, &nk, &module_const);
+	parse_cubin(in->cubin, in->cubin_len, ks, nk, &module_const);
 	qsort(ks, (size_t)nk, sizeof *ks, cmp_kinfo);
 	for (int i = 0; i < nk && in->ok; i++) {
 		struct kinfo *k = &ks[i];

@@ -190,6 +190,30 @@ START_TEST(spilling_kernel_gets_a_warning)
 }
 END_TEST
 
+START_TEST(constant_and_shared_memory_are_reported)
+{
+	const char *src = "__constant__ float coef[64];\n"
+			  "__global__ void __launch_bounds__(256, 2) sm(float *x, float a) {\n"
+			  "  __shared__ float t[1024];\n"
+			  "  t[threadIdx.x] = x[threadIdx.x] * coef[threadIdx.x % 64] * a; __syncthreads();\n"
+			  "  x[threadIdx.x] = t[(threadIdx.x + 1) % 1024];\n"
+			  "}\n";
+	struct compile_result res;
+	struct kf_err err = {0};
+	ck_assert_msg(compile_src(src, NULL, 0, &res, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(json_integer_value(json_object_get(res.json, "module_const_bytes")), 256);
+	json_t *k = kernel_named(res.json, "sm(float*, float)");
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(json_integer_value(json_object_get(k, "shared_static_bytes")), 4096);
+	ck_assert_int_gt(json_integer_value(json_object_get(k, "const_bytes")), 12);
+	ck_assert_int_eq(json_integer_value(json_object_get(k, "barriers")), 1);
+	json_t *lb = json_object_get(k, "launch_bounds");
+	ck_assert_int_eq(json_integer_value(json_object_get(lb, "max_threads")), 256);
+	ck_assert_int_eq(json_integer_value(json_object_get(lb, "min_blocks_per_sm")), 2);
+	compile_result_fini(&res);
+}
+END_TEST
+
 /* Nothing of marker may appear in the result JSON or any artifact file. */
 static void assert_no_leak(const struct compile_result *res, const char *marker)
 {
@@ -719,6 +743,7 @@ static Suite *compile_suite(void)
 	tcase_add_test(tc, syntax_error_gives_diagnostic_at_the_line);
 	tcase_add_test(tc, ptxas_shared_memory_overflow_is_a_structured_error);
 	tcase_add_test(tc, spilling_kernel_gets_a_warning);
+	tcase_add_test(tc, constant_and_shared_memory_are_reported);
 	tcase_add_test(tc, secret_includes_leak_no_byte);
 	tcase_add_test(tc, endless_compile_times_out_and_the_next_one_works);
 	tcase_add_test(tc, output_flood_is_capped);
