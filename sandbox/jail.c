@@ -703,6 +703,11 @@ int jail_run(struct jail *j, const struct jail_job *job,
 		}
 		if (!reaped) {
 			pid_t w = wait4(pid, &status, WNOHANG, &ru);
+			if (w < 0 && errno == ECHILD) {
+				/* Reaped elsewhere (SIGCHLD ignored): status unknown. */
+				status = 0xff00; /* reads as exit code 255 */
+				w = pid;
+			}
 			if (w == pid) {
 				reaped = 1;
 				/* Anything left in the process group dies with it. */
