@@ -3,6 +3,7 @@
 #ifndef KF_KB_INT_H
 #define KF_KB_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stddef.h>
 
@@ -11,6 +12,66 @@
 
 #define KB_FILE_MAX_BYTES (4u << 20) /* any one source file */
 #define KB_SCHEMA_VERSION "2"
+
+/* ---- the kb (kb.c, kb_guides.c) ---------------------------------------- */
+
+#define POOL_MAX 8
+
+struct conn {
+	sqlite3 *db;
+	sqlite3_stmt *search;
+	sqlite3_stmt *snippet;
+	int busy;
+};
+
+struct alias {
+	const char *alias; /* normalized */
+	int gpu;           /* index into gpus */
+	int rank;
+};
+
+struct cc_row {
+	int major, minor;
+	const char *sources;
+	size_t figures_len;
+	const char **fields; /* per_cc.csv column names */
+	int *status;
+	double *values;
+};
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct kb {
+	char *uri;
+	struct chunk *arena;
+	struct kb_gpu *gpus;
+	size_t gpus_len;
+	struct alias *aliases;
+	size_t aliases_len;
+	struct kb_source *sources;
+	size_t sources_len;
+	struct kb_conflict *conflicts;
+	size_t conflicts_len;
+	struct cc_row *ccs;
+	size_t ccs_len;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct conn pool[POOL_MAX];
+	int pool_len;
+};
+
+/* Takes a free pooled connection, opening one (up to POOL_MAX) or waiting
+ * for one; give it back with kb_pool_put. KF_EIO/KF_EDB when opening fails. */
+int kb_pool_get(struct kb *kb, struct conn **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+void kb_pool_put(struct kb *kb, struct conn *c);
+
+/* Registers the kf_rank FTS5 function on db (kb_guides.c). 0 or -1. */
+int kb_rank_register(sqlite3 *db);
 
 /* Normalizes a GPU name or alias for matching: lower case, keeps only
  * [a-z0-9.], drops a leading "nvidia", then "geforce", "tesla" or "quadro".
