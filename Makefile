@@ -57,7 +57,7 @@ KB_DB := $(B)/knowledge.db
 FATBIN := $(B)/kernels/kernels.fatbin
 SKILL_REFS := skill/references/README.md
 
-.PHONY: all run test test-unit test-gpu bench bench-kernels bench-kb asan lint fuzz \
+.PHONY: all run test test-unit test-gpu bench bench-protocol bench-kernels bench-kb asan lint fuzz \
 	install clean deps check-deps
 .DEFAULT_GOAL := all
 
@@ -84,6 +84,9 @@ $(B)/.deps-ok:
 	$(Q)touch $@
 
 # --- objects and libraries ------------------------------------------------
+# The web page is embedded with .incbin; -MMD does not see it.
+$(B)/server/web.o: server/web/index.html
+
 $(B)/%.o: %.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
@@ -205,7 +208,15 @@ $(BENCH_COMPILE): $(B)/tests/bench_compile.o $(LIB_sandbox) $(LIB_kb) $(LIB_kern
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-compile: $(BENCH_COMPILE) $(NVRTC_HELPER)
 	$(Q)$(BENCH_COMPILE) docs/bench-compile.md
-bench: bench-kb bench-compile
+# Protocol overhead: tools/list and a trivial tool call over HTTP (wrk,
+# many connections) and stdio -> docs/bench-protocol.md.
+BENCH_STDIO := $(B)/tests/bench_stdio
+$(BENCH_STDIO): $(B)/tests/bench_stdio.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+bench-protocol: $(BIN) $(BENCH_STDIO)
+	$(Q)KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) sh tests/bench_protocol.sh docs/bench-protocol.md
+bench: bench-kb bench-compile bench-protocol
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).
 bench-kernels:

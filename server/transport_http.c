@@ -1564,6 +1564,8 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	if (!is_loopback_addr(&ss))
 		snprintf(srv->bind_host, sizeof(srv->bind_host), "%s", hostbuf);
 
+	if (!threads)
+		threads = env_unsigned("KFORGE_HTTP_THREADS", 0);
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
@@ -1587,6 +1589,7 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 
 	srv->d = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+			MHD_USE_TURBO |
 			(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		(uint16_t)opt->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
 		mhd_log, srv, MHD_OPTION_SOCK_ADDR,
