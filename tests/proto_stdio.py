@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 BIN = sys.argv[1]
 DATA = tempfile.mkdtemp(prefix="kforge-proto-")
@@ -22,20 +24,54 @@ def check(name, cond, detail=""):
         print(f"FAIL {name}: {detail}", file=sys.stderr)
 
 
-def serve(lines, extra=(), timeout=60):
-    """Feeds lines (str or bytes) to a fresh server, closes stdin, returns
-    (replies parsed, raw stdout lines, stderr, exit code)."""
+def serve(lines, extra=(), timeout=60, wait_ids=None):
+    """Feeds lines (str or bytes) to a fresh server, waits for the replies to
+    wait_ids (default: every integer id sent; tool calls still running at
+    EOF would be cancelled, by design), closes stdin, returns (replies
+    parsed, raw stdout lines, stderr, exit code)."""
     data = b"".join((l if isinstance(l, bytes) else l.encode()) + b"\n" for l in lines)
-    p = subprocess.run([BIN, "serve", "--data-dir", DATA, "--conformance-fixtures", *extra],
-                       input=data, capture_output=True, timeout=timeout)
-    raw = p.stdout.decode().splitlines()
+    if wait_ids is None:
+        wait_ids = set()
+        for l in lines:
+            try:
+                m = json.loads(l)
+                if isinstance(m, dict) and isinstance(m.get("id"), int) and isinstance(m.get("method"), str):
+                    wait_ids.add(m["id"])
+            except ValueError:
+                pass
+    p = subprocess.Popen([BIN, "serve", "--data-dir", DATA, "--conformance-fixtures", *extra],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err_chunks = []
+    t = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()))
+    t.start()
+    p.stdin.write(data)
+    p.stdin.flush()
+    out = []
+    pending = set(wait_ids)
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        try:
+            m = json.loads(line)
+            if isinstance(m, dict) and "method" not in m:
+                pending.discard(m.get("id"))
+        except ValueError:
+            pass
+    p.stdin.close()
+    out.extend(p.stdout.readlines())
+    rc = p.wait(timeout=timeout)
+    t.join()
+    raw = b"".join(out).decode().splitlines()
     parsed = []
     for l in raw:
         try:
             parsed.append(json.loads(l))
         except ValueError:
             parsed.append(None)
-    return parsed, raw, p.stderr.decode(), p.returncode
+    return parsed, raw, err_chunks[0].decode() if err_chunks else "", rc
 
 
 def by_id(replies, i):
@@ -111,7 +147,7 @@ replies, raw, err, rc = serve([
     big,                                                # over --max-message-bytes
     b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"s":"\xff\xfe"}}',  # bad UTF-8
     req(19, "ping"),
-], extra=("--max-message-bytes", "1024"))
+], extra=("--max-message-bytes", "1024"), wait_ids={19})
 check("malformed session exits 0", rc == 0, f"rc={rc}")
 check("malformed: stdout holds only JSON", all(r is not None for r in replies), raw)
 r = by_id(replies, 10)
@@ -142,7 +178,7 @@ check("and the next one too", by_id(replies, 31) is not None, "")
 # 4. EOF with a call in flight: it is cancelled and still answered; exit 0.
 replies, raw, err, rc = serve([INIT, INITED,
                                req(40, "tools/call", {"name": "test_reconnection", "arguments": {},
-                                                      "_meta": {"progressToken": 1}})])
+                                                      "_meta": {"progressToken": 1}})], wait_ids={1})
 check("EOF mid-call exits 0", rc == 0, rc)
 check("EOF mid-call: the call is answered", by_id(replies, 40) is not None, replies)
 
