@@ -372,6 +372,9 @@ static const char SERVE_USAGE[] =
 	"  --allow-origin ORIGIN   also accept this Origin (repeatable)\n"
 	"  --session-idle SECONDS  expire idle HTTP sessions (default 1800)\n"
 	"  --port-file FILE        write the bound HTTP port to FILE\n"
+	"  --max-sessions N        open HTTP sessions at most (default 1024; 503 past it)\n"
+	"  --max-inflight N        HTTP requests awaiting an answer at most (default 1024)\n"
+	"  --http-threads N        HTTP worker threads (default: the CPU count)\n"
 	"  --max-message-bytes N   cap one JSON-RPC message / request body\n"
 	"                          (default 8M; K and M suffixes)\n"
 	"  --conformance-fixtures  register the MCP conformance-suite test tools,\n"
@@ -460,6 +463,26 @@ static int cmd_serve(int argc, char **argv)
 				return cli_usage_error("serve",
 						       "--session-idle needs seconds from 1 to 604800");
 			ho.session_idle_s = (unsigned)s;
+		} else if (strncmp(argv[i], "--max-sessions", 14) == 0 ||
+			   strncmp(argv[i], "--max-inflight", 14) == 0 ||
+			   strncmp(argv[i], "--http-threads", 14) == 0) {
+			char name[16];
+			char *end;
+			long n;
+			snprintf(name, sizeof(name), "%.14s", argv[i]);
+			m = opt_value(argc, argv, &i, name, &v);
+			if (m == 0)
+				return cli_usage_error("serve", "unknown option '%s'", argv[i]);
+			n = m > 0 ? strtol(v, &end, 10) : -1;
+			if (m < 0 || *end || n < 1 || n > 1000000)
+				return cli_usage_error("serve", "%s needs a count from 1 to 1000000",
+						       name);
+			if (strcmp(name, "--max-sessions") == 0)
+				ho.max_sessions = (unsigned)n;
+			else if (strcmp(name, "--max-inflight") == 0)
+				ho.max_inflight = (unsigned)n;
+			else
+				ho.threads = (unsigned)n;
 		} else if ((m = opt_value(argc, argv, &i, "--port-file", &v)) != 0) {
 			if (m < 0 || !*v)
 				return cli_usage_error("serve", "--port-file needs a path");
@@ -468,9 +491,10 @@ static int cmd_serve(int argc, char **argv)
 			return cli_usage_error("serve", "unknown option '%s'", argv[i]);
 		}
 	}
-	if (!http && (ho.token_env || norigins || ho.port_file))
+	if (!http && (ho.token_env || norigins || ho.port_file || ho.max_sessions ||
+		      ho.max_inflight || ho.threads || ho.session_idle_s))
 		return cli_usage_error("serve",
-				       "--token-env, --allow-origin and --port-file need --http");
+				       "--token-env, --allow-origin, --port-file, --session-idle, --max-sessions, --max-inflight and --http-threads need --http");
 
 	rc = cli_app_open(&co, &app, &err);
 	if (rc) {
@@ -494,18 +518,6 @@ static int cmd_serve(int argc, char **argv)
 		return http ? CLI_EXIT_ENV : CLI_EXIT_FAIL;
 	return rc ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
-
-/* Until transport_http.c is in the tree, --http reports that it is not
- * built (remove this once it is). */
-#if !__has_include("transport_http.c")
-int transport_http_run(struct app *app, const struct http_options *opt,
-		       struct kf_err *err)
-{
-	(void)app;
-	(void)opt;
-	return kf_err_set(err, KF_EIO, "the HTTP transport is not built into this binary");
-}
-#endif
 
 /* --- tools, call, version ---------------------------------------------------- */
 
