@@ -99,195 +99,12 @@ int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what,
 	return 0;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+void kbb_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(st, i);
-}
-
-/* ---- SOURCES.md ---------------------------------------------------------- */
-
-/* Splits a Markdown table row "| a | b | c |" into at most cap trimmed
- * cells written into row (modified in place); `\|` is a literal bar. */
-static size_t md_cells(char *row, char **cells, size_t cap)
-{
-	size_t n = 0;
-	char *p = row;
-	while (*p == ' ')
-		p++;
-	if (*p != '|')
-		return 0;
-	p++;
-	while (*p && n < cap) {
-		char *start = p, *w = p;
-		while (*p && !(*p == '|' && (p == start || p[-1] != '\\'))) {
-			if (*p == '\\' && p[1] == '|')
-				p++;
-			*w++ = *p++;
-		}
-		if (!*p)
-			break; /* text after the last bar is not a cell */
-		*w = '\0';
-		p++;
-		while (*start == ' ')
-			start++;
-		char *e = start + strlen(start);
-		while (e > start && (e[-1] == ' ' || e[-1] == '\t'))
-			*--e = '\0';
-		cells[n++] = start;
-	}
-	return n;
-}
-
-static int insert_source(sqlite3 *db, sqlite3_stmt *st, const char *key,
-			 const char *title, const char *where,
-			 struct kf_err *err)
-{
-	bind_text(st, 1, key);
-	bind_text(st, 2, title);
-	bind_text(st, 3, where);
-	char what[96];
-	snprintf(what, sizeof what, "SOURCES.md: source key %.60s", key);
-	return kbb_step_reset(db, st, what, err);
-}
-
-/* The DQ-* row lists one device query per ';'-separated item: "DQ-T4 ids
- * 1677002290, 32424744097". Each becomes its own key. */
-static int insert_dq_keys(sqlite3 *db, sqlite3_stmt *st, char *desc,
-			  struct kf_err *err)
-{
-	char *colon = strchr(desc, ':');
-	if (!colon)
-		return 0;
-	*colon = '\0';
-	const char *title = desc;
-	char *save = NULL;
-	for (char *it = strtok_r(colon + 1, ";", &save); it;
-	     it = strtok_r(NULL, ";", &save)) {
-		while (*it == ' ')
-			it++;
-		if (strncmp(it, "DQ-", 3) != 0)
-			continue;
-		char key[64];
-		size_t k = 0;
-		while (it[k] && it[k] != ' ' && k + 1 < sizeof key) {
-			key[k] = it[k];
-			k++;
-		}
-		key[k] = '\0';
-		char where[256];
-		snprintf(where, sizeof where, "%s", it + k + (it[k] == ' '));
-		int rc = insert_source(db, st, key, title, where, err);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
-{
-	int rc = 0;
-	char *text = NULL;
-	size_t len = 0;
-	sqlite3_stmt *src = NULL, *cf = NULL;
-	enum { NONE, KEYS, CONFLICTS } sect = NONE;
-	size_t keys = 0;
-	char *cur_text = NULL; /* the open conflict bullet */
-	char cur_id[16] = "", cur_title[160] = "";
-
-	if ((rc = kb_read_file(path, KB_FILE_MAX_BYTES, &text, &len, err)))
-		return rc;
-	if ((rc = kbb_prepare(db, "INSERT INTO sources VALUES (?,?,?)", &src, err)) ||
-	    (rc = kbb_prepare(db, "INSERT INTO conflicts VALUES (?,?,?)", &cf, err)))
-		goto out;
-	size_t cur_len = 0;
-	for (char *line = text, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		int bullet = strncmp(line, "* **C", 5) == 0;
-		int cont = (line[0] == ' ' && line[1] == ' ');
-		if (cur_text && !cont) { /* a conflict bullet ended */
-			bind_text(cf, 1, cur_id);
-			bind_text(cf, 2, cur_title);
-			bind_text(cf, 3, cur_text);
-			if ((rc = kbb_step_reset(db, cf, "SOURCES.md: conflict", err)))
-				goto out;
-			free(cur_text);
-			cur_text = NULL;
-		}
-		if (strncmp(line, "## ", 3) == 0) {
-			sect = strstr(line, "Source keys")     ? KEYS
-			       : strstr(line, "Conflicts") ? CONFLICTS
-							   : NONE;
-			continue;
-		}
-		if (sect == KEYS && line[0] == '|') {
-			char *cells[4];
-			size_t n = md_cells(line, cells, 4);
-			if (n < 3 || strcmp(cells[0], "key") == 0 ||
-			    strncmp(cells[0], "---", 3) == 0)
-				continue;
-			if ((rc = insert_source(db, src, cells[0], cells[1],
-						cells[2], err)))
-				goto out;
-			keys++;
-			if (strcmp(cells[0], "DQ-*") == 0 &&
-			    (rc = insert_dq_keys(db, src, cells[1], err)))
-				goto out;
-		} else if (sect == CONFLICTS && bullet) {
-			/* "* **C1 — title.** text" */
-			const char *p = line + 4;
-			size_t k = 0;
-			while (isalnum((unsigned char)p[k]) && k + 1 < sizeof cur_id) {
-				cur_id[k] = p[k];
-				k++;
-			}
-			cur_id[k] = '\0';
-			const char *t = p + k;
-			while (*t == ' ' || (unsigned char)*t >= 0x80)
-				t++; /* the dash (UTF-8) and spaces */
-			const char *te = strstr(t, "**");
-			if (!te)
-				te = t + strlen(t);
-			snprintf(cur_title, sizeof cur_title, "%.*s", (int)(te - t), t);
-			const char *body = *te ? te + 2 : te;
-			while (*body == ' ')
-				body++;
-			cur_len = strlen(body);
-			cur_text = malloc(cur_len + 1);
-			if (!cur_text) {
-				rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-				goto out;
-			}
-			memcpy(cur_text, body, cur_len + 1);
-		} else if (cur_text && cont) {
-			const char *c = line + 2;
-			size_t cl = strlen(c);
-			char *nt = realloc(cur_text, cur_len + cl + 2);
-			if (!nt) {
-				rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-				goto out;
-			}
-			cur_text = nt;
-			cur_text[cur_len++] = ' ';
-			memcpy(cur_text + cur_len, c, cl + 1);
-			cur_len += cl;
-		}
-	}
-	if (keys == 0)
-		rc = kf_err_set(err, KF_EINVAL,
-				"%s: no source keys table (a '## Source keys' section with "
-				"a | key | source | where read | table)",
-				path);
-out:
-	free(cur_text);
-	sqlite3_finalize(src);
-	sqlite3_finalize(cf);
-	free(text);
-	return rc;
 }
 
 /* ---- source keys of a figure -------------------------------------------- */
@@ -322,10 +139,10 @@ static int link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins,
 		if (!found)
 			continue;
 		int bi = 1;
-		bind_text(ins, bi++, a);
+		kbb_bind_text(ins, bi++, a);
 		if (b)
-			bind_text(ins, bi++, b);
-		bind_text(ins, bi, key);
+			kbb_bind_text(ins, bi++, b);
+		kbb_bind_text(ins, bi, key);
 		/* the same key twice in one text is fine: OR IGNORE */
 		int rc = kbb_step_reset(db, ins, "source link", err);
 		if (rc)
@@ -445,12 +262,12 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 					  "%s:%zu: compute_capability '%s' is not X.Y",
 					  b->cc_path, b->cc.lines[r], ccs);
 		const char *srcs = cell(&b->cc, r, "sources");
-		bind_text(b->ins_cc, 1, ccs);
+		kbb_bind_text(b->ins_cc, 1, ccs);
 		sqlite3_bind_int(b->ins_cc, 2, maj);
 		sqlite3_bind_int(b->ins_cc, 3, mnr);
-		bind_text(b->ins_cc, 4, cell(&b->cc, r, "architecture"));
-		bind_text(b->ins_cc, 5, cell(&b->cc, r, "sm_target"));
-		bind_text(b->ins_cc, 6, srcs);
+		kbb_bind_text(b->ins_cc, 4, cell(&b->cc, r, "architecture"));
+		kbb_bind_text(b->ins_cc, 5, cell(&b->cc, r, "sm_target"));
+		kbb_bind_text(b->ins_cc, 6, srcs);
 		if ((rc = kbb_step_reset(b->db, b->ins_cc, "per_cc row", err)))
 			return rc;
 		int nkeys = 0;
@@ -467,14 +284,14 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 			const char *v = b->cc.rows[r][c], *st;
 			double num;
 			any_known |= status_of(v, &st);
-			bind_text(b->ins_ccfig, 1, ccs);
-			bind_text(b->ins_ccfig, 2, col);
-			bind_text(b->ins_ccfig, 3, st);
+			kbb_bind_text(b->ins_ccfig, 1, ccs);
+			kbb_bind_text(b->ins_ccfig, 2, col);
+			kbb_bind_text(b->ins_ccfig, 3, st);
 			if (strcmp(st, "known") == 0 && is_number(v, &num))
 				sqlite3_bind_double(b->ins_ccfig, 4, num);
 			else
 				sqlite3_bind_null(b->ins_ccfig, 4);
-			bind_text(b->ins_ccfig, 5, strcmp(st, "unknown") ? v : "");
+			kbb_bind_text(b->ins_ccfig, 5, strcmp(st, "unknown") ? v : "");
 			if ((rc = kbb_step_reset(b->db, b->ins_ccfig, "per_cc figure",
 						 err)))
 				return rc;
@@ -541,8 +358,8 @@ static int add_alias(struct build *b, const char *alias, const char *id,
 		if (rc)
 			return rc;
 	}
-	bind_text(b->ins_alias, 1, norm);
-	bind_text(b->ins_alias, 2, id);
+	kbb_bind_text(b->ins_alias, 1, norm);
+	kbb_bind_text(b->ins_alias, 2, id);
 	sqlite3_bind_int(b->ins_alias, 3, rank);
 	return kbb_step_reset(b->db, b->ins_alias, why, err);
 }
@@ -603,26 +420,26 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 	const char *src_prod = cell(&b->gpus, r, "sources_product");
 	const char *src_cc = cell(&b->gpus, r, "sources_per_cc_limits");
 
-	bind_text(b->ins_gpu, 1, id);
+	kbb_bind_text(b->ins_gpu, 1, id);
 	sqlite3_bind_int(b->ins_gpu, 2, ord);
-	bind_text(b->ins_gpu, 3, name);
-	bind_text(b->ins_gpu, 4, cell(&b->gpus, r, "form_factor"));
-	bind_text(b->ins_gpu, 5, cell(&b->gpus, r, "architecture"));
-	bind_text(b->ins_gpu, 6, ccs);
+	kbb_bind_text(b->ins_gpu, 3, name);
+	kbb_bind_text(b->ins_gpu, 4, cell(&b->gpus, r, "form_factor"));
+	kbb_bind_text(b->ins_gpu, 5, cell(&b->gpus, r, "architecture"));
+	kbb_bind_text(b->ins_gpu, 6, ccs);
 	sqlite3_bind_int(b->ins_gpu, 7, maj);
 	sqlite3_bind_int(b->ins_gpu, 8, mnr);
-	bind_text(b->ins_gpu, 9, sm_target);
-	bind_text(b->ins_gpu, 10, best);
-	bind_text(b->ins_gpu, 11, derived);
-	bind_text(b->ins_gpu, 12, cell(&b->gpus, r, "notes"));
-	bind_text(b->ins_gpu, 13, src_prod);
-	bind_text(b->ins_gpu, 14, src_cc);
+	kbb_bind_text(b->ins_gpu, 9, sm_target);
+	kbb_bind_text(b->ins_gpu, 10, best);
+	kbb_bind_text(b->ins_gpu, 11, derived);
+	kbb_bind_text(b->ins_gpu, 12, cell(&b->gpus, r, "notes"));
+	kbb_bind_text(b->ins_gpu, 13, src_prod);
+	kbb_bind_text(b->ins_gpu, 14, src_cc);
 	char conf[64];
 	snprintf(conf, sizeof conf, "%s", cell(&b->al, ar, "conflicts"));
 	for (char *c = conf; *c; c++)
 		if (*c == ';')
 			*c = ',';
-	bind_text(b->ins_gpu, 15, conf);
+	kbb_bind_text(b->ins_gpu, 15, conf);
 	char what[160];
 	snprintf(what, sizeof what, "%s:%zu (%s)", b->gpus_path, line, name);
 	if ((rc = kbb_step_reset(b->db, b->ins_gpu, what, err)))
@@ -647,16 +464,16 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 						       : "sources_per_cc_limits";
 		}
 		int known = status_of(v, &st);
-		bind_text(b->ins_fig, 1, id);
-		bind_text(b->ins_fig, 2, fd->field);
-		bind_text(b->ins_fig, 3, st);
+		kbb_bind_text(b->ins_fig, 1, id);
+		kbb_bind_text(b->ins_fig, 2, fd->field);
+		kbb_bind_text(b->ins_fig, 3, st);
 		if (known && fd->kind != F_FEATURE && is_number(v, &num))
 			sqlite3_bind_double(b->ins_fig, 4, num);
 		else
 			sqlite3_bind_null(b->ins_fig, 4);
-		bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
-		bind_text(b->ins_fig, 6, known ? src : NULL);
-		bind_text(b->ins_fig, 7,
+		kbb_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
+		kbb_bind_text(b->ins_fig, 6, known ? src : NULL);
+		kbb_bind_text(b->ins_fig, 7,
 			  derivation_for(derived, fd->field, deriv, sizeof deriv));
 		if (known && (!src || !*src))
 			return kf_err_set(err, KF_EINVAL,
@@ -831,18 +648,18 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 			      err)))
 		goto out;
 	for (size_t f = 0; f < FIELDS_LEN && !rc; f++) {
-		bind_text(fst, 1, FIELDS[f].field);
+		kbb_bind_text(fst, 1, FIELDS[f].field);
 		sqlite3_bind_int(fst, 2, (int)f);
-		bind_text(fst, 3, FIELDS[f].label);
-		bind_text(fst, 4, FIELDS[f].unit);
-		bind_text(fst, 5, KIND_NAME[FIELDS[f].kind]);
+		kbb_bind_text(fst, 3, FIELDS[f].label);
+		kbb_bind_text(fst, 4, FIELDS[f].unit);
+		kbb_bind_text(fst, 5, KIND_NAME[FIELDS[f].kind]);
 		rc = kbb_step_reset(b.db, fst, "fields", err);
 	}
 	sqlite3_finalize(fst);
 	if (rc)
 		goto out;
 
-	if ((rc = import_sources_md(b.db, p_src, err)))
+	if ((rc = kbb_import_sources_md(b.db, p_src, err)))
 		goto out;
 	if ((rc = kbb_prepare(b.db, "SELECT 1 FROM sources WHERE key=?", &b.has_key, err)) ||
 	    (rc = kbb_prepare(b.db, "INSERT INTO gpu_figures VALUES (?,?,?,?,?,?,?)",

@@ -20,6 +20,14 @@ int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
 int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what,
 		   struct kf_err *err) __attribute__((warn_unused_result));
 
+/* Binds s (copied) or NULL to parameter i of st. */
+void kbb_bind_text(sqlite3_stmt *st, int i, const char *s);
+
+/* Imports SOURCES.md at path: the source keys and the conflicts. KF_EINVAL
+ * when it has no source keys table. */
+int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Imports every guides/<name>.md under dir into db (whose gpus and aliases
  * are already filled: guide archs may name GPUs and architectures). A
  * missing dir means no guides. Errors name the file (and line). */
