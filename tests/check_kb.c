@@ -702,8 +702,13 @@ START_TEST(open_rejects_a_missing_or_foreign_file)
 	char p[700];
 	snprintf(p, sizeof p, "%s/foreign.db", b_dir);
 	kf_err_clear(&err);
-	ck_assert_int_lt(kb_open(p, &kb, &err), 0);
+	ck_assert_int_eq(kb_open(p, &kb, &err), KF_EDB);
+	ck_assert_ptr_nonnull(strstr(err.msg, "make"));
 	ck_assert_ptr_null(kb);
+	/* a missing source tree is an I/O error naming the file */
+	kf_err_clear(&err);
+	ck_assert_int_eq(kb_build("/nonexistent-src", b_db, &err), KF_EIO);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-src/schema.sql"));
 }
 END_TEST
 
@@ -868,6 +873,10 @@ START_TEST(guide_read_returns_the_whole_guide_and_unknown_ids_fail)
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(e[0].id, "fx-bank");
 	free(e);
+	char longp[100];
+	memset(longp, 'p', sizeof longp - 1);
+	longp[sizeof longp - 1] = '\0';
+	ck_assert_int_eq(kb_guide_list(g_kb, longp, &e, &n, NULL), KF_EINVAL);
 }
 END_TEST
 
