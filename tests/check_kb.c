@@ -970,6 +970,56 @@ START_TEST(retrieval_puts_the_right_guide_in_the_top_three)
 }
 END_TEST
 
+/* The guides' own INDEX.md lists realistic questions per guide ("## <id>",
+ * then "- <question>" lines); each must rank its guide in the top 3. */
+START_TEST(index_questions_rank_their_guide_in_the_top_three)
+{
+	const char *path = getenv("KFORGE_KB");
+	char ipath[700], *text = NULL;
+	size_t len = 0;
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	snprintf(ipath, sizeof ipath, "%s/knowledge/guides/INDEX.md", g_src);
+	if (!path || access(path, R_OK) != 0 || access(ipath, R_OK) != 0) {
+		fprintf(stderr, "check_kb: INDEX.md retrieval skipped: no knowledge.db or INDEX.md\n");
+		return;
+	}
+	ck_assert_int_eq(kb_read_file(ipath, 1 << 20, &text, &len, &err), 0);
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	char id[64] = "";
+	int asked = 0, failed = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strncmp(line, "## ", 3) == 0) {
+			snprintf(id, sizeof id, "%s", line + 3);
+			continue;
+		}
+		if (strncmp(line, "- ", 2) != 0 || !id[0])
+			continue;
+		struct kb_hit *h = NULL;
+		struct kb_search q = {.query = line + 2, .limit = 3};
+		size_t n = 0;
+		ck_assert_int_eq(kb_search_guides(kb, &q, &h, &n, &err), 0);
+		int found = 0;
+		for (size_t i = 0; i < n; i++)
+			found |= strcmp(h[i].id, id) == 0;
+		if (!found) {
+			fprintf(stderr, "INDEX.md: '%s' wants %s, got %s %s %s\n", line + 2, id,
+				n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-", n > 2 ? h[2].id : "-");
+			failed++;
+		}
+		asked++;
+		free(h);
+	}
+	kb_close(kb);
+	free(text);
+	ck_assert_int_ge(asked, 25);
+	ck_assert_msg(failed == 0, "%d of %d INDEX.md questions missed their guide", failed, asked);
+}
+END_TEST
+
 /* ---- threads ------------------------------------------------------------------ */
 
 static void *search_worker(void *arg)
@@ -1063,6 +1113,7 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, empty_or_overlong_query_is_rejected_clearly);
 	tcase_add_test(t, guide_read_returns_the_whole_guide_and_unknown_ids_fail);
 	tcase_add_test(t, retrieval_puts_the_right_guide_in_the_top_three);
+	tcase_add_test(t, index_questions_rank_their_guide_in_the_top_three);
 	tcase_add_test(t, concurrent_queries_from_many_threads_agree);
 	suite_add_tcase(s, t);
 	return s;
