@@ -6,10 +6,10 @@
  * f32, f16, bf16 (one type for all); fp32 arithmetic (one fma).
  * Preconditions: B, S >= 0, B*S < 2^31, 1 <= D < 2^31; any D (vector path
  * when D is a multiple of 16/sizeof(type) and pointers are 16-byte aligned).
- * Launch: block 256, grid (ceil_div(D, 2048), min(ceil_div(B*S, 4), 65535)),
+ * Launch: block 256, grid (ceil_div(D, 2048), min(ceil_div(B*S, 2), 65535)),
  * grid-stride loops, so any grid is correct.
  * Cost, e = sizeof(type): bytes = (2*B*S*D + 2*B*D) * e, flops = 2*B*S*D.
- * Technique: 16-byte vectors, four rows per thread with the loads issued
+ * Technique: 16-byte vectors, two rows per thread with the loads issued
  * first, streaming loads/stores for x and y, cached (read-only path) loads
  * for scale and shift, which every row of a batch reuses from L1/L2. */
 #include "kernels/adaln.h"
@@ -19,7 +19,7 @@ namespace kf_adaln {
 
 using namespace kf;
 
-constexpr int ROWS = 4;
+constexpr int ROWS = 2; /* rows per thread per iteration (swept on an H200) */
 
 template <typename T, int W>
 __device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *shift,
@@ -34,15 +34,27 @@ __device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *s
 			for (int u = 0; u < ROWS; u++)
 				if (r0 + u < rows)
 					a[u] = ld_stream<T, W>(x + (r0 + u) * (int64_t)D, c);
+			/* The modulation of the group's first batch, loaded with x:
+			 * the group almost always lies in one batch. Rows past it
+			 * (a group straddling two batches, or S < ROWS) load their
+			 * own. Row indices < 2^31: 32-bit division. */
+			const uint32_t b0 = (uint32_t)r0 / (uint32_t)S;
+			const int64_t next = (int64_t)(b0 + 1) * S;
+			const chunk<T, W> sc0 = ld_keep<T, W>(scale + (int64_t)b0 * D, c);
+			const chunk<T, W> sh0 = ld_keep<T, W>(shift + (int64_t)b0 * D, c);
 #pragma unroll
 			for (int u = 0; u < ROWS; u++)
 				if (r0 + u < rows) {
-					/* rows < 2^31: 32-bit division is much cheaper */
-					const int64_t b = (int64_t)((uint32_t)(r0 + u) / (uint32_t)S);
 					float f[W], sc[W], sh[W];
 					unpack<T, W>(a[u], f);
-					unpack<T, W>(ld_keep<T, W>(scale + b * D, c), sc);
-					unpack<T, W>(ld_keep<T, W>(shift + b * D, c), sh);
+					if (r0 + u < next) {
+						unpack<T, W>(sc0, sc);
+						unpack<T, W>(sh0, sh);
+					} else {
+						const int64_t b = (uint32_t)(r0 + u) / (uint32_t)S;
+						unpack<T, W>(ld_keep<T, W>(scale + b * D, c), sc);
+						unpack<T, W>(ld_keep<T, W>(shift + b * D, c), sh);
+					}
 #pragma unroll
 					for (int j = 0; j < W; j++)
 						f[j] = fmaf(f[j], 1.f + sc[j], sh[j]);
@@ -79,7 +91,7 @@ KF_ADALN_KERNEL(f16, __half)
 KF_ADALN_KERNEL(bf16, __nv_bfloat16)
 
 /* Block 256 along the row, grid.x = ceil_div(D, 2048) (one bf16 vector per
- * thread), grid.y = ceil_div(B*S, 4) groups of four rows capped at 65535. */
+ * thread), grid.y = ceil_div(B*S, 2) groups of two rows capped at 65535. */
 extern "C" cudaError_t adaln_modulate_launch(enum kf_dtype dt, void *y, const void *x,
 					     const void *scale, const void *shift, int64_t B,
 					     int64_t S, int64_t D, cudaStream_t s)
@@ -93,7 +105,7 @@ extern "C" cudaError_t adaln_modulate_launch(enum kf_dtype dt, void *y, const vo
 		return cudaSuccess;
 	if (!y || !x || !scale || !shift)
 		return cudaErrorInvalidValue;
-	int64_t gy = (B * S + 3) / 4;
+	int64_t gy = (B * S + kf_adaln::ROWS - 1) / kf_adaln::ROWS;
 	dim3 block(256), grid((unsigned)((D + 2047) / 2048), (unsigned)(gy > 65535 ? 65535 : gy));
 #define KF_ADALN_GO(SUF, TY)                                                                  \
 	kf_adaln_modulate_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,                \

@@ -13,12 +13,17 @@
  * w) x 2 bytes), which needs the opt-in above 48 KiB
  * (cudaFuncAttributeMaxDynamicSharedMemorySize; the launch helper sets it).
  * Cost, e = sizeof(type): bytes = (M*K + N*K + M*N) * e, flops = 2*M*N*K.
- * Technique: 128x128x64 block tiles, a 3-stage cp.async pipeline (global ->
+ * Two kernels: the portable one below (the op template's baseline, since
+ * the harness passes only pointers and sizes), and on sm_90 devices built
+ * with sm_90a code the TMA + wgmma kernel of kernels/gemm_sm90.cuh, which
+ * needs host-encoded tensor maps; gemm_launch picks.
+ * Technique (portable): 128x128x64 block tiles, a 3-stage cp.async pipeline (global ->
  * shared without registers, two tiles in flight while the third is
  * multiplied), 16-byte chunks XOR-swizzled by row so ldmatrix reads are
  * bank-conflict free, ldmatrix.x4 fragments, mma.sync.m16n8k16 with fp32
  * accumulators, 64x32 warp tiles (16 MMAs per 6 ldmatrix), 2 blocks per SM. */
 #include "kernels/gemm.h"
+#include "kernels/gemm_sm90.cuh"
 #include "kernels/kf_cuda.cuh"
 
 namespace kf_gemm {
@@ -26,7 +31,8 @@ namespace kf_gemm {
 constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, THREADS = 256;
 constexpr int WM = 64, WN = 32;                   /* warp tile */
 constexpr int MT = WM / 16, NT = WN / 8;          /* mma tiles per warp */
-constexpr int TILE_ELEMS = BM * BK;               /* per operand per stage (BM == BN) */
+constexpr int TILE_ELEMS = BM * BK;               /* per operand per stage */
+static_assert(BM == BN, "one tile size serves x and w");
 constexpr int SMEM_BYTES = STAGES * 2 * TILE_ELEMS * 2;
 
 /* Element offset of 16-byte chunk c (0..7) of row r in a [rows][64] tile:
@@ -216,11 +222,8 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 	kf_gemm::body<__half>(y, x, w, M, N, K);
 }
 
-/* Block 256 (8 warps of 64x32), grid (ceil_div(N,128), ceil_div(M,128)),
- * 96 KiB of dynamic shared memory: the limit is raised once per kernel
- * (the attribute is per function and sticky; setting it again is cheap). */
-extern "C" cudaError_t gemm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
-				   int64_t M, int64_t N, int64_t K, cudaStream_t s)
+static cudaError_t gemm_check(enum kf_dtype dt, const void *y, const void *x, const void *w,
+			      int64_t M, int64_t N, int64_t K)
 {
 	if (dt != KF_DT_BF16 && dt != KF_DT_F16)
 		return cudaErrorInvalidValue;
@@ -228,11 +231,22 @@ extern "C" cudaError_t gemm_launch(enum kf_dtype dt, void *y, const void *x, con
 		return cudaErrorInvalidValue;
 	if (!y || !x || !w || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || ((uintptr_t)y & 3))
 		return cudaErrorInvalidValue;
-	if ((N + 127) / 128 > INT32_MAX || (M + 127) / 128 > 65535)
+	if ((M + 127) / 128 > 65535)
 		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+/* Block 256 (8 warps of 64x32), grid (ceil_div(N,128), ceil_div(M,128)),
+ * 96 KiB of dynamic shared memory: the limit is raised once per kernel
+ * (the attribute is per function and sticky; setting it again is cheap). */
+extern "C" cudaError_t gemm_mma_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
+				       int64_t M, int64_t N, int64_t K, cudaStream_t s)
+{
+	cudaError_t e = gemm_check(dt, y, x, w, M, N, K);
+	if (e != cudaSuccess)
+		return e;
 	dim3 block(kf_gemm::THREADS), grid((unsigned)((N + 127) / 128), (unsigned)((M + 127) / 128));
 	const int smem = kf_gemm::SMEM_BYTES;
-	cudaError_t e;
 	if (dt == KF_DT_BF16) {
 		e = cudaFuncSetAttribute(kf_gemm_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					 smem);
@@ -250,4 +264,47 @@ extern "C" cudaError_t gemm_launch(enum kf_dtype dt, void *y, const void *x, con
 						      (const __half *)w, (int)M, (int)N, (int)K);
 	}
 	return cudaGetLastError();
+}
+
+/* 1 when the current device is compute capability 9.0 and this library was
+ * built with sm_90a code (build flag KF_HAVE_SM90A), so the TMA/wgmma
+ * kernel can run. */
+static int gemm_sm90_usable(void)
+{
+#if defined(KF_HAVE_SM90A)
+	int dev, major = 0, minor = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+		return 0;
+	return major == 9 && minor == 0;
+#else
+	return 0;
+#endif
+}
+
+extern "C" cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M,
+					int64_t N, int64_t K, int group, cudaStream_t s)
+{
+	cudaError_t e = gemm_check(KF_DT_BF16, y, x, w, M, N, K);
+	if (e != cudaSuccess)
+		return e;
+	if (group < 0 || group > 64)
+		return cudaErrorInvalidValue;
+	if (!gemm_sm90_usable())
+		return cudaErrorNotSupported;
+	return gemm_sm90_go(y, x, w, M, N, K, group, s);
+}
+
+/* bf16 on an sm_90 device with sm_90a code: the TMA + wgmma kernel with a
+ * grouped raster of 8 tile rows; otherwise the portable mma.sync kernel. */
+extern "C" cudaError_t gemm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
+				   int64_t M, int64_t N, int64_t K, cudaStream_t s)
+{
+	cudaError_t e = gemm_check(dt, y, x, w, M, N, K);
+	if (e != cudaSuccess)
+		return e;
+	if (dt == KF_DT_BF16 && gemm_sm90_usable())
+		return gemm_sm90_go(y, x, w, M, N, K, 8, s);
+	return gemm_mma_launch(dt, y, x, w, M, N, K, s);
 }

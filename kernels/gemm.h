@@ -1,6 +1,7 @@
 /* gemm: C API of kernels/gemm.cu, y (M, N) = x (M, K) @ w (N, K)^T on the
  * tensor cores, bf16 or f16 in and out with fp32 accumulation (math, tiles,
  * cost in its header; float64 specification in kernels/ref/gemm_ref.c).
+ * gemm_launch picks the fastest kernel for the device and dtype.
  * Device pointers, contiguous row-major; only enqueues on stream s. */
 #ifndef KF_GEMM_H
 #define KF_GEMM_H
@@ -21,6 +22,19 @@ extern "C" {
  * shared-memory limit (96 KiB, sm_80+); otherwise the launch error. */
 cudaError_t gemm_launch(enum kf_dtype dt, void *y, const void *x, const void *w, int64_t M,
 			int64_t N, int64_t K, cudaStream_t s);
+
+/* The portable mma.sync kernel alone (any sm_80+ GPU); same arguments and
+ * errors as gemm_launch. */
+cudaError_t gemm_mma_launch(enum kf_dtype dt, void *y, const void *x, const void *w, int64_t M,
+			    int64_t N, int64_t K, cudaStream_t s);
+
+/* The Hopper kernel alone (bf16; TMA, wgmma, warp specialization), with a
+ * grouped raster of `group` tile rows (0 = row-major tile order, 0..64).
+ * Same errors as gemm_launch, plus cudaErrorInvalidValue for a bad group
+ * and cudaErrorNotSupported when the device is not sm_90 or the library
+ * was built without sm_90a code (KF_HAVE_SM90A). */
+cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M, int64_t N,
+			     int64_t K, int group, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -44,15 +44,35 @@ template <typename T> struct chunk<T, 1> {
 	T raw;
 };
 
+/* Cache hints of the single-use streams (KF_HINT_MODE, a build flag so the
+ * benchmark can compare them; the library uses the default):
+ *   0: plain ld.global / st.global (default caching)
+ *   1: ld.global.cs / st.global.cs (evict-first both ways)
+ *   2: ld.global.nc.L1::no_allocate / plain st.global
+ *   3: ld.global.cs / plain st.global */
+#ifndef KF_HINT_MODE
+#define KF_HINT_MODE 0
+#endif
+
 /* p + i*W must be 16-byte aligned for the vector form. */
 template <typename T, int W>
 __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
 {
 	chunk<T, W> c;
-	if constexpr (W == 1)
+	if constexpr (W == 1) {
 		c.raw = p[i];
-	else
-		c.raw = __ldcs(reinterpret_cast<const uint4 *>(p) + i);
+	} else {
+		const uint4 *q = reinterpret_cast<const uint4 *>(p) + i;
+#if KF_HINT_MODE == 1 || KF_HINT_MODE == 3
+		c.raw = __ldcs(q);
+#elif KF_HINT_MODE == 2
+		asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
+		    : "l"(q));
+#else
+		c.raw = *q;
+#endif
+	}
 	return c;
 }
 
@@ -87,7 +107,11 @@ __device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
 	if constexpr (W == 1)
 		p[i] = c.raw;
 	else
+#if KF_HINT_MODE == 1
 		__stcs(reinterpret_cast<uint4 *>(p) + i, c.raw);
+#else
+		reinterpret_cast<uint4 *>(p)[i] = c.raw;
+#endif
 }
 
 /* Unpacks a chunk into W floats. */
@@ -199,18 +223,24 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 }
 
 /* The row-op block shape, shared by every launch helper and every op
- * template's baseline launch so both run the same configuration: tx threads
- * per row hold 32 elements each (4 vectors of bf16/f16, 8 of f32: the whole
- * row in registers, one pass over memory) up to 1024 threads, rounded to a
- * warp; rows narrower than 1024 elements get one warp each, and small rows
- * are packed ty to a block so a block has about 256 threads.
- *   tx = min(1024, max(32, ceil_div(D, 1024) * 32)),  ty = max(1, 256 / tx) */
-static inline void row_block(int64_t D, int *tx, int *ty)
+ * template's baseline launch so both run the same configuration. On large
+ * inputs tx threads per row hold 32 elements each (4 vectors of bf16/f16,
+ * 8 of f32: the whole row in registers, one pass over memory), rounded to
+ * a warp, and small rows are packed ty to a block (about 256 threads).
+ * Few rows cannot fill the GPU, so there each row gets 2x (T <= 1024) or
+ * 4x (T <= 512) the threads and one row per block: less serial work per
+ * thread, a shorter latency chain.
+ *   f  = 1 + (T <= 1024) + 2 * (T <= 512)
+ *   tx = min(1024, max(32, ceil_div(D, 1024) * 32 * f))
+ *   ty = max(1, (256 / tx) * (T > 1024)) */
+static inline void row_block(int64_t T, int64_t D, int *tx, int *ty)
 {
-	int64_t x = (D + 1023) / 1024 * 32;
+	const int64_t f = 1 + (T <= 1024) + 2 * (T <= 512);
+	int64_t x = (D + 1023) / 1024 * 32 * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
-	*ty = 256 / (int)x > 1 ? 256 / (int)x : 1;
+	const int y = (256 / (int)x) * (T > 1024);
+	*ty = y > 1 ? y : 1;
 }
 
 /* Picks the per-thread register cache depth for a row of n chunks over

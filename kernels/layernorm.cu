@@ -33,8 +33,10 @@ template <typename T, bool HW, bool HB> struct row_op {
 	bool active;
 	float *red;
 
+	/* wc, bc: preloaded weight and bias chunks, or NULL (loaded here). */
 	template <int W>
-	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv) const
+	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv,
+					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
 	{
 		float f[W];
 		unpack<T, W>(c, f);
@@ -43,14 +45,14 @@ template <typename T, bool HW, bool HB> struct row_op {
 			f[j] = (f[j] - mu) * inv;
 		if constexpr (HW) {
 			float g[W];
-			unpack<T, W>(ld_keep<T, W>(w, i), g);
+			unpack<T, W>(wc ? *wc : ld_keep<T, W>(w, i), g);
 #pragma unroll
 			for (int j = 0; j < W; j++)
 				f[j] *= g[j];
 		}
 		if constexpr (HB) {
 			float g[W];
-			unpack<T, W>(ld_keep<T, W>(b, i), g);
+			unpack<T, W>(bc ? *bc : ld_keep<T, W>(b, i), g);
 #pragma unroll
 			for (int j = 0; j < W; j++)
 				f[j] += g[j];
@@ -84,11 +86,19 @@ template <typename T, bool HW, bool HB> struct row_op {
 		const int tx = blockDim.x, t = threadIdx.x;
 		float s = 0.f, q = 0.f;
 		if constexpr (NV > 0) {
-			chunk<T, W> c[NV];
+			/* weight and bias loaded with x (NV <= 2 bounds registers):
+			 * no dependent round trip after the reductions */
+			constexpr bool PW = HW && NV <= 2, PB = HB && NV <= 2;
+			chunk<T, W> c[NV], wc[PW ? NV : 1], bc[PB ? NV : 1];
 #pragma unroll
 			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
+				if (t + k * tx < n) {
 					c[k] = ld_stream<T, W>(x, t + k * tx);
+					if constexpr (PW)
+						wc[k] = ld_keep<T, W>(w, t + k * tx);
+					if constexpr (PB)
+						bc[k] = ld_keep<T, W>(b, t + k * tx);
+				}
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
@@ -102,7 +112,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], mu, inv);
+					emit<W>(t + k * tx, c[k], mu, inv, PW ? &wc[PW ? k : 0] : nullptr,
+						PB ? &bc[PB ? k : 0] : nullptr);
 		} else {
 			for (int i = t; i < n; i += tx)
 				s += csum<W>(ld_plain<T, W>(x, i));
@@ -111,7 +122,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 				q += csq<W>(ld_plain<T, W>(x, i), mu);
 			const float inv = rsqrtf(row_reduce<false>(q, red) / (float)D + eps);
 			for (int i = t; i < n; i += tx)
-				emit<W>(i, ld_plain<T, W>(x, i), mu, inv);
+				emit<W>(i, ld_plain<T, W>(x, i), mu, inv, nullptr, nullptr);
 		}
 	}
 };
@@ -190,7 +201,7 @@ extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x
 	if (!y || !x)
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(D, &tx, &ty);
+	kf::row_block(T, D, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
 		return ln_go<float>(grid, block, s, y, x, w, b, (int)T, (int)D, eps);

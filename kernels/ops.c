@@ -36,8 +36,8 @@
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
 /* Row ops: kf::row_block in kernels/kf_cuda.cuh. */
-#define ROW_TX "min(1024, max(32, ceil_div(D, 1024) * 32))"
-#define ROW_TY "max(1, 256 / " ROW_TX ")"
+#define ROW_TX "min(1024, max(32, ceil_div(D, 1024) * 32 * (1 + (T <= 1024) + 2 * (T <= 512))))"
+#define ROW_TY "max(1, (256 / " ROW_TX ") * (T > 1024))"
 #define ROW_GRID "\"grid\": [\"ceil_div(T, " ROW_TY ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY "\"]"
 
 #define T_TD(NAME, ROLE) "\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
@@ -193,7 +193,7 @@ ACT_REF(geglu_tanh, ACT_REF_GEGLU_TANH)
 ACT_REF(gelu, ACT_REF_GELU)
 ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
 
-#define ACT_GRID "\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, 4), 65535)\"], \"block\": [256]"
+#define ACT_GRID "\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, 2), 65535)\"], \"block\": [256]"
 #define GATED_JSON(KERNEL, FLOPS)                                                            \
 	"{" DTYPES_FLOAT ", "                                                                \
 	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": \"input\"}, " \
@@ -278,7 +278,7 @@ static const char ADALN_JSON[] =
 	"\"default_sizes\": [{\"B\": 2, \"S\": 4096, \"D\": 3072}, {\"B\": 3, \"S\": 5, \"D\": 1000}], "
 	TOL_STD ", " COST3("2*B*S*D + 2*B*D", "2*B*S*D") ", "
 	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_adaln_modulate_$dtype\", "
-	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(B*S, 4), 65535)\"], \"block\": [256], "
+	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(B*S, 2), 65535)\"], \"block\": [256], "
 	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"scale\", \"shift\", \"B\", \"S\", \"D\"]}]}}";
 
 /* --- GEMM ------------------------------------------------------------------------------ */

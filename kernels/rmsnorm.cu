@@ -18,8 +18,9 @@
  *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
  *   add_rmsnorm:      bytes = (4*T*D + D) * e,  flops = 5*T*D
  * Technique: one row per group of tx threads, the row held in registers as
- * 16-byte vectors (one read and one write of HBM), warp-shuffle reduction
- * plus one shared-memory step, streaming (evict-first) loads and stores. */
+ * 16-byte vectors (one read and one write of HBM), every load (x and the
+ * weight) issued before the first use, warp-shuffle reduction plus one
+ * shared-memory step; few rows get more threads each (kf::row_block). */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/rmsnorm.h"
 
@@ -70,14 +71,16 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 		return s;
 	}
 
+	/* wc: the weight chunk when preloaded, else NULL (loaded here). */
 	template <int W>
-	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float inv) const
+	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float inv,
+					     const chunk<T, W> *wc) const
 	{
 		float f[W];
 		unpack<T, W>(c, f);
 		if constexpr (HAS_W) {
 			float g[W];
-			unpack<T, W>(ld_keep<T, W>(w, i), g);
+			unpack<T, W>(wc ? *wc : ld_keep<T, W>(w, i), g);
 #pragma unroll
 			for (int j = 0; j < W; j++)
 				f[j] = f[j] * inv * g[j];
@@ -96,12 +99,19 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 		float ss = 0.f;
 		if constexpr (NV > 0) {
 			/* All loads first: NV vectors in flight per thread, held
-			 * packed (4 registers per 16 bytes). */
-			chunk<T, W> c[NV];
+			 * packed (4 registers per 16 bytes). The weight is loaded
+			 * with them (NV <= 4, to bound registers) so it is not a
+			 * second dependent memory round trip after the reduction,
+			 * which is what small, latency-bound inputs pay for. */
+			constexpr bool PRE = HAS_W && NV <= 4;
+			chunk<T, W> c[NV], wc[PRE ? NV : 1];
 #pragma unroll
 			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
+				if (t + k * tx < n) {
 					c[k] = load<W, true, true>(t + k * tx);
+					if constexpr (PRE)
+						wc[k] = ld_keep<T, W>(w, t + k * tx);
+				}
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
@@ -111,7 +121,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], inv);
+					emit<W>(t + k * tx, c[k], inv, PRE ? &wc[PRE ? k : 0] : nullptr);
 		} else {
 			/* Rows too wide for registers, or not a whole number of
 			 * vectors: two passes, the second mostly from L2. */
@@ -120,7 +130,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			ss = row_reduce<false>(ss, red);
 			const float inv = rsqrtf(ss / (float)D + eps);
 			for (int i = t; i < n; i += tx)
-				emit<W>(i, load<W, false, false>(i), inv);
+				emit<W>(i, load<W, false, false>(i), inv, nullptr);
 		}
 	}
 };
@@ -192,7 +202,7 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 	if (r && (!res || !w))
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(D, &tx, &ty);
+	kf::row_block(T, D, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	const int rows = (int)T, d = (int)D;
 #define KF_RMS_GO(SUF, TY)                                                                    \

@@ -52,22 +52,32 @@ except Exception:  # pragma: no cover - older torch
     pass
 
 dev = torch.device("cuda")
-kf = ctypes.CDLL(LIB)
 DT = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # enum kf_dtype
 DTN = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 vp, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-for name, args in {
-    "rmsnorm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, f32, vp],
-    "add_rmsnorm_launch": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, f32, vp],
-    "layernorm_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, f32, vp],
-    "softmax_launch": [ctypes.c_int, vp, vp, i64, i64, vp],
-    "activation_launch": [ctypes.c_int, ctypes.c_int, vp, vp, i64, i64, vp],
-    "rope_launch": [ctypes.c_int, ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
-    "adaln_modulate_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
-    "gemm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, i64, vp],
-}.items():
-    getattr(kf, name).argtypes = args
-    getattr(kf, name).restype = ctypes.c_int
+
+
+def load_lib(path):
+    lib = ctypes.CDLL(path)
+    for name, args in {
+        "rmsnorm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, f32, vp],
+        "add_rmsnorm_launch": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, f32, vp],
+        "layernorm_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, f32, vp],
+        "softmax_launch": [ctypes.c_int, vp, vp, i64, i64, vp],
+        "activation_launch": [ctypes.c_int, ctypes.c_int, vp, vp, i64, i64, vp],
+        "rope_launch": [ctypes.c_int, ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
+        "adaln_modulate_launch": [ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, vp],
+        "gemm_launch": [ctypes.c_int, vp, vp, vp, i64, i64, i64, vp],
+        "gemm_mma_launch": [ctypes.c_int, vp, vp, vp, i64, i64, i64, vp],
+        "gemm_sm90_launch": [vp, vp, vp, i64, i64, i64, ctypes.c_int, vp],
+    }.items():
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
+
+
+kf = load_lib(LIB)
+KF_ONLY = False  # A/B mode: time kforge alone, record nothing
 
 
 def stream():
@@ -126,6 +136,9 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
              tol=None, do_compile=True):
     """Checks kf_fn's output against eager's, then times kforge, eager,
     compile and fused."""
+    if KF_ONLY:
+        kf_fn()
+        return time_all([kf_fn])[0]
     out_kf = kf_fn()
     torch.cuda.synchronize()
     out_ref = eager_fn()
@@ -345,25 +358,39 @@ def tune_lib():
     lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
     if TUNE is None and os.path.exists(lib):
         TUNE = ctypes.CDLL(lib)
-        TUNE.gemm_wgmma_launch.argtypes = [vp, vp, vp, i64, i64, i64, vp]
+        TUNE.gemm_wgmma_launch.argtypes = [vp, vp, vp, i64, i64, i64, ctypes.c_int, vp]
         TUNE.gemm_wgmma_launch.restype = ctypes.c_int
     return TUNE
 
 
 def case_gemm(M, N, K, dt):
     x, w = rn(M, K, dtype=dt), rn(N, K, dtype=dt)
-    y = torch.empty(M, N, device=dev, dtype=dt)
+    y = torch.full((M, N), float("nan"), device=dev, dtype=dt)
     s = stream()
     t = tune_lib()
     if t is not None and dt == torch.bfloat16:
         y2 = torch.empty(M, N, device=dev, dtype=dt)
-
-        def wfn():
-            call(t.gemm_wgmma_launch(ptr(y2), ptr(x), ptr(w), M, N, K, s))
-            return y2
-        run_case("gemm_wgmma(dev)", f"{M}x{N}x{K}", dt, wfn, lambda: torch.matmul(x, w.t()),
-                 (M * K + N * K + M * N) * 2, flops=2 * M * N * K,
-                 tol={torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
+        for g in (0, 8):
+            def wfn(g=g):
+                call(t.gemm_wgmma_launch(ptr(y2), ptr(x), ptr(w), M, N, K, g, s))
+                return y2
+            y2.fill_(float("nan"))
+            run_case(f"wgmma(dev)g{g}", f"{M}x{N}x{K}", dt, wfn, lambda: torch.matmul(x, w.t()),
+                     (M * K + N * K + M * N) * 2, flops=2 * M * N * K,
+                     tol={torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
+    if dt == torch.bfloat16:
+        y3 = torch.empty(M, N, device=dev, dtype=dt)
+        variants = [("gemm_mma", lambda: kf.gemm_mma_launch(DT[dt], ptr(y3), ptr(x), ptr(w), M, N, K, s))]
+        variants += [(f"gemm_sm90 g{g}", lambda g=g: kf.gemm_sm90_launch(ptr(y3), ptr(x), ptr(w), M, N, K, g, s))
+                     for g in (0, 4, 16)]
+        for name, f in variants:
+            def vfn(f=f):
+                call(f())
+                return y3
+            y3.fill_(float("nan"))  # poisoned: an unwritten tile fails the check
+            run_case(name, f"{M}x{N}x{K}", dt, vfn, lambda: torch.matmul(x, w.t()),
+                     (M * K + N * K + M * N) * 2, flops=2 * M * N * K,
+                     tol={torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
 
     def kfn():
         call(kf.gemm_launch(DT[dt], ptr(y), ptr(x), ptr(w), M, N, K, s))
@@ -383,7 +410,8 @@ def tune():
     t.tune_rmsnorm.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
     t.tune_rmsnorm.restype = ctypes.c_int
     print("\n# rmsnorm bf16 block-shape sweep (tx threads per row, ty rows per block): us, % copy")
-    for T, D in ((16384, 4096), (1024, 2048), (8192, 2048), (8192, 3072), (128, 4096)):
+    for T, D in ((16384, 4096), (8192, 3072), (2048, 2048), (1024, 2048), (128, 4096), (512, 4096),
+                 (1024, 4096), (2048, 4096)):
         x = rn(T, D, dtype=torch.bfloat16)
         w = rn(D, dtype=torch.bfloat16)
         y = torch.empty_like(x)
@@ -402,6 +430,38 @@ def tune():
         print(f"# {T}x{D}: " + ", ".join(
             f"{tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%{'*' if i == best else ''}"
             for i, ((tx, ty), u) in enumerate(zip(cfgs, ts))), flush=True)
+
+
+def tune_lb():
+    """rmsnorm bf16 with register caps (occupancy against spills) and f32 block shapes."""
+    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
+    if not os.path.exists(lib):
+        return
+    t = ctypes.CDLL(lib)
+    t.tune_rmsnorm_lb.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
+    t.tune_rmsnorm_lb.restype = ctypes.c_int
+    t.tune_rmsnorm.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
+    t.tune_rmsnorm.restype = ctypes.c_int
+    T, D = 16384, 4096
+    x, w = rn(T, D, dtype=torch.bfloat16), rn(D, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    cfgs = [(v, tx, ty) for v in (0, 8, 6) for tx, ty in ((64, 4), (128, 2), (128, 1))]
+    fns = [(lambda v=v, tx=tx, ty=ty: call(
+        (t.tune_rmsnorm_lb(v, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty, stream()) if v
+         else t.tune_rmsnorm(2, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty, stream())))) for v, tx, ty in cfgs]
+    ts = time_all(fns, iters=20)
+    nb = (2 * T * D + D) * 2
+    print("\n# rmsnorm bf16 16384x4096 register caps (lb0 = library kernel, lb8 <= 32 regs, lb6 <= 40): "
+          + ", ".join(f"lb{v} {tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%"
+                      for (v, tx, ty), u in zip(cfgs, ts)), flush=True)
+    xf, wf = rn(T, D, dtype=torch.float32), rn(D, dtype=torch.float32)
+    yf = torch.empty_like(xf)
+    cf = [(64, 4), (128, 2), (128, 1), (256, 1), (512, 1)]
+    ts = time_all([(lambda tx=tx, ty=ty: call(t.tune_rmsnorm(0, ptr(yf), ptr(xf), ptr(wf), T, D, 1e-6, tx, ty,
+                                                             stream()))) for tx, ty in cf], iters=20)
+    nb = (2 * T * D + D) * 4
+    print("# rmsnorm f32 16384x4096 block shapes: " + ", ".join(
+        f"{tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%" for (tx, ty), u in zip(cf, ts)), flush=True)
 
 
 def tune_silu():
@@ -426,8 +486,41 @@ def tune_silu():
             for i, ((R, bx, cap), u) in enumerate(zip(cfgs, ts))), flush=True)
 
 
+def hint_ab():
+    """Times the big memory-bound cases with the library built once per
+    cache-hint mode (KF_HINT_LIBS, space-separated paths) and returns the
+    fastest library by total time."""
+    global kf, KF_ONLY
+    libs = os.environ.get("KF_HINT_LIBS", "").split()
+    libs = [l for l in libs if os.path.exists(l)]
+    if len(libs) < 2:
+        return None
+    bf, big = torch.bfloat16, (16384, 4096)
+    cases = [("rmsnorm", lambda: case_rmsnorm(big, bf)),
+             ("rmsnorm f32", lambda: case_rmsnorm(big, torch.float32)),
+             ("add_rmsnorm", lambda: case_add_rmsnorm(big, bf)),
+             ("layernorm", lambda: case_layernorm(big, bf)),
+             ("softmax", lambda: case_softmax(big, bf)),
+             ("silu_and_mul", lambda: case_act("silu_and_mul", big, bf)),
+             ("gelu", lambda: case_act("gelu", big, bf)),
+             ("rope_neox", lambda: case_rope(True, 16384, 32, 128, bf)),
+             ("adaln", lambda: case_adaln(4, 4096, 4096, bf))]
+    KF_ONLY = True
+    res = {}
+    for l in libs:
+        kf = load_lib(l)
+        res[l] = [c() for _, c in cases]
+    KF_ONLY = False
+    print("# cache-hint A/B (us, kforge only, 16384x4096 bf16 unless named): " + "; ".join(
+        os.path.basename(l) + ": " + " ".join(f"{n}={t:.1f}" for (n, _), t in zip(cases, res[l]))
+        + f" total={sum(res[l]):.1f}" for l in libs), flush=True)
+    best = min(libs, key=lambda l: sum(res[l]))
+    print(f"# cache-hint A/B: fastest {os.path.basename(best)}; the table below uses it", flush=True)
+    return best
+
+
 def main():
-    global COPY
+    global COPY, kf
     p = torch.cuda.get_device_properties(0)
     drv = torch.version.cuda
     COPY = copy_bandwidth()
@@ -436,6 +529,8 @@ def main():
           f"device-to-device copy {COPY:.0f} GB/s (read + write, 1 GiB)", flush=True)
     print(f"# times in us (median of {ITERS}, L2 flushed); GB/s and %copy are kforge's; "
           f"x = speedup of kforge over that column", flush=True)
+    best = hint_ab()
+    kf = load_lib(best or LIB)
     print_header()
     bf = torch.bfloat16
     ltx = [(1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (1, 4096, 2048), (2, 4096, 3072),
@@ -465,7 +560,7 @@ def main():
             print(f"# case failed: {type(e).__name__}: {e}", flush=True)
         torch.cuda.empty_cache()
     if os.environ.get("BENCH_TUNE") == "1":
-        for f in (tune, tune_silu):
+        for f in (tune, tune_lb, tune_silu):
             try:
                 f()
             except Exception as e:

@@ -16,7 +16,7 @@ if [ -z "$KF_GPU_ARCH" ]; then
 	KF_GPU_ARCH=${cc_:-90}
 fi
 # sm_90a (Hopper's own instructions) where the GPU is sm_90
-case "$KF_GPU_ARCH" in 90) GEN="-gencode arch=compute_90a,code=sm_90a" ;;
+case "$KF_GPU_ARCH" in 90) GEN="-gencode arch=compute_90a,code=sm_90a -DKF_HAVE_SM90A=1" ;;
 *) GEN="-gencode arch=compute_$KF_GPU_ARCH,code=sm_$KF_GPU_ARCH" ;; esac
 mkdir -p "$B"
 pids=""
@@ -24,6 +24,14 @@ for f in kernels/*.cu; do
 	o="$B/$(basename "$f" .cu).o"
 	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -Xptxas -v -c "$f" -o "$o" \
 		>"$o.log" 2>&1 &
+	pids="$pids $!"
+done
+# bench-only: the whole library once per cache-hint mode (KF_HINT_MODE in
+# kernels/kf_cuda.cuh), for bench.py's A/B of the hints
+printf '#include "%s"\n' kernels/*.cu >"$B/unity.cu"
+for h in ${KF_HINT_MODES:-}; do
+	"$NVCC" -O3 -std=c++17 -I. $GEN -DKF_HINT_MODE=$h -Xcompiler -fPIC -shared \
+		-o "$B/libkfk_h$h.so" "$B/unity.cu" >"$B/h$h.log" 2>&1 &
 	pids="$pids $!"
 done
 # bench-only: block-shape sweeps and kernels/dev/ experiments
@@ -35,7 +43,7 @@ for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c server/kf_err.c; do
 done
 fail=0
 for p in $pids; do wait "$p" || fail=1; done
-if [ "$fail" != 0 ]; then cat "$B"/*.o.log "$B/tune.log"; exit 1; fi
+if [ "$fail" != 0 ]; then cat "$B"/*.log; exit 1; fi
 CU_OBJS=$(for f in kernels/*.cu; do printf '%s ' "$B/$(basename "$f" .cu).o"; done)
 "$NVCC" -shared $GEN -o "$B/libkfk.so" $CU_OBJS "$B"/c_*.o
 "$NVCC" -O2 -std=c++17 -I. $GEN -o "$B/kernels_test" tests/gpu/kernels_test.cu $CU_OBJS \

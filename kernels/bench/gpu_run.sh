@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,c
 (make --no-print-directory build/kernels/kernels.fatbin KERNEL_ARCHS=90 NVCC="$NVCC" \
 	>"$OUT/fatbin.log" 2>&1; echo "fatbin rc=$?" >>"$OUT/fatbin.log") &
 fatpid=$!
-KF_GPU_BUILD=build/gpu-kernels sh kernels/bench/build.sh >"$OUT/build.log" 2>&1
+KF_HINT_MODES="0 1 2 3" KF_GPU_BUILD=build/gpu-kernels sh kernels/bench/build.sh >"$OUT/build.log" 2>&1
 echo "build rc=$? after $(($(date +%s) - T0)) s" | tee -a "$OUT/build.log"
 cp build/gpu-kernels/resources.txt "$OUT/" 2>/dev/null
 wait $fatpid
@@ -30,6 +30,7 @@ grep -E "^FAIL" "$OUT/test.log" | head -20
 tail -1 "$OUT/test.log"
 B=$(($(left) - 75))
 BENCH_BUDGET_S=$((B > 20 ? B : 20)) BENCH_TUNE=1 BENCH_JSON="$OUT/bench.json" \
+	KF_HINT_LIBS="$(ls build/gpu-kernels/libkfk_h*.so 2>/dev/null | tr '\n' ' ')" \
 	KF_LIB=build/gpu-kernels/libkfk.so PYTHONUNBUFFERED=1 \
 	timeout $(($(left) - 20)) python3 kernels/bench/bench.py >"$OUT/bench.log" 2>&1
 echo "bench rc=$? after $(($(date +%s) - T0)) s"

@@ -55,3 +55,34 @@ extern "C" int tune_silu(void *y, const void *x, int64_t T, int64_t D, int R, in
 	}
 	return (int)cudaGetLastError();
 }
+
+/* rmsnorm (bf16, weight) with a tighter register cap: minimum 8 (<= 32
+ * registers) or 6 (<= 40) resident 256-thread blocks per SM, to measure
+ * occupancy against spills. Same body as kf_rmsnorm_bf16. */
+extern "C" __global__ void __launch_bounds__(256, 8)
+	tune_rms_lb8(__nv_bfloat16 *y, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int rows,
+		     int D, float eps)
+{
+	kf_rms::body<__nv_bfloat16, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+	tune_rms_lb6(__nv_bfloat16 *y, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int rows,
+		     int D, float eps)
+{
+	kf_rms::body<__nv_bfloat16, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);
+}
+
+extern "C" int tune_rmsnorm_lb(int variant, void *y, const void *x, const void *w, int64_t T,
+			       int64_t D, float eps, int tx, int ty, cudaStream_t s)
+{
+	if (tx < 1 || ty < 1 || tx * ty > 256 || T < 1 || D < 1)
+		return (int)cudaErrorInvalidValue;
+	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
+	__nv_bfloat16 *yy = (__nv_bfloat16 *)y;
+	const __nv_bfloat16 *xx = (const __nv_bfloat16 *)x, *ww = (const __nv_bfloat16 *)w;
+	if (variant == 8)
+		tune_rms_lb8<<<grid, block, 0, s>>>(yy, xx, ww, (int)T, (int)D, eps);
+	else
+		tune_rms_lb6<<<grid, block, 0, s>>>(yy, xx, ww, (int)T, (int)D, eps);
+	return (int)cudaGetLastError();
+}

@@ -90,13 +90,23 @@ __device__ __forceinline__ void load_tile(T *st, const T *x, const T *w, int M, 
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 	kf_gemm_wgmma_bf16(__nv_bfloat16 *y, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int M,
-			   int N, int K)
+			   int N, int K, int group)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using namespace kf_wg;
 	extern __shared__ __align__(1024) unsigned char smem_raw[];
 	__nv_bfloat16 *smem = reinterpret_cast<__nv_bfloat16 *>(smem_raw);
-	const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+	int pm = blockIdx.y, pn = blockIdx.x;
+	if (group > 0) {
+		/* grouped raster: `group` tile rows sweep the tile columns
+		 * together, so their x and w tiles are reused from L2 */
+		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y, npn = gridDim.x;
+		const int gid = pid / (group * npn), first = gid * group;
+		const int gsz = min(npm - first, group);
+		pm = first + (pid % (group * npn)) % gsz;
+		pn = (pid % (group * npn)) / gsz;
+	}
+	const int m0 = pm * BM, n0 = pn * BN;
 	const int wg = threadIdx.x >> 7;
 	const int KT = (K + BK - 1) / BK;
 	float d[128];
@@ -162,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 /* Block 256 (two warpgroups), grid (ceil_div(N, 256), ceil_div(M, 128)),
  * 192 KiB of dynamic shared memory (opt-in raised here). */
 extern "C" int gemm_wgmma_launch(void *y, const void *x, const void *w, int64_t M, int64_t N,
-				 int64_t K, cudaStream_t s)
+				 int64_t K, int group, cudaStream_t s)
 {
 	if (M < 1 || N < 1 || K < 8 || K % 8 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
 	    (M + 127) / 128 > 65535)
@@ -175,6 +185,6 @@ extern "C" int gemm_wgmma_launch(void *y, const void *x, const void *w, int64_t 
 	dim3 grid((unsigned)((N + 255) / 256), (unsigned)((M + 127) / 128));
 	kf_gemm_wgmma_bf16<<<grid, kf_wg::THREADS, kf_wg::SMEM_BYTES, s>>>(
 		(__nv_bfloat16 *)y, (const __nv_bfloat16 *)x, (const __nv_bfloat16 *)w, (int)M, (int)N,
-		(int)K);
+		(int)K, group);
 	return (int)cudaGetLastError();
 }

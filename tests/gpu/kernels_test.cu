@@ -292,6 +292,17 @@ static void test_gemm(int64_t M, int64_t N, int64_t K)
 		tol t = tol_gemm(dt);
 		t.atol *= sqrt((double)K) / 8;
 		compare(what, "y", dt, gemm_launch(dt, y.d, x.d, w.d, M, N, K, 0), y, want, t);
+		tens y2(dt, M * N, false);
+		compare(what, "y (mma.sync)", dt, gemm_mma_launch(dt, y2.d, x.d, w.d, M, N, K, 0), y2,
+			want, t);
+		if (dt == KF_DT_BF16) {
+			tens y3(dt, M * N, false);
+			cudaError_t e = gemm_sm90_launch(y3.d, x.d, w.d, M, N, K, 3, 0);
+			if (e == cudaErrorNotSupported)
+				printf("skip %-44s bf16 y (sm90): not an sm_90a build or device\n", what);
+			else
+				compare(what, "y (sm90, group 3)", dt, e, y3, want, t);
+		}
 	}
 }
 
@@ -354,6 +365,8 @@ static void test_rejects(void)
 	bad += gemm_launch(KF_DT_BF16, (void *)16, (void *)16, (void *)16, 8, 8, 12, 0) !=
 	       cudaErrorInvalidValue;
 	bad += gemm_launch(KF_DT_F32, (void *)16, (void *)16, (void *)16, 8, 8, 16, 0) !=
+	       cudaErrorInvalidValue;
+	bad += gemm_sm90_launch((void *)16, (void *)16, (void *)16, 8, 8, 16, -1, 0) !=
 	       cudaErrorInvalidValue;
 	bad += activation_launch(KF_ACT_COUNT, KF_DT_F32, (void *)16, (void *)16, 1, 1, 0) !=
 	       cudaErrorInvalidValue;
@@ -422,9 +435,9 @@ int main(int argc, char **argv)
 	for (auto &r : adas)
 		if (!quick || r[0] * r[1] * r[2] <= 1000000)
 			test_adaln(r[0], r[1], r[2]);
-	const int64_t gemms[][3] = {{1, 1, 8},     {77, 200, 72},  {128, 128, 64},
+	const int64_t gemms[][3] = {{1, 1, 8},       {77, 200, 72},    {128, 128, 64},
 				    {129, 257, 136}, {256, 256, 4096}, {512, 384, 1024},
-				    {300, 131, 2000}};
+				    {300, 131, 2000}, {1000, 520, 264}, {640, 768, 512}};
 	for (auto &r : gemms)
 		test_gemm(r[0], r[1], r[2]);
 	if (fatbin)
