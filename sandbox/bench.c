@@ -84,10 +84,11 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			sizes = json_array();
 			for (size_t k = 0; k < s->vars_len; k++)
 				json_array_append_new(sizes, json_integer(r->vals[k]));
-			job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:[s], s:i, s:i}", "mode",
-					"check", "device", gpu, "program", "reference", "module",
-					"ref.cubin", "out_prefix", "ref", "sizes", sizes, "seeds", vh,
-					"runs", 1, "extra_launches", 0);
+			job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
+					"mode", "check", "device", gpu, "program", "reference",
+					"module", "ref.cubin", "runs", 1, "extra_launches", 0,
+					"row_timeout_ms", (int)to, "rows", "sizes", sizes, "seeds", vh,
+					"out_prefix", "ref");
 			kf_err_clear(&e);
 			r->ref_rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->ref, NULL, &e);
 			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
@@ -371,8 +372,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 				trc = check_torch_reference(app, s, r->dir, r->vals, &r->b, &r->vseed, 1,
 							    o->cancel, &we);
 			if (!trc)
-				have_want = check_reference_want(s, r->dir, r->vals, &r->b, 0, r->vseed,
-								 want, &we) == 0;
+				have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b, 0,
+								 r->vseed, want, &we) == 0;
 		}
 		double mr = 0;
 		const json_t *vrep = json_object_get(r->rep, "verify");

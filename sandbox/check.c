@@ -457,35 +457,55 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job,
 		kf_err_set(err, KF_ETIMEOUT,
 			   "the kernel did not finish within %u ms: the harness was killed",
 			   jj.wall_ms);
-	} else if (rc == 0) {
-		json_error_t je;
-		json_t *r = rd.len && !rd.too_big ? json_loadb(rd.buf, rd.len, 0, &je) : NULL;
-		if (r) {
-			*report = r;
-		} else {
-			char tail[160] = "";
-			if (res.errout_len) {
-				const char *t = res.errout;
-				if (res.errout_len > 150)
-					t += res.errout_len - 150;
-				snprintf(tail, sizeof tail, "%s", t);
-				for (char *c = tail; *c; c++)
-					if (*c == '\n')
-						*c = ' ';
-			}
-			if (rd.too_big)
-				rc = kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
-						CHECK_REPORT_MAX_BYTES);
-			else if (res.term_signal)
-				rc = kf_err_set(err, KF_EFAULT,
-						"the harness died of signal %d without a report%s%s",
-						res.term_signal, tail[0] ? ": " : "", tail);
-			else
-				rc = kf_err_set(err, KF_EFAULT,
-						"the harness exited with status %d without a report%s%s",
-						res.exit_code, tail[0] ? ": " : "", tail);
-		}
 	}
+	/* The report is JSON lines: one per finished row (check mode), then the
+	 * final object. What arrived is kept even when the harness died. */
+	json_t *rep = json_object(), *rows = json_array(), *final = NULL;
+	json_object_set_new(rep, "rows", rows);
+	for (char *line = rd.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		json_t *o = json_loads(line, 0, NULL);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			continue;
+		}
+		if (json_is_true(json_object_get(o, "final"))) {
+			json_decref(final);
+			final = o;
+		} else
+			json_array_append_new(rows, o);
+	}
+	if (final) {
+		json_object_update_missing(final, rep);
+		json_decref(rep);
+		rep = final;
+	}
+	if (rc == 0 && !final) {
+		char tail[160] = "";
+		if (res.errout_len) {
+			const char *t = res.errout;
+			if (res.errout_len > 150)
+				t += res.errout_len - 150;
+			snprintf(tail, sizeof tail, "%s", t);
+			for (char *c = tail; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+		}
+		if (rd.too_big)
+			rc = kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
+					CHECK_REPORT_MAX_BYTES);
+		else if (res.term_signal)
+			rc = kf_err_set(err, KF_EFAULT,
+					"the harness died of signal %d without a report%s%s",
+					res.term_signal, tail[0] ? ": " : "", tail);
+		else
+			rc = kf_err_set(err, KF_EFAULT,
+					"the harness exited with status %d without a report%s%s",
+					res.exit_code, tail[0] ? ": " : "", tail);
+	}
+	*report = rep;
 	jail_result_fini(&res);
 	free(rd.buf);
 	return rc;
@@ -651,30 +671,54 @@ static const char TORCH_PY[] =
 	"print(json.dumps({'ok': True}))\n";
 
 static pthread_once_t torch_once = PTHREAD_ONCE_INIT;
-static char torch_site[PATH_MAX];
+#define TORCH_MAX_PATHS 12
+static char torch_exe[PATH_MAX];
+static char torch_paths[TORCH_MAX_PATHS][PATH_MAX];
+static size_t torch_paths_len;
+static char torch_pythonpath[4096];
 static char torch_why[256];
 
-/* Where torch lives (its site-packages directory, bound read-only into the
- * jail), found once by a trusted probe that only imports torch. */
+/* Where python3 and torch live, found once by a trusted probe that only
+ * imports torch: the interpreter's real path and every directory of its
+ * sys.path (standard library, site-packages), bound read-only into the
+ * jail. */
 static void torch_probe(void)
 {
-	FILE *f = popen("python3 -c 'import os, torch; "
-			"print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>&1",
+	FILE *f = popen("python3 -c 'import os, sys, torch, numpy; "
+			"print(os.path.realpath(sys.executable)); "
+			"[print(p) for p in sys.path if p and os.path.isdir(p)]' 2>&1",
 			"r");
 	if (!f) {
 		snprintf(torch_why, sizeof torch_why, "python3 could not be started");
 		return;
 	}
-	char line[PATH_MAX] = "";
-	char *got = fgets(line, sizeof line, f);
-	int st = pclose(f);
-	if (!got || st != 0 || line[0] != '/') {
-		snprintf(torch_why, sizeof torch_why,
-			 "python3 -c 'import torch' failed on this host");
-		return;
+	char line[PATH_MAX];
+	int n = 0, bad = 0;
+	size_t pp = 0;
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (line[0] != '/') {
+			bad = 1;
+			continue;
+		}
+		if (n++ == 0) {
+			snprintf(torch_exe, sizeof torch_exe, "%s", line);
+			continue;
+		}
+		if (torch_paths_len < TORCH_MAX_PATHS) {
+			snprintf(torch_paths[torch_paths_len++], PATH_MAX, "%s", line);
+			pp += (size_t)snprintf(torch_pythonpath + pp, sizeof torch_pythonpath - pp,
+					       "%s%s", pp ? ":" : "", line);
+			if (pp >= sizeof torch_pythonpath)
+				pp = sizeof torch_pythonpath - 1;
+		}
 	}
-	line[strcspn(line, "\n")] = 0;
-	snprintf(torch_site, sizeof torch_site, "%s", line);
+	int st = pclose(f);
+	if (st != 0 || bad || !torch_exe[0]) {
+		torch_exe[0] = 0;
+		snprintf(torch_why, sizeof torch_why,
+			 "python3 -c 'import torch, numpy' failed on this host");
+	}
 }
 
 int check_torch_reference(struct app *app, const struct spec *s, const char *dir,
@@ -683,7 +727,7 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 			   struct kf_err *err)
 {
 	pthread_once(&torch_once, torch_probe);
-	if (!torch_site[0])
+	if (!torch_exe[0])
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "torch not available: %s; use a built-in op or a CUDA "
 				  "source as the reference",
@@ -761,13 +805,19 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	struct jail *j;
 	if ((rc = get_jail(app, &j, err)))
 		return rc;
-	const char *argv[] = {"/usr/bin/python3", "torch_ref.py", NULL};
-	char pp[PATH_MAX + 16];
-	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_site);
-	const char *env[] = {pp, "OMP_NUM_THREADS=4", NULL};
-	struct jail_bind binds[] = {{torch_site, NULL}};
+	const char *argv[] = {torch_exe, "torch_ref.py", NULL};
+	char pp[sizeof torch_pythonpath + 16];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_pythonpath);
+	const char *env[] = {pp, "OMP_NUM_THREADS=8", NULL};
+	struct jail_bind binds[TORCH_MAX_PATHS + 1];
+	binds[0].src = torch_exe;
+	binds[0].dst = NULL;
+	for (size_t k = 0; k < torch_paths_len; k++) {
+		binds[k + 1].src = torch_paths[k];
+		binds[k + 1].dst = NULL;
+	}
 	struct jail_job jj = {.argv = argv, .job_dir = dir, .env = env, .ro_binds = binds,
-			      .ro_binds_len = 1, .wall_ms = 180000, .cancel = cancel,
+			      .ro_binds_len = torch_paths_len + 1, .wall_ms = 180000, .cancel = cancel,
 			      .stdout_cap_bytes = 8192, .stderr_cap_bytes = 8192};
 	struct jail_result res;
 	rc = jail_run(j, &jj, &res, err);
@@ -781,9 +831,9 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	return rc;
 }
 
-int check_reference_want(const struct spec *s, const char *dir, const int64_t *vals,
-			 const struct spec_bound *b, int trial, uint64_t seed, double **want,
-			 struct kf_err *err)
+int check_reference_want(const struct spec *s, const char *dir, const char *prefix,
+			 const int64_t *vals, const struct spec_bound *b, int trial,
+			 uint64_t seed, double **want, struct kf_err *err)
 {
 	for (size_t t = 0; t < s->tensors_len; t++)
 		want[t] = NULL;
@@ -795,7 +845,7 @@ int check_reference_want(const struct spec *s, const char *dir, const int64_t *v
 			continue;
 		char path[PATH_MAX + 64];
 		if (s->ref.kind == SPEC_REF_CUDA) {
-			snprintf(path, sizeof path, "%s/ref.t%d.%s.bin", dir, trial,
+			snprintf(path, sizeof path, "%s/%s.t%d.%s.bin", dir, prefix, trial,
 				 s->tensors[t].name);
 			rc = check_load_output(s, b, t, path, &want[t], err);
 			continue;
@@ -860,11 +910,13 @@ struct gpu_ctx {
 	unsigned timeout_ms;
 	const struct check_opts *o;
 	int gpu;
+	char *printf_out; /* first non-empty kernel stdout */
+	json_t *device;   /* the harness's device object */
 };
 
-static json_t *harness_job(const struct spec *s, const struct row *r, int gpu,
-			   const char *program, const char *module, const char *prefix,
-			   int runs, int extra)
+/* One row of a check-mode job: its sizes, seeds and output prefix. */
+static json_t *job_row(const struct spec *s, const struct row *r, size_t idx,
+		       const char *tag)
 {
 	json_t *sizes = json_array(), *seeds = json_array();
 	for (size_t k = 0; k < s->vars_len; k++)
@@ -874,49 +926,105 @@ static json_t *harness_job(const struct spec *s, const struct row *r, int gpu,
 		snprintf(hex, sizeof hex, "%016" PRIx64, r->seeds[t]);
 		json_array_append_new(seeds, json_string(hex));
 	}
-	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:i, s:i}", "mode", "check",
-			 "device", gpu, "program", program, "module", module, "out_prefix",
-			 prefix, "sizes", sizes, "seeds", seeds, "runs", runs,
-			 "extra_launches", extra);
+	char prefix[32];
+	snprintf(prefix, sizeof prefix, "r%zu.%s", idx, tag);
+	return json_pack("{s:o, s:o, s:s}", "sizes", sizes, "seeds", seeds, "out_prefix", prefix);
+}
+
+/* Runs program over every row in as few harness processes as possible: one
+ * process takes all remaining rows; a row that faults, errs or hangs ends
+ * its process and the next process starts at the row after it. Results go
+ * to rows[i].cand (or .ref for the reference). */
+static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is_ref,
+		    struct kf_err *err)
+{
+	const struct spec *s = c->p->s;
+	size_t next = 0;
+	while (next < c->nrows) {
+		if (stop && *stop)
+			return kf_err_set(err, KF_ECANCELED, "cancelled");
+		json_t *rows = json_array();
+		for (size_t i = next; i < c->nrows; i++)
+			json_array_append_new(rows, job_row(s, &c->rows[i], i, is_ref ? "ref" : "cand"));
+		size_t todo = c->nrows - next;
+		json_t *job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:o}", "mode", "check",
+					"device", gpu, "program", is_ref ? "reference" : "candidate",
+					"module", is_ref ? "ref.cubin" : "cand.cubin", "runs",
+					is_ref ? 1 : 2, "extra_launches", is_ref ? 0 : CHECK_EXTRA_LAUNCHES,
+					"row_timeout_ms", (int)c->timeout_ms, "rows", rows);
+		struct kf_err e = {0};
+		json_t *rep = NULL;
+		char *out = NULL;
+		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
+		int rc = check_harness_exec(c->app, c->rows[0].dir, job, wall, stop, &rep,
+					    is_ref ? NULL : &out, &e);
+		json_decref(job);
+		if (out && !c->printf_out && out[0])
+			c->printf_out = out;
+		else
+			free(out);
+		if (rep && !c->device && json_object_get(rep, "device"))
+			c->device = json_incref(json_object_get(rep, "device"));
+		if (rc == KF_ECANCELED || rc == KF_ESANDBOX || rc == KF_ENOTFOUND) {
+			json_decref(rep);
+			return kf_err_set(err, rc, "%s", e.msg);
+		}
+		const json_t *lines = json_object_get(rep, "rows");
+		size_t k = json_array_size(lines);
+		int stopped = 0; /* the last line ended its process early */
+		for (size_t i = 0; i < k && next + i < c->nrows; i++) {
+			json_t *l = json_array_get(lines, i);
+			struct row *r = &c->rows[next + i];
+			if (json_is_true(json_object_get(l, "timeout"))) {
+				int *prc = is_ref ? &r->ref_rc : &r->cand_rc;
+				char *pe = is_ref ? r->ref_err : r->cand_err;
+				*prc = KF_ETIMEOUT;
+				snprintf(pe, sizeof r->cand_err,
+					 "the kernel did not finish within %u ms: the harness was killed",
+					 c->timeout_ms);
+				stopped = 1;
+			} else {
+				json_t **slot = is_ref ? &r->ref : &r->cand;
+				json_decref(*slot);
+				*slot = json_incref(l);
+				stopped = json_object_get(l, "fault") || json_object_get(l, "error");
+			}
+		}
+		if (k >= todo && (rc == 0 || stopped)) {
+			json_decref(rep);
+			break;
+		}
+		if (stopped) {
+			next += k;
+		} else {
+			/* No line for row next+k: the process died or hung there, or
+			 * stopped before it (a job error in the final report). */
+			struct row *r = &c->rows[next + k];
+			const char *fe = json_string_value(json_object_get(rep, "error"));
+			int *prc = is_ref ? &r->ref_rc : &r->cand_rc;
+			char *pe = is_ref ? r->ref_err : r->cand_err;
+			*prc = rc ? rc : KF_EFAULT;
+			snprintf(pe, sizeof r->cand_err, "%s", rc ? e.msg : fe ? fe : "the harness stopped");
+			next += k + 1;
+		}
+		json_decref(rep);
+	}
+	return 0;
 }
 
 static int gpu_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	struct gpu_ctx *c = arg;
 	c->gpu = gpu;
-	(void)err;
-	for (size_t i = 0; i < c->nrows; i++) {
-		struct row *r = &c->rows[i];
-		if (stop && *stop)
-			return kf_err_set(err, KF_ECANCELED, "cancelled");
-		if (c->o->progress) {
-			char m[96];
-			snprintf(m, sizeof m, "running size %zu of %zu on GPU %d", i + 1, c->nrows,
-				 gpu);
-			c->o->progress(c->o->progress_arg, (double)i, (double)c->nrows, m);
-		}
-		json_t *job = harness_job(c->p->s, r, gpu, "candidate", "cand.cubin", "cand", 2,
-					  CHECK_EXTRA_LAUNCHES);
-		struct kf_err e = {0};
-		r->cand_rc = check_harness_exec(c->app, r->dir, job, c->timeout_ms, stop, &r->cand,
-						&r->printf_out, &e);
-		snprintf(r->cand_err, sizeof r->cand_err, "%s", e.msg);
-		json_decref(job);
-		if (r->cand_rc == KF_ECANCELED || r->cand_rc == KF_ESANDBOX ||
-		    r->cand_rc == KF_ENOTFOUND)
-			return kf_err_set(err, r->cand_rc, "%s", e.msg);
-		if (c->p->s->ref.kind == SPEC_REF_CUDA) {
-			job = harness_job(c->p->s, r, gpu, "reference", "ref.cubin", "ref", 1, 0);
-			kf_err_clear(&e);
-			r->ref_rc = check_harness_exec(c->app, r->dir, job, c->timeout_ms, stop,
-						       &r->ref, NULL, &e);
-			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
-			json_decref(job);
-			if (r->ref_rc == KF_ECANCELED)
-				return kf_err_set(err, r->ref_rc, "%s", e.msg);
-		}
+	if (c->o->progress)
+		c->o->progress(c->o->progress_arg, 1, 0, "running the candidate");
+	int rc = run_rows(c, gpu, stop, 0, err);
+	if (!rc && c->p->s->ref.kind == SPEC_REF_CUDA) {
+		if (c->o->progress)
+			c->o->progress(c->o->progress_arg, 2, 0, "running the CUDA reference");
+		rc = run_rows(c, gpu, stop, 1, err);
 	}
-	return 0;
+	return rc;
 }
 
 static void progress_bridge(void *arg, const struct runner_progress *p)
@@ -1186,6 +1294,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	struct row *rows = NULL;
 	size_t nrows = 0;
 	json_t *result = NULL;
+	char jobdir[PATH_MAX] = "";
+	struct gpu_ctx gc = {0};
 	if (rc) {
 		*out = diag;
 		goto out;
@@ -1256,16 +1366,18 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		snprintf(where, sizeof where, o->replay ? "replay.size" : "sizes[%zu]", r);
 		if ((rc = spec_bind(s, rows[r].vals, NULL, where, &rows[r].b, err)))
 			goto out;
-		if ((rc = check_jobdir_new(app, s, rows[r].dir, sizeof rows[r].dir, err)) ||
-		    (rc = check_copy_file(p.cand_cubin, rows[r].dir, "cand.cubin", err)))
-			goto out;
-		if (s->ref.kind == SPEC_REF_CUDA &&
-		    (rc = check_copy_file(p.ref_cubin, rows[r].dir, "ref.cubin", err)))
-			goto out;
 	}
-	struct gpu_ctx gc = {.app = app, .p = &p, .rows = rows, .nrows = nrows,
-			     .timeout_ms = o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
-			     .o = o, .gpu = -1};
+	/* One job directory for every size (files are prefixed by row). */
+	if ((rc = check_jobdir_new(app, s, jobdir, sizeof jobdir, err)) ||
+	    (rc = check_copy_file(p.cand_cubin, jobdir, "cand.cubin", err)) ||
+	    (s->ref.kind == SPEC_REF_CUDA &&
+	     (rc = check_copy_file(p.ref_cubin, jobdir, "ref.cubin", err))))
+		goto out;
+	for (size_t r = 0; r < nrows; r++)
+		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
+	gc = (struct gpu_ctx){.app = app, .p = &p, .rows = rows, .nrows = nrows,
+			      .timeout_ms = o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+			      .o = o, .gpu = -1};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
@@ -1355,8 +1467,12 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 				else if (s->ref.kind == SPEC_REF_TORCH && torch_rc)
 					kf_err_set(&we, torch_rc, "%s", torch_err.msg);
 				else
-					have_want = check_reference_want(s, r->dir, r->vals, &r->b, k,
+				{
+					char pre[32];
+					snprintf(pre, sizeof pre, "r%zu.ref", ri);
+					have_want = check_reference_want(s, r->dir, pre, r->vals, &r->b, k,
 									 r->seeds[k], want, &we) == 0;
+				}
 				pass = check_judge_run(s, r->dir, &r->b, tr, have_want ? want : NULL,
 						       tj, fired, flags, &max_rel);
 				if (!have_want) {
@@ -1434,13 +1550,10 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 			    json_pack("{s:s, s:b, s:i, s:s}", "artifact_id", p.cand_artifact,
 				      "cache_hit", p.cand_cache_hit, "compile_ms", p.compile_ms,
 				      "arch", p.arch));
-	if (rows[0].cand && json_object_get(rows[0].cand, "device"))
-		json_object_set(result, "device", json_object_get(rows[0].cand, "device"));
-	for (size_t ri = 0; ri < nrows; ri++)
-		if (rows[ri].printf_out && rows[ri].printf_out[0]) {
-			json_object_set_new(result, "kernel_stdout", json_string(rows[ri].printf_out));
-			break;
-		}
+	if (gc.device)
+		json_object_set(result, "device", gc.device);
+	if (gc.printf_out)
+		json_object_set_new(result, "kernel_stdout", json_string(gc.printf_out));
 	char summary[900];
 	int ntr = 0;
 	for (size_t ri = 0; ri < nrows; ri++)
@@ -1480,8 +1593,10 @@ out:
 		json_decref(rows[r].cand);
 		json_decref(rows[r].ref);
 		free(rows[r].printf_out);
-		check_jobdir_remove(rows[r].dir);
 	}
+	check_jobdir_remove(jobdir);
+	free(gc.printf_out);
+	json_decref(gc.device);
 	free(rows);
 	check_prep_fini(&p);
 	return rc;

@@ -121,12 +121,15 @@ int check_copy_file(const char *src, const char *dir, const char *name,
 
 /* Writes job (borrowed) as dir/job.json and runs kforge-harness on it in
  * the jail with the GPU nodes, killing it after timeout_ms or when stop
- * becomes nonzero. Returns 0 and *report (new) when the harness delivered
- * its report (which may itself describe a fault); KF_ETIMEOUT when it was
- * killed at the limit; KF_EFAULT when it died without a report (err has the
- * signal / exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
+ * becomes nonzero. The harness reports JSON lines (one per finished row in
+ * check mode, then a final object); *report (new, set whenever the harness
+ * ran) is the final object with "rows": [the row lines], or just {"rows":
+ * [...]} when it died. Returns 0 when the final report arrived (it may
+ * itself describe a fault); KF_ETIMEOUT when the harness was killed at the
+ * limit; KF_EFAULT when it died without a final report (err has the signal
+ * or exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
  * KF_EIO. *stdout_text (new, may be NULL) gets the kernel's printf output,
- * capped. */
+ * capped at 16 KiB. */
 int check_harness_exec(struct app *app, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop,
 		       json_t **report, char **stdout_text, struct kf_err *err)
@@ -151,9 +154,10 @@ int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t
  * the CPU now; a CUDA reference read from dir/ref.t<trial>.<name>.bin (a
  * reference harness run wrote them); a torch reference read from
  * dir/torch.t<trial>.<name>.bin (check_torch_reference wrote them). */
-int check_reference_want(const struct spec *s, const char *dir, const int64_t *vals,
-			 const struct spec_bound *b, int trial, uint64_t seed, double **want,
-			 struct kf_err *err) __attribute__((warn_unused_result));
+int check_reference_want(const struct spec *s, const char *dir, const char *prefix,
+			 const int64_t *vals, const struct spec_bound *b, int trial,
+			 uint64_t seed, double **want, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Runs the spec's torch reference in a sandboxed python3 (no GPU) for
  * ntrials seeds of one size, writing dir/torch.t<k>.<name>.bin. Returns 0,

@@ -86,6 +86,14 @@ int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol);
 /* 1 when element i of an output buffer holds the poison pattern. */
 int h_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern);
 
+/* Sends one compact JSON line (obj borrowed) to the daemon's report pipe. */
+void h_send_line(struct harness *h, const json_t *obj);
+
+/* Arms the check-mode watchdog for a trial of row (job's row_timeout_ms),
+ * and disarms it. */
+void h_watchdog_arm(long row);
+void h_watchdog_disarm(void);
+
 /* Writes len bytes to job-dir-relative path. */
 int h_write_file(const char *path, const void *data, uint64_t len);
 

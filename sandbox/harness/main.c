@@ -7,6 +7,8 @@
  * buffers with guard bands, launches, and the check mode. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -602,17 +604,22 @@ out:
 	return rc;
 }
 
+/* Check mode. job.json: program (candidate | reference | baseline),
+ * module, runs, extra_launches and rows: [{sizes: [...], seeds: [hex...],
+ * out_prefix}]. Each row's report goes to the daemon as one JSON line as
+ * soon as the row is done ({"row": i, "trials": [...]}, with "fault" or
+ * "error" when it stopped there), so a later hang or crash loses nothing
+ * already measured; the final line is the whole-run report. */
 int h_mode_check(struct harness *h)
 {
-	const json_t *seeds = json_object_get(h->job, "seeds");
+	const json_t *rows = json_object_get(h->job, "rows");
 	const char *which = json_string_value(json_object_get(h->job, "program"));
 	const char *cubin = json_string_value(json_object_get(h->job, "module"));
-	const char *prefix = json_string_value(json_object_get(h->job, "out_prefix"));
 	int runs = (int)json_integer_value(json_object_get(h->job, "runs"));
 	int extra = (int)json_integer_value(json_object_get(h->job, "extra_launches"));
-	if (!json_is_array(seeds) || !cubin || !prefix || !which) {
+	if (!json_is_array(rows) || !cubin || !which) {
 		json_object_set_new(h->report, "error",
-				    json_string("job.json: seeds, module, program and out_prefix are required"));
+				    json_string("job.json: rows, module and program are required"));
 		return KF_EINVAL;
 	}
 	const struct spec_launch *launch = h->s->launch;
@@ -629,19 +636,55 @@ int h_mode_check(struct harness *h)
 				    json_string("job.json: the spec has no launch list for this program"));
 		return KF_EINVAL;
 	}
-	json_t *trials = json_array();
-	json_object_set_new(h->report, "trials", trials);
-	for (size_t k = 0; k < json_array_size(seeds); k++) {
-		uint64_t seed;
-		if (h_parse_seed(json_array_get(seeds, k), &seed)) {
-			json_object_set_new(h->report, "error", json_string("job.json: bad seed"));
-			return KF_EINVAL;
+	for (size_t r = 0; r < json_array_size(rows); r++) {
+		const json_t *row = json_array_get(rows, r);
+		const json_t *sz = json_object_get(row, "sizes");
+		const json_t *seeds = json_object_get(row, "seeds");
+		const char *prefix = json_string_value(json_object_get(row, "out_prefix"));
+		json_t *line = json_pack("{s:I, s:[]}", "row", (json_int_t)r, "trials");
+		json_t *trials = json_object_get(line, "trials");
+		int rc = 0;
+		struct kf_err err = {0};
+		if (!json_is_array(sz) || json_array_size(sz) != h->s->vars_len ||
+		    !json_is_array(seeds) || !prefix) {
+			json_object_set_new(h->report, "error",
+					    json_string("job.json: each row needs sizes (every "
+							"variable), seeds and out_prefix"));
+			rc = KF_EINVAL;
+		} else {
+			for (size_t k = 0; k < h->s->vars_len; k++)
+				h->vals[k] = json_integer_value(json_array_get(sz, k));
+			struct spec_limits lim;
+			spec_limits_default(&lim);
+			lim.max_device_bytes = UINT64_MAX; /* the daemon applied its cap */
+			lim.max_host_bytes = UINT64_MAX;
+			if ((rc = spec_bind(h->s, h->vals, &lim, "job", &h->b, &err)))
+				json_object_set_new(h->report, "error", json_string(err.msg));
 		}
-		json_t *tr = json_object();
-		json_array_append_new(trials, tr);
-		json_object_set_new(tr, "seed", json_incref(json_array_get(seeds, k)));
-		int rc = check_trial(h, cubin, launch, launch_len, seed, (int)k,
-				     runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
+		for (size_t k = 0; !rc && k < json_array_size(seeds); k++) {
+			uint64_t seed;
+			if (h_parse_seed(json_array_get(seeds, k), &seed)) {
+				json_object_set_new(h->report, "error", json_string("job.json: bad seed"));
+				rc = KF_EINVAL;
+				break;
+			}
+			json_t *tr = json_object();
+			json_array_append_new(trials, tr);
+			json_object_set_new(tr, "seed", json_incref(json_array_get(seeds, k)));
+			h_watchdog_arm((long)r);
+			rc = check_trial(h, cubin, launch, launch_len, seed, (int)k,
+					 runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
+			h_watchdog_disarm();
+		}
+		/* A fault or error belongs to the row it happened in. */
+		if (rc) {
+			if (json_object_get(h->report, "fault"))
+				json_object_set(line, "fault", json_object_get(h->report, "fault"));
+			if (json_object_get(h->report, "error"))
+				json_object_set(line, "error", json_object_get(h->report, "error"));
+		}
+		h_send_line(h, line);
+		json_decref(line);
 		if (rc)
 			return rc;
 	}
@@ -662,15 +705,12 @@ static json_t *load_json(const char *path, json_t *report)
 	return j;
 }
 
-static void send_report(struct harness *h)
+static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void write_all(int fd, const char *p, size_t len)
 {
-	char *text = json_dumps(h->report, JSON_COMPACT);
-	if (!text)
-		return;
-	size_t len = strlen(text);
-	const char *p = text;
 	while (len) {
-		ssize_t n = write(h->report_fd, p, len);
+		ssize_t n = write(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -678,7 +718,75 @@ static void send_report(struct harness *h)
 		p += n;
 		len -= (size_t)n;
 	}
+}
+
+void h_send_line(struct harness *h, const json_t *obj)
+{
+	char *text = json_dumps(obj, JSON_COMPACT);
+	if (!text)
+		return;
+	size_t len = strlen(text);
+	text[len++] = '\n'; /* json_dumps leaves room: replace the NUL */
+	pthread_mutex_lock(&send_mu);
+	write_all(h->report_fd, text, len);
+	pthread_mutex_unlock(&send_mu);
 	free(text);
+}
+
+/* The watchdog: a trial that runs past row_timeout_ms (a hung kernel)
+ * reports {"row": i, "timeout": true} and ends the process, which is the
+ * only way to stop a running kernel; the daemon starts a new process for
+ * the remaining rows. */
+static struct {
+	atomic_llong deadline_ms; /* 0 = disarmed */
+	atomic_long row;
+	int fd;
+	long long limit_ms;
+} wd;
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		usleep(20000);
+		long long d = atomic_load(&wd.deadline_ms);
+		if (d && (long long)h_now_ms() > d) {
+			char line[128];
+			int n = snprintf(line, sizeof line,
+					 "{\"row\":%ld,\"timeout\":true,\"timeout_ms\":%lld}\n",
+					 atomic_load(&wd.row), wd.limit_ms);
+			pthread_mutex_lock(&send_mu);
+			write_all(wd.fd, line, (size_t)n);
+			_exit(0);
+		}
+	}
+	return NULL;
+}
+
+void h_watchdog_arm(long row)
+{
+	if (wd.limit_ms <= 0)
+		return;
+	atomic_store(&wd.row, row);
+	atomic_store(&wd.deadline_ms, (long long)h_now_ms() + wd.limit_ms);
+}
+
+void h_watchdog_disarm(void)
+{
+	atomic_store(&wd.deadline_ms, 0);
+}
+
+static void watchdog_start(struct harness *h)
+{
+	wd.fd = h->report_fd;
+	wd.limit_ms = (long long)json_integer_value(json_object_get(h->job, "row_timeout_ms"));
+	if (wd.limit_ms <= 0)
+		return;
+	pthread_t t;
+	if (pthread_create(&t, NULL, watchdog, NULL) == 0)
+		pthread_detach(t);
+	else
+		wd.limit_ms = 0;
 }
 
 static int setup_device(struct harness *h)
@@ -760,6 +868,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		const json_t *sz = json_object_get(h.job, "sizes");
+		if (!sz && strcmp(mode, "check") == 0)
+			goto run; /* check mode binds each row */
 		if (!json_is_array(sz) || json_array_size(sz) != h.s->vars_len) {
 			json_object_set_new(h.report, "error",
 					    json_string("job.json: sizes must list every size variable"));
@@ -773,11 +883,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+run:
 	if ((rc = setup_device(&h)))
 		goto out;
 	double t0 = h_now_ms();
-	if (strcmp(mode, "check") == 0)
+	if (strcmp(mode, "check") == 0) {
+		watchdog_start(&h);
 		rc = h_mode_check(&h);
+	}
 	else if (strcmp(mode, "bench") == 0)
 		rc = h_mode_bench(&h);
 	else if (strcmp(mode, "calibrate") == 0)
@@ -790,7 +903,8 @@ int main(int argc, char **argv)
 out:
 	json_object_set_new(h.report, "ok", json_boolean(rc == 0));
 	fflush(stdout);
-	send_report(&h);
+	json_object_set_new(h.report, "final", json_true());
+	h_send_line(&h, h.report);
 	spec_free(h.s);
 	json_decref(h.job);
 	json_decref(h.report);
