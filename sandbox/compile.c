@@ -570,6 +570,18 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 	find_helper(cc);
 	read_version(cc);
 	pick_default_arch(cc);
+	/* The operator's knob for the time limit (tests use a short one). */
+	const char *tmo = getenv("KFORGE_COMPILE_TIMEOUT_MS");
+	if (!cc->cfg.timeout_ms && tmo && *tmo) {
+		char *end;
+		unsigned long v = strtoul(tmo, &end, 10);
+		if (*end || v < 100 || v > 3600000) {
+			rc = kf_err_set(err, KF_EINVAL,
+					"KFORGE_COMPILE_TIMEOUT_MS='%.20s': expected milliseconds, 100..3600000", tmo);
+			goto out;
+		}
+		cc->cfg.timeout_ms = (unsigned)v;
+	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	cc->slots_free = ncpu < 2 ? 2 : (int)ncpu;
 	pthread_mutex_init(&cc->slot_lock, NULL);

@@ -28,7 +28,8 @@ struct compile_config {
 	int sandbox_none;         /* with jail NULL: 1 = --sandbox=none */
 	struct kb *kb;            /* occupancy calculator; borrowed; may be NULL */
 	const char *default_arch; /* NULL = the local GPU's (sandbox/gpu.h), else sm_90 */
-	unsigned timeout_ms;      /* per compile wall clock, ms [60000] */
+	unsigned timeout_ms;      /* per compile wall clock, ms [$KFORGE_COMPILE_TIMEOUT_MS,
+				   * else 60000] */
 	unsigned long long cache_cap_bytes; /* LRU cap of the artifact cache [1 GiB] */
 	const char *nvrtc_helper; /* build/kforge-nvrtc; NULL = next to the running
 				   * binary; when missing, nvcc is used */
