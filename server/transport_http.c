@@ -365,13 +365,28 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 {
 	struct hsess *s = arg;
 	struct hcall *c = callp;
+	struct MHD_Connection *resume = NULL;
+	char *copy = NULL;
 	int freed = 0;
 
+	/* Work that needs no lock is done outside it: the copy of a final
+	 * answer, and the resume (a syscall) after unlocking, so handlers of
+	 * other requests on this session do not wait behind it. */
+	if (c && final) {
+		copy = malloc(len + 1);
+		if (copy) {
+			memcpy(copy, json, len);
+			copy[len] = '\0';
+		}
+	}
 	pthread_mutex_lock(&s->lock);
 	if (!c) {
 		if (s->get && !s->get->gone) {
 			sse_push(s, s->get, json, len);
-			wake(s->get);
+			if (s->get->suspended) {
+				s->get->suspended = 0;
+				resume = s->get->conn;
+			}
 		} else {
 			/* Kept for the next GET stream, oldest dropped past the cap. */
 			struct hmsg *m = hmsg_new(json, len, NULL, 0, NULL, 0);
@@ -390,17 +405,18 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
+		if (resume)
+			MHD_resume_connection(resume);
 		return;
 	}
 	if (!c->gone) {
 		if (c->mode == MODE_UNDECIDED)
 			c->mode = final ? MODE_JSON : MODE_SSE;
 		if (c->mode == MODE_JSON) {
-			c->json = malloc(len + 1);
-			if (c->json) {
-				memcpy(c->json, json, len);
-				c->json[len] = '\0';
+			if (final) {
+				c->json = copy;
 				c->json_len = len;
+				copy = NULL;
 			}
 		} else {
 			if (!c->primed) {
@@ -409,17 +425,23 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 			}
 			sse_push(s, c, json, len);
 		}
+		if (c->suspended) {
+			/* A suspended connection is never closed by MHD, so conn
+			 * stays valid until we resume it. */
+			c->suspended = 0;
+			resume = c->conn;
+		}
 	}
 	if (final) {
 		c->final = 1;
 		s->calls--;
 		s->last_used = mono_s();
-		wake(c);
 		freed = call_unref_locked(c);
-	} else if (!c->gone) {
-		wake(c);
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (resume)
+		MHD_resume_connection(resume);
+	free(copy);
 	if (freed)
 		sess_unref(s);
 }
@@ -546,29 +568,6 @@ static void sess_close(struct hsrv *srv, struct hsess *s)
 		wake(s->get);
 	pthread_mutex_unlock(&s->lock);
 	sess_unref(s); /* the table's reference */
-}
-
-/* Marks the start and end of a handler's use of s->ms. enter returns -1
- * when the session has ended. */
-static int sess_enter(struct hsess *s)
-{
-	int ok;
-	pthread_mutex_lock(&s->lock);
-	ok = !s->ended && s->ms;
-	if (ok) {
-		s->users++;
-		s->last_used = mono_s();
-	}
-	pthread_mutex_unlock(&s->lock);
-	return ok ? 0 : -1;
-}
-
-static void sess_leave(struct hsess *s)
-{
-	pthread_mutex_lock(&s->lock);
-	if (--s->users == 0 && s->ended)
-		pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
 }
 
 /* --- SSE content ---------------------------------------------------------------- */
@@ -861,19 +860,26 @@ static enum MHD_Result mcp_post(struct hsrv *srv, struct MHD_Connection *conn, s
 		sess_unref(s);
 		return ret;
 	}
-	if (sess_enter(s)) {
-		sess_unref(s);
-		return rpc_error(conn, 404, -32001, NULL, NULL,
-				 "Session not found: it has ended; initialize a new session");
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		sess_leave(s);
 		if (init)
 			sess_close(srv, s);
 		sess_unref(s);
 		return MHD_NO;
 	}
+	/* One lock for entering the session and counting the call. */
+	pthread_mutex_lock(&s->lock);
+	if (s->ended || !s->ms) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		sess_unref(s);
+		return rpc_error(conn, 404, -32001, NULL, NULL,
+				 "Session not found: it has ended; initialize a new session");
+	}
+	s->users++;
+	s->calls++;
+	s->last_used = mono_s();
+	pthread_mutex_unlock(&s->lock);
 	c->sess = s; /* takes our session reference */
 	c->conn = conn;
 	c->refs = 2;
@@ -881,14 +887,12 @@ static enum MHD_Result mcp_post(struct hsrv *srv, struct MHD_Connection *conn, s
 	c->counted = 1;
 	atomic_fetch_add(&srv->inflight, 1);
 	rq->call = c;
-	pthread_mutex_lock(&s->lock);
-	s->calls++;
-	pthread_mutex_unlock(&s->lock);
 
 	in = mcp_session_handle(s->ms, rq->body, rq->len, c);
-	sess_leave(s);
 
 	pthread_mutex_lock(&s->lock);
+	if (--s->users == 0 && s->ended)
+		pthread_cond_broadcast(&s->cond);
 	if (in == MCP_IN_NOTIFICATION || in == MCP_IN_RESPONSE) {
 		int freed;
 		s->calls--;
@@ -1595,7 +1599,7 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 		mhd_log, srv, MHD_OPTION_SOCK_ADDR,
 		(struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, conn_limit,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024, MHD_OPTION_END);
 	if (!srv->d) {
 		rc = kf_err_set(err, KF_EIO, "cannot listen on %s port %d: %s", hostbuf, opt->port,
 				errno ? strerror(errno) : "libmicrohttpd refused to start");
