@@ -1395,9 +1395,20 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed,
 		switch (t->init) {
 		case SPEC_INIT_NORMAL:
 			if (is_float) {
-				/* Box-Muller on two independent counters. */
-				double a = u01(key, 2 * i), b = u01(key, 2 * i + 1);
-				v = sqrt(-2.0 * log(1.0 - a)) * cos(6.283185307179586 * b);
+				/* Box-Muller on the counters of pair i/2: its cosine
+				 * for even i, its sine for odd i (one pair of
+				 * transcendentals per two elements). */
+				uint64_t j = i & ~1ull;
+				double a = u01(key, j), b = u01(key, j + 1);
+				double r = sqrt(-2.0 * log(1.0 - a)), th = 6.283185307179586 * b;
+				v = r * cos(th);
+				if (i + 1 < elems && !(i & 1)) {
+					dtype_store(t->dtype, buf, (size_t)i, v);
+					i++;
+					v = r * sin(th);
+				} else if (i & 1) {
+					v = r * sin(th);
+				}
 			} else {
 				v = floor(u01(key, i) * 17.0) - (is_unsigned ? 0 : 8);
 			}

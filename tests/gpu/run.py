@@ -226,12 +226,14 @@ class Runner:
             t2 = time.time()
             times.append((t1 - t0, t2 - t1))
             for r in (r1, r2):
-                if r.get("result", {}).get("isError"):
-                    raise RuntimeError(json.dumps(r["result"].get("structuredContent"))[:300])
+                res = r.get("result", {})
+                if res.get("isError") or not res.get("structuredContent", {}).get("passed"):
+                    raise RuntimeError(json.dumps(res.get("structuredContent") or r)[:300])
+            summaries = [r1["result"]["structuredContent"]["summary"], r2["result"]["structuredContent"]["summary"]]
         p.stdin.close()
         p.wait(timeout=30)
         return {"cold_s": sum(times[0]), "warm_s": sum(times[1]), "warm_check_s": times[1][0],
-                "warm_bench_s": times[1][1]}
+                "warm_bench_s": times[1][1], "summaries": summaries}
 
 
 def main():
