@@ -70,6 +70,8 @@ static void count(struct sass_kernel *k, const char *op)
 		k->imma++;
 	else if (base_is(op, "DMMA"))
 		k->dmma++;
+	else if (!strncmp(op, "UTC", 3) && strstr(op, "MMA"))
+		k->utcmma++;
 	else if (base_is(op, "FFMA"))
 		k->ffma++;
 	else if (base_is(op, "FMUL"))
@@ -165,7 +167,7 @@ int sass_hints(const struct sass_kernel *k, json_t *arr)
 	int n = 0;
 	char h[320];
 	int loads = sum5(k->ldg);
-	int mma = k->hmma + k->hgmma + k->qgmma + k->imma + k->dmma;
+	int mma = k->hmma + k->hgmma + k->qgmma + k->imma + k->dmma + k->utcmma;
 	if (loads >= 1 && k->ldg[3] == 0 && k->ldgsts == 0 && k->tma == 0) {
 		snprintf(h, sizeof h,
 			 "no 128-bit global loads (%d narrower LDG): vectorize with float4/uint4 "
@@ -188,7 +190,7 @@ int sass_hints(const struct sass_kernel *k, json_t *arr)
 		json_array_append_new(arr, json_string(h));
 		n++;
 	}
-	if (k->hgmma == 0 && k->qgmma == 0 && k->hmma > 0 && k->tma == 0 && k->ldgsts == 0) {
+	if (k->hgmma == 0 && k->qgmma == 0 && k->utcmma == 0 && k->hmma > 0 && k->tma == 0 && k->ldgsts == 0) {
 		json_array_append_new(arr, json_string(
 			"tensor cores used with synchronous loads: on sm_80+ overlap loads with "
 			"cp.async (LDGSTS) or TMA pipelines"));
@@ -227,6 +229,7 @@ json_t *sass_kernel_json(const struct sass_kernel *k)
 	json_object_set_new(mma, "qgmma", json_integer(k->qgmma));
 	json_object_set_new(mma, "imma", json_integer(k->imma));
 	json_object_set_new(mma, "dmma", json_integer(k->dmma));
+	json_object_set_new(mma, "tcgen05", json_integer(k->utcmma));
 	json_object_set_new(o, "tensor_core", mma);
 	json_t *fp = json_object();
 	json_object_set_new(fp, "ffma", json_integer(k->ffma));

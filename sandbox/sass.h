@@ -26,6 +26,7 @@ struct sass_kernel {
 	int ldgsts;        /* LDGSTS (cp.async) */
 	int tma;           /* UTMALDG / UTMASTG / UBLKCP (TMA bulk copies) */
 	int hmma, hgmma, qgmma, imma, dmma; /* tensor-core MMA families */
+	int utcmma;        /* Blackwell tcgen05 MMA (UTCHMMA, UTCQMMA, ...) */
 	int ffma, fmul, fadd; /* fp32 arithmetic */
 	int ldl, stl;      /* local memory (spills, stack arrays) */
 	int bar;           /* BAR.* barriers */

@@ -131,12 +131,14 @@ START_TEST(predicates_and_encoding_lines_are_handled)
 		"        /*0010*/              @!P0 LDG.E.64 R2, desc[UR4][R4.64] ;\n"
 		"        /*0020*/               @P1 STG.E.U8 desc[UR4][R4.64], R2 ;\n"
 		"        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ ;\n"
+		"        /*0038*/                   UTCHMMA gdesc[UR8], gdesc[UR10], tmem[UR12], idesc[UR13], UPT ;\n"
 		"        /*0040*/                   EXIT ;\n";
 	ck_assert_int_eq(sass_parse(t, strlen(t), &sum, NULL), 0);
 	ck_assert_int_eq(sum.kernels_len, 1);
 	const struct sass_kernel *k = &sum.kernels[0];
 	ck_assert_str_eq(k->name, "k");
-	ck_assert_int_eq(k->instructions, 5);
+	ck_assert_int_eq(k->instructions, 6);
+	ck_assert_int_eq(k->utcmma, 1);
 	ck_assert_int_eq(k->ldg[2], 1);
 	ck_assert_int_eq(k->stg[0], 1);
 	ck_assert_int_eq(k->hgmma, 1);
