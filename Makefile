@@ -258,6 +258,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kforge $(DESTDIR)$(PREFIX)/share/kforge
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kforge
 	install -m 755 $(HARNESS) $(DESTDIR)$(PREFIX)/lib/kforge/kforge-harness
+	install -m 755 $(NVRTC_HELPER) $(DESTDIR)$(PREFIX)/lib/kforge/kforge-nvrtc
 	install -m 644 $(KB_DB) $(DESTDIR)$(PREFIX)/share/kforge/knowledge.db
 	install -m 644 $(FATBIN) $(DESTDIR)$(PREFIX)/share/kforge/kernels.fatbin
 
