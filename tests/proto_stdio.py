@@ -260,6 +260,10 @@ rc, out, e = cli("call", "json_schema_2020_12_tool", "{\"name\":1}", "--conforma
 check("call with bad arguments exits 2 naming the field", rc == 2 and "arguments.name" in e, out + e)
 rc, out, e = cli("call", "test_simple_text", "{oops", "--data-dir", DATA)
 check("call with bad JSON exits 2", rc == 2 and "not JSON" in e, e)
+q = subprocess.run([BIN, "call", "get_gpu_specs", '{"gpu":"local"}', "--data-dir", DATA],
+                   capture_output=True, timeout=60, env={**os.environ, "KFORGE_NO_GPU": "1"})
+check("a GPU tool without a GPU exits 3", q.returncode == 3 and b"no_gpu" in q.stderr,
+      (q.returncode, q.stderr[-300:]))
 rc, out, e = cli("serve", "--data-dir", "/proc/nope/kforge")
 check("unusable data dir exits 5", rc == 5 and "data dir" in e, e)
 for name in ("serve", "tools", "call", "version"):
