@@ -10,6 +10,9 @@
 #include "tools.h"
 
 #define MCP_SESSION_MAX_CALLS 64 /* in-flight tool calls per session */
+#define MCP_PAGE_SIZE 50         /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX 100   /* values per completion/complete answer */
+#define MCP_RESOURCE_NOT_FOUND -32002
 
 /* A request the server sent to the client, waiting for its response. */
 struct mcp_pending {
@@ -69,6 +72,36 @@ void mcp_send_text(struct mcp_session *s, void *call, int final,
 void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id,
 		     int code, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+
+/* Sends a result response (final); result taken. */
+void mcp_reply(struct mcp_session *s, void *call, const json_t *id,
+	       json_t *result);
+
+/* Sets o[key] to the string v when v is not NULL. */
+void mcp_set_str(json_t *o, const char *key, const char *v);
+
+/* Reads params.cursor of a list request into *start. Returns 0, or -1
+ * after replying Invalid params. mcp_page_finish sets nextCursor when
+ * next < total. */
+int mcp_page_start(struct mcp_session *s, const json_t *id,
+		   const json_t *params, void *call, size_t total, size_t *start);
+void mcp_page_finish(json_t *result, size_t next, size_t total);
+
+/* mcp_res.c: each answers the request (exactly one final send). */
+void mcp_resources_list(struct mcp_session *s, const json_t *id,
+			const json_t *params, void *call);
+void mcp_templates_list(struct mcp_session *s, const json_t *id,
+			const json_t *params, void *call);
+void mcp_resources_read(struct mcp_session *s, const json_t *id,
+			const json_t *params, void *call);
+void mcp_subscribe(struct mcp_session *s, const json_t *id,
+		   const json_t *params, void *call, int on);
+void mcp_prompts_list(struct mcp_session *s, const json_t *id,
+		      const json_t *params, void *call);
+void mcp_prompts_get(struct mcp_session *s, const json_t *id,
+		     const json_t *params, void *call);
+void mcp_complete(struct mcp_session *s, const json_t *id,
+		  const json_t *params, void *call);
 
 /* tools/call: validates params, then either answers at once (unknown tool,
  * busy) or queues the call on the worker pool. Always leads to exactly one
