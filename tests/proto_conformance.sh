@@ -17,8 +17,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+KBARG=
+[ -n "${KFORGE_KB:-}" ] && [ -f "$KFORGE_KB" ] && KBARG="--kb $KFORGE_KB"
+# shellcheck disable=SC2086
 "$BIN" serve --http 127.0.0.1:0 --port-file "$TMP/port" --conformance-fixtures \
-	--data-dir "$TMP/data" --log-level warn 2>"$TMP/server.log" &
+	--data-dir "$TMP/data" --log-level warn $KBARG 2>"$TMP/server.log" &
 PID=$!
 i=0
 while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

@@ -442,7 +442,7 @@ def test_busy(tmp):
               sts == [200] * 3 and st == 503 and hd.get("retry-after") and b"busy" in data,
               (sts, st, hd, data))
     finally:
-        s.stop()
+        check("the server exits 0 on SIGTERM", s.stop() == 0)
 
 
 def test_expiry(tmp):
@@ -455,7 +455,7 @@ def test_expiry(tmp):
         check("an idle session expires (404 afterwards)", st1 == 200 and st2 == 404,
               (st1, st2, data))
     finally:
-        s.stop()
+        check("the server exits 0 on SIGTERM", s.stop() == 0)
 
 
 def test_token(tmp):
@@ -480,7 +480,7 @@ def test_token(tmp):
         st, hd, data = req(s.port, "GET", "/v1/health")
         check("/v1/health needs no token", st == 200, (st, data))
     finally:
-        s.stop()
+        check("the server exits 0 on SIGTERM", s.stop() == 0)
     # beyond loopback: refuses without a token, starts with one
     p = subprocess.run([BIN, "serve", "--http", "0.0.0.0:0", "--data-dir",
                         os.path.join(tmp, "data")], capture_output=True, timeout=20)
@@ -501,14 +501,14 @@ def test_token(tmp):
                                                   "Origin": "http://evil.example.com"})
         check("beyond loopback a foreign Origin is still refused", st == 403, (st, data))
     finally:
-        s.stop()
+        check("the server exits 0 on SIGTERM", s.stop() == 0)
     s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures", "--allow-origin",
                "https://tools.example.org")
     try:
         st, hd, data = rpc(s.port, INIT, headers={"Origin": "https://tools.example.org"})
         check("--allow-origin admits that Origin", st == 200, (st, data))
     finally:
-        s.stop()
+        check("the server exits 0 on SIGTERM", s.stop() == 0)
 
 
 def main():
