@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -462,6 +463,12 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 		if (s != SIGKILL && s != SIGSTOP)
 			sigaction(s, &dfl, NULL);
 	if (setsid() < 0)
+		_exit(126);
+	/* Die with the daemon also without bubblewrap (--die-with-parent does
+	 * this inside the jail): a hung kernel must not keep the GPU after a
+	 * SIGKILL of kforge. The forking thread waits for the child, so the
+	 * signal never fires while the job is wanted. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		_exit(126);
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(126);
