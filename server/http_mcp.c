@@ -403,37 +403,49 @@ static enum MHD_Result queue_sse(struct hcall *c, const char *sid)
 
 /* --- /mcp ------------------------------------------------------------------------ */
 
-/* Queues the answer for a POST whose first message (or final one) arrived.
- * Called with s->lock held; returns 1 when queued, 0 when still waiting. */
-static int answer_ready(struct hcall *c, enum MHD_Result *ret)
-{
-	struct hsess *s = c->sess;
-	const char *sid = c->init ? s->id : NULL;
+enum answer { ANS_WAIT = 0, ANS_SSE, ANS_JSON };
 
-	if (c->mode == MODE_SSE) {
-		*ret = queue_sse(c, sid);
-		return 1;
-	}
+/* Under s->lock: whether the answer's form is known yet; for ANS_JSON the
+ * final message is taken into *json (owned by the caller, NULL when its
+ * copy failed). The response itself is queued by answer_queue after
+ * unlocking, so no MHD lock is ever taken under a session lock (sse_read
+ * takes the session lock under MHD's response lock). */
+static enum answer answer_take(struct hcall *c, char **json, size_t *len)
+{
+	if (c->mode == MODE_SSE)
+		return ANS_SSE;
 	if (c->mode == MODE_JSON && c->final) {
-		struct MHD_Response *r;
-		if (!c->json) {
-			*ret = MHD_NO;
-			return 1;
-		}
-		r = MHD_create_response_from_buffer(c->json_len, c->json, MHD_RESPMEM_MUST_FREE);
-		if (!r) {
-			*ret = MHD_NO;
-			return 1;
-		}
+		*json = c->json;
+		*len = c->json_len;
 		c->json = NULL;
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-		if (sid)
-			MHD_add_response_header(r, "Mcp-Session-Id", sid);
-		*ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
-		MHD_destroy_response(r);
-		return 1;
+		return ANS_JSON;
 	}
-	return 0;
+	return ANS_WAIT;
+}
+
+/* Queues the answer decided by answer_take (json taken). Without the
+ * session lock: c stays valid while its connection holds it. */
+static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, size_t len)
+{
+	const char *sid = c->init ? c->sess->id : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (a == ANS_SSE)
+		return queue_sse(c, sid);
+	if (!json)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(len, json, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(json);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (sid)
+		MHD_add_response_header(r, "Mcp-Session-Id", sid);
+	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 /* 1 when the JSON text of an initialize answer is a result (not an error). */
@@ -453,6 +465,9 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	struct hcall *c;
 	enum mcp_in in;
 	enum MHD_Result ret = MHD_NO;
+	enum answer a;
+	char *json = NULL;
+	size_t jl = 0;
 	int init = 0;
 
 	if (rq->too_big)
@@ -562,25 +577,24 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 			sess_close(srv, s);
 		return ret;
 	}
-	if (init && c->final && c->mode == MODE_JSON && !init_succeeded(c->json, c->json_len)) {
+	a = answer_take(c, &json, &jl);
+	if (a == ANS_WAIT) {
+		/* Not answered yet: park the connection until on_send wakes it. */
+		c->suspended = 1;
+		MHD_suspend_connection(conn);
+		pthread_mutex_unlock(&s->lock);
+		return MHD_YES;
+	}
+	pthread_mutex_unlock(&s->lock);
+	rq->kind = RQ_ANSWERED;
+	if (init && a == ANS_JSON && !init_succeeded(json, jl)) {
 		/* A refused initialize leaves no session behind. */
 		c->init = 0;
-		answer_ready(c, &ret);
-		pthread_mutex_unlock(&s->lock);
-		rq->kind = RQ_ANSWERED;
+		ret = answer_queue(c, a, json, jl);
 		sess_close(srv, s);
 		return ret;
 	}
-	if (answer_ready(c, &ret)) {
-		pthread_mutex_unlock(&s->lock);
-		rq->kind = RQ_ANSWERED;
-		return ret;
-	}
-	/* Not answered yet: park the connection until on_send wakes it. */
-	c->suspended = 1;
-	MHD_suspend_connection(conn);
-	pthread_mutex_unlock(&s->lock);
-	return MHD_YES;
+	return answer_queue(c, a, json, jl);
 }
 
 /* Resumed after on_send: the answer (or its first message) is there. */
@@ -590,14 +604,21 @@ enum MHD_Result http_mcp_resumed(struct hreq *rq)
 	struct hsess *s = c->sess;
 	enum MHD_Result ret = MHD_YES;
 
+	char *json = NULL;
+	size_t jl = 0;
+	enum answer a;
+
 	pthread_mutex_lock(&s->lock);
-	if (answer_ready(c, &ret))
-		rq->kind = RQ_ANSWERED;
-	else {
+	a = answer_take(c, &json, &jl);
+	if (a == ANS_WAIT) {
 		c->suspended = 1;
 		MHD_suspend_connection(c->conn);
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (a != ANS_WAIT) {
+		rq->kind = RQ_ANSWERED;
+		ret = answer_queue(c, a, json, jl);
+	}
 	return ret;
 }
 
@@ -606,7 +627,6 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	const char *sid = http_header(conn, "Mcp-Session-Id");
 	struct hsess *s;
 	struct hcall *c;
-	enum MHD_Result ret;
 
 	if (!http_accepts(http_header(conn, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
 		return http_rpc_error(conn, 406, -32000, NULL, NULL,
@@ -655,9 +675,8 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	s->last_ping = s->last_used = http_mono_s();
 	rq->call = c;
 	rq->kind = RQ_ANSWERED;
-	ret = queue_sse(c, NULL);
 	pthread_mutex_unlock(&s->lock);
-	return ret;
+	return queue_sse(c, NULL);
 }
 
 enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)

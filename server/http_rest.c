@@ -29,14 +29,18 @@ void http_rest_release(struct rest_job *j)
 	free(j);
 }
 
-static void rest_fill_info(struct hsrv *srv, struct rest_info *info)
+/* listen: the caller's buffer of sizeof(srv->listen) bytes, which
+ * info->listen points to (srv->listen is written once the port is known,
+ * under srv->lock). */
+static void rest_fill_info(struct hsrv *srv, struct rest_info *info, char *listen)
 {
 	pthread_mutex_lock(&srv->lock);
 	info->sessions = srv->nsess;
+	memcpy(listen, srv->listen, sizeof(srv->listen));
 	pthread_mutex_unlock(&srv->lock);
 	info->inflight = atomic_load(&srv->inflight);
 	info->uptime_s = (double)(http_mono_s() - srv->started);
-	info->listen = srv->listen;
+	info->listen = listen;
 	info->auth = srv->token_len > 0;
 }
 
@@ -61,10 +65,11 @@ static void *rest_worker(void *arg)
 {
 	struct rest_job *j = arg;
 	struct rest_info info;
+	char listen[sizeof(((struct hsrv *)0)->listen)];
 	json_t *body = NULL;
 	int status;
 
-	rest_fill_info(j->srv, &info);
+	rest_fill_info(j->srv, &info, listen);
 	status = rest_run(j->srv->app, &j->plan, &info, &body);
 	job_finish(j, status, body);
 	atomic_fetch_sub(&j->srv->rest_running, 1);
@@ -114,7 +119,8 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
 	}
 	if (j->plan.kind != REST_TOOL) {
 		struct rest_info info;
-		rest_fill_info(srv, &info);
+		char listen[sizeof(((struct hsrv *)0)->listen)];
+		rest_fill_info(srv, &info, listen);
 		st = rest_run(srv->app, &j->plan, &info, &body);
 		job_finish(j, st, body);
 		rq->kind = RQ_ANSWERED;

@@ -605,7 +605,9 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	}
 	di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
 	port = di ? di->port : opt->port;
+	pthread_mutex_lock(&srv->lock); /* /v1/health may already read it */
 	snprintf(srv->listen, sizeof(srv->listen), "http://%s:%d", hostbuf, port);
+	pthread_mutex_unlock(&srv->lock);
 	if (opt->port_file) {
 		rc = write_port_file(opt->port_file, port, err);
 		if (rc)
