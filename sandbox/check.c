@@ -1119,16 +1119,17 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		json_int_t lo = json_integer_value(json_object_get(v, "last_offset"));
 		if (side && strcmp(side, "before") == 0)
 			fire(sg, fired, "out_of_bounds",
-			     "%s: %" JSON_INTEGER_FORMAT " bytes written before the start of the "
-			     "tensor (bytes %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT
-			     "): check index arithmetic and bounds",
+			     "%s: wrote before the start of the tensor (%" JSON_INTEGER_FORMAT
+			     " guard bytes changed, offsets %" JSON_INTEGER_FORMAT
+			     " to %" JSON_INTEGER_FORMAT "): check index arithmetic and bounds",
 			     json_string_value(json_object_get(v, "tensor")),
 			     json_integer_value(json_object_get(v, "bytes")), fo, lo);
 		else
 			fire(sg, fired, "out_of_bounds",
-			     "%s: %" JSON_INTEGER_FORMAT " bytes written past the end of the "
-			     "tensor (bytes %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT
-			     " after it): guard the tail with if (i < n)",
+			     "%s: wrote past the end of the tensor (%" JSON_INTEGER_FORMAT
+			     " guard bytes changed, from byte %" JSON_INTEGER_FORMAT
+			     " to byte %" JSON_INTEGER_FORMAT " after its end): guard the tail "
+			     "with if (i < n)",
 			     json_string_value(json_object_get(v, "tensor")),
 			     json_integer_value(json_object_get(v, "bytes")), fo, lo);
 	}
