@@ -105,7 +105,7 @@ START_TEST(parse_refuses_nesting_deeper_than_the_limit)
 	struct jsonrpc_msg m;
 	struct kf_err err = {0};
 
-	len = (size_t)sprintf(t, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
+	len = (size_t)snprintf(t, 64, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
 	memset(t + len, '[', n);
 	memset(t + len + n, ']', n);
 	len += 2 * n;
