@@ -22,7 +22,7 @@ endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PKGS := libjansson-dev libmicrohttpd-dev libsqlite3-dev check pkg-config \
-	bubblewrap clang wrk chromium
+	bubblewrap clang wrk chromium curl python3
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes
 CFLAGS ?= -O2 -g
@@ -69,9 +69,13 @@ ALL_TARGETS := $(if $(wildcard server/main.c),$(BIN)) \
 all: $(B)/.deps-ok $(ALL_TARGETS)
 
 # --- dependencies ---------------------------------------------------------
+# The MCP conformance suite and the SDK tests run under Node (npx): Debian's
+# nodejs and npm are installed only when npx is missing (a NodeSource node
+# brings npx and conflicts with Debian's npm).
 deps:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS)
+	command -v npx >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm
 
 # Installs the Debian packages only when a header or tool is missing.
 $(B)/.deps-ok:
