@@ -32,6 +32,14 @@ spec, _, _ = run.load_spec(sys.argv[1])
 __import__("json").dump(spec, open(sys.argv[2], "w"))
 EOF
 fail=0
+# The harness must not contain the op templates or their float64 references:
+# expected outputs never exist in the candidate's process.
+if nm "$HARNESS" 2>/dev/null | grep -qE ' (op_find|op_at|rmsnorm_ref)$'; then
+	echo "FAIL proto_gpu_mock: kforge-harness links the op templates / references"
+	fail=1
+else
+	echo "ok   proto_gpu_mock: kforge-harness links no reference code"
+fi
 # mode, command, expected exit, python assertion on the JSON result r
 check() {
 	mode=$1; cmd=$2; want=$3; assertion=$4; shift 4
