@@ -229,6 +229,45 @@ static int compile_one(struct app *app, const char *source, const char *arch,
 	return 0;
 }
 
+/* "16G", "512M", "1073741824" -> bytes; 0 when malformed. */
+static uint64_t parse_bytes(const char *v)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return 0;
+	uint64_t mul = 1;
+	if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20, end++;
+	if (*end || n > UINT64_MAX / mul)
+		return 0;
+	return n * mul;
+}
+
+void check_limits(struct spec_limits *lim)
+{
+	spec_limits_default(lim);
+	const char *v = getenv("KFORGE_MAX_DEVICE_BYTES");
+	uint64_t b = v ? parse_bytes(v) : 0;
+	if (b)
+		lim->max_device_bytes = b;
+	v = getenv("KFORGE_MAX_HOST_BYTES");
+	b = v ? parse_bytes(v) : 0;
+	if (b)
+		lim->max_host_bytes = b;
+	/* Never more than 80% of the smallest GPU's memory: the benchmark holds
+	 * two buffer sets (candidate and baseline) plus the L2 flush buffer. */
+	int n = gpu_count();
+	for (int i = 0; i < n; i++) {
+		const struct gpu_info *g = gpu_get(i);
+		if (g && g->total_mem_bytes && g->total_mem_bytes / 10 * 8 / 2 < lim->max_device_bytes)
+			lim->max_device_bytes = g->total_mem_bytes / 10 * 8 / 2;
+	}
+}
+
 int check_prepare(struct app *app, const json_t *spec, int want_baseline,
 		  const volatile int *cancel, struct check_prep *p, json_t **out,
 		  struct kf_err *err)
@@ -239,7 +278,9 @@ int check_prepare(struct app *app, const json_t *spec, int want_baseline,
 	int rc = spec_expand_op(spec, op_find, &x, err);
 	if (rc)
 		return rc;
-	rc = spec_parse(x, NULL, op_find, &p->s, err);
+	struct spec_limits lim;
+	check_limits(&lim);
+	rc = spec_parse(x, &lim, op_find, &p->s, err);
 	json_decref(x);
 	if (rc)
 		return rc;
@@ -1302,6 +1343,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		goto out;
 	}
 	struct spec *s = p.s;
+	struct spec_limits lim;
+	check_limits(&lim);
 	if (s->ref.kind == SPEC_REF_NONE) {
 		rc = kf_err_set(err, KF_EINVAL,
 				"reference: required for a check ({\"op\": ...}, {\"source\": "
@@ -1353,7 +1396,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		}
 		nrows = s->sizes_len;
 		if (!o->no_odd_size &&
-		    spec_odd_size(s, NULL, check_new_seed(), rows[nrows].vals, NULL) == 0) {
+		    spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, NULL) == 0) {
 			rows[nrows].odd = 1;
 			rows[nrows].ntrials = trials;
 			nrows++;
@@ -1365,7 +1408,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	for (size_t r = 0; r < nrows; r++) {
 		char where[32];
 		snprintf(where, sizeof where, o->replay ? "replay.size" : "sizes[%zu]", r);
-		if ((rc = spec_bind(s, rows[r].vals, NULL, where, &rows[r].b, err)))
+		if ((rc = spec_bind(s, rows[r].vals, &lim, where, &rows[r].b, err)))
 			goto out;
 	}
 	/* One job directory for every size (files are prefixed by row). */

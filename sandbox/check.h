@@ -185,6 +185,12 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The limits specs are held to: spec_limits_default, then the operator's
+ * KFORGE_MAX_DEVICE_BYTES / KFORGE_MAX_HOST_BYTES ("16G", "512M", bytes),
+ * never above 40% of the smallest GPU's memory (a benchmark holds two
+ * buffer sets). */
+void check_limits(struct spec_limits *lim);
+
 /* Random 64-bit seed from the kernel (getrandom). */
 uint64_t check_new_seed(void);
 

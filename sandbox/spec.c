@@ -1003,9 +1003,14 @@ static int eval_at(const struct spec *s, const struct expr *e,
 	return 0;
 }
 
-static double gib(uint64_t b)
+/* "3.35 GiB" or "512.0 MiB" into buf. */
+static const char *fmt_size(uint64_t b, char *buf, size_t cap)
 {
-	return (double)b / (double)(1ull << 30);
+	if (b >= (1ull << 30))
+		snprintf(buf, cap, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else
+		snprintf(buf, cap, "%.1f MiB", (double)b / (double)(1ull << 20));
+	return buf;
 }
 
 int spec_bind(const struct spec *s, const int64_t *vals,
@@ -1086,16 +1091,19 @@ int spec_bind(const struct spec *s, const int64_t *vals,
 		}
 	}
 	b->device_bytes = dev;
+	char s1[32], s2[32];
 	if (dev > lim->max_device_bytes)
 		return kf_err_set(err, KF_ETOOBIG,
-				  "%s: tensors need %.2f GiB of device memory with "
-				  "guard bands, over the %.2f GiB cap",
-				  where, gib(dev), gib(lim->max_device_bytes));
+				  "%s: tensors need %s of device memory with guard bands, "
+				  "over the %s cap",
+				  where, fmt_size(dev, s1, sizeof s1),
+				  fmt_size(lim->max_device_bytes, s2, sizeof s2));
 	if (host > lim->max_host_bytes)
 		return kf_err_set(err, KF_ETOOBIG,
-				  "%s: checking needs %.2f GiB of host memory (float64 "
-				  "copies), over the %.2f GiB cap",
-				  where, gib(host), gib(lim->max_host_bytes));
+				  "%s: checking needs %s of host memory (float64 copies), "
+				  "over the %s cap",
+				  where, fmt_size(host, s1, sizeof s1),
+				  fmt_size(lim->max_host_bytes, s2, sizeof s2));
 	b->cost_bytes = def_bytes;
 	b->cost_flops = -1;
 	int64_t v;

@@ -94,6 +94,28 @@ START_TEST(bad_spec_names_the_field_even_without_a_gpu)
 }
 END_TEST
 
+START_TEST(device_memory_cap_comes_from_the_operator)
+{
+	setenv("KFORGE_MAX_DEVICE_BYTES", "1M", 1);
+	json_t *spec = json_loads(SPEC, 0, NULL);
+	json_object_set_new(spec, "sizes", json_pack("[{s:i}]", "N", 1000000));
+	json_t *args = json_pack("{s:o}", "spec", spec);
+	json_t *res = NULL;
+	int is_error = 0;
+	struct kf_err err = {0};
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	unsetenv("KFORGE_MAX_DEVICE_BYTES");
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 "too_big");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "summary")),
+				     "sizes[0]: tensors need 7.6 MiB of device memory with guard "
+				     "bands, over the 1.0 MiB cap"));
+	json_decref(res);
+	json_decref(args);
+}
+END_TEST
+
 START_TEST(arguments_outside_the_schema_are_refused)
 {
 	json_t *res = NULL;
@@ -130,6 +152,7 @@ static Suite *tools_gpu_suite(void)
 	tcase_add_loop_test(t, no_gpu_is_a_structured_error_without_numbers, 0, 2);
 	tcase_add_loop_test(t, bad_spec_names_the_field_even_without_a_gpu, 0, 2);
 	tcase_add_loop_test(t, arguments_outside_the_schema_are_refused, 0, 2);
+	tcase_add_loop_test(t, device_memory_cap_comes_from_the_operator, 0, 2);
 	tcase_add_loop_test(t, both_tools_are_registered_with_schemas, 0, 2);
 	suite_add_tcase(s, t);
 	return s;
