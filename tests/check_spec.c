@@ -578,6 +578,152 @@ START_TEST(every_builtin_op_expands_and_parses_for_each_dtype)
 }
 END_TEST
 
+/* Rejections that need many entries or long text: built in code. */
+static json_t *big_case(int i, const char **msg, int *code)
+{
+	json_t *j = base_json();
+	*code = KF_ETOOBIG;
+	switch (i) {
+	case 0: {
+		json_t *sz = json_array();
+		for (int k = 1; k <= SPEC_MAX_SIZES + 1; k++)
+			json_array_append_new(sz, json_pack("{s:i, s:i}", "N", k, "M", 2));
+		json_object_set_new(j, "sizes", sz);
+		*msg = "sizes: 33 entries, at most 32";
+		break;
+	}
+	case 1: {
+		json_t *row = json_object();
+		for (int k = 0; k <= SPEC_MAX_VARS; k++) {
+			char n[8];
+			snprintf(n, sizeof n, "V%d", k);
+			json_object_set_new(row, n, json_integer(1));
+		}
+		json_object_set_new(j, "sizes", json_pack("[o]", row));
+		*msg = "sizes[0]: more than 16 size variables";
+		break;
+	}
+	case 2: {
+		json_t *t = json_object_get(j, "tensors");
+		for (int k = 0; k < SPEC_MAX_TENSORS; k++) {
+			char n[8];
+			snprintf(n, sizeof n, "t%d", k);
+			json_object_set_new(t, n, json_pack("{s:s, s:[i], s:s}", "dtype", "f32", "shape",
+							    1, "role", "input"));
+		}
+		*msg = "tensors: 35, at most 32";
+		break;
+	}
+	case 3: {
+		json_t *t = json_object_get(j, "scalars");
+		for (int k = 0; k < SPEC_MAX_SCALARS; k++) {
+			char n[8];
+			snprintf(n, sizeof n, "c%d", k);
+			json_object_set_new(t, n, json_pack("{s:s, s:f}", "dtype", "f32", "value", 1.0));
+		}
+		*msg = "scalars: 34, at most 32";
+		break;
+	}
+	case 4: {
+		json_t *l = json_object_get(j, "launch");
+		for (int k = 0; k < SPEC_MAX_LAUNCHES; k++)
+			json_array_append(l, json_array_get(l, 0));
+		*msg = "launch: 17 launches, at most 16";
+		break;
+	}
+	case 5: {
+		json_t *a = json_object_get(json_array_get(json_object_get(j, "launch"), 0), "args");
+		for (int k = 0; k < SPEC_MAX_ARGS; k++)
+			json_array_append_new(a, json_string("N"));
+		*msg = "launch[0].args: 70 args, at most 64";
+		break;
+	}
+	case 6: {
+		char *src = malloc(SPEC_MAX_SOURCE_BYTES + 2);
+		memset(src, ' ', SPEC_MAX_SOURCE_BYTES + 1);
+		src[SPEC_MAX_SOURCE_BYTES + 1] = 0;
+		json_object_set_new(j, "source", json_string(src));
+		free(src);
+		*msg = "source: 1048577 bytes, at most 1048576";
+		break;
+	}
+	case 7: {
+		json_object_set_new(j, "source", json_stringn("ab\0cd", 5));
+		*code = KF_EINVAL;
+		*msg = "source: empty or contains a NUL byte";
+		break;
+	}
+	case 8: {
+		json_t *c = json_array();
+		for (int k = 0; k <= SPEC_MAX_CONSTRAINTS; k++)
+			json_array_append_new(c, json_string("N > 0"));
+		json_object_set_new(j, "constraints", c);
+		*msg = "constraints: at most 32";
+		break;
+	}
+	case 9: {
+		char *e = malloc(EXPR_MAX_TEXT + 10);
+		memset(e, '1', EXPR_MAX_TEXT + 5);
+		e[EXPR_MAX_TEXT + 5] = 0;
+		json_array_set_new(json_object_get(json_array_get(json_object_get(j, "launch"), 0),
+						   "args"),
+				   2, json_string(e));
+		free(e);
+		*msg = "launch[0].args[2]: too long";
+		break;
+	}
+	case 10: {
+		json_object_set_new(json_object_get(j, "cost"), "bytes", json_string("0 - N"));
+		*code = KF_EINVAL;
+		*msg = "sizes[0]: cost.bytes is negative";
+		break;
+	}
+	default:
+		break;
+	}
+	return j;
+}
+
+START_TEST(parse_rejects_specs_over_each_cap)
+{
+	const char *msg = "";
+	int code = 0;
+	json_t *j = big_case(_i, &msg, &code);
+	struct spec *s = (struct spec *)1;
+	struct kf_err err = {0};
+	ck_assert_int_eq(spec_parse(j, NULL, NULL, &s, &err), code);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err.msg, msg) != NULL, "case %d: got '%s', want '%s'", _i, err.msg, msg);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(parse_text_refuses_oversized_input_and_odd_size_needs_variables)
+{
+	struct spec *s = NULL;
+	struct kf_err err = {0};
+	size_t big = SPEC_MAX_SOURCE_BYTES * 3u + 1;
+	ck_assert_int_eq(spec_parse_text("{}", big, NULL, NULL, &s, &err), KF_ETOOBIG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "spec: 3145729 bytes, at most 3145728"));
+	const char *text =
+		"{\"source\": \"s\", \"tensors\": {\"y\": {\"dtype\": \"f32\", \"shape\": [4], \"role\": \"output\"}},"
+		" \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [4], \"args\": [\"y\"]}]}";
+	kf_err_clear(&err);
+	ck_assert_msg(spec_parse_text(text, strlen(text), NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(s->vars_len, 0);
+	ck_assert_uint_eq(s->sizes_len, 1);
+	int64_t v[1];
+	ck_assert_int_eq(spec_odd_size(s, NULL, 1, v, &err), KF_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(err.msg, "no size variables"));
+	spec_free(s);
+	/* the op shorthand needs a find function that knows the op */
+	const char *op = "{\"op\": \"scale\", \"dtype\": \"f32\", \"source\": \"s\"}";
+	kf_err_clear(&err);
+	ck_assert_int_eq(spec_parse_text(op, strlen(op), NULL, NULL, &s, &err), KF_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "op: 'scale' is not a built-in op (known: none)"));
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
 	Suite *s = suite_create("spec");
@@ -586,6 +732,8 @@ static Suite *spec_suite(void)
 	tcase_add_loop_test(p, parse_rejects_each_bad_field_by_name, 0, sizeof BAD / sizeof BAD[0]);
 	tcase_add_test(p, device_memory_over_the_cap_is_refused_up_front);
 	tcase_add_test(p, parse_text_reports_json_syntax_and_duplicate_keys);
+	tcase_add_loop_test(p, parse_rejects_specs_over_each_cap, 0, 11);
+	tcase_add_test(p, parse_text_refuses_oversized_input_and_odd_size_needs_variables);
 	suite_add_tcase(s, p);
 	TCase *o = tcase_create("op");
 	tcase_add_test(o, op_shorthand_fills_tensors_scalars_and_baseline);
