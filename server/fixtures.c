@@ -278,22 +278,22 @@ static int t_reconnection(struct tool_ctx *ctx, const json_t *args, json_t **out
 
 static const struct tool_def FIXTURE_TOOLS[] = {
 	{"test_simple_text", "Simple text", "Returns a simple text response.", NO_ARGS,
-	 NULL, TOOL_READ_ONLY, t_simple_text},
+	 NULL, TOOL_READ_ONLY | TOOL_FAST, t_simple_text},
 	{"test_image_content", "Image content", "Returns a 1x1 PNG image.", NO_ARGS, NULL,
-	 TOOL_READ_ONLY, t_image},
+	 TOOL_READ_ONLY | TOOL_FAST, t_image},
 	{"test_audio_content", "Audio content", "Returns a short WAV clip.", NO_ARGS, NULL,
-	 TOOL_READ_ONLY, t_audio},
+	 TOOL_READ_ONLY | TOOL_FAST, t_audio},
 	{"test_embedded_resource", "Embedded resource", "Returns an embedded text resource.",
-	 NO_ARGS, NULL, TOOL_READ_ONLY, t_embedded},
+	 NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_FAST, t_embedded},
 	{"test_multiple_content_types", "Mixed content",
-	 "Returns text, an image and an embedded resource.", NO_ARGS, NULL, TOOL_READ_ONLY,
+	 "Returns text, an image and an embedded resource.", NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_FAST,
 	 t_mixed},
 	{"test_tool_with_logging", "Logging", "Sends three info log notifications.",
 	 NO_ARGS, NULL, TOOL_READ_ONLY, t_logging},
 	{"test_tool_with_progress", "Progress", "Reports progress 0, 50 and 100 of 100.",
 	 NO_ARGS, NULL, TOOL_READ_ONLY, t_progress},
 	{"test_error_handling", "Error", "Always fails with isError.", NO_ARGS, NULL,
-	 TOOL_READ_ONLY, t_error},
+	 TOOL_READ_ONLY | TOOL_FAST, t_error},
 	{"test_sampling", "Sampling", "Asks the client's LLM to answer a prompt.",
 	 "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
 	 "\"description\":\"The prompt to send to the LLM\"}},\"required\":[\"prompt\"]}",
@@ -315,7 +315,7 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	 "\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
 	 "\"properties\":{\"name\":{\"type\":\"string\"},"
 	 "\"address\":{\"$ref\":\"#/$defs/address\"}},\"additionalProperties\":false}",
-	 NULL, TOOL_READ_ONLY, t_schema_2020},
+	 NULL, TOOL_READ_ONLY | TOOL_FAST, t_schema_2020},
 	{"test_reconnection", "Reconnection",
 	 "Takes a moment, so a client can test SSE stream resumption.", NO_ARGS, NULL,
 	 TOOL_READ_ONLY, t_reconnection},

@@ -330,6 +330,11 @@ void mcp_call_start(struct mcp_session *s, const json_t *id,
 		call_free(c);
 		return;
 	}
+	if (t->annotations & TOOL_FAST) {
+		/* Cheaper than two thread handoffs, and it cannot block pings. */
+		call_run(c);
+		return;
+	}
 	if (pool_push(c)) {
 		reply_busy(s, c, "busy: the server's call queue is full; retry in a moment");
 		call_done(c);

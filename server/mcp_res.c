@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jsonrpc.h"
+#include "log.h"
 #include "mcp_int.h"
 
 /* --- resources --------------------------------------------------------------- */
@@ -71,14 +72,18 @@ void mcp_resources_list(struct mcp_session *s, const json_t *id,
 	for (i = 0; i < tools_resource_count(); i++) {
 		const struct resource_def *r = tools_resource_at(i);
 		if (r->list) {
-			int rc = r->list(s->app, all, &err);
+			/* One family failing (the knowledge base missing) must not
+			 * hide the others: skip it, say why in the log. */
+			json_t *part = json_array();
+			int rc = r->list(s->app, part, &err);
 			if (rc) {
-				json_decref(all);
-				mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
-						"Internal error: listing %s: %s",
-						r->uri_template, err.msg);
-				return;
+				log_warn("mcp", "resources/list: skipping %s: %s",
+					 r->uri_template, err.msg);
+				kf_err_clear(&err);
+			} else {
+				json_array_extend(all, part);
 			}
+			json_decref(part);
 		} else if (!is_template(r)) {
 			json_t *o = json_pack("{s:s,s:s}", "uri", r->uri_template,
 					      "name", r->name);

@@ -20,7 +20,12 @@ enum {
 	TOOL_READ_ONLY = 1u << 0,   /* readOnlyHint: changes nothing */
 	TOOL_DESTRUCTIVE = 1u << 1, /* destructiveHint */
 	TOOL_IDEMPOTENT = 1u << 2,  /* idempotentHint */
-	TOOL_OPEN_WORLD = 1u << 3   /* openWorldHint: reaches outside kforge */
+	TOOL_OPEN_WORLD = 1u << 3,  /* openWorldHint: reaches outside kforge */
+	TOOL_FAST = 1u << 4         /* not a hint: the handler finishes in
+				     * microseconds and never blocks (no I/O, no
+				     * locks held long, no client requests), so
+				     * the server may run it on the transport's
+				     * thread instead of the worker pool */
 };
 
 /* A tool handler. args: borrowed, valid against the tool's input_schema.

@@ -278,12 +278,20 @@ static int r_fail_read(struct app *a, const char *uri, json_t **contents,
 	return kf_err_set(err, KF_EIO, "disk on fire");
 }
 
+static int r_fail_list(struct app *a, json_t *arr, struct kf_err *err)
+{
+	(void)a;
+	json_array_append_new(arr, json_pack("{s:s,s:s}", "uri", "kftest://half", "name", "half"));
+	return kf_err_set(err, KF_EDB, "index gone");
+}
+
 static const struct resource_def TEST_RESOURCES[] = {
 	{"kftest://broken", "broken", "Broken", "fails to read", "text/plain", NULL, r_fail_read, NULL},
+	{"kftest://items/{x}", "items", "Items", "fails to list", "text/plain", r_fail_list, r_fail_read, NULL},
 };
 
 static const struct tool_group TEST_GROUP = {TEST_TOOLS, sizeof(TEST_TOOLS) / sizeof(TEST_TOOLS[0]),
-					     TEST_RESOURCES, 1, NULL, 0};
+					     TEST_RESOURCES, 2, NULL, 0};
 
 static void setup_with(int many)
 {
@@ -555,6 +563,17 @@ START_TEST(content_only_tools_return_their_blocks)
 }
 END_TEST
 
+START_TEST(fast_tools_answer_before_handle_returns)
+{
+	initialize();
+	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"test_simple_text\"}}"),
+			 MCP_IN_REQUEST);
+	/* No waiting: a TOOL_FAST handler ran on this thread. */
+	ck_assert_ptr_nonnull(find_reply(9));
+	ck_assert_int_eq(cap.finals, 2);
+}
+END_TEST
+
 /* --- cancel, progress, logging --------------------------------------------------- */
 
 START_TEST(cancelled_notification_stops_the_handler)
@@ -657,10 +676,14 @@ START_TEST(resources_list_read_templates_and_subscriptions)
 	json_t *r;
 
 	initialize();
+	/* broken + 3 static fixtures; the family whose list fails is skipped
+	 * whole (not even the entry it added before failing). */
 	r = result(req(1, "resources/list", NULL));
-	ck_assert_uint_eq(json_array_size(json_object_get(r, "resources")), 4); /* broken + 3 static fixtures */
+	ck_assert_uint_eq(json_array_size(json_object_get(r, "resources")), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "resources"), 0), "uri")),
+			 "kftest://broken");
 	r = result(req(2, "resources/templates/list", NULL));
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "resourceTemplates"), 0), "uriTemplate")),
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "resourceTemplates"), 1), "uriTemplate")),
 			 "test://template/{id}/data");
 	r = result(req(3, "resources/read", "{\"uri\":\"test://template/42/data\"}"));
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(json_object_get(r, "contents"), 0), "text")),
@@ -826,6 +849,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, tool_results_put_summary_first_and_mirror_it_as_text);
 	tcase_add_test(tc, tool_failures_are_results_with_is_error);
 	tcase_add_test(tc, content_only_tools_return_their_blocks);
+	tcase_add_test(tc, fast_tools_answer_before_handle_returns);
 	tcase_add_test(tc, cancelled_notification_stops_the_handler);
 	tcase_add_test(tc, progress_is_sent_only_with_a_token);
 	tcase_add_test(tc, log_notifications_follow_the_level);
