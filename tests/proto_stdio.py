@@ -266,9 +266,15 @@ check("a GPU tool without a GPU exits 3", q.returncode == 3 and b"no_gpu" in q.s
       (q.returncode, q.stderr[-300:]))
 rc, out, e = cli("serve", "--data-dir", "/proc/nope/kforge")
 check("unusable data dir exits 5", rc == 5 and "data dir" in e, e)
-for name in ("serve", "tools", "call", "version"):
+# Every command `kforge --help` lists documents itself both ways.
+rc, out, _ = cli("--help")
+cmds = [l.split()[0] for l in out.split("Commands:\n")[1].split("\n\n")[0].splitlines() if l.strip()]
+check("--help lists the core commands", {"serve", "tools", "call", "version"} <= set(cmds), cmds)
+for name in cmds:
     rc, out, _ = cli(name, "--help")
-    check(f"{name} --help", rc == 0 and out.startswith("usage: kforge " + name), out)
+    check(f"{name} --help", rc == 0 and "usage" in out.lower() and name in out, out[:200])
+    rc2, out2, _ = cli("help", name)
+    check(f"help {name}", rc2 == 0 and out2 == out, out2[:200])
 
 print(f"proto_stdio: {PASSES} passed, {len(FAILS)} failed")
 sys.exit(1 if FAILS else 0)
