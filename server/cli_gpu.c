@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp.h"
 #include "sandbox/bench.h"
 #include "sandbox/gpu.h"
 #include "tools_runs.h"
@@ -121,6 +122,193 @@ static int num_opt(const char *cmd, const char *name, const char *v, double lo, 
 	return 0;
 }
 
+
+/* --- readable output ------------------------------------------------------ */
+
+static const char *str(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void sizes_label(const json_t *sz, char *buf, size_t cap)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+	buf[0] = 0;
+	json_object_foreach((json_t *)sz, k, v)
+	{
+		if (n >= cap)
+			break;
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s=%" JSON_INTEGER_FORMAT, n ? "," : "",
+				      k, json_integer_value(v));
+	}
+}
+
+/* One line per size: the worst errors over its trials and outputs, and the
+ * safeguards that fired. */
+static void print_check(FILE *f, const json_t *r)
+{
+	fprintf(f, "%s\n", str(r, "summary"));
+	const json_t *sizes = json_object_get(r, "sizes");
+	if (json_array_size(sizes)) {
+		fprintf(f, "\n%-22s %-4s %-6s %-10s %-10s %-10s %s\n", "size", "odd", "result",
+			"max abs", "max rel", "rel L2", "safeguards");
+		size_t i;
+		json_t *row;
+		json_array_foreach(sizes, i, row)
+		{
+			char label[128], sg[256] = "";
+			double ma = 0, mr = 0, l2 = 0;
+			size_t n = 0, t;
+			json_t *tr;
+			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
+			json_array_foreach(json_object_get(row, "trials"), t, tr)
+			{
+				const char *k;
+				json_t *o;
+				json_object_foreach(json_object_get(tr, "outputs"), k, o)
+				{
+					double a = json_number_value(json_object_get(o, "max_abs_err"));
+					double b = json_number_value(json_object_get(o, "max_rel_err"));
+					double c = json_number_value(json_object_get(o, "rel_l2_err"));
+					ma = a > ma ? a : ma;
+					mr = b > mr ? b : mr;
+					l2 = c > l2 ? c : l2;
+				}
+				size_t q;
+				json_t *g;
+				json_array_foreach(json_object_get(tr, "safeguards"), q, g)
+				{
+					const char *nm = str(g, "name");
+					if (!strstr(sg, nm) && n < sizeof sg)
+						n += (size_t)snprintf(sg + n, sizeof sg - n, "%s%s",
+								      n ? ", " : "", nm);
+				}
+			}
+			fprintf(f, "%-22s %-4s %-6s %-10.3g %-10.3g %-10.3g %s\n", label,
+				json_is_true(json_object_get(row, "odd_size")) ? "yes" : "",
+				json_is_true(json_object_get(row, "passed")) ? "pass" : "FAIL", ma, mr,
+				l2, sg);
+		}
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(r, "tolerance"), k, v)
+		fprintf(f, "tolerance %s: atol %g rtol %g (%s)\n", k,
+			json_number_value(json_object_get(v, "atol")),
+			json_number_value(json_object_get(v, "rtol")), str(v, "source"));
+	json_object_foreach(json_object_get(r, "flags"), k, v)
+		fprintf(f, "flag %s: %s\n", k, json_string_value(v));
+	const json_t *rp = json_object_get(r, "replay");
+	if (rp) {
+		char label[128];
+		sizes_label(json_object_get(rp, "size"), label, sizeof label);
+		fprintf(f, "replay: kforge check SPEC.json --replay-size %s --replay-seed %s\n", label,
+			str(rp, "seed"));
+	}
+	if (json_object_get(r, "kernel_stdout"))
+		fprintf(f, "kernel stdout:\n%s\n", str(r, "kernel_stdout"));
+	if (json_object_get(r, "run_id"))
+		fprintf(f, "run: %s\n", str(r, "run_id"));
+}
+
+static void print_bench(FILE *f, const json_t *r)
+{
+	fprintf(f, "%s\n", str(r, "summary"));
+	const json_t *sizes = json_object_get(r, "sizes");
+	if (json_array_size(sizes)) {
+		fprintf(f, "\n%-22s %-24s %-10s %-26s %-8s %-6s %-9s %s\n", "size",
+			"candidate us (p10-p90)", "baseline", "speedup [95%]", "GB/s", "%peak",
+			"floor us", "verified");
+		size_t i;
+		json_t *row;
+		json_array_foreach(sizes, i, row)
+		{
+			char label[128], cand[64] = "-", base[32] = "-", sp[64] = "-";
+			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
+			const json_t *c = json_object_get(row, "candidate");
+			const json_t *b = json_object_get(row, "baseline");
+			const json_t *s = json_object_get(row, "speedup");
+			if (c)
+				snprintf(cand, sizeof cand, "%.2f (%.2f-%.2f)",
+					 json_number_value(json_object_get(c, "median_us")),
+					 json_number_value(json_object_get(c, "p10_us")),
+					 json_number_value(json_object_get(c, "p90_us")));
+			if (b)
+				snprintf(base, sizeof base, "%.2f",
+					 json_number_value(json_object_get(b, "median_us")));
+			if (s)
+				snprintf(sp, sizeof sp, "%.3f [%.3f, %.3f]",
+					 json_number_value(json_object_get(s, "value")),
+					 json_number_value(json_object_get(s, "ci95_lo")),
+					 json_number_value(json_object_get(s, "ci95_hi")));
+			fprintf(f, "%-22s %-24s %-10s %-26s %-8.0f %-6.0f %-9.2f %s\n", label, cand, base,
+				sp, json_number_value(json_object_get(row, "gbs")),
+				json_number_value(json_object_get(row, "pct_of_peak_bw")),
+				json_number_value(json_object_get(row, "roofline_floor_us")),
+				json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
+			size_t q;
+			json_t *g;
+			json_array_foreach(json_object_get(row, "safeguards"), q, g)
+				fprintf(f, "  %s: %s\n", str(g, "name"), str(g, "message"));
+			json_array_foreach(json_object_get(json_object_get(row, "verification"), "safeguards"), q, g)
+				fprintf(f, "  after timing, %s: %s\n", str(g, "name"), str(g, "message"));
+		}
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(r, "flags"), k, v)
+		fprintf(f, "flag %s: %s\n", k, json_string_value(v));
+	if (json_object_get(r, "method"))
+		fprintf(f, "method: %s\n", str(r, "method"));
+	if (json_object_get(r, "run_id"))
+		fprintf(f, "run: %s\n", str(r, "run_id"));
+}
+
+/* Like cli_tool_run, with this module's readable printers. */
+static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
+		    void (*print)(FILE *, const json_t *))
+{
+	struct kf_err err = {0};
+	struct app *app = NULL;
+	int rc = cli_app_open(co, &app, &err);
+	if (rc) {
+		json_decref(args);
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	json_t *res = NULL;
+	int is_error = 0;
+	rc = mcp_tool_call(app, tool, args, &res, &is_error, &err);
+	json_decref(args);
+	if (rc) {
+		fprintf(stderr, "kforge %s: %s\n", tool, err.msg);
+		app_close(app);
+		return cli_exit_code(rc);
+	}
+	const char *code = json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	if (co->json)
+		cli_print_result(stdout, res, 1);
+	else if (code && strcmp(code, "fault") != 0 && strcmp(code, "compile_error") != 0)
+		fprintf(stderr, "kforge %s: %s\n", tool, str(res, "summary"));
+	else
+		print(stdout, res);
+	int exit = CLI_EXIT_OK;
+	if (is_error) {
+		static const int codes[] = {KF_ENOGPU, KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
+					    KF_ECANCELED, KF_ESANDBOX, KF_EDB, KF_EIO};
+		exit = CLI_EXIT_FAIL;
+		for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
+			if (strcmp(code, kf_err_name(codes[i])) == 0)
+				exit = cli_exit_code(codes[i]);
+	}
+	json_decref(res);
+	app_close(app);
+	return exit;
+}
+
 static int check_main(int argc, char **argv)
 {
 	struct cli_common co;
@@ -190,7 +378,7 @@ static int check_main(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	json_object_set_new(args, "spec", spec);
-	return cli_tool_run(&co, "check_kernel", args);
+	return run_tool(&co, "check_kernel", args, print_check);
 }
 
 static int bench_main(int argc, char **argv)
@@ -245,7 +433,7 @@ static int bench_main(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	json_object_set_new(args, "spec", spec);
-	return cli_tool_run(&co, "benchmark_kernel", args);
+	return run_tool(&co, "benchmark_kernel", args, print_bench);
 }
 
 static int calibrate_main(int argc, char **argv)
