@@ -1337,6 +1337,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	size_t nrows = 0;
 	json_t *result = NULL;
 	char jobdir[PATH_MAX] = "";
+	char odd_note[300] = "";
 	struct gpu_ctx gc = {0};
 	if (rc) {
 		*out = diag;
@@ -1395,12 +1396,15 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 			rows[r].ntrials = trials;
 		}
 		nrows = s->sizes_len;
-		if (!o->no_odd_size &&
-		    spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, NULL) == 0) {
+		struct kf_err oe = {0};
+		if (o->no_odd_size)
+			snprintf(odd_note, sizeof odd_note, "not tested: odd_size was false");
+		else if (spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, &oe) == 0) {
 			rows[nrows].odd = 1;
 			rows[nrows].ntrials = trials;
 			nrows++;
-		}
+		} else
+			snprintf(odd_note, sizeof odd_note, "not tested: %s", oe.msg);
 		for (size_t r = 0; r < nrows; r++)
 			for (int t = 0; t < trials; t++)
 				rows[r].seeds[t] = check_new_seed();
@@ -1568,6 +1572,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	}
 	json_object_set_new(result, "passed", json_boolean(all_pass));
 	json_object_set_new(result, "sizes", sizes_j);
+	if (odd_note[0] && !o->replay)
+		json_object_set_new(result, "odd_size", json_string(odd_note));
 	json_t *fl = json_array();
 	const char *key;
 	json_t *val;
