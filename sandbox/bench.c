@@ -269,8 +269,7 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 					   r->err);
 			else if (f)
 				check_fire(sg, fired,
-					   json_object_get(r->rep, "baseline_failed") ? "baseline_failed"
-										    : "fault",
+					   "fault",
 					   "%s during %s: %s", json_string_value(json_object_get(f, "error")),
 					   json_string_value(json_object_get(f, "during")),
 					   json_string_value(json_object_get(f, "message")));
@@ -298,6 +297,17 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		free(cs);
 		json_object_set_new(rj, "candidate", stats_json(&cst));
 		json_object_set(rj, "stop", json_object_get(r->rep, "stop"));
+		const json_t *be = json_object_get(r->rep, "baseline_error");
+		if (be && !json_object_get(flags, "baseline_unavailable"))
+			json_object_set_new(flags, "baseline_unavailable",
+					    json_sprintf("the baseline could not be loaded (%s during %s); "
+							 "the candidate was timed alone",
+							 json_string_value(json_object_get(be, "error"))
+								 ? json_string_value(json_object_get(be, "error"))
+								 : "error",
+							 json_string_value(json_object_get(be, "during"))
+								 ? json_string_value(json_object_get(be, "during"))
+								 : "loading"));
 		struct stats_speedup sp = {0};
 		int have_sp = 0;
 		if (json_object_get(r->rep, "baseline_ms") &&

@@ -30,6 +30,10 @@ sys.path.insert(0, __import__("os").path.dirname(sys.argv[1]) + "/..")
 import run
 spec, _, _ = run.load_spec(sys.argv[1])
 __import__("json").dump(spec, open(sys.argv[2], "w"))
+# the same with a baseline whose kernel does not exist
+spec["baseline"] = {"source": spec["reference"]["source"],
+                    "launch": [dict(spec["reference"]["launch"][0], kernel="nope")]}
+__import__("json").dump(spec, open(sys.argv[2].replace(".json", "_nobase.json"), "w"))
 EOF
 fail=0
 # The harness must not contain the op templates or their float64 references:
@@ -44,7 +48,7 @@ fi
 check() {
 	mode=$1; cmd=$2; want=$3; assertion=$4; shift 4
 	printf '%s' "$mode" >"$T/mode"
-	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" "$cmd" "$T/axpb.json" \
+	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" "$cmd" "$T/${SPEC:-axpb}.json" \
 		--data-dir "$T/data" --sandbox=none --json "$@" >"$T/out.json" 2>"$T/err"
 	code=$?
 	if [ "$code" != "$want" ] || ! python3 -c "
@@ -71,5 +75,7 @@ check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' 
 check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified']" \
 	--budget-ms 50 --size 1
 check partial bench 1 "not r['passed'] and 'verification after timing' not in r['summary'] and 'failed verification' in r['summary']" \
+	--budget-ms 50 --size 1
+SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1
 exit $fail

@@ -97,10 +97,16 @@ int h_mode_bench(struct harness *h)
 	memset(bufs, 0, sizeof bufs);
 	if ((rc = h_prog_load(h, &prog[0], cand, h->s->launch, h->s->launch_len)))
 		return rc;
-	if (base && (rc = h_prog_load(h, &prog[1], base, h->s->baseline.launch,
-				      h->s->baseline.launch_len))) {
-		json_object_set_new(h->report, "baseline_failed", json_true());
-		return rc;
+	if (base && h_prog_load(h, &prog[1], base, h->s->baseline.launch,
+				h->s->baseline.launch_len)) {
+		/* A baseline that cannot load (no kernel of that name, another
+		 * arch) is reported; the candidate is still timed. Loading errors
+		 * do not poison the context. */
+		json_t *f = json_object_get(h->report, "fault");
+		json_object_set(h->report, "baseline_error", f ? f : json_string("cannot load"));
+		json_object_del(h->report, "fault");
+		base = NULL;
+		nprog = 1;
 	}
 	for (int p = 0; p < nprog; p++) {
 		if ((rc = h_bufs_alloc(h, bufs[p])) || (rc = h_bufs_fill_inputs(h, bufs[p], seed)) ||
