@@ -54,7 +54,8 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 		struct brow *r = &c->rows[i];
 		if (o->progress) {
 			char m[96];
-			snprintf(m, sizeof m, "timing size %zu of %zu on GPU %d", i + 1, c->nrows, gpu);
+			snprintf(m, sizeof m, "timing size %zu of %zu on GPU %d", i + 1, c->nrows,
+				 gpu);
 			o->progress(o->progress_arg, (double)i, (double)c->nrows, m);
 		}
 		json_t *sizes = json_array();
@@ -73,7 +74,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			10, "max_reps", 10000, "flush_l2", !o->no_flush);
 		if (c->have_base)
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));
-		struct kf_err e = {0};
+		struct kf_err e = { 0 };
 		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
 		r->rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->rep, NULL, &e);
 		snprintf(r->err, sizeof r->err, "%s", e.msg);
@@ -84,13 +85,14 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			sizes = json_array();
 			for (size_t k = 0; k < s->vars_len; k++)
 				json_array_append_new(sizes, json_integer(r->vals[k]));
-			job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
-					"mode", "check", "device", gpu, "program", "reference",
-					"module", "ref.cubin", "runs", 1, "extra_launches", 0,
-					"row_timeout_ms", (int)to, "rows", "sizes", sizes, "seeds", vh,
-					"out_prefix", "ref");
+			job = json_pack(
+				"{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
+				"mode", "check", "device", gpu, "program", "reference", "module",
+				"ref.cubin", "runs", 1, "extra_launches", 0, "row_timeout_ms",
+				(int)to, "rows", "sizes", sizes, "seeds", vh, "out_prefix", "ref");
 			kf_err_clear(&e);
-			r->ref_rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->ref, NULL, &e);
+			r->ref_rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->ref, NULL,
+						       &e);
 			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
 			json_decref(job);
 			if (r->ref_rc == KF_ECANCELED)
@@ -110,12 +112,11 @@ static void bench_progress(void *arg, const struct runner_progress *p)
 static json_t *stats_json(const struct stats_summary *st)
 {
 	/* samples are in ms; report microseconds */
-	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:[f,f]}",
-			 "median_us", st->median * 1e3, "p10_us", st->p10 * 1e3, "p90_us",
-			 st->p90 * 1e3, "mean_us", st->mean * 1e3, "min_us", st->min * 1e3, "cv",
-			 st->cv, "rel_se", st->rel_se, "count", (json_int_t)st->n,
-			 "se_median_us", st->se_median * 1e3, "ci95_us", st->ci_lo * 1e3,
-			 st->ci_hi * 1e3);
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:[f,f]}", "median_us",
+			 st->median * 1e3, "p10_us", st->p10 * 1e3, "p90_us", st->p90 * 1e3,
+			 "mean_us", st->mean * 1e3, "min_us", st->min * 1e3, "cv", st->cv, "rel_se",
+			 st->rel_se, "count", (json_int_t)st->n, "se_median_us",
+			 st->se_median * 1e3, "ci95_us", st->ci_lo * 1e3, st->ci_hi * 1e3);
 }
 
 static int samples(const json_t *arr, double **out, size_t *n)
@@ -179,8 +180,8 @@ static enum kf_dtype main_dtype(const struct spec *s)
 	return KF_DT_F32;
 }
 
-int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err)
+int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o, json_t **out,
+		 int *gpu, struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
@@ -229,11 +230,16 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		     (rc = check_copy_file(p.ref_cubin, b->dir, "ref.cubin", err))))
 			goto out;
 	}
-	struct bctx c = {.app = app, .p = &p, .rows = rows, .nrows = nrows, .o = o, .gpu = -1,
-			 .have_base = have_base};
+	struct bctx c = { .app = app,
+			  .p = &p,
+			  .rows = rows,
+			  .nrows = nrows,
+			  .o = o,
+			  .gpu = -1,
+			  .have_base = have_base };
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "bench %s", s->launch[0].kernel);
-	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	struct runner_opts ro = { .timeout_ms = -1, .label = label };
 	rc = runner_run(app->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = c.gpu;
@@ -265,24 +271,25 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		    json_object_get(r->rep, "error") || !json_object_get(r->rep, "candidate_ms")) {
 			const json_t *f = r->rep ? json_object_get(r->rep, "fault") : NULL;
 			if (r->rc)
-				check_fire(sg, fired, r->rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
-					   r->err);
+				check_fire(sg, fired, r->rc == KF_ETIMEOUT ? "timeout" : "crash",
+					   "%s", r->err);
 			else if (f)
-				check_fire(sg, fired,
-					   "fault",
-					   "%s during %s: %s", json_string_value(json_object_get(f, "error")),
+				check_fire(sg, fired, "fault", "%s during %s: %s",
+					   json_string_value(json_object_get(f, "error")),
 					   json_string_value(json_object_get(f, "during")),
 					   json_string_value(json_object_get(f, "message")));
 			else
 				check_fire(sg, fired, "harness_error", "%s",
 					   json_string_value(json_object_get(r->rep, "error"))
-						   ? json_string_value(json_object_get(r->rep, "error"))
+						   ? json_string_value(
+							     json_object_get(r->rep, "error"))
 						   : "no timing samples");
 			json_object_set_new(rj, "verified", json_false());
 			all_ok = 0;
 			if (!first_bad[0])
 				snprintf(first_bad, sizeof first_bad, "%s: %s", st,
-					 json_string_value(json_object_get(json_array_get(sg, 0), "message")));
+					 json_string_value(json_object_get(json_array_get(sg, 0),
+									   "message")));
 			continue;
 		}
 		double *cs = NULL, *bs = NULL;
@@ -299,16 +306,18 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		json_object_set(rj, "stop", json_object_get(r->rep, "stop"));
 		const json_t *be = json_object_get(r->rep, "baseline_error");
 		if (be && !json_object_get(flags, "baseline_unavailable"))
-			json_object_set_new(flags, "baseline_unavailable",
-					    json_sprintf("the baseline could not be loaded (%s during %s); "
-							 "the candidate was timed alone",
-							 json_string_value(json_object_get(be, "error"))
-								 ? json_string_value(json_object_get(be, "error"))
-								 : "error",
-							 json_string_value(json_object_get(be, "during"))
-								 ? json_string_value(json_object_get(be, "during"))
-								 : "loading"));
-		struct stats_speedup sp = {0};
+			json_object_set_new(
+				flags, "baseline_unavailable",
+				json_sprintf(
+					"the baseline could not be loaded (%s during %s); "
+					"the candidate was timed alone",
+					json_string_value(json_object_get(be, "error"))
+						? json_string_value(json_object_get(be, "error"))
+						: "error",
+					json_string_value(json_object_get(be, "during"))
+						? json_string_value(json_object_get(be, "during"))
+						: "loading"));
+		struct stats_speedup sp = { 0 };
 		int have_sp = 0;
 		if (json_object_get(r->rep, "baseline_ms") &&
 		    !samples(json_object_get(r->rep, "baseline_ms"), &bs, &bn) &&
@@ -336,8 +345,9 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 			goto out;
 		}
 		json_object_set_new(rj, "bytes", json_real(r->b.cost_bytes));
-		json_object_set_new(rj, "bytes_source",
-				    json_string(s->cost_bytes ? "cost.bytes" : "default: every tensor once"));
+		json_object_set_new(
+			rj, "bytes_source",
+			json_string(s->cost_bytes ? "cost.bytes" : "default: every tensor once"));
 		if (r->b.cost_flops >= 0)
 			json_object_set_new(rj, "flops", json_real(r->b.cost_flops));
 		json_object_set_new(rj, "gbs", json_real(rf.gbs));
@@ -359,16 +369,17 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		}
 		json_object_set_new(rj, "below_floor", json_boolean(rf.below_floor));
 		if (rf.below_floor)
-			json_object_set_new(flags, "below_floor",
-					    json_sprintf("%s: median %.2f us is below the roofline floor "
-							 "%.2f us: impossible unless the kernel skips work "
-							 "or cost overstates the bytes/FLOPs",
-							 st, cst.median * 1e3, rf.floor_ms * 1e3));
+			json_object_set_new(
+				flags, "below_floor",
+				json_sprintf("%s: median %.2f us is below the roofline floor "
+					     "%.2f us: impossible unless the kernel skips work "
+					     "or cost overstates the bytes/FLOPs",
+					     st, cst.median * 1e3, rf.floor_ms * 1e3));
 		/* Verification after timing. */
 		json_t *vj = json_object();
 		json_object_set_new(rj, "verification", vj);
-		double *want[SPEC_MAX_TENSORS] = {0};
-		struct kf_err we = {0};
+		double *want[SPEC_MAX_TENSORS] = { 0 };
+		struct kf_err we = { 0 };
 		int have_want = 0;
 		if (s->ref.kind == SPEC_REF_NONE) {
 			kf_err_set(&we, KF_EINVAL, "the spec has no reference");
@@ -379,11 +390,11 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		} else {
 			int trc = 0;
 			if (s->ref.kind == SPEC_REF_TORCH)
-				trc = check_torch_reference(app, s, r->dir, r->vals, &r->b, &r->vseed, 1,
-							    o->cancel, &we);
+				trc = check_torch_reference(app, s, r->dir, r->vals, &r->b,
+							    &r->vseed, 1, o->cancel, &we);
 			if (!trc)
-				have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b, 0,
-								 r->vseed, want, &we) == 0;
+				have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b,
+								 0, r->vseed, want, &we) == 0;
 		}
 		double mr = 0;
 		const json_t *vrep = json_object_get(r->rep, "verify");
@@ -404,17 +415,20 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		if (!vpass) {
 			all_ok = 0;
 			if (!first_bad[0]) {
-				const json_t *m = json_array_get(json_object_get(vj, "safeguards"), 0);
+				const json_t *m =
+					json_array_get(json_object_get(vj, "safeguards"), 0);
 				snprintf(first_bad, sizeof first_bad,
 					 "%s: the run after timing failed verification: %s", st,
-					 m ? json_string_value(json_object_get(m, "message")) : we.msg);
+					 m ? json_string_value(json_object_get(m, "message"))
+					   : we.msg);
 			}
 		}
 		if (!summary[0]) {
-			size_t q = (size_t)snprintf(summary, sizeof summary,
-						    "%s %s: %.2f us (p10 %.2f, p90 %.2f, n=%zu), %.0f GB/s",
-						    s->launch[0].kernel, st, cst.median * 1e3,
-						    cst.p10 * 1e3, cst.p90 * 1e3, cst.n, rf.gbs);
+			size_t q = (size_t)snprintf(
+				summary, sizeof summary,
+				"%s %s: %.2f us (p10 %.2f, p90 %.2f, n=%zu), %.0f GB/s",
+				s->launch[0].kernel, st, cst.median * 1e3, cst.p10 * 1e3,
+				cst.p90 * 1e3, cst.n, rf.gbs);
 			if (rf.pct_bw >= 0 && q < sizeof summary)
 				q += (size_t)snprintf(summary + q, sizeof summary - q,
 						      " = %.0f%% of peak", rf.pct_bw);
@@ -432,8 +446,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	 * result.candidate.median_us). */
 	{
 		const json_t *r0 = json_array_get(sizes_j, 0);
-		static const char *const TOP[] = {"candidate", "baseline", "speedup", "gbs",
-						  "tflops", "pct_of_peak_bw", NULL};
+		static const char *const TOP[] = { "candidate", "baseline",	  "speedup", "gbs",
+						   "tflops",	"pct_of_peak_bw", NULL };
 		for (const char *const *k = TOP; *k; k++)
 			if (json_object_get(r0, *k))
 				json_object_set(result, *k, json_object_get(r0, *k));
@@ -471,15 +485,16 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 				    json_string("not calibrated: run kforge calibrate"));
 	if (rows[0].rep && json_object_get(rows[0].rep, "device"))
 		json_object_set(result, "device", json_object_get(rows[0].rep, "device"));
-	json_object_set_new(result, "method",
-			    json_sprintf("CUDA events on the harness stream; warm-up %.0f ms; L2 "
-					 "%s; candidate%s interleaved; until rel. SE of the "
-					 "median < %.2f%% or %.0f ms",
-					 o->warmup_ms > 0 ? o->warmup_ms : BENCH_DEFAULT_WARMUP_MS,
-					 o->no_flush ? "not flushed" : "flushed before each timed run",
-					 have_base ? " and baseline" : "",
-					 100 * (o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET),
-					 o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS));
+	json_object_set_new(
+		result, "method",
+		json_sprintf("CUDA events on the harness stream; warm-up %.0f ms; L2 "
+			     "%s; candidate%s interleaved; until rel. SE of the "
+			     "median < %.2f%% or %.0f ms",
+			     o->warmup_ms > 0 ? o->warmup_ms : BENCH_DEFAULT_WARMUP_MS,
+			     o->no_flush ? "not flushed" : "flushed before each timed run",
+			     have_base ? " and baseline" : "",
+			     100 * (o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET),
+			     o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS));
 	if (!all_ok) {
 		char sm[900];
 		snprintf(sm, sizeof sm, "FAILED: %s", first_bad);
@@ -489,7 +504,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	} else {
 		if (json_object_get(flags, "below_floor")) {
 			size_t q = strlen(summary);
-			snprintf(summary + q, sizeof summary - q, "; WARNING: below the roofline floor");
+			snprintf(summary + q, sizeof summary - q,
+				 "; WARNING: below the roofline floor");
 		}
 		json_object_set_new(result, "summary", json_string(summary));
 		json_object_set_new(result, "passed", json_true());
@@ -522,26 +538,27 @@ static int calib_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 	struct cctx *c = arg;
 	c->gpu = gpu;
 	const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
-	json_t *job = json_pack("{s:s, s:i, s:s}", "mode", "calibrate", "device", gpu,
-				"cuda_home", home);
+	json_t *job =
+		json_pack("{s:s, s:i, s:s}", "mode", "calibrate", "device", gpu, "cuda_home", home);
 	int rc = check_harness_exec(c->app, c->dir, job, 300000, stop, &c->rep, NULL, err);
 	json_decref(job);
 	return rc;
 }
 
-int bench_calibrate(struct app *app, int device, const volatile int *cancel, json_t **out,
-		    int *gpu, struct kf_err *err)
+int bench_calibrate(struct app *app, int device, const volatile int *cancel, json_t **out, int *gpu,
+		    struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
-	struct cctx c = {.app = app, .gpu = -1};
+	struct cctx c = { .app = app, .gpu = -1 };
 	int rc = check_jobdir_new(app, NULL, c.dir, sizeof c.dir, err);
 	if (rc)
 		return rc;
-	struct runner_opts ro = {.pin_gpu = device >= 0, .gpu = device, .timeout_ms = -1,
-				 .label = "calibrate"};
+	struct runner_opts ro = {
+		.pin_gpu = device >= 0, .gpu = device, .timeout_ms = -1, .label = "calibrate"
+	};
 	rc = runner_run(app->runner, RUNNER_GPU, calib_job, &c, NULL, NULL, cancel, &ro, err);
 	*gpu = c.gpu;
 	if (rc)
@@ -550,13 +567,13 @@ int bench_calibrate(struct app *app, int device, const volatile int *cancel, jso
 		const json_t *f = json_object_get(c.rep, "fault");
 		rc = kf_err_set(err, KF_EFAULT, "calibration failed: %s",
 				f ? json_string_value(json_object_get(f, "message"))
-				  : json_string_value(json_object_get(c.rep, "error"))
-					    ? json_string_value(json_object_get(c.rep, "error"))
-					    : "no figures");
+				: json_string_value(json_object_get(c.rep, "error"))
+					? json_string_value(json_object_get(c.rep, "error"))
+					: "no figures");
 		goto out;
 	}
 	const struct gpu_info *gi = gpu_get(c.gpu);
-	struct history_ceilings hc = {0};
+	struct history_ceilings hc = { 0 };
 	snprintf(hc.gpu_uuid, sizeof hc.gpu_uuid, "%s", gi ? gi->uuid : "");
 	snprintf(hc.device_name, sizeof hc.device_name, "%s", gi ? gi->name : "");
 	hc.copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));

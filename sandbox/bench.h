@@ -16,18 +16,18 @@
 
 struct app;
 
-#define BENCH_DEFAULT_TARGET 0.005    /* relative standard error of the median */
+#define BENCH_DEFAULT_TARGET	0.005  /* relative standard error of the median */
 #define BENCH_DEFAULT_BUDGET_MS 1000.0 /* timing budget per size */
 #define BENCH_DEFAULT_WARMUP_MS 50.0
 
 struct bench_opts {
-	double target_rel_se;   /* 0 = BENCH_DEFAULT_TARGET; (0, 0.5] */
-	double budget_ms;       /* 0 = default; per size, [10, 60000] */
-	double warmup_ms;       /* 0 = default; [0, 10000] */
-	int size_index;         /* -1 = every size of the spec; else that row */
-	int no_baseline;        /* 1: time the candidate alone */
-	int no_flush;           /* 1: keep L2 warm between iterations */
-	unsigned timeout_ms;    /* per harness run; 0 = 120000 */
+	double target_rel_se; /* 0 = BENCH_DEFAULT_TARGET; (0, 0.5] */
+	double budget_ms;     /* 0 = default; per size, [10, 60000] */
+	double warmup_ms;     /* 0 = default; [0, 10000] */
+	int size_index;	      /* -1 = every size of the spec; else that row */
+	int no_baseline;      /* 1: time the candidate alone */
+	int no_flush;	      /* 1: keep L2 warm between iterations */
+	unsigned timeout_ms;  /* per harness run; 0 = 120000 */
 	const volatile int *cancel;
 	check_progress_fn progress;
 	void *progress_arg;
@@ -41,15 +41,13 @@ struct bench_opts {
  * Returns KF_EFAULT (with *out) when the kernel faulted, timed out or
  * failed the verification after timing; KF_ECOMPILE (with *out), KF_EINVAL,
  * KF_ENOGPU and the other codes as check_kernel. *gpu = device used or -1. */
-int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o, json_t **out,
+		 int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Measures the ceilings of GPU device (-1 = the first free one): copy
  * bandwidth and cuBLAS bf16 / fp32 matmul throughput, stores them with
  * history_set_ceilings and returns them in *out. KF_ENOGPU without a GPU. */
-int bench_calibrate(struct app *app, int device, const volatile int *cancel,
-		    json_t **out, int *gpu, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int bench_calibrate(struct app *app, int device, const volatile int *cancel, json_t **out, int *gpu,
+		    struct kf_err *err) __attribute__((warn_unused_result));
 
 #endif

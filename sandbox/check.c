@@ -55,8 +55,7 @@ static int exe_dir(char *buf, size_t cap)
 }
 
 /* The first existing of: $env, <exe dir>/rel1, <exe dir>/rel2. */
-static int find_file(const char *env, const char *rel1, const char *rel2, char *out,
-		     size_t cap)
+static int find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap)
 {
 	const char *e = getenv(env);
 	if (e && *e && access(e, R_OK) == 0) {
@@ -66,7 +65,7 @@ static int find_file(const char *env, const char *rel1, const char *rel2, char *
 	char d[PATH_MAX];
 	if (exe_dir(d, sizeof d))
 		return -1;
-	const char *rels[] = {rel1, rel2};
+	const char *rels[] = { rel1, rel2 };
 	for (int i = 0; i < 2; i++) {
 		if (!rels[i])
 			continue;
@@ -90,7 +89,7 @@ static int get_jail(struct app *app, struct jail **out, struct kf_err *err)
 	pthread_mutex_lock(&jail_mu);
 	int rc = 0;
 	if (!jails[mode]) {
-		struct jail_config cfg = {.mode = (enum jail_mode)mode};
+		struct jail_config cfg = { .mode = (enum jail_mode)mode };
 		rc = jail_open(&cfg, &jails[mode], err);
 	}
 	*out = jails[mode];
@@ -102,8 +101,8 @@ static int get_jail(struct app *app, struct jail **out, struct kf_err *err)
 
 /* --- comparison -------------------------------------------------------- */
 
-void check_compare(const double *got, const double *want, uint64_t n, double atol,
-		   double rtol, struct check_cmp *o)
+void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
+		   struct check_cmp *o)
 {
 	memset(o, 0, sizeof *o);
 	o->n = n;
@@ -161,8 +160,7 @@ void check_compare(const double *got, const double *want, uint64_t n, double ato
 	o->constant_would_pass = n > 1 && constant;
 }
 
-void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf,
-			size_t cap)
+void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf, size_t cap)
 {
 	if (rank == 0) {
 		snprintf(buf, cap, "[]");
@@ -192,21 +190,22 @@ void check_prep_fini(struct check_prep *p)
 }
 
 static int compile_one(struct app *app, const char *source, const char *arch,
-		       const volatile int *cancel, const char *what, char *cubin,
-		       size_t cap, struct check_prep *p, json_t **out, struct kf_err *err)
+		       const volatile int *cancel, const char *what, char *cubin, size_t cap,
+		       struct check_prep *p, json_t **out, struct kf_err *err)
 {
-	struct compile_req req = {.source = source, .source_len = strlen(source),
-				  .arch = arch, .cancel = cancel};
+	struct compile_req req = {
+		.source = source, .source_len = strlen(source), .arch = arch, .cancel = cancel
+	};
 	struct compile_result res;
-	struct kf_err cerr = {0};
+	struct kf_err cerr = { 0 };
 	int rc = compile_kernel(app->cc, &req, &res, &cerr);
 	if (rc == KF_ECOMPILE || (rc == 0 && !res.ok)) {
 		const char *sum = json_string_value(json_object_get(res.json, "summary"));
 		char msg[400];
-		snprintf(msg, sizeof msg, "%s did not compile: %s", what,
-			 sum ? sum : cerr.msg);
+		snprintf(msg, sizeof msg, "%s did not compile: %s", what, sum ? sum : cerr.msg);
 		*out = json_pack("{s:s, s:b, s:s, s:O}", "summary", msg, "passed", 0,
-				 "failed_stage", "compile", "compile", res.json ? res.json : json_null());
+				 "failed_stage", "compile", "compile",
+				 res.json ? res.json : json_null());
 		kf_err_set(err, KF_ECOMPILE, "%s", msg);
 		compile_result_fini(&res);
 		return KF_ECOMPILE;
@@ -263,7 +262,8 @@ void check_limits(struct spec_limits *lim)
 	int n = gpu_count();
 	for (int i = 0; i < n; i++) {
 		const struct gpu_info *g = gpu_get(i);
-		if (g && g->total_mem_bytes && g->total_mem_bytes / 10 * 8 / 2 < lim->max_device_bytes)
+		if (g && g->total_mem_bytes &&
+		    g->total_mem_bytes / 10 * 8 / 2 < lim->max_device_bytes)
 			lim->max_device_bytes = g->total_mem_bytes / 10 * 8 / 2;
 	}
 }
@@ -367,8 +367,7 @@ int check_jobdir_new(struct app *app, const struct spec *s, char *dir, size_t ca
 	return 0;
 }
 
-int check_copy_file(const char *src, const char *dir, const char *name,
-		    struct kf_err *err)
+int check_copy_file(const char *src, const char *dir, const char *name, struct kf_err *err)
 {
 	char dst[PATH_MAX + 64];
 	snprintf(dst, sizeof dst, "%s/%s", dir, name);
@@ -438,16 +437,16 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
-int check_harness_exec(struct app *app, const char *dir, const json_t *job,
-		       unsigned timeout_ms, const volatile int *stop, json_t **report,
-		       char **stdout_text, struct kf_err *err)
+int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsigned timeout_ms,
+		       const volatile int *stop, json_t **report, char **stdout_text,
+		       struct kf_err *err)
 {
 	*report = NULL;
 	if (stdout_text)
 		*stdout_text = NULL;
 	char harness[PATH_MAX];
-	if (find_file("KFORGE_HARNESS", "kforge-harness", "../lib/kforge/kforge-harness",
-		      harness, sizeof harness))
+	if (find_file("KFORGE_HARNESS", "kforge-harness", "../lib/kforge/kforge-harness", harness,
+		      sizeof harness))
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "kforge-harness not found next to kforge (set KFORGE_HARNESS)");
 	char p[PATH_MAX + 16];
@@ -461,15 +460,15 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job,
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC))
 		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
-	struct reader rd = {.fd = fds[0]};
+	struct reader rd = { .fd = fds[0] };
 	pthread_t th;
 	if (pthread_create(&th, NULL, read_all, &rd)) {
 		close(fds[0]);
 		close(fds[1]);
 		return kf_err_set(err, KF_ENOMEM, "cannot start the report reader");
 	}
-	const char *argv[] = {harness, "--job", ".", "--report-fd", "3", NULL};
-	struct jail_bind binds[] = {{harness, NULL}};
+	const char *argv[] = { harness, "--job", ".", "--report-fd", "3", NULL };
+	struct jail_bind binds[] = { { harness, NULL } };
 	struct jail_job jj = {
 		.argv = argv,
 		.job_dir = dir,
@@ -485,7 +484,7 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job,
 		.cancel = stop,
 	};
 	struct jail_result res;
-	struct kf_err jerr = {0};
+	struct kf_err jerr = { 0 };
 	rc = jail_run(j, &jj, &res, &jerr);
 	if (rc && rc != KF_ETIMEOUT)
 		kf_err_set(err, rc, "%s", jerr.msg);
@@ -585,8 +584,8 @@ static int regen_input(const struct spec *s, const struct spec_bound *b, size_t 
 	return 0;
 }
 
-int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed,
-			double **want, struct kf_err *err)
+int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed, double **want,
+			struct kf_err *err)
 {
 	const struct op_template *op = op_find(s->ref.op);
 	if (!op)
@@ -597,7 +596,7 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
 	if (rc)
 		return rc;
 	int64_t sizes[SPEC_MAX_VARS];
-	double *ins[SPEC_MAX_TENSORS] = {0}, *outs[SPEC_MAX_TENSORS] = {0};
+	double *ins[SPEC_MAX_TENSORS] = { 0 }, *outs[SPEC_MAX_TENSORS] = { 0 };
 	size_t k = 0;
 	for (const char *const *n = op->size_names; *n; n++)
 		sizes[k++] = vals[spec_var_index(s, *n)];
@@ -619,8 +618,11 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
 		}
 		outs[k] = want[t];
 	}
-	struct op_ref_call call = {.op = op, .sizes = sizes, .scalars = s->ref.params,
-				   .in = (const double *const *)ins, .out = outs};
+	struct op_ref_call call = { .op = op,
+				    .sizes = sizes,
+				    .scalars = s->ref.params,
+				    .in = (const double *const *)ins,
+				    .out = outs };
 	rc = op->ref(&call, err);
 out:
 	for (size_t i = 0; i < SPEC_MAX_TENSORS; i++)
@@ -633,8 +635,8 @@ out:
 	return rc;
 }
 
-int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t,
-		      const char *path, double **out, struct kf_err *err)
+int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t, const char *path,
+		      double **out, struct kf_err *err)
 {
 	*out = NULL;
 	const struct spec_tensor *T = &s->tensors[t];
@@ -694,7 +696,8 @@ static const char TORCH_PY[] =
 	"    ns.update(job['sizes']); ns.update(job['scalars'])\n"
 	"    for t in tr['inputs']:\n"
 	"        raw = bytearray(open(t['file'], 'rb').read())\n"
-	"        ns[t['name']] = torch.frombuffer(raw, dtype=DT[t['dtype']]).reshape(t['shape']).clone()\n"
+	"        ns[t['name']] = torch.frombuffer(raw, "
+	"dtype=DT[t['dtype']]).reshape(t['shape']).clone()\n"
 	"    outs = job['outputs']\n"
 	"    try:\n"
 	"        res = eval(job['expr'], ns)\n"
@@ -703,11 +706,13 @@ static const char TORCH_PY[] =
 	"    if not isinstance(res, (tuple, list, dict)): res = {outs[0]['name']: res}\n"
 	"    elif isinstance(res, (tuple, list)): res = {o['name']: r for o, r in zip(outs, res)}\n"
 	"    for o in outs:\n"
-	"        r = torch.as_tensor(res[o['name']]).detach().to('cpu', torch.float64).reshape(-1)\n"
+	"        r = torch.as_tensor(res[o['name']]).detach().to('cpu', "
+	"torch.float64).reshape(-1)\n"
 	"        n = 1\n"
 	"        for d in o['shape']: n *= d\n"
 	"        if r.numel() != n:\n"
-	"            print(json.dumps({'error': 'torch reference: %s has %d elements, the spec says %d' % (o['name'], r.numel(), n)})); sys.exit(4)\n"
+	"            print(json.dumps({'error': 'torch reference: %s has %d elements, the spec "
+	"says %d' % (o['name'], r.numel(), n)})); sys.exit(4)\n"
 	"        open(o['file'] % tr['trial'], 'wb').write(r.numpy().tobytes())\n"
 	"print(json.dumps({'ok': True}))\n";
 
@@ -763,9 +768,8 @@ static void torch_probe(void)
 }
 
 int check_torch_reference(struct app *app, const struct spec *s, const char *dir,
-			   const int64_t *vals, const struct spec_bound *b,
-			   const uint64_t *seeds, int ntrials, const volatile int *cancel,
-			   struct kf_err *err)
+			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
+			  int ntrials, const volatile int *cancel, struct kf_err *err)
 {
 	pthread_once(&torch_once, torch_probe);
 	if (!torch_exe[0])
@@ -794,9 +798,8 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 			json_array_append_new(shape, json_integer(b->dims[t][d]));
 		char file[128];
 		snprintf(file, sizeof file, "torch.t%%d.%s.bin", s->tensors[t].name);
-		json_array_append_new(outs, json_pack("{s:s, s:o, s:s}", "name",
-						      s->tensors[t].name, "shape", shape,
-						      "file", file));
+		json_array_append_new(outs, json_pack("{s:s, s:o, s:s}", "name", s->tensors[t].name,
+						      "shape", shape, "file", file));
 	}
 	json_object_set_new(job, "outputs", outs);
 	json_object_set_new(job, "trials", trials);
@@ -825,9 +828,9 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 			json_t *shape = json_array();
 			for (size_t d = 0; d < T->rank; d++)
 				json_array_append_new(shape, json_integer(b->dims[t][d]));
-			json_array_append_new(ins, json_pack("{s:s, s:s, s:s, s:o}", "name", T->name,
-							     "dtype", dtype_name(T->dtype), "file",
-							     file, "shape", shape));
+			json_array_append_new(ins, json_pack("{s:s, s:s, s:s, s:o}", "name",
+							     T->name, "dtype", dtype_name(T->dtype),
+							     "file", file, "shape", shape));
 		}
 	}
 	char p[PATH_MAX + 32];
@@ -846,10 +849,10 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	struct jail *j;
 	if ((rc = get_jail(app, &j, err)))
 		return rc;
-	const char *argv[] = {torch_exe, "torch_ref.py", NULL};
+	const char *argv[] = { torch_exe, "torch_ref.py", NULL };
 	char pp[sizeof torch_pythonpath + 16];
 	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_pythonpath);
-	const char *env[] = {pp, "OMP_NUM_THREADS=8", NULL};
+	const char *env[] = { pp, "OMP_NUM_THREADS=8", NULL };
 	struct jail_bind binds[TORCH_MAX_PATHS + 1];
 	binds[0].src = torch_exe;
 	binds[0].dst = NULL;
@@ -857,9 +860,15 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 		binds[k + 1].src = torch_paths[k];
 		binds[k + 1].dst = NULL;
 	}
-	struct jail_job jj = {.argv = argv, .job_dir = dir, .env = env, .ro_binds = binds,
-			      .ro_binds_len = torch_paths_len + 1, .wall_ms = 180000, .cancel = cancel,
-			      .stdout_cap_bytes = 8192, .stderr_cap_bytes = 8192};
+	struct jail_job jj = { .argv = argv,
+			       .job_dir = dir,
+			       .env = env,
+			       .ro_binds = binds,
+			       .ro_binds_len = torch_paths_len + 1,
+			       .wall_ms = 180000,
+			       .cancel = cancel,
+			       .stdout_cap_bytes = 8192,
+			       .stderr_cap_bytes = 8192 };
 	struct jail_result res;
 	rc = jail_run(j, &jj, &res, err);
 	if (!rc && !(res.exited && res.exit_code == 0)) {
@@ -873,8 +882,8 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 }
 
 int check_reference_want(const struct spec *s, const char *dir, const char *prefix,
-			 const int64_t *vals, const struct spec_bound *b, int trial,
-			 uint64_t seed, double **want, struct kf_err *err)
+			 const int64_t *vals, const struct spec_bound *b, int trial, uint64_t seed,
+			 double **want, struct kf_err *err)
 {
 	for (size_t t = 0; t < s->tensors_len; t++)
 		want[t] = NULL;
@@ -911,7 +920,8 @@ int check_reference_want(const struct spec *s, const char *dir, const char *pref
 				got += (uint64_t)n;
 			}
 			if (got != need)
-				rc = kf_err_set(err, KF_EIO, "torch reference output %s: short read",
+				rc = kf_err_set(err, KF_EIO,
+						"torch reference output %s: short read",
 						s->tensors[t].name);
 		}
 		if (fd >= 0)
@@ -934,10 +944,10 @@ struct row {
 	uint64_t seeds[CHECK_MAX_TRIALS];
 	struct spec_bound b;
 	char dir[PATH_MAX];
-	json_t *cand;     /* candidate harness report */
+	json_t *cand; /* candidate harness report */
 	int cand_rc;
 	char cand_err[256];
-	json_t *ref;      /* reference harness report (CUDA) */
+	json_t *ref; /* reference harness report (CUDA) */
 	int ref_rc;
 	char ref_err[256];
 	char *printf_out;
@@ -952,12 +962,11 @@ struct gpu_ctx {
 	const struct check_opts *o;
 	int gpu;
 	char *printf_out; /* first non-empty kernel stdout */
-	json_t *device;   /* the harness's device object */
+	json_t *device;	  /* the harness's device object */
 };
 
 /* One row of a check-mode job: its sizes, seeds and output prefix. */
-static json_t *job_row(const struct spec *s, const struct row *r, size_t idx,
-		       const char *tag)
+static json_t *job_row(const struct spec *s, const struct row *r, size_t idx, const char *tag)
 {
 	json_t *sizes = json_array(), *seeds = json_array();
 	for (size_t k = 0; k < s->vars_len; k++)
@@ -986,14 +995,16 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 			return kf_err_set(err, KF_ECANCELED, "cancelled");
 		json_t *rows = json_array();
 		for (size_t i = next; i < c->nrows; i++)
-			json_array_append_new(rows, job_row(s, &c->rows[i], i, is_ref ? "ref" : "cand"));
+			json_array_append_new(rows,
+					      job_row(s, &c->rows[i], i, is_ref ? "ref" : "cand"));
 		size_t todo = c->nrows - next;
 		json_t *job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:o}", "mode", "check",
-					"device", gpu, "program", is_ref ? "reference" : "candidate",
-					"module", is_ref ? "ref.cubin" : "cand.cubin", "runs",
-					is_ref ? 1 : 2, "extra_launches", is_ref ? 0 : CHECK_EXTRA_LAUNCHES,
+					"device", gpu, "program",
+					is_ref ? "reference" : "candidate", "module",
+					is_ref ? "ref.cubin" : "cand.cubin", "runs", is_ref ? 1 : 2,
+					"extra_launches", is_ref ? 0 : CHECK_EXTRA_LAUNCHES,
 					"row_timeout_ms", (int)c->timeout_ms, "rows", rows);
-		struct kf_err e = {0};
+		struct kf_err e = { 0 };
 		json_t *rep = NULL;
 		char *out = NULL;
 		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
@@ -1021,14 +1032,16 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 				char *pe = is_ref ? r->ref_err : r->cand_err;
 				*prc = KF_ETIMEOUT;
 				snprintf(pe, sizeof r->cand_err,
-					 "the kernel did not finish within %u ms: the harness was killed",
+					 "the kernel did not finish within %u ms: the harness was "
+					 "killed",
 					 c->timeout_ms);
 				stopped = 1;
 			} else {
 				json_t **slot = is_ref ? &r->ref : &r->cand;
 				json_decref(*slot);
 				*slot = json_incref(l);
-				stopped = json_object_get(l, "fault") || json_object_get(l, "error");
+				stopped =
+					json_object_get(l, "fault") || json_object_get(l, "error");
 			}
 		}
 		if (k >= todo && (rc == 0 || stopped)) {
@@ -1045,7 +1058,10 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 			int *prc = is_ref ? &r->ref_rc : &r->cand_rc;
 			char *pe = is_ref ? r->ref_err : r->cand_err;
 			*prc = rc ? rc : KF_EFAULT;
-			snprintf(pe, sizeof r->cand_err, "%s", rc ? e.msg : fe ? fe : "the harness stopped");
+			snprintf(pe, sizeof r->cand_err, "%s",
+				 rc   ? e.msg
+				 : fe ? fe
+				      : "the harness stopped");
 			next += k + 1;
 		}
 		json_decref(rep);
@@ -1125,7 +1141,8 @@ static void idx_text(const struct spec *s, const struct spec_bound *b, size_t t,
 	buf[0] = 0;
 	if (json_array_size(first))
 		check_format_index(b->dims[t], s->tensors[t].rank,
-				   (uint64_t)json_integer_value(json_array_get(first, 0)), buf, cap);
+				   (uint64_t)json_integer_value(json_array_get(first, 0)), buf,
+				   cap);
 }
 
 static void tolerance_of(const struct spec *s, size_t t, double *atol, double *rtol)
@@ -1140,13 +1157,13 @@ static void tolerance_of(const struct spec *s, size_t t, double *atol, double *r
 /* Judges one trial from the harness report and the reference. Returns 1
  * when it passed. */
 int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
-		    const json_t *tr, double **want, json_t *out_tr, json_t *fired,
-		    json_t *flags, double *max_rel_seen)
+		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
+		    double *max_rel_seen)
 {
 	struct {
 		const char *dir;
 		struct spec_bound b;
-	} rr = {dir, *b}, *r = &rr;
+	} rr = { dir, *b }, *r = &rr;
 	json_t *sg = json_array();
 	json_object_set_new(out_tr, "safeguards", sg);
 	json_t *outs_j = json_object();
@@ -1180,9 +1197,10 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		int t = spec_tensor_index(s, name);
 		char at[96] = "";
 		if (t >= 0)
-			check_format_index(r->b.dims[t], s->tensors[t].rank,
-					   (uint64_t)json_integer_value(json_object_get(v, "first_index")),
-					   at, sizeof at);
+			check_format_index(
+				r->b.dims[t], s->tensors[t].rank,
+				(uint64_t)json_integer_value(json_object_get(v, "first_index")), at,
+				sizeof at);
 		fire(sg, fired, "input_modified",
 		     "%s: %" JSON_INTEGER_FORMAT " elements of an input changed (first at %s): "
 		     "inputs are read-only (declare it inout if the kernel updates it in place)",
@@ -1199,10 +1217,12 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		char at[96];
 		json_int_t unw = json_integer_value(json_object_get(ho, "unwritten"));
 		json_int_t unw2 = json_integer_value(json_object_get(ho, "unwritten_second_run"));
-		json_int_t late = json_integer_value(json_object_get(ho, "unwritten_first_run_only"));
+		json_int_t late =
+			json_integer_value(json_object_get(ho, "unwritten_first_run_only"));
 		json_int_t chg = json_integer_value(json_object_get(ho, "changed_between_runs"));
 		if (unw) {
-			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten"), at, sizeof at);
+			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten"), at,
+				 sizeof at);
 			fire(sg, fired, "coverage",
 			     "%s: %" JSON_INTEGER_FORMAT " of %" PRIu64 " elements never written "
 			     "(first at %s): the kernel must write every output element (outputs "
@@ -1213,7 +1233,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_second_run"), at,
 				 sizeof at);
 			fire(sg, fired, "state_across_launches",
-			     "%s: %" JSON_INTEGER_FORMAT " elements written on the first launch but "
+			     "%s: %" JSON_INTEGER_FORMAT
+			     " elements written on the first launch but "
 			     "not on launch %d with the same input (first at %s): the kernel keeps "
 			     "state between launches (a __device__ variable or cached result?)",
 			     T->name, unw2, CHECK_EXTRA_LAUNCHES + 2, at);
@@ -1222,7 +1243,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_first_run_only"),
 				 at, sizeof at);
 			fire(sg, fired, "state_across_launches",
-			     "%s: %" JSON_INTEGER_FORMAT " elements not written on the first launch "
+			     "%s: %" JSON_INTEGER_FORMAT
+			     " elements not written on the first launch "
 			     "but written later (first at %s): the kernel depends on earlier "
 			     "launches",
 			     T->name, late, at);
@@ -1230,7 +1252,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		if (chg) {
 			idx_text(s, &r->b, t, json_object_get(ho, "first_changed"), at, sizeof at);
 			fire(sg, fired, "nondeterministic",
-			     "%s: %" JSON_INTEGER_FORMAT " elements differ between the first launch "
+			     "%s: %" JSON_INTEGER_FORMAT
+			     " elements differ between the first launch "
 			     "and launch %d on the same input (first at %s): a race, an "
 			     "uninitialised read, or state kept between launches",
 			     T->name, chg, CHECK_EXTRA_LAUNCHES + 2, at);
@@ -1242,7 +1265,7 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		snprintf(path, sizeof path, "%s/%s", r->dir,
 			 json_string_value(json_object_get(ho, "file")));
 		double *got = NULL;
-		struct kf_err e = {0};
+		struct kf_err e = { 0 };
 		if (check_load_output(s, &r->b, t, path, &got, &e)) {
 			fire(sg, fired, "harness_error", "%s", e.msg);
 			continue;
@@ -1257,13 +1280,15 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		json_t *fm = json_array();
 		for (size_t q = 0; q < c.first_len; q++) {
 			check_format_index(r->b.dims[t], T->rank, c.first[q], at, sizeof at);
-			json_array_append_new(fm, json_pack("{s:s, s:f, s:f}", "at", at, "got",
-							    isfinite(c.first_got[q]) ? c.first_got[q] : 0.0,
-							    "want", c.first_want[q]));
+			json_array_append_new(
+				fm, json_pack("{s:s, s:f, s:f}", "at", at, "got",
+					      isfinite(c.first_got[q]) ? c.first_got[q] : 0.0,
+					      "want", c.first_want[q]));
 			if (!isfinite(c.first_got[q]))
 				json_object_set_new(json_array_get(fm, q), "got",
 						    json_string(isnan(c.first_got[q]) ? "NaN"
-										     : c.first_got[q] > 0 ? "Inf" : "-Inf"));
+								: c.first_got[q] > 0  ? "Inf"
+										      : "-Inf"));
 		}
 		json_object_set_new(outs_j, T->name,
 				    json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:o}", "max_abs_err",
@@ -1285,7 +1310,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			check_format_index(r->b.dims[t], T->rank, c.worst, wat, sizeof wat);
 			fire(sg, fired, "mismatch",
 			     "%s: %" PRIu64 " of %" PRIu64 " elements outside |got - want| <= "
-			     "%g + %g*|want| (first at %s: got %.6g, want %.6g; max abs err %.3g at "
+			     "%g + %g*|want| (first at %s: got %.6g, want %.6g; max abs err %.3g "
+			     "at "
 			     "%s, max rel err %.3g, rel L2 %.3g)",
 			     T->name, c.mismatches, c.n, atol, rtol, at, c.first_got[0],
 			     c.first_want[0], c.max_abs, wat, c.max_rel, c.rel_l2);
@@ -1306,7 +1332,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			if (c.zeros_would_pass)
 				snprintf(m, sizeof m,
 					 "reference output %s is tiny against the tolerance (max "
-					 "|want| %.3g vs atol %g): a kernel writing zeros would pass; "
+					 "|want| %.3g vs atol %g): a kernel writing zeros would "
+					 "pass; "
 					 "scale the inputs or lower atol",
 					 T->name, c.want_absmax, atol);
 			else
@@ -1325,8 +1352,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 	return nsg == 0;
 }
 
-int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err)
+int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o, json_t **out,
+		 int *gpu, struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
@@ -1338,7 +1365,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	json_t *result = NULL;
 	char jobdir[PATH_MAX] = "";
 	char odd_note[300] = "";
-	struct gpu_ctx gc = {0};
+	struct gpu_ctx gc = { 0 };
 	if (rc) {
 		*out = diag;
 		goto out;
@@ -1382,7 +1409,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		for (size_t k = 0; k < s->vars_len; k++) {
 			const json_t *v = json_object_get(sz, s->vars[k]);
 			if (!json_is_integer(v)) {
-				rc = kf_err_set(err, KF_EINVAL, "replay.size: missing '%s'", s->vars[k]);
+				rc = kf_err_set(err, KF_EINVAL, "replay.size: missing '%s'",
+						s->vars[k]);
 				goto out;
 			}
 			rows[0].vals[k] = json_integer_value(v);
@@ -1392,11 +1420,12 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		nrows = 1;
 	} else {
 		for (size_t r = 0; r < s->sizes_len; r++) {
-			memcpy(rows[r].vals, &s->sizes[r * s->vars_len], s->vars_len * sizeof(int64_t));
+			memcpy(rows[r].vals, &s->sizes[r * s->vars_len],
+			       s->vars_len * sizeof(int64_t));
 			rows[r].ntrials = trials;
 		}
 		nrows = s->sizes_len;
-		struct kf_err oe = {0};
+		struct kf_err oe = { 0 };
 		if (o->no_odd_size)
 			snprintf(odd_note, sizeof odd_note, "not tested: odd_size was false");
 		else if (spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, &oe) == 0) {
@@ -1423,12 +1452,17 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		goto out;
 	for (size_t r = 0; r < nrows; r++)
 		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
-	gc = (struct gpu_ctx){.app = app, .p = &p, .rows = rows, .nrows = nrows,
-			      .timeout_ms = o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
-			      .o = o, .gpu = -1};
+	gc = (struct gpu_ctx){ .app = app,
+			       .p = &p,
+			       .rows = rows,
+			       .nrows = nrows,
+			       .timeout_ms =
+				       o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+			       .o = o,
+			       .gpu = -1 };
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
-	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	struct runner_opts ro = { .timeout_ms = -1, .label = label };
 	rc = runner_run(app->runner, RUNNER_GPU, gpu_job, &gc, progress_bridge, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = gc.gpu;
@@ -1456,11 +1490,11 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		int ref_bad = s->ref.kind == SPEC_REF_CUDA &&
 			      (r->ref_rc || !r->ref || json_object_get(r->ref, "fault") ||
 			       json_object_get(r->ref, "error"));
-		struct kf_err torch_err = {0};
+		struct kf_err torch_err = { 0 };
 		int torch_rc = 0;
 		if (s->ref.kind == SPEC_REF_TORCH)
 			torch_rc = check_torch_reference(app, s, r->dir, r->vals, &r->b, r->seeds,
-						   r->ntrials, o->cancel, &torch_err);
+							 r->ntrials, o->cancel, &torch_err);
 		if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED) {
 			rc = kf_err_set(err, torch_rc, "%s", torch_err.msg);
 			goto out;
@@ -1487,12 +1521,14 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 				sg = json_array();
 				json_object_set_new(tj, "safeguards", sg);
 				const json_t *f = json_object_get(r->cand, "fault");
-				const char *e = json_string_value(json_object_get(r->cand, "error"));
+				const char *e =
+					json_string_value(json_object_get(r->cand, "error"));
 				int at_fault = tr != NULL;
 				tr = NULL;
 				if (f && at_fault)
 					fire(sg, fired,
-					     json_object_get(f, "kind") ? "kernel_not_found" : "fault",
+					     json_object_get(f, "kind") ? "kernel_not_found"
+									: "fault",
 					     "%s during %s: %s",
 					     json_string_value(json_object_get(f, "error")),
 					     json_string_value(json_object_get(f, "during")),
@@ -1500,33 +1536,37 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 				else if (e && at_fault)
 					fire(sg, fired, "harness_error", "%s", e);
 				else
-					fire(sg, fired, "not_run", "not run: an earlier trial failed");
+					fire(sg, fired, "not_run",
+					     "not run: an earlier trial failed");
 				pass = 0;
 			} else {
-				double *want[SPEC_MAX_TENSORS] = {0};
-				struct kf_err we = {0};
+				double *want[SPEC_MAX_TENSORS] = { 0 };
+				struct kf_err we = { 0 };
 				int have_want = 0;
 				if (s->ref.kind == SPEC_REF_CUDA && ref_bad)
 					kf_err_set(&we, KF_EFAULT, "%s",
 						   r->ref_rc ? r->ref_err
-						   : json_string_value(json_object_get(r->ref, "error"))
-							   ? json_string_value(json_object_get(r->ref, "error"))
+						   : json_string_value(
+							     json_object_get(r->ref, "error"))
+							   ? json_string_value(json_object_get(
+								     r->ref, "error"))
 							   : "the CUDA reference faulted");
 				else if (s->ref.kind == SPEC_REF_TORCH && torch_rc)
 					kf_err_set(&we, torch_rc, "%s", torch_err.msg);
-				else
-				{
+				else {
 					char pre[32];
 					snprintf(pre, sizeof pre, "r%zu.ref", ri);
-					have_want = check_reference_want(s, r->dir, pre, r->vals, &r->b, k,
-									 r->seeds[k], want, &we) == 0;
+					have_want = check_reference_want(s, r->dir, pre, r->vals,
+									 &r->b, k, r->seeds[k],
+									 want, &we) == 0;
 				}
-				pass = check_judge_run(s, r->dir, &r->b, tr, have_want ? want : NULL,
-						       tj, fired, flags, &max_rel);
+				pass = check_judge_run(s, r->dir, &r->b, tr,
+						       have_want ? want : NULL, tj, fired, flags,
+						       &max_rel);
 				if (!have_want) {
 					json_t *l = json_object_get(tj, "safeguards");
-					fire(l, fired, "reference_failed", "the reference could not be computed: %s",
-					     we.msg);
+					fire(l, fired, "reference_failed",
+					     "the reference could not be computed: %s", we.msg);
 					json_object_set_new(tj, "passed", json_false());
 					pass = 0;
 				}
@@ -1548,16 +1588,18 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 					json_t *sv;
 					json_array_foreach(sg, q, sv)
 					{
-						const char *nm = json_string_value(json_object_get(sv, "name"));
+						const char *nm = json_string_value(
+							json_object_get(sv, "name"));
 						if (strcmp(nm, "precision_hint") != 0) {
-							m = json_string_value(json_object_get(sv, "message"));
+							m = json_string_value(
+								json_object_get(sv, "message"));
 							break;
 						}
 					}
 					snprintf(first_fail, sizeof first_fail, "%s%s trial %d: %s",
 						 r->odd ? "odd size " : "", st, k, m);
-					replay = json_pack("{s:o, s:s}", "size", sizes_obj(s, r->vals),
-							   "seed", hex);
+					replay = json_pack("{s:o, s:s}", "size",
+							   sizes_obj(s, r->vals), "seed", hex);
 				}
 			}
 		}
@@ -1593,9 +1635,10 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	}
 	json_object_set_new(result, "tolerance", tol);
 	json_object_set_new(result, "reference",
-			    json_string(s->ref.kind == SPEC_REF_OP     ? "built-in op (float64 CPU)"
-					: s->ref.kind == SPEC_REF_CUDA ? "CUDA source (separate process)"
-								       : "torch expression"));
+			    json_string(s->ref.kind == SPEC_REF_OP ? "built-in op (float64 CPU)"
+					: s->ref.kind == SPEC_REF_CUDA
+						? "CUDA source (separate process)"
+						: "torch expression"));
 	json_object_set_new(result, "compile",
 			    json_pack("{s:s, s:b, s:i, s:s}", "artifact_id", p.cand_artifact,
 				      "cache_hit", p.cand_cache_hit, "compile_ms", p.compile_ms,
@@ -1617,8 +1660,9 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 				snprintf(odd, sizeof odd, " incl. odd size %s", st);
 			}
 		snprintf(summary, sizeof summary,
-			 "passed: %zu sizes%s, %d runs in all; max rel err %.2e%s%s", nrows, odd, ntr,
-			 max_rel, json_object_get(flags, "weak_reference") ? "; WARNING: " : "",
+			 "passed: %zu sizes%s, %d runs in all; max rel err %.2e%s%s", nrows, odd,
+			 ntr, max_rel,
+			 json_object_get(flags, "weak_reference") ? "; WARNING: " : "",
 			 json_object_get(flags, "weak_reference")
 				 ? json_string_value(json_object_get(flags, "weak_reference"))
 				 : "");

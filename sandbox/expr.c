@@ -25,11 +25,11 @@ enum op {
 	OP_LE,
 	OP_GT,
 	OP_GE,
-	OP_BOOL,      /* top = top != 0 */
-	OP_AND_JUMP,  /* top == 0: keep 0 and jump to arg; else pop */
-	OP_OR_JUMP,   /* top != 0: set 1 and jump to arg; else pop */
+	OP_BOOL,     /* top = top != 0 */
+	OP_AND_JUMP, /* top == 0: keep 0 and jump to arg; else pop */
+	OP_OR_JUMP,  /* top != 0: set 1 and jump to arg; else pop */
 	OP_CEIL_DIV,
-	OP_MIN,       /* arg = number of operands */
+	OP_MIN, /* arg = number of operands */
 	OP_MAX
 };
 
@@ -39,7 +39,7 @@ struct ins {
 	int64_t v; /* OP_CONST value, OP_VAR index, jump target, argc */
 };
 
-#define EXPR_MAX_INS EXPR_MAX_TEXT
+#define EXPR_MAX_INS  EXPR_MAX_TEXT
 #define EXPR_MAX_VARS 32
 
 struct expr {
@@ -65,15 +65,14 @@ struct parser {
 static int perr(struct parser *p, int code, size_t at, const char *what)
 {
 	if (!p->rc)
-		p->rc = kf_err_set(p->err, code, "expression '%s': %s at position %zu",
-				   p->s, what, at + 1);
+		p->rc = kf_err_set(p->err, code, "expression '%s': %s at position %zu", p->s, what,
+				   at + 1);
 	return p->rc;
 }
 
 static void skip_ws(struct parser *p)
 {
-	while (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' ||
-	       p->s[p->i] == '\r')
+	while (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')
 		p->i++;
 }
 
@@ -130,8 +129,8 @@ static int parse_call(struct parser *p, const char *name, size_t at)
 		op = OP_MAX;
 	else {
 		char msg[128];
-		snprintf(msg, sizeof msg,
-			 "unknown function '%s' (known: ceil_div, min, max)", name);
+		snprintf(msg, sizeof msg, "unknown function '%s' (known: ceil_div, min, max)",
+			 name);
 		return perr(p, KF_EINVAL, at, msg);
 	}
 	int argc = 0;
@@ -165,15 +164,12 @@ static int parse_primary(struct parser *p)
 		int64_t v = 0;
 		while (isdigit((unsigned char)p->s[p->i])) {
 			int d = p->s[p->i] - '0';
-			if (__builtin_mul_overflow(v, 10, &v) ||
-			    __builtin_add_overflow(v, d, &v))
+			if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
 				return perr(p, KF_EINVAL, at, "integer literal out of int64 range");
 			p->i++;
 		}
-		if (isalpha((unsigned char)p->s[p->i]) || p->s[p->i] == '_' ||
-		    p->s[p->i] == '.')
-			return perr(p, KF_EINVAL, p->i,
-				    "only decimal integers are allowed");
+		if (isalpha((unsigned char)p->s[p->i]) || p->s[p->i] == '_' || p->s[p->i] == '.')
+			return perr(p, KF_EINVAL, p->i, "only decimal integers are allowed");
 		return emit(p, OP_CONST, at, v);
 	}
 	if (isalpha((unsigned char)c) || c == '_') {
@@ -211,8 +207,7 @@ static int parse_primary(struct parser *p)
 		return 0;
 	}
 	if (c == 0)
-		return perr(p, KF_EINVAL, at,
-			    "unexpected end, expected a number, name or '('");
+		return perr(p, KF_EINVAL, at, "unexpected end, expected a number, name or '('");
 	return perr(p, KF_EINVAL, at, "expected a number, name or '('");
 }
 
@@ -245,8 +240,7 @@ struct binop {
 };
 
 /* One precedence level: operand (op operand)*, left-associative. */
-static int parse_level(struct parser *p, int (*next)(struct parser *),
-		       const struct binop *ops)
+static int parse_level(struct parser *p, int (*next)(struct parser *), const struct binop *ops)
 {
 	if (next(p))
 		return p->rc;
@@ -271,33 +265,34 @@ static int parse_level(struct parser *p, int (*next)(struct parser *),
 static int parse_mul(struct parser *p)
 {
 	static const struct binop ops[] = {
-		{"*", OP_MUL}, {"/", OP_DIV}, {"%", OP_MOD}, {NULL, 0}};
+		{ "*", OP_MUL }, { "/", OP_DIV }, { "%", OP_MOD }, { NULL, 0 }
+	};
 	return parse_level(p, parse_unary, ops);
 }
 
 static int parse_add(struct parser *p)
 {
-	static const struct binop ops[] = {{"+", OP_ADD}, {"-", OP_SUB}, {NULL, 0}};
+	static const struct binop ops[] = { { "+", OP_ADD }, { "-", OP_SUB }, { NULL, 0 } };
 	return parse_level(p, parse_mul, ops);
 }
 
 static int parse_rel(struct parser *p)
 {
-	static const struct binop ops[] = {{"<=", OP_LE}, {">=", OP_GE},
-					   {"<", OP_LT},  {">", OP_GT},
-					   {NULL, 0}};
+	static const struct binop ops[] = {
+		{ "<=", OP_LE }, { ">=", OP_GE }, { "<", OP_LT }, { ">", OP_GT }, { NULL, 0 }
+	};
 	return parse_level(p, parse_add, ops);
 }
 
 static int parse_eq(struct parser *p)
 {
-	static const struct binop ops[] = {{"==", OP_EQ}, {"!=", OP_NE}, {NULL, 0}};
+	static const struct binop ops[] = { { "==", OP_EQ }, { "!=", OP_NE }, { NULL, 0 } };
 	return parse_level(p, parse_rel, ops);
 }
 
 /* a && b: a; AND_JUMP L; b; BOOL; L: (and the same shape for ||). */
-static int parse_logic(struct parser *p, int (*next)(struct parser *),
-		       const char *text, enum op jump)
+static int parse_logic(struct parser *p, int (*next)(struct parser *), const char *text,
+		       enum op jump)
 {
 	if (next(p))
 		return p->rc;
@@ -336,24 +331,15 @@ static size_t stack_need(const struct expr *e)
 	for (size_t k = 0; k < e->code_len; k++) {
 		switch (e->code[k].op) {
 		case OP_CONST:
-		case OP_VAR:
-			d++;
-			break;
+		case OP_VAR: d++; break;
 		case OP_NEG:
 		case OP_NOT:
-		case OP_BOOL:
-			break;
+		case OP_BOOL: break;
 		case OP_AND_JUMP:
-		case OP_OR_JUMP:
-			d--;
-			break;
+		case OP_OR_JUMP: d--; break;
 		case OP_MIN:
-		case OP_MAX:
-			d -= (size_t)e->code[k].v - 1;
-			break;
-		default:
-			d--;
-			break;
+		case OP_MAX: d -= (size_t)e->code[k].v - 1; break;
+		default: d--; break;
 		}
 		if (d > m)
 			m = d;
@@ -368,8 +354,8 @@ int expr_parse(const char *text, struct expr **out, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL, "expression missing");
 	size_t n = strnlen(text, EXPR_MAX_TEXT + 1);
 	if (n > EXPR_MAX_TEXT)
-		return kf_err_set(err, KF_ETOOBIG,
-				  "expression longer than %d characters", EXPR_MAX_TEXT);
+		return kf_err_set(err, KF_ETOOBIG, "expression longer than %d characters",
+				  EXPR_MAX_TEXT);
 	struct expr *e = calloc(1, sizeof *e);
 	if (!e)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -379,7 +365,7 @@ int expr_parse(const char *text, struct expr **out, struct kf_err *err)
 		expr_free(e);
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	}
-	struct parser p = {.s = text, .e = e, .err = err};
+	struct parser p = { .s = text, .e = e, .err = err };
 	skip_ws(&p);
 	if (!text[p.i])
 		perr(&p, KF_EINVAL, p.i, "empty expression");
@@ -387,8 +373,7 @@ int expr_parse(const char *text, struct expr **out, struct kf_err *err)
 		skip_ws(&p);
 		if (text[p.i]) {
 			if (text[p.i] == '=' || text[p.i] == '&' || text[p.i] == '|')
-				perr(&p, KF_EINVAL, p.i,
-				     "unknown operator (use ==, &&, ||)");
+				perr(&p, KF_EINVAL, p.i, "unknown operator (use ==, &&, ||)");
 			else
 				perr(&p, KF_EINVAL, p.i, "unexpected character");
 		}
@@ -451,11 +436,10 @@ int expr_is_const(const struct expr *e)
 
 /* --- evaluation -------------------------------------------------------- */
 
-static int eerr(const struct expr *e, const struct ins *in, struct kf_err *err,
-		const char *what)
+static int eerr(const struct expr *e, const struct ins *in, struct kf_err *err, const char *what)
 {
-	return kf_err_set(err, KF_EINVAL, "expression '%s': %s at position %d",
-			  e->text, what, in->pos);
+	return kf_err_set(err, KF_EINVAL, "expression '%s': %s at position %d", e->text, what,
+			  in->pos);
 }
 
 static const char *op_text(enum op op)
@@ -472,8 +456,7 @@ static const char *op_text(enum op op)
 	}
 }
 
-int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
-	      struct kf_err *err)
+int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out, struct kf_err *err)
 {
 	int64_t vals[EXPR_MAX_VARS];
 	for (size_t k = 0; k < e->vars_len; k++) {
@@ -507,12 +490,8 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 		int64_t a, b, r = 0;
 		int ovf = 0;
 		switch (in->op) {
-		case OP_CONST:
-			st[sp++] = in->v;
-			continue;
-		case OP_VAR:
-			st[sp++] = vals[in->v];
-			continue;
+		case OP_CONST: st[sp++] = in->v; continue;
+		case OP_VAR: st[sp++] = vals[in->v]; continue;
 		case OP_NEG:
 			if (st[sp - 1] == INT64_MIN) {
 				snprintf(msg, sizeof msg, "integer overflow in '%s'",
@@ -522,12 +501,8 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 			}
 			st[sp - 1] = -st[sp - 1];
 			continue;
-		case OP_NOT:
-			st[sp - 1] = !st[sp - 1];
-			continue;
-		case OP_BOOL:
-			st[sp - 1] = st[sp - 1] != 0;
-			continue;
+		case OP_NOT: st[sp - 1] = !st[sp - 1]; continue;
+		case OP_BOOL: st[sp - 1] = st[sp - 1] != 0; continue;
 		case OP_AND_JUMP:
 			if (st[sp - 1] == 0)
 				pc = (size_t)in->v - 1;
@@ -552,8 +527,7 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 			st[sp++] = r;
 			continue;
 		}
-		default:
-			break;
+		default: break;
 		}
 		b = st[--sp];
 		a = st[--sp];
@@ -565,8 +539,7 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 		case OP_MOD:
 			if (b == 0) {
 				rc = eerr(e, in, err,
-					  in->op == OP_DIV ? "division by zero"
-							   : "modulo by zero");
+					  in->op == OP_DIV ? "division by zero" : "modulo by zero");
 				goto out;
 			}
 			if (a == INT64_MIN && b == -1) {
@@ -577,8 +550,7 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 			break;
 		case OP_CEIL_DIV:
 			if (b <= 0) {
-				rc = eerr(e, in, err,
-					  "ceil_div by zero or negative divisor");
+				rc = eerr(e, in, err, "ceil_div by zero or negative divisor");
 				goto out;
 			}
 			r = a / b + (a % b != 0 && a > 0);
@@ -589,13 +561,10 @@ int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
 		case OP_LE: r = a <= b; break;
 		case OP_GT: r = a > b; break;
 		case OP_GE: r = a >= b; break;
-		default:
-			rc = kf_err_set(err, KF_EINTERNAL, "expression: bad opcode");
-			goto out;
+		default: rc = kf_err_set(err, KF_EINTERNAL, "expression: bad opcode"); goto out;
 		}
 		if (ovf) {
-			snprintf(msg, sizeof msg, "integer overflow in '%s'",
-				 op_text(in->op));
+			snprintf(msg, sizeof msg, "integer overflow in '%s'", op_text(in->op));
 			rc = eerr(e, in, err, msg);
 			goto out;
 		}
@@ -608,8 +577,7 @@ out:
 	return rc;
 }
 
-int expr_eval_text(const char *text, const struct expr_env *env, int64_t *out,
-		   struct kf_err *err)
+int expr_eval_text(const char *text, const struct expr_env *env, int64_t *out, struct kf_err *err)
 {
 	struct expr *e;
 	int rc = expr_parse(text, &e, err);

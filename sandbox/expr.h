@@ -15,9 +15,9 @@
 #include "../server/kf_err.h"
 
 /* Caps: longer text or deeper nesting is rejected with KF_ETOOBIG. */
-#define EXPR_MAX_TEXT 1024 /* characters */
-#define EXPR_MAX_DEPTH 64  /* nesting of parentheses / unary operators */
-#define EXPR_MAX_NAME 63   /* characters of one variable name */
+#define EXPR_MAX_TEXT  1024 /* characters */
+#define EXPR_MAX_DEPTH 64   /* nesting of parentheses / unary operators */
+#define EXPR_MAX_NAME  63   /* characters of one variable name */
 
 struct expr;
 
@@ -48,8 +48,8 @@ void expr_free(struct expr *e);
  * variable 'N'", "division by zero", "integer overflow in '*'",
  * "ceil_div by zero or negative divisor". Comparisons and && || ! yield 0
  * or 1. */
-int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out,
-	      struct kf_err *err) __attribute__((warn_unused_result));
+int expr_eval(const struct expr *e, const struct expr_env *env, int64_t *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* The source text of e. Returns borrowed, valid until expr_free(e). */
 const char *expr_text(const struct expr *e);
@@ -63,7 +63,7 @@ const char *expr_var_at(const struct expr *e, size_t i);
 int expr_is_const(const struct expr *e);
 
 /* Convenience: parse text and evaluate it once. Same errors as above. */
-int expr_eval_text(const char *text, const struct expr_env *env, int64_t *out,
-		   struct kf_err *err) __attribute__((warn_unused_result));
+int expr_eval_text(const char *text, const struct expr_env *env, int64_t *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 #endif

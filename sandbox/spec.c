@@ -29,8 +29,8 @@ static int valid_name(const char *s)
 }
 
 /* Rejects keys of obj not in known (NULL-terminated). */
-static int check_keys(const json_t *obj, const char *path,
-		      const char *const *known, struct kf_err *err)
+static int check_keys(const json_t *obj, const char *path, const char *const *known,
+		      struct kf_err *err)
 {
 	const char *key;
 	json_t *v;
@@ -46,8 +46,8 @@ static int check_keys(const json_t *obj, const char *path,
 			for (const char *const *k = known; *k && n < sizeof list - 1; k++)
 				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
 						      k == known ? "" : ", ", *k);
-			return kf_err_set(err, KF_EINVAL, "%s: unknown key '%s' (known: %s)",
-					  path, key, list);
+			return kf_err_set(err, KF_EINVAL, "%s: unknown key '%s' (known: %s)", path,
+					  key, list);
 		}
 	}
 	return 0;
@@ -98,14 +98,14 @@ int spec_scalar_index(const struct spec *s, const char *name)
 
 struct expr_env spec_env(const struct spec *s, const int64_t *vals)
 {
-	struct expr_env env = {(const char *const *)s->vars, vals, s->vars_len};
+	struct expr_env env = { (const char *const *)s->vars, vals, s->vars_len };
 	return env;
 }
 
 /* Parses v (a string or an integer) at path into an expression that may
  * name only size variables of s. */
-static int parse_expr(const struct spec *s, const json_t *v, const char *path,
-		      struct expr **out, struct kf_err *err)
+static int parse_expr(const struct spec *s, const json_t *v, const char *path, struct expr **out,
+		      struct kf_err *err)
 {
 	*out = NULL;
 	if (json_is_integer(v)) {
@@ -117,7 +117,7 @@ static int parse_expr(const struct spec *s, const json_t *v, const char *path,
 				  "%s: must be an integer expression (a string or an "
 				  "integer), not %s",
 				  path, type_name(v));
-	struct kf_err local = {0};
+	struct kf_err local = { 0 };
 	int rc = expr_parse(json_string_value(v), out, &local);
 	if (rc)
 		return kf_err_set(err, rc, "%s: %s", path, local.msg);
@@ -125,8 +125,8 @@ static int parse_expr(const struct spec *s, const json_t *v, const char *path,
 		const char *n = expr_var_at(*out, i);
 		if (spec_var_index(s, n) < 0) {
 			rc = kf_err_set(err, KF_EINVAL,
-					"%s: size '%s' is not defined by any entry of sizes",
-					path, n);
+					"%s: size '%s' is not defined by any entry of sizes", path,
+					n);
 			expr_free(*out);
 			*out = NULL;
 			return rc;
@@ -228,8 +228,7 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 					  "(letters, digits, _; not starting with a digit)",
 					  key);
 		if (s->vars_len >= SPEC_MAX_VARS)
-			return kf_err_set(err, KF_ETOOBIG,
-					  "sizes[0]: more than %d size variables",
+			return kf_err_set(err, KF_ETOOBIG, "sizes[0]: more than %d size variables",
 					  SPEC_MAX_VARS);
 		s->vars[s->vars_len] = strdup(key);
 		if (!s->vars[s->vars_len])
@@ -237,8 +236,7 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 		s->vars_len++;
 	}
 	s->sizes_len = json_array_size(sz);
-	s->sizes = calloc(s->sizes_len * (s->vars_len ? s->vars_len : 1),
-			  sizeof *s->sizes);
+	s->sizes = calloc(s->sizes_len * (s->vars_len ? s->vars_len : 1), sizeof *s->sizes);
 	if (!s->sizes)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	for (size_t r = 0; r < s->sizes_len; r++) {
@@ -258,8 +256,8 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 						  r, key);
 			if (!json_is_integer(v) || json_integer_value(v) < 1)
 				return kf_err_set(err, KF_EINVAL,
-						  "sizes[%zu].%s: must be a positive integer",
-						  r, key);
+						  "sizes[%zu].%s: must be a positive integer", r,
+						  key);
 			s->sizes[r * s->vars_len + (size_t)k] = json_integer_value(v);
 		}
 		for (size_t k = 0; k < s->vars_len; k++)
@@ -272,8 +270,8 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 			if (s->vars_len &&
 			    memcmp(&s->sizes[q * s->vars_len], &s->sizes[r * s->vars_len],
 				   s->vars_len * sizeof *s->sizes) == 0)
-				return kf_err_set(err, KF_EINVAL,
-						  "sizes[%zu]: same as sizes[%zu]", r, q);
+				return kf_err_set(err, KF_EINVAL, "sizes[%zu]: same as sizes[%zu]",
+						  r, q);
 	}
 	return 0;
 }
@@ -281,12 +279,12 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 /* --- tensors and scalars ----------------------------------------------- */
 
 static const char *const INIT_NAMES[] = {
-	[SPEC_INIT_NORMAL] = "normal",     [SPEC_INIT_UNIFORM] = "uniform",
+	[SPEC_INIT_NORMAL] = "normal",	     [SPEC_INIT_UNIFORM] = "uniform",
 	[SPEC_INIT_UNIFORM01] = "uniform01", [SPEC_INIT_POSITIVE] = "positive",
-	[SPEC_INIT_ONES] = "ones",         [SPEC_INIT_ARANGE] = "arange",
+	[SPEC_INIT_ONES] = "ones",	     [SPEC_INIT_ARANGE] = "arange",
 	[SPEC_INIT_INDEX] = "index",
 };
-static const char *const ROLE_NAMES[] = {"input", "output", "inout"};
+static const char *const ROLE_NAMES[] = { "input", "output", "inout" };
 
 const char *spec_role_name(enum spec_role r)
 {
@@ -298,8 +296,7 @@ const char *spec_init_name(enum spec_init i)
 	return (unsigned)i <= SPEC_INIT_INDEX ? INIT_NAMES[i] : "?";
 }
 
-static int parse_dtype(const json_t *v, const char *path, enum kf_dtype *out,
-		       struct kf_err *err)
+static int parse_dtype(const json_t *v, const char *path, enum kf_dtype *out, struct kf_err *err)
 {
 	int dt = json_is_string(v) ? dtype_parse(json_string_value(v)) : -1;
 	if (dt < 0)
@@ -311,16 +308,15 @@ static int parse_dtype(const json_t *v, const char *path, enum kf_dtype *out,
 	return 0;
 }
 
-static int parse_tensor(struct spec *s, const char *name, const json_t *t,
-			struct spec_tensor *out, struct kf_err *err)
+static int parse_tensor(struct spec *s, const char *name, const json_t *t, struct spec_tensor *out,
+			struct kf_err *err)
 {
 	char path[PATH_MAX_LEN];
 	snprintf(path, sizeof path, "tensors.%s", name);
-	static const char *const KEYS[] = {"dtype", "shape", "role", "init",
-					   "init_max", NULL};
+	static const char *const KEYS[] = { "dtype", "shape", "role", "init", "init_max", NULL };
 	if (!json_is_object(t))
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: must be an object with dtype, shape, role", path);
+		return kf_err_set(err, KF_EINVAL, "%s: must be an object with dtype, shape, role",
+				  path);
 	int rc = check_keys(t, path, KEYS, err);
 	if (rc)
 		return rc;
@@ -356,9 +352,8 @@ static int parse_tensor(struct spec *s, const char *name, const json_t *t,
 		if (strcmp(json_string_value(role), ROLE_NAMES[k]) == 0)
 			r = k;
 	if (r < 0)
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: '%s' is not a role (input, output, inout)", p2,
-				  json_string_value(role));
+		return kf_err_set(err, KF_EINVAL, "%s: '%s' is not a role (input, output, inout)",
+				  p2, json_string_value(role));
 	out->role = (enum spec_role)r;
 	const json_t *init = json_object_get(t, "init");
 	snprintf(p2, sizeof p2, "%s.init", path);
@@ -381,8 +376,9 @@ static int parse_tensor(struct spec *s, const char *name, const json_t *t,
 					  "uniform01, positive, ones, arange, index; "
 					  "zeros is refused: a zero input cannot tell a "
 					  "wrong kernel from a right one)",
-					  p2, json_is_string(init) ? json_string_value(init)
-								   : type_name(init));
+					  p2,
+					  json_is_string(init) ? json_string_value(init)
+							       : type_name(init));
 		out->init = (enum spec_init)k;
 	}
 	const json_t *im = json_object_get(t, "init_max");
@@ -394,13 +390,12 @@ static int parse_tensor(struct spec *s, const char *name, const json_t *t,
 					  "drawn from [0, init_max))",
 					  p2);
 		if (dtype_is_float(out->dtype))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: init 'index' needs an integer dtype", path);
+			return kf_err_set(err, KF_EINVAL, "%s: init 'index' needs an integer dtype",
+					  path);
 		if ((rc = parse_expr(s, im, p2, &out->init_max_expr, err)))
 			return rc;
 	} else if (im) {
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: only meaningful with init 'index'", p2);
+		return kf_err_set(err, KF_EINVAL, "%s: only meaningful with init 'index'", p2);
 	}
 	return 0;
 }
@@ -413,8 +408,8 @@ static int parse_tensors(struct spec *s, const json_t *j, struct kf_err *err)
 				  "tensors: required, an object of name -> {dtype, "
 				  "shape, role} (or use the op shorthand)");
 	if (json_object_size(ts) > SPEC_MAX_TENSORS)
-		return kf_err_set(err, KF_ETOOBIG, "tensors: %zu, at most %d",
-				  json_object_size(ts), SPEC_MAX_TENSORS);
+		return kf_err_set(err, KF_ETOOBIG, "tensors: %zu, at most %d", json_object_size(ts),
+				  SPEC_MAX_TENSORS);
 	s->tensors = calloc(json_object_size(ts), sizeof *s->tensors);
 	if (!s->tensors)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -430,8 +425,7 @@ static int parse_tensors(struct spec *s, const json_t *j, struct kf_err *err)
 					  key);
 		if (spec_var_index(s, key) >= 0)
 			return kf_err_set(err, KF_EINVAL,
-					  "tensors.%s: the name is also a size variable",
-					  key);
+					  "tensors.%s: the name is also a size variable", key);
 		struct spec_tensor *t = &s->tensors[s->tensors_len++];
 		t->name = strdup(key);
 		if (!t->name)
@@ -457,27 +451,26 @@ static int parse_scalars(struct spec *s, const json_t *j, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL,
 				  "scalars: must be an object of name -> {dtype, value}");
 	if (json_object_size(ss) > SPEC_MAX_SCALARS)
-		return kf_err_set(err, KF_ETOOBIG, "scalars: %zu, at most %d",
-				  json_object_size(ss), SPEC_MAX_SCALARS);
+		return kf_err_set(err, KF_ETOOBIG, "scalars: %zu, at most %d", json_object_size(ss),
+				  SPEC_MAX_SCALARS);
 	s->scalars = calloc(json_object_size(ss) + 1, sizeof *s->scalars);
 	if (!s->scalars)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	const char *key;
 	json_t *v;
-	static const char *const KEYS[] = {"dtype", "value", NULL};
+	static const char *const KEYS[] = { "dtype", "value", NULL };
 	json_object_foreach((json_t *)ss, key, v)
 	{
 		char path[PATH_MAX_LEN], p2[PATH_MAX_LEN * 2];
 		snprintf(path, sizeof path, "scalars.%s", key);
 		if (!valid_name(key))
-			return kf_err_set(err, KF_EINVAL, "scalars: '%s' is not a valid name",
-					  key);
+			return kf_err_set(err, KF_EINVAL, "scalars: '%s' is not a valid name", key);
 		if (spec_var_index(s, key) >= 0 || spec_tensor_index(s, key) >= 0)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: the name is also a size or a tensor", path);
+			return kf_err_set(err, KF_EINVAL, "%s: the name is also a size or a tensor",
+					  path);
 		if (!json_is_object(v))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: must be an object {dtype, value}", path);
+			return kf_err_set(err, KF_EINVAL, "%s: must be an object {dtype, value}",
+					  path);
 		int rc = check_keys(v, path, KEYS, err);
 		if (rc)
 			return rc;
@@ -493,8 +486,7 @@ static int parse_scalars(struct spec *s, const json_t *j, struct kf_err *err)
 			return rc;
 		if (sc->dtype == KF_DT_I8 || sc->dtype == KF_DT_U8)
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: scalars are f32, f64, f16, bf16, i32 or i64",
-					  p2);
+					  "%s: scalars are f32, f64, f16, bf16, i32 or i64", p2);
 		const json_t *val = json_object_get(v, "value");
 		snprintf(p2, sizeof p2, "%s.value", path);
 		if (!json_is_number(val))
@@ -520,9 +512,8 @@ static int parse_scalars(struct spec *s, const json_t *j, struct kf_err *err)
 
 /* --- launches ---------------------------------------------------------- */
 
-static int parse_dims(struct spec *s, const json_t *v, const char *path,
-		      struct expr **out, size_t *len, int required,
-		      struct kf_err *err)
+static int parse_dims(struct spec *s, const json_t *v, const char *path, struct expr **out,
+		      size_t *len, int required, struct kf_err *err)
 {
 	if (!v && !required) {
 		*len = 0;
@@ -548,8 +539,8 @@ static int parse_dims(struct spec *s, const json_t *v, const char *path,
 	return 0;
 }
 
-static int parse_arg(struct spec *s, const json_t *v, const char *path,
-		     struct spec_arg *a, struct kf_err *err)
+static int parse_arg(struct spec *s, const json_t *v, const char *path, struct spec_arg *a,
+		     struct kf_err *err)
 {
 	if (json_is_integer(v)) {
 		a->kind = SPEC_ARG_SIZE;
@@ -577,15 +568,14 @@ static int parse_arg(struct spec *s, const json_t *v, const char *path,
 			dt = KF_DT_I32;
 		else
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: '%s' is not a size type (i32 or i64)", path,
-					  ty);
+					  "%s: '%s' is not a size type (i32 or i64)", path, ty);
 	}
 	int ti = spec_tensor_index(s, buf), si = spec_scalar_index(s, buf);
 	if (ti >= 0 || si >= 0) {
 		if (colon)
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: only sizes take a type suffix; '%s' is a %s",
-					  path, buf, ti >= 0 ? "tensor" : "scalar");
+					  "%s: only sizes take a type suffix; '%s' is a %s", path,
+					  buf, ti >= 0 ? "tensor" : "scalar");
 		a->kind = ti >= 0 ? SPEC_ARG_TENSOR : SPEC_ARG_SCALAR;
 		a->index = (size_t)(ti >= 0 ? ti : si);
 		return 0;
@@ -595,7 +585,7 @@ static int parse_arg(struct spec *s, const json_t *v, const char *path,
 	json_t *tmp = json_string(buf);
 	if (!tmp)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	struct kf_err local = {0};
+	struct kf_err local = { 0 };
 	int rc = parse_expr(s, tmp, path, &a->expr, &local);
 	json_decref(tmp);
 	if (rc) {
@@ -611,8 +601,7 @@ static int parse_arg(struct spec *s, const json_t *v, const char *path,
 }
 
 static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
-			     struct spec_launch **out, size_t *out_len,
-			     struct kf_err *err)
+			     struct spec_launch **out, size_t *out_len, struct kf_err *err)
 {
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return kf_err_set(err, KF_EINVAL,
@@ -628,8 +617,9 @@ static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	*out = ls;
 	*out_len = n;
-	static const char *const KEYS[] = {"kernel", "grid", "block",
-					   "shared_bytes", "args", NULL};
+	static const char *const KEYS[] = {
+		"kernel", "grid", "block", "shared_bytes", "args", NULL
+	};
 	for (size_t i = 0; i < n; i++) {
 		char lp[PATH_MAX_LEN], p2[PATH_MAX_LEN * 2];
 		snprintf(lp, sizeof lp, "%s[%zu]", path, i);
@@ -637,8 +627,7 @@ static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		struct spec_launch *L = &ls[i];
 		if (!json_is_object(l))
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: must be an object {kernel, grid, block, args}",
-					  lp);
+					  "%s: must be an object {kernel, grid, block, args}", lp);
 		int rc = check_keys(l, lp, KEYS, err);
 		if (rc)
 			return rc;
@@ -652,12 +641,12 @@ static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		if (!L->kernel)
 			return kf_err_set(err, KF_ENOMEM, "out of memory");
 		snprintf(p2, sizeof p2, "%s.grid", lp);
-		if ((rc = parse_dims(s, json_object_get(l, "grid"), p2, L->grid,
-				     &L->grid_len, 1, err)))
+		if ((rc = parse_dims(s, json_object_get(l, "grid"), p2, L->grid, &L->grid_len, 1,
+				     err)))
 			return rc;
 		snprintf(p2, sizeof p2, "%s.block", lp);
-		if ((rc = parse_dims(s, json_object_get(l, "block"), p2, L->block,
-				     &L->block_len, 1, err)))
+		if ((rc = parse_dims(s, json_object_get(l, "block"), p2, L->block, &L->block_len, 1,
+				     err)))
 			return rc;
 		const json_t *sb = json_object_get(l, "shared_bytes");
 		snprintf(p2, sizeof p2, "%s.shared_bytes", lp);
@@ -690,8 +679,8 @@ static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
 	return 0;
 }
 
-static int parse_source(const json_t *v, const char *path, int required,
-			char **out, struct kf_err *err)
+static int parse_source(const json_t *v, const char *path, int required, char **out,
+			struct kf_err *err)
 {
 	if (!v) {
 		if (required)
@@ -715,8 +704,7 @@ static int parse_source(const json_t *v, const char *path, int required,
 /* --- reference, baseline, tolerance, cost, constraints ----------------- */
 
 static int parse_reference(struct spec *s, const json_t *j,
-			   const struct op_template *(*find)(const char *),
-			   struct kf_err *err)
+			   const struct op_template *(*find)(const char *), struct kf_err *err)
 {
 	const json_t *r = json_object_get(j, "reference");
 	if (!r)
@@ -733,7 +721,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 				  "launch) or torch");
 	int rc;
 	if (json_object_get(r, "op")) {
-		static const char *const KEYS[] = {"op", "params", NULL};
+		static const char *const KEYS[] = { "op", "params", NULL };
 		if ((rc = check_keys(r, "reference", KEYS, err)))
 			return rc;
 		const json_t *op = json_object_get(r, "op");
@@ -752,8 +740,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 			return 0; /* the harness never computes a reference */
 		const struct op_template *t = find(s->ref.op);
 		if (!t)
-			return kf_err_set(err, KF_EINVAL,
-					  "reference.op: '%s' is not a built-in op",
+			return kf_err_set(err, KF_EINVAL, "reference.op: '%s' is not a built-in op",
 					  s->ref.op);
 		for (const char *const *n = t->size_names; *n; n++)
 			if (spec_var_index(s, *n) < 0)
@@ -819,23 +806,21 @@ static int parse_reference(struct spec *s, const json_t *j,
 		return 0;
 	}
 	if (json_object_get(r, "source")) {
-		static const char *const KEYS[] = {"source", "launch", NULL};
+		static const char *const KEYS[] = { "source", "launch", NULL };
 		if ((rc = check_keys(r, "reference", KEYS, err)))
 			return rc;
 		s->ref.kind = SPEC_REF_CUDA;
 		if ((rc = parse_source(json_object_get(r, "source"), "reference.source", 1,
 				       &s->ref.source, err)))
 			return rc;
-		return parse_launch_list(s, json_object_get(r, "launch"),
-					 "reference.launch", &s->ref.launch,
-					 &s->ref.launch_len, err);
+		return parse_launch_list(s, json_object_get(r, "launch"), "reference.launch",
+					 &s->ref.launch, &s->ref.launch_len, err);
 	}
-	static const char *const KEYS[] = {"torch", NULL};
+	static const char *const KEYS[] = { "torch", NULL };
 	if ((rc = check_keys(r, "reference", KEYS, err)))
 		return rc;
 	const json_t *t = json_object_get(r, "torch");
-	if (!json_is_string(t) || json_string_length(t) == 0 ||
-	    json_string_length(t) > 8192)
+	if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > 8192)
 		return kf_err_set(err, KF_EINVAL,
 				  "reference.torch: must be a Python expression (at "
 				  "most 8192 characters) over the tensor names, e.g. "
@@ -847,8 +832,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 }
 
 static int copy_launches(struct spec *s, const json_t *j, const char *path,
-			 struct spec_launch **out, size_t *len,
-			 struct kf_err *err)
+			 struct spec_launch **out, size_t *len, struct kf_err *err)
 {
 	return parse_launch_list(s, j, path, out, len, err);
 }
@@ -865,9 +849,8 @@ static int parse_baseline(struct spec *s, const json_t *j, struct kf_err *err)
 			s->baseline.source = strdup(s->ref.source);
 			if (!s->baseline.source)
 				return kf_err_set(err, KF_ENOMEM, "out of memory");
-			return copy_launches(s, json_object_get(r, "launch"),
-					     "reference.launch", &s->baseline.launch,
-					     &s->baseline.launch_len, err);
+			return copy_launches(s, json_object_get(r, "launch"), "reference.launch",
+					     &s->baseline.launch, &s->baseline.launch_len, err);
 		}
 		return 0;
 	}
@@ -875,7 +858,7 @@ static int parse_baseline(struct spec *s, const json_t *j, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL,
 				  "baseline: must be {\"launch\": [...]} (kernels.fatbin) "
 				  "or {\"source\": ..., \"launch\": [...]}");
-	static const char *const KEYS[] = {"source", "launch", NULL};
+	static const char *const KEYS[] = { "source", "launch", NULL };
 	if ((rc = check_keys(b, "baseline", KEYS, err)))
 		return rc;
 	if (json_object_get(b, "source")) {
@@ -895,7 +878,7 @@ static int parse_tolerance(struct spec *s, const json_t *j, struct kf_err *err)
 	const json_t *t = json_object_get(j, "tolerance");
 	if (!t)
 		return 0;
-	static const char *const KEYS[] = {"atol", "rtol", NULL};
+	static const char *const KEYS[] = { "atol", "rtol", NULL };
 	if (!json_is_object(t))
 		return kf_err_set(err, KF_EINVAL,
 				  "tolerance: must be {\"atol\": number, \"rtol\": number}");
@@ -904,8 +887,7 @@ static int parse_tolerance(struct spec *s, const json_t *j, struct kf_err *err)
 		return rc;
 	const json_t *a = json_object_get(t, "atol"), *r = json_object_get(t, "rtol");
 	if (!json_is_number(a) || !json_is_number(r))
-		return kf_err_set(err, KF_EINVAL,
-				  "tolerance: needs both atol and rtol as numbers");
+		return kf_err_set(err, KF_EINVAL, "tolerance: needs both atol and rtol as numbers");
 	s->atol = json_number_value(a);
 	s->rtol = json_number_value(r);
 	if (!(s->atol >= 0) || !(s->rtol >= 0) || !isfinite(s->atol) || !isfinite(s->rtol))
@@ -925,7 +907,7 @@ static int parse_cost(struct spec *s, const json_t *j, struct kf_err *err)
 	const json_t *c = json_object_get(j, "cost");
 	if (!c)
 		return 0;
-	static const char *const KEYS[] = {"bytes", "flops", NULL};
+	static const char *const KEYS[] = { "bytes", "flops", NULL };
 	if (!json_is_object(c))
 		return kf_err_set(err, KF_EINVAL,
 				  "cost: must be {\"bytes\": expr, \"flops\": expr}");
@@ -933,12 +915,10 @@ static int parse_cost(struct spec *s, const json_t *j, struct kf_err *err)
 	if (rc)
 		return rc;
 	if (json_object_get(c, "bytes") &&
-	    (rc = parse_expr(s, json_object_get(c, "bytes"), "cost.bytes",
-			     &s->cost_bytes, err)))
+	    (rc = parse_expr(s, json_object_get(c, "bytes"), "cost.bytes", &s->cost_bytes, err)))
 		return rc;
 	if (json_object_get(c, "flops") &&
-	    (rc = parse_expr(s, json_object_get(c, "flops"), "cost.flops",
-			     &s->cost_flops, err)))
+	    (rc = parse_expr(s, json_object_get(c, "flops"), "cost.flops", &s->cost_flops, err)))
 		return rc;
 	return 0;
 }
@@ -953,16 +933,15 @@ static int parse_constraints(struct spec *s, const json_t *j, struct kf_err *err
 				  "constraints: must be a list of expressions that "
 				  "must be nonzero, e.g. [\"D %% 8 == 0\"]");
 	if (json_array_size(c) > SPEC_MAX_CONSTRAINTS)
-		return kf_err_set(err, KF_ETOOBIG, "constraints: at most %d",
-				  SPEC_MAX_CONSTRAINTS);
+		return kf_err_set(err, KF_ETOOBIG, "constraints: at most %d", SPEC_MAX_CONSTRAINTS);
 	s->constraints = calloc(json_array_size(c) + 1, sizeof *s->constraints);
 	if (!s->constraints)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	for (size_t i = 0; i < json_array_size(c); i++) {
 		char p[PATH_MAX_LEN];
 		snprintf(p, sizeof p, "constraints[%zu]", i);
-		int rc = parse_expr(s, json_array_get(c, i), p,
-				    &s->constraints[s->constraints_len], err);
+		int rc = parse_expr(s, json_array_get(c, i), p, &s->constraints[s->constraints_len],
+				    err);
 		if (rc)
 			return rc;
 		s->constraints_len++;
@@ -979,8 +958,8 @@ void spec_limits_default(struct spec_limits *lim)
 	lim->max_host_bytes = 16ull << 30;
 }
 
-static void fmt_vals(const struct spec *s, const struct expr *e,
-		     const int64_t *vals, char *buf, size_t cap)
+static void fmt_vals(const struct spec *s, const struct expr *e, const int64_t *vals, char *buf,
+		     size_t cap)
 {
 	size_t n = 0;
 	buf[0] = 0;
@@ -991,12 +970,11 @@ static void fmt_vals(const struct spec *s, const struct expr *e,
 	}
 }
 
-static int eval_at(const struct spec *s, const struct expr *e,
-		   const int64_t *vals, const char *where, const char *field,
-		   int64_t *out, struct kf_err *err)
+static int eval_at(const struct spec *s, const struct expr *e, const int64_t *vals,
+		   const char *where, const char *field, int64_t *out, struct kf_err *err)
 {
 	struct expr_env env = spec_env(s, vals);
-	struct kf_err local = {0};
+	struct kf_err local = { 0 };
 	int rc = expr_eval(e, &env, out, &local);
 	if (rc)
 		return kf_err_set(err, rc, "%s: %s: %s", where, field, local.msg);
@@ -1013,9 +991,8 @@ static const char *fmt_size(uint64_t b, char *buf, size_t cap)
 	return buf;
 }
 
-int spec_bind(const struct spec *s, const int64_t *vals,
-	      const struct spec_limits *lim, const char *where,
-	      struct spec_bound *b, struct kf_err *err)
+int spec_bind(const struct spec *s, const int64_t *vals, const struct spec_limits *lim,
+	      const char *where, struct spec_bound *b, struct kf_err *err)
 {
 	struct spec_limits dl;
 	if (!lim) {
@@ -1032,8 +1009,8 @@ int spec_bind(const struct spec *s, const int64_t *vals,
 			return rc;
 		if (!v) {
 			fmt_vals(s, s->constraints[c], vals, vb, sizeof vb);
-			return kf_err_set(err, KF_EINVAL, "%s: constraint '%s' fails for %s",
-					  where, expr_text(s->constraints[c]), vb);
+			return kf_err_set(err, KF_EINVAL, "%s: constraint '%s' fails for %s", where,
+					  expr_text(s->constraints[c]), vb);
 		}
 	}
 	uint64_t dev = 0, host = 0;
@@ -1048,14 +1025,13 @@ int spec_bind(const struct spec *s, const int64_t *vals,
 				return rc;
 			if (v < 1)
 				return kf_err_set(err, KF_EINVAL,
-						  "%s: %s: '%s' is %" PRId64
-						  ", must be at least 1",
+						  "%s: %s: '%s' is %" PRId64 ", must be at least 1",
 						  where, field, expr_text(T->shape[d]), v);
 			b->dims[t][d] = v;
 			if (__builtin_mul_overflow(elems, v, &elems))
 				return kf_err_set(err, KF_ETOOBIG,
-						  "%s: tensors.%s: shape overflows int64",
-						  where, T->name);
+						  "%s: tensors.%s: shape overflows int64", where,
+						  T->name);
 		}
 		if ((uint64_t)elems > lim->max_tensor_elems)
 			return kf_err_set(err, KF_ETOOBIG,
@@ -1085,8 +1061,7 @@ int spec_bind(const struct spec *s, const int64_t *vals,
 				return rc;
 			if (im < 1)
 				return kf_err_set(err, KF_EINVAL,
-						  "%s: %s: '%s' is %" PRId64
-						  ", must be at least 1",
+						  "%s: %s: '%s' is %" PRId64 ", must be at least 1",
 						  where, field, expr_text(T->init_max_expr), im);
 		}
 	}
@@ -1124,9 +1099,9 @@ int spec_bind(const struct spec *s, const int64_t *vals,
 	return 0;
 }
 
-int spec_launch_dims(const struct spec *s, const struct spec_launch *l,
-		     const int64_t *vals, const char *where, uint32_t grid[3],
-		     uint32_t block[3], uint32_t *shared_bytes, struct kf_err *err)
+int spec_launch_dims(const struct spec *s, const struct spec_launch *l, const int64_t *vals,
+		     const char *where, uint32_t grid[3], uint32_t block[3], uint32_t *shared_bytes,
+		     struct kf_err *err)
 {
 	char field[PATH_MAX_LEN];
 	int rc;
@@ -1162,8 +1137,7 @@ int spec_launch_dims(const struct spec *s, const struct spec_launch *l,
 	}
 	if (threads > 1024)
 		return kf_err_set(err, KF_EINVAL,
-				  "%s: launch %s: block has %" PRId64
-				  " threads, at most 1024",
+				  "%s: launch %s: block has %" PRId64 " threads, at most 1024",
 				  where, l->kernel, threads);
 	int64_t sb;
 	snprintf(field, sizeof field, "%s.shared_bytes", l->kernel);
@@ -1171,18 +1145,17 @@ int spec_launch_dims(const struct spec *s, const struct spec_launch *l,
 		return rc;
 	if (sb < 0 || sb > (1 << 20))
 		return kf_err_set(err, KF_EINVAL,
-				  "%s: launch %s: %" PRId64 " bytes, must be in [0, 1 MiB]",
-				  where, field, sb);
+				  "%s: launch %s: %" PRId64 " bytes, must be in [0, 1 MiB]", where,
+				  field, sb);
 	*shared_bytes = (uint32_t)sb;
 	return 0;
 }
 
-static int check_launches_at(const struct spec *s, const int64_t *vals,
-			     const char *where, struct kf_err *err)
+static int check_launches_at(const struct spec *s, const int64_t *vals, const char *where,
+			     struct kf_err *err)
 {
-	const struct spec_launch *lists[3] = {s->launch, s->ref.launch,
-					      s->baseline.launch};
-	size_t lens[3] = {s->launch_len, s->ref.launch_len, s->baseline.launch_len};
+	const struct spec_launch *lists[3] = { s->launch, s->ref.launch, s->baseline.launch };
+	size_t lens[3] = { s->launch_len, s->ref.launch_len, s->baseline.launch_len };
 	for (int q = 0; q < 3; q++)
 		for (size_t i = 0; i < lens[q]; i++) {
 			uint32_t g[3], b[3], sb;
@@ -1198,7 +1171,8 @@ static int check_launches_at(const struct spec *s, const int64_t *vals,
 				snprintf(field, sizeof field, "launch %s: args[%zu]", l->kernel, a);
 				if ((rc = eval_at(s, l->args[a].expr, vals, where, field, &v, err)))
 					return rc;
-				if (l->args[a].dtype == KF_DT_I32 && (v < INT32_MIN || v > INT32_MAX))
+				if (l->args[a].dtype == KF_DT_I32 &&
+				    (v < INT32_MIN || v > INT32_MAX))
 					return kf_err_set(err, KF_EINVAL,
 							  "%s: %s: '%s' is %" PRId64
 							  ", which does not fit in i32; "
@@ -1213,17 +1187,16 @@ static int check_launches_at(const struct spec *s, const int64_t *vals,
 /* --- top level --------------------------------------------------------- */
 
 int spec_parse(const json_t *j, const struct spec_limits *lim,
-	       const struct op_template *(*find)(const char *name),
-	       struct spec **out, struct kf_err *err)
+	       const struct op_template *(*find)(const char *name), struct spec **out,
+	       struct kf_err *err)
 {
 	*out = NULL;
 	if (!json_is_object(j))
 		return kf_err_set(err, KF_EINVAL, "spec: must be a JSON object");
-	static const char *const KEYS[] = {
-		"source",  "arch",      "sizes",     "tensors",   "scalars",
-		"launch",  "reference", "baseline",  "tolerance", "cost",
-		"constraints", "op",    "dtype",     "name",      "description",
-		NULL};
+	static const char *const KEYS[] = { "source",	 "arch",   "sizes",	  "tensors",
+					    "scalars",	 "launch", "reference",	  "baseline",
+					    "tolerance", "cost",   "constraints", "op",
+					    "dtype",	 "name",   "description", NULL };
 	int rc = check_keys(j, "spec", KEYS, err);
 	if (rc)
 		return rc;
@@ -1253,14 +1226,12 @@ int spec_parse(const json_t *j, const struct spec_limits *lim,
 		if (dt && (rc = parse_dtype(dt, "dtype", &s->op_dtype, err)))
 			goto out;
 	}
-	if ((rc = parse_source(json_object_get(j, "source"), "source", 1, &s->source,
-			       err)))
+	if ((rc = parse_source(json_object_get(j, "source"), "source", 1, &s->source, err)))
 		goto out;
 	const json_t *arch = json_object_get(j, "arch");
 	if (arch) {
 		const char *a = json_is_string(arch) ? json_string_value(arch) : "";
-		int ok = strncmp(a, "sm_", 3) == 0 && isdigit((unsigned char)a[3]) &&
-			 strlen(a) < 8;
+		int ok = strncmp(a, "sm_", 3) == 0 && isdigit((unsigned char)a[3]) && strlen(a) < 8;
 		for (const char *c = a + 3; ok && *c; c++)
 			ok = isdigit((unsigned char)*c) || (*c == 'a' && !c[1]);
 		if (!ok) {
@@ -1273,12 +1244,12 @@ int spec_parse(const json_t *j, const struct spec_limits *lim,
 	if ((rc = parse_sizes(s, j, err)) || (rc = parse_tensors(s, j, err)) ||
 	    (rc = parse_scalars(s, j, err)))
 		goto out;
-	if ((rc = parse_launch_list(s, json_object_get(j, "launch"), "launch",
-				    &s->launch, &s->launch_len, err)))
+	if ((rc = parse_launch_list(s, json_object_get(j, "launch"), "launch", &s->launch,
+				    &s->launch_len, err)))
 		goto out;
-	if ((rc = parse_reference(s, j, find, err)) ||
-	    (rc = parse_baseline(s, j, err)) || (rc = parse_tolerance(s, j, err)) ||
-	    (rc = parse_cost(s, j, err)) || (rc = parse_constraints(s, j, err)))
+	if ((rc = parse_reference(s, j, find, err)) || (rc = parse_baseline(s, j, err)) ||
+	    (rc = parse_tolerance(s, j, err)) || (rc = parse_cost(s, j, err)) ||
+	    (rc = parse_constraints(s, j, err)))
 		goto out;
 	for (size_t r = 0; r < s->sizes_len; r++) {
 		char where[32];
@@ -1306,8 +1277,8 @@ static int row_listed(const struct spec *s, const int64_t *v)
 	return 0;
 }
 
-int spec_odd_size(const struct spec *s, const struct spec_limits *lim,
-		  uint64_t seed, int64_t *out, struct kf_err *err)
+int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t seed, int64_t *out,
+		  struct kf_err *err)
 {
 	if (s->vars_len == 0)
 		return kf_err_set(err, KF_ENOTFOUND, "the spec has no size variables");
@@ -1326,50 +1297,49 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim,
 	const int64_t *v0 = &s->sizes[base * s->vars_len];
 	/* Steps grow from small odd numbers (breaking multiples of 2) to powers
 	 * of two (to satisfy divisibility constraints). */
-	static const int64_t STEPS[] = {1,  3,  5,   7,   2,   6,   4,   12,
-					8,  16, 24,  32,  48,  64,  96,  128,
-					192, 256, 384, 512, 1024, 2048};
+	static const int64_t STEPS[] = { 1,  3,	 5,  7,	 2,   6,   4,	12,  8,	  16,	24,
+					 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048 };
 	const size_t nsteps = sizeof STEPS / sizeof STEPS[0];
 	int64_t cand[SPEC_MAX_VARS];
 	uint64_t rng = spec_mix64(seed ^ 0x6f64645f73697a65ull);
 	/* Pass 0 wants every changed variable odd (no power-of-two tiling
 	 * divides it); pass 1 takes any value the constraints allow. */
 	for (int pass = 0; pass < 2; pass++)
-	for (size_t round = 0; round < nsteps; round++) {
-		for (int attempt = 0; attempt < 24; attempt++) {
-			int changed = 0;
-			for (size_t k = 0; k < s->vars_len; k++) {
-				rng = spec_mix64(rng);
-				int64_t step = STEPS[round];
-				int which = (int)(rng % 4); /* +, -, keep, + */
-				int64_t v = v0[k];
-				if (which == 2 && attempt % 3 != 0) {
-					cand[k] = v;
-					continue;
+		for (size_t round = 0; round < nsteps; round++) {
+			for (int attempt = 0; attempt < 24; attempt++) {
+				int changed = 0;
+				for (size_t k = 0; k < s->vars_len; k++) {
+					rng = spec_mix64(rng);
+					int64_t step = STEPS[round];
+					int which = (int)(rng % 4); /* +, -, keep, + */
+					int64_t v = v0[k];
+					if (which == 2 && attempt % 3 != 0) {
+						cand[k] = v;
+						continue;
+					}
+					int64_t nv = which == 1 ? v - step : v + step;
+					if (nv < 1)
+						nv = v + step;
+					cand[k] = nv;
+					changed = 1;
 				}
-				int64_t nv = which == 1 ? v - step : v + step;
-				if (nv < 1)
-					nv = v + step;
-				cand[k] = nv;
-				changed = 1;
-			}
-			if (!changed || row_listed(s, cand))
-				continue;
-			int odd = 1;
-			for (size_t k = 0; k < s->vars_len; k++)
-				if (cand[k] != v0[k] && cand[k] % 2 == 0)
-					odd = 0;
-			if (pass == 0 && !odd)
-				continue;
-			struct spec_bound b;
-			if (spec_bind(s, cand, lim, "odd size", &b, NULL) == 0 &&
-			    check_launches_at(s, cand, "odd size", NULL) == 0 &&
-			    b.device_bytes <= 2 * best + (64u << 20)) {
-				memcpy(out, cand, s->vars_len * sizeof *out);
-				return 0;
+				if (!changed || row_listed(s, cand))
+					continue;
+				int odd = 1;
+				for (size_t k = 0; k < s->vars_len; k++)
+					if (cand[k] != v0[k] && cand[k] % 2 == 0)
+						odd = 0;
+				if (pass == 0 && !odd)
+					continue;
+				struct spec_bound b;
+				if (spec_bind(s, cand, lim, "odd size", &b, NULL) == 0 &&
+				    check_launches_at(s, cand, "odd size", NULL) == 0 &&
+				    b.device_bytes <= 2 * best + (64u << 20)) {
+					memcpy(out, cand, s->vars_len * sizeof *out);
+					return 0;
+				}
 			}
 		}
-	}
 	return kf_err_set(err, KF_ENOTFOUND,
 			  "no size near sizes[%zu] satisfies the constraints and "
 			  "is not already listed",
@@ -1392,8 +1362,8 @@ static double u01(uint64_t key, uint64_t ctr)
 	return (double)(spec_mix64(key ^ spec_mix64(ctr)) >> 11) * 0x1p-53;
 }
 
-void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed,
-	       int64_t init_max, void *buf, uint64_t elems)
+void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, int64_t init_max,
+	       void *buf, uint64_t elems)
 {
 	uint64_t key = spec_mix64(seed ^ spec_mix64(0x74656e736f72ull + tensor_index));
 	int is_float = dtype_is_float(t->dtype);
@@ -1431,16 +1401,10 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed,
 		case SPEC_INIT_POSITIVE:
 			v = is_float ? 0.5 + u01(key, i) : 1.0 + floor(u01(key, i) * 8.0);
 			break;
-		case SPEC_INIT_ONES:
-			v = 1.0;
-			break;
-		case SPEC_INIT_ARANGE:
-			v = (double)(i % 128);
-			break;
+		case SPEC_INIT_ONES: v = 1.0; break;
+		case SPEC_INIT_ARANGE: v = (double)(i % 128); break;
 		case SPEC_INIT_INDEX:
-		default:
-			v = floor(u01(key, i) * (double)(init_max > 0 ? init_max : 1));
-			break;
+		default: v = floor(u01(key, i) * (double)(init_max > 0 ? init_max : 1)); break;
 		}
 		dtype_store(t->dtype, buf, (size_t)i, v);
 	}
@@ -1449,10 +1413,25 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed,
 void spec_default_tolerance(enum kf_dtype dt, double *atol, double *rtol)
 {
 	switch (dt) {
-	case KF_DT_F32: *atol = 1e-4; *rtol = 1e-4; break;
-	case KF_DT_F16: *atol = 1e-2; *rtol = 1e-2; break;
-	case KF_DT_BF16: *atol = 2e-2; *rtol = 2e-2; break;
-	case KF_DT_F64: *atol = 1e-10; *rtol = 1e-10; break;
-	default: *atol = 0; *rtol = 0; break;
+	case KF_DT_F32:
+		*atol = 1e-4;
+		*rtol = 1e-4;
+		break;
+	case KF_DT_F16:
+		*atol = 1e-2;
+		*rtol = 1e-2;
+		break;
+	case KF_DT_BF16:
+		*atol = 2e-2;
+		*rtol = 2e-2;
+		break;
+	case KF_DT_F64:
+		*atol = 1e-10;
+		*rtol = 1e-10;
+		break;
+	default:
+		*atol = 0;
+		*rtol = 0;
+		break;
 	}
 }

@@ -33,8 +33,7 @@ static char *replace_all(const char *s, const char *from, const char *to)
 	return o;
 }
 
-int spec_expand_op(const json_t *in,
-		   const struct op_template *(*find)(const char *name),
+int spec_expand_op(const json_t *in, const struct op_template *(*find)(const char *name),
 		   json_t **out, struct kf_err *err)
 {
 	*out = NULL;
@@ -53,8 +52,8 @@ int spec_expand_op(const json_t *in,
 		for (size_t i = 0; find && i < op_count() && n < sizeof list; i++)
 			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
 					      op_at(i)->name);
-		return kf_err_set(err, KF_EINVAL, "op: '%s' is not a built-in op (known: %s)",
-				  name, n ? list : "none");
+		return kf_err_set(err, KF_EINVAL, "op: '%s' is not a built-in op (known: %s)", name,
+				  n ? list : "none");
 	}
 	const json_t *dt = json_object_get(in, "dtype");
 	if (!json_is_string(dt) || dtype_parse(json_string_value(dt)) < 0)
@@ -69,8 +68,8 @@ int spec_expand_op(const json_t *in,
 	json_t *tpl = json_loads(text, 0, &je);
 	free(text);
 	if (!tpl)
-		return kf_err_set(err, KF_EINTERNAL, "op '%s': template JSON is invalid: %s",
-				  name, je.text);
+		return kf_err_set(err, KF_EINTERNAL, "op '%s': template JSON is invalid: %s", name,
+				  je.text);
 	int rc = 0;
 	json_t *o = json_deep_copy(in);
 	if (!o) {
@@ -82,14 +81,14 @@ int spec_expand_op(const json_t *in,
 		int ok = 0;
 		size_t i;
 		json_t *v;
-		json_array_foreach(allowed, i, v) ok |= json_is_string(v) &&
-							strcmp(json_string_value(v), dts) == 0;
+		json_array_foreach(allowed, i, v) ok |=
+			json_is_string(v) && strcmp(json_string_value(v), dts) == 0;
 		if (!ok) {
 			char list[128] = "";
 			size_t n = 0;
 			json_array_foreach(allowed, i, v) if (json_is_string(v)) n +=
-				(size_t)snprintf(list + n, sizeof list - n, "%s%s",
-						 n ? ", " : "", json_string_value(v));
+				(size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+						 json_string_value(v));
 			rc = kf_err_set(err, KF_EINVAL,
 					"dtype: '%s' is not supported by op '%s' "
 					"(supported: %s)",
@@ -104,8 +103,8 @@ int spec_expand_op(const json_t *in,
 	else if (json_is_object(cost) && !json_object_get(cost, "bytes") &&
 		 !json_object_get(cost, "flops"))
 		json_object_del(tpl, "cost");
-	static const char *const COPY[] = {"tensors", "scalars", "constraints", "cost",
-					   "baseline", NULL};
+	static const char *const COPY[] = { "tensors", "scalars",  "constraints",
+					    "cost",    "baseline", NULL };
 	for (const char *const *k = COPY; *k; k++) {
 		json_t *v = json_object_get(tpl, *k);
 		if (v && !json_object_get(o, *k))
@@ -132,8 +131,8 @@ out:
 }
 
 int spec_parse_text(const char *text, size_t len, const struct spec_limits *lim,
-		    const struct op_template *(*find)(const char *name),
-		    struct spec **out, struct kf_err *err)
+		    const struct op_template *(*find)(const char *name), struct spec **out,
+		    struct kf_err *err)
 {
 	*out = NULL;
 	if (len > SPEC_MAX_SOURCE_BYTES * 3ull)
@@ -152,4 +151,3 @@ int spec_parse_text(const char *text, size_t len, const struct spec_limits *lim,
 	json_decref(j);
 	return rc;
 }
-

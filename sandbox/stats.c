@@ -25,8 +25,7 @@ double stats_quantile_sorted(const double *s, size_t n, double q)
 	return i + 1 < n ? s[i] + f * (s[i + 1] - s[i]) : s[i];
 }
 
-int stats_summarize(const double *x, size_t n, struct stats_summary *out,
-		    struct kf_err *err)
+int stats_summarize(const double *x, size_t n, struct stats_summary *out, struct kf_err *err)
 {
 	memset(out, 0, sizeof *out);
 	if (n == 0)
@@ -34,8 +33,8 @@ int stats_summarize(const double *x, size_t n, struct stats_summary *out,
 	for (size_t i = 0; i < n; i++)
 		if (!isfinite(x[i]) || x[i] < 0)
 			return kf_err_set(err, KF_EINVAL,
-					  "statistics: sample %zu is %g (must be finite, >= 0)",
-					  i, x[i]);
+					  "statistics: sample %zu is %g (must be finite, >= 0)", i,
+					  x[i]);
 	double *s = malloc(n * sizeof *s);
 	if (!s)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -97,14 +96,14 @@ const char *stats_verdict_name(enum stats_verdict v)
 	}
 }
 
-int stats_roofline(double bytes, double flops, double time_ms, double peak_gbs,
-		   double peak_tflops, struct stats_roofline *out, struct kf_err *err)
+int stats_roofline(double bytes, double flops, double time_ms, double peak_gbs, double peak_tflops,
+		   struct stats_roofline *out, struct kf_err *err)
 {
 	memset(out, 0, sizeof *out);
 	if (!(time_ms > 0) || !(bytes >= 0))
 		return kf_err_set(err, KF_EINVAL,
-				  "roofline: time %g ms and bytes %g must be positive",
-				  time_ms, bytes);
+				  "roofline: time %g ms and bytes %g must be positive", time_ms,
+				  bytes);
 	double t = time_ms * 1e-3;
 	out->gbs = bytes / t / 1e9;
 	out->tflops = flops >= 0 ? flops / t / 1e12 : -1;

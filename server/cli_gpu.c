@@ -29,8 +29,7 @@ static const char CHECK_USAGE[] =
 	"  --no-odd-size      only the sizes the spec lists\n"
 	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
 	"  --timeout-s N      per harness run (default 60)\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge check rmsnorm.json\n"
 	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
@@ -49,8 +48,7 @@ static const char BENCH_USAGE[] =
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
 	"  --no-flush        keep the L2 warm between iterations\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
 
@@ -63,8 +61,7 @@ static const char CALIBRATE_USAGE[] =
 	"  --device N   the CUDA device ordinal (default: the first free GPU)\n"
 	"\n" CLI_COMMON_HELP;
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-			     int *missing)
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
 {
 	size_t n = strlen(name);
 	const char *a = argv[*i];
@@ -104,8 +101,8 @@ static json_t *load_spec(const char *cmd, const char *path)
 	json_t *j = json_loadb(buf, n, 0, &je);
 	free(buf);
 	if (!j)
-		fprintf(stderr, "kforge %s: %s: invalid JSON at line %d column %d: %s\n", cmd,
-			path, je.line, je.column, je.text);
+		fprintf(stderr, "kforge %s: %s: invalid JSON at line %d column %d: %s\n", cmd, path,
+			je.line, je.column, je.text);
 	return j;
 }
 
@@ -121,7 +118,6 @@ static int num_opt(const char *cmd, const char *name, const char *v, double lo, 
 	*out = d;
 	return 0;
 }
-
 
 /* --- readable output ------------------------------------------------------ */
 
@@ -170,9 +166,12 @@ static void print_check(FILE *f, const json_t *r)
 				json_t *o;
 				json_object_foreach(json_object_get(tr, "outputs"), k, o)
 				{
-					double a = json_number_value(json_object_get(o, "max_abs_err"));
-					double b = json_number_value(json_object_get(o, "max_rel_err"));
-					double c = json_number_value(json_object_get(o, "rel_l2_err"));
+					double a = json_number_value(
+						json_object_get(o, "max_abs_err"));
+					double b = json_number_value(
+						json_object_get(o, "max_rel_err"));
+					double c =
+						json_number_value(json_object_get(o, "rel_l2_err"));
 					ma = a > ma ? a : ma;
 					mr = b > mr ? b : mr;
 					l2 = c > l2 ? c : l2;
@@ -189,8 +188,8 @@ static void print_check(FILE *f, const json_t *r)
 			}
 			fprintf(f, "%-22s %-4s %-6s %-10.3g %-10.3g %-10.3g %s\n", label,
 				json_is_true(json_object_get(row, "odd_size")) ? "yes" : "",
-				json_is_true(json_object_get(row, "passed")) ? "pass" : "FAIL", ma, mr,
-				l2, sg);
+				json_is_true(json_object_get(row, "passed")) ? "pass" : "FAIL", ma,
+				mr, l2, sg);
 		}
 	}
 	const char *k;
@@ -205,8 +204,8 @@ static void print_check(FILE *f, const json_t *r)
 	if (rp) {
 		char label[128];
 		sizes_label(json_object_get(rp, "size"), label, sizeof label);
-		fprintf(f, "replay: kforge check SPEC.json --replay-size %s --replay-seed %s\n", label,
-			str(rp, "seed"));
+		fprintf(f, "replay: kforge check SPEC.json --replay-size %s --replay-seed %s\n",
+			label, str(rp, "seed"));
 	}
 	if (json_object_get(r, "kernel_stdout"))
 		fprintf(f, "kernel stdout:\n%s\n", str(r, "kernel_stdout"));
@@ -244,8 +243,8 @@ static void print_bench(FILE *f, const json_t *r)
 					 json_number_value(json_object_get(s, "value")),
 					 json_number_value(json_object_get(s, "ci95_lo")),
 					 json_number_value(json_object_get(s, "ci95_hi")));
-			fprintf(f, "%-22s %-24s %-10s %-26s %-8.0f %-6.0f %-9.2f %s\n", label, cand, base,
-				sp, json_number_value(json_object_get(row, "gbs")),
+			fprintf(f, "%-22s %-24s %-10s %-26s %-8.0f %-6.0f %-9.2f %s\n", label, cand,
+				base, sp, json_number_value(json_object_get(row, "gbs")),
 				json_number_value(json_object_get(row, "pct_of_peak_bw")),
 				json_number_value(json_object_get(row, "roofline_floor_us")),
 				json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
@@ -253,8 +252,10 @@ static void print_bench(FILE *f, const json_t *r)
 			json_t *g;
 			json_array_foreach(json_object_get(row, "safeguards"), q, g)
 				fprintf(f, "  %s: %s\n", str(g, "name"), str(g, "message"));
-			json_array_foreach(json_object_get(json_object_get(row, "verification"), "safeguards"), q, g)
-				fprintf(f, "  after timing, %s: %s\n", str(g, "name"), str(g, "message"));
+			json_array_foreach(
+				json_object_get(json_object_get(row, "verification"), "safeguards"),
+				q, g) fprintf(f, "  after timing, %s: %s\n", str(g, "name"),
+					      str(g, "message"));
 		}
 	}
 	const char *k;
@@ -271,7 +272,7 @@ static void print_bench(FILE *f, const json_t *r)
 static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		    void (*print)(FILE *, const json_t *))
 {
-	struct kf_err err = {0};
+	struct kf_err err = { 0 };
 	struct app *app = NULL;
 	int rc = cli_app_open(co, &app, &err);
 	if (rc) {
@@ -288,7 +289,8 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		app_close(app);
 		return cli_exit_code(rc);
 	}
-	const char *code = json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	const char *code =
+		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
 	if (co->json)
 		cli_print_result(stdout, res, 1);
 	else if (code && strcmp(code, "fault") != 0 && strcmp(code, "compile_error") != 0)
@@ -297,8 +299,8 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		print(stdout, res);
 	int exit = CLI_EXIT_OK;
 	if (is_error) {
-		static const int codes[] = {KF_ENOGPU, KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
-					    KF_ECANCELED, KF_ESANDBOX, KF_EDB, KF_EIO};
+		static const int codes[] = { KF_ENOGPU,	   KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
+					     KF_ECANCELED, KF_ESANDBOX,	 KF_EDB,   KF_EIO };
 		exit = CLI_EXIT_FAIL;
 		for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
 			if (strcmp(code, kf_err_name(codes[i])) == 0)
@@ -312,7 +314,7 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 static int check_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = {0};
+	struct kf_err err = { 0 };
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("check", "%s", err.msg);
@@ -360,13 +362,15 @@ static int check_main(int argc, char **argv)
 			char *end = NULL;
 			long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
 			if (!eq || !end || *end || eq == tok)
-				rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N", tok);
+				rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N",
+						     tok);
 			else {
 				*eq = 0;
 				json_object_set_new(sz, tok, json_integer(v));
 			}
 		}
-		json_object_set_new(args, "replay", json_pack("{s:o, s:s}", "size", sz, "seed", seed));
+		json_object_set_new(args, "replay",
+				    json_pack("{s:o, s:s}", "size", sz, "seed", seed));
 	}
 	if (rc) {
 		json_decref(args);
@@ -384,7 +388,7 @@ static int check_main(int argc, char **argv)
 static int bench_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = {0};
+	struct kf_err err = { 0 };
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("bench", "%s", err.msg);
@@ -439,7 +443,7 @@ static int bench_main(int argc, char **argv)
 static int calibrate_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = {0};
+	struct kf_err err = { 0 };
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("calibrate", "%s", err.msg);
@@ -454,7 +458,8 @@ static int calibrate_main(int argc, char **argv)
 				return rc;
 			device = (int)d;
 		} else
-			return cli_usage_error("calibrate", "%s %s", missing ? "needs a value:" : "unknown option",
+			return cli_usage_error("calibrate", "%s %s",
+					       missing ? "needs a value:" : "unknown option",
 					       argv[i]);
 	}
 	struct app *app = NULL;
@@ -471,8 +476,7 @@ static int calibrate_main(int argc, char **argv)
 	if (rc && !out)
 		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
 				kf_err_name(rc), "message", err.msg);
-	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0,
-		    NULL);
+	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0, NULL);
 	json_decref(args);
 	if (rc)
 		fprintf(stderr, "kforge: %s\n", err.msg);
@@ -484,11 +488,11 @@ static int calibrate_main(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_GPU[] = {
-	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE,
-	 check_main},
-	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE,
-	 bench_main},
-	{"calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
-	 calibrate_main},
-	{NULL, NULL, NULL, NULL},
+	{ "check", "check a kernel spec against its reference on the GPU", CHECK_USAGE,
+	  check_main },
+	{ "bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE,
+	  bench_main },
+	{ "calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
+	  calibrate_main },
+	{ NULL, NULL, NULL, NULL },
 };

@@ -23,8 +23,7 @@ struct progress {
 	double last;
 };
 
-static void progress_to_client(void *arg, double progress, double total,
-			       const char *message)
+static void progress_to_client(void *arg, double progress, double total, const char *message)
 {
 	struct progress *p = arg;
 	pthread_mutex_lock(&p->mu);
@@ -39,23 +38,23 @@ static void progress_to_client(void *arg, double progress, double total,
  * would build, plus the field-level message as summary. */
 static json_t *error_result(int rc, const char *msg)
 {
-	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", msg, "passed", 0, "error",
-			 "code", kf_err_name(rc), "message", msg);
+	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", msg, "passed", 0, "error", "code",
+			 kf_err_name(rc), "message", msg);
 }
 
-static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
-	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct progress pr = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct check_opts o = {
 		.trials = (int)json_integer_value(json_object_get(args, "trials")),
 		.no_odd_size = json_is_false(odd),
 		.replay = json_object_get(args, "replay"),
-		.timeout_ms = (unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.timeout_ms =
+			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
 		.cancel = tool_ctx_cancel_flag(ctx),
 		.progress = progress_to_client,
 		.progress_arg = &pr,
@@ -65,20 +64,20 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	if (rc && !*out)
 		*out = error_result(rc, err->msg);
 	if (*out && rc && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
-		json_object_set_new(*out, "error", json_pack("{s:s, s:s}", "code", kf_err_name(rc),
-							     "message", err->msg));
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
 	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
 }
 
-static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
-	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct progress pr = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct bench_opts o = {
 		.target_rel_se = json_number_value(json_object_get(args, "target_rel_se")),
 		.budget_ms = json_number_value(json_object_get(args, "budget_ms")),
@@ -86,7 +85,8 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.size_index = json_is_integer(sz) ? (int)json_integer_value(sz) : -1,
 		.no_baseline = json_is_false(json_object_get(args, "baseline")),
 		.no_flush = json_is_false(json_object_get(args, "flush_l2")),
-		.timeout_ms = (unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.timeout_ms =
+			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
 		.cancel = tool_ctx_cancel_flag(ctx),
 		.progress = progress_to_client,
 		.progress_arg = &pr,
@@ -97,15 +97,16 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		*out = error_result(rc, err->msg);
 	else if (*out && rc && !json_object_get(*out, "error") && rc != KF_EFAULT &&
 		 rc != KF_ECOMPILE)
-		json_object_set_new(*out, "error", json_pack("{s:s, s:s}", "code", kf_err_name(rc),
-							     "message", err->msg));
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
 	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
 }
 
-#define SPEC_SCHEMA                                                                      \
-	"\"spec\": {\"type\": \"object\", \"description\": \"the kernel spec: source, "   \
-	"sizes, tensors, scalars, launch, reference, tolerance, cost, constraints; or "    \
+#define SPEC_SCHEMA                                                                     \
+	"\"spec\": {\"type\": \"object\", \"description\": \"the kernel spec: source, " \
+	"sizes, tensors, scalars, launch, reference, tolerance, cost, constraints; or " \
 	"the op shorthand {op, dtype, source, launch}\"}"
 
 static const char CHECK_INPUT[] =
@@ -164,7 +165,8 @@ static const struct tool_def GPU_TOOLS[] = {
 			"expression) and says whether it is correct. Every size of the spec plus "
 			"one odd size kforge picks, 3 trials each with fresh secret inputs (seeds "
 			"reported for replay). Safeguards: outputs poisoned and checked for full "
-			"coverage, guard bands for out-of-bounds writes, inputs verified unchanged, "
+			"coverage, guard bands for out-of-bounds writes, inputs verified "
+			"unchanged, "
 			"module reloaded per trial, two runs compared (races, state kept across "
 			"launches), NaN/Inf, a flag when the reference cannot tell wrong from "
 			"right. Answer: passed, per size and trial the errors and first "
@@ -178,7 +180,8 @@ static const struct tool_def GPU_TOOLS[] = {
 		.name = "benchmark_kernel",
 		.title = "Benchmark a kernel",
 		.description =
-			"Times a kernel spec on the GPU with CUDA events, after a warm-up, with the "
+			"Times a kernel spec on the GPU with CUDA events, after a warm-up, with "
+			"the "
 			"L2 flushed before every timed run, until the median's standard error is "
 			"under 0.5% or the budget ends; the baseline (kforge's fast kernel for an "
 			"op, or the CUDA reference) runs interleaved. Reports median/p10/p90/mean/"

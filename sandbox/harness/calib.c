@@ -71,17 +71,15 @@ static int copy_bw(struct harness *h, double *gbps, char *method, size_t cap)
 typedef int (*create_fn)(void **);
 typedef int (*destroy_fn)(void *);
 typedef int (*setstream_fn)(void *, CUstream);
-typedef int (*gemmex_fn)(void *, int, int, int, int, int, const void *, const void *,
-			 int, int, const void *, int, int, const void *, void *, int, int,
-			 int, int);
+typedef int (*gemmex_fn)(void *, int, int, int, int, int, const void *, const void *, int, int,
+			 const void *, int, int, const void *, void *, int, int, int, int);
 
-enum { CUDA_R_32F_ = 0, CUDA_R_16BF_ = 14, CUBLAS_COMPUTE_32F_ = 68,
-       CUBLAS_GEMM_DEFAULT_ = -1 };
+enum { CUDA_R_32F_ = 0, CUDA_R_16BF_ = 14, CUBLAS_COMPUTE_32F_ = 68, CUBLAS_GEMM_DEFAULT_ = -1 };
 
 static void *open_cublas(const char *cuda_home, char *which, size_t cap)
 {
-	static const char *const NAMES[] = {"libcublas.so.13", "libcublas.so.12",
-					    "libcublas.so", NULL};
+	static const char *const NAMES[] = { "libcublas.so.13", "libcublas.so.12", "libcublas.so",
+					     NULL };
 	for (const char *const *n = NAMES; *n; n++) {
 		void *d = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
 		if (!d && cuda_home) {
@@ -99,8 +97,7 @@ static void *open_cublas(const char *cuda_home, char *which, size_t cap)
 
 /* Times an n x n x n GEMM of element type dt (bf16 or fp32 storage, fp32
  * compute); returns TFLOP/s in *tflops. */
-static int gemm_tflops(struct harness *h, gemmex_fn gemm, void *handle, int dtype,
-		       double *tflops)
+static int gemm_tflops(struct harness *h, gemmex_fn gemm, void *handle, int dtype, double *tflops)
 {
 	const int n = 8192;
 	size_t es = dtype == CUDA_R_16BF_ ? 2 : 4;
@@ -130,8 +127,8 @@ static int gemm_tflops(struct harness *h, gemmex_fn gemm, void *handle, int dtyp
 	float t[REPS];
 	for (int i = -2; i < REPS && !rc; i++) {
 		cuEventRecord(e0, h->stream);
-		int st = gemm(handle, 0, 0, n, n, n, &alpha, (void *)A, dtype, n, (void *)B,
-			      dtype, n, &beta, (void *)C, dtype, n, CUBLAS_COMPUTE_32F_,
+		int st = gemm(handle, 0, 0, n, n, n, &alpha, (void *)A, dtype, n, (void *)B, dtype,
+			      n, &beta, (void *)C, dtype, n, CUBLAS_COMPUTE_32F_,
 			      CUBLAS_GEMM_DEFAULT_);
 		cuEventRecord(e1, h->stream);
 		r = cuEventSynchronize(e1);

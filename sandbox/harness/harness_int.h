@@ -16,11 +16,11 @@
 /* One device buffer with guard bands: [guard | data (bytes) | canary tail
  * up to the 256-byte rounding | guard]. */
 struct hbuf {
-	CUdeviceptr base;  /* the allocation */
-	CUdeviceptr data;  /* base + SPEC_GUARD_BYTES */
-	uint64_t bytes;    /* data bytes */
-	uint64_t tail;     /* canary bytes after the data (padding + guard) */
-	void *host;        /* inputs: the bytes uploaded (to verify unchanged) */
+	CUdeviceptr base; /* the allocation */
+	CUdeviceptr data; /* base + SPEC_GUARD_BYTES */
+	uint64_t bytes;	  /* data bytes */
+	uint64_t tail;	  /* canary bytes after the data (padding + guard) */
+	void *host;	  /* inputs: the bytes uploaded (to verify unchanged) */
 };
 
 /* A program: a loaded module and the launch list that runs it. */
@@ -34,7 +34,7 @@ struct hprog {
 
 struct harness {
 	struct spec *s;
-	json_t *job;       /* job.json */
+	json_t *job; /* job.json */
 	int64_t vals[SPEC_MAX_VARS];
 	struct spec_bound b;
 	CUdevice dev;
@@ -42,7 +42,7 @@ struct harness {
 	CUstream stream;
 	int l2_bytes;
 	char dev_name[128];
-	json_t *report;    /* what goes to the daemon */
+	json_t *report; /* what goes to the daemon */
 	int report_fd;
 };
 

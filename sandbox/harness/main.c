@@ -21,11 +21,11 @@
 /* Poison patterns per dtype: A and B, both NaN for floats. Only an element
  * the kernel never wrote holds A after the first run and B after the
  * second. */
-static const uint32_t POISON32[2] = {0x7fa5a5a5u, 0xffb4b4b4u};
-static const uint16_t POISON16F[2] = {0x7e5au, 0xfe6bu};  /* f16 NaNs */
-static const uint16_t POISON16B[2] = {0x7fa5u, 0xffb6u};  /* bf16 NaNs */
-static const uint32_t POISON64[2] = {0x7ff87ff8u, 0xfff9fff9u}; /* f64 NaN halves */
-static const uint8_t POISON8[2] = {0xa5u, 0x5au};            /* integers */
+static const uint32_t POISON32[2] = { 0x7fa5a5a5u, 0xffb4b4b4u };
+static const uint16_t POISON16F[2] = { 0x7e5au, 0xfe6bu };	  /* f16 NaNs */
+static const uint16_t POISON16B[2] = { 0x7fa5u, 0xffb6u };	  /* bf16 NaNs */
+static const uint32_t POISON64[2] = { 0x7ff87ff8u, 0xfff9fff9u }; /* f64 NaN halves */
+static const uint8_t POISON8[2] = { 0xa5u, 0x5au };		  /* integers */
 #define CANARY_BYTE(i) ((uint8_t)(0xcbu ^ (uint8_t)((i)*37u)))
 
 double h_now_ms(void)
@@ -49,9 +49,8 @@ int h_cuda_fail(struct harness *h, CUresult r, const char *what)
 	cuGetErrorString(r, &msg);
 	if (!json_object_get(h->report, "fault"))
 		json_object_set_new(h->report, "fault",
-				    json_pack("{s:s, s:i, s:s, s:s}", "error", h_cu_name(r),
-					      "code", (int)r, "message", msg ? msg : "",
-					      "during", what));
+				    json_pack("{s:s, s:i, s:s, s:s}", "error", h_cu_name(r), "code",
+					      (int)r, "message", msg ? msg : "", "during", what));
 	return KF_EFAULT;
 }
 
@@ -100,8 +99,7 @@ int h_prog_load(struct harness *h, struct hprog *p, const char *path,
 	CUresult r = cuModuleLoad(&p->mod, path);
 	if (r != CUDA_SUCCESS) {
 		char what[300];
-		snprintf(what, sizeof what, "loading module %s (built for another arch?)",
-			 path);
+		snprintf(what, sizeof what, "loading module %s (built for another arch?)", path);
 		return h_cuda_fail(h, r, what);
 	}
 	for (size_t i = 0; i < launch_len; i++) {
@@ -132,7 +130,7 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 	for (size_t i = 0; i < p->launch_len; i++) {
 		const struct spec_launch *l = &p->launch[i];
 		uint32_t g[3], b[3], sb;
-		struct kf_err err = {0};
+		struct kf_err err = { 0 };
 		if (spec_launch_dims(h->s, l, h->vals, "launch", g, b, &sb, &err)) {
 			json_object_set_new(h->report, "error", json_string(err.msg));
 			return KF_EINVAL;
@@ -158,15 +156,20 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 				case KF_DT_F64: store[a].f64 = sc->value; break;
 				case KF_DT_I32: store[a].i32 = (int32_t)sc->ivalue; break;
 				case KF_DT_I64: store[a].i64 = sc->ivalue; break;
-				case KF_DT_F16: store[a].u16 = dtype_f32_to_f16((float)sc->value); break;
-				case KF_DT_BF16: store[a].u16 = dtype_f32_to_bf16((float)sc->value); break;
+				case KF_DT_F16:
+					store[a].u16 = dtype_f32_to_f16((float)sc->value);
+					break;
+				case KF_DT_BF16:
+					store[a].u16 = dtype_f32_to_bf16((float)sc->value);
+					break;
 				default: break;
 				}
 			} else {
 				int64_t v;
 				struct expr_env env = spec_env(h->s, h->vals);
 				if (expr_eval(arg->expr, &env, &v, &err)) {
-					json_object_set_new(h->report, "error", json_string(err.msg));
+					json_object_set_new(h->report, "error",
+							    json_string(err.msg));
 					return KF_EINVAL;
 				}
 				if (arg->dtype == KF_DT_I64)
@@ -201,8 +204,8 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 		if (r != CUDA_SUCCESS) {
 			char what[200];
 			snprintf(what, sizeof what,
-				 "launching %s (grid %u,%u,%u block %u,%u,%u shared %u)",
-				 l->kernel, g[0], g[1], g[2], b[0], b[1], b[2], sb);
+				 "launching %s (grid %u,%u,%u block %u,%u,%u shared %u)", l->kernel,
+				 g[0], g[1], g[2], b[0], b[1], b[2], sb);
 			return h_cuda_fail(h, r, what);
 		}
 	}
@@ -451,10 +454,9 @@ int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol)
 		free(now);
 		if (bad) {
 			n++;
-			json_array_append_new(viol, json_pack("{s:s, s:I, s:I}", "tensor",
-							      T->name, "elements",
-							      (json_int_t)bad, "first_index",
-							      (json_int_t)first));
+			json_array_append_new(viol, json_pack("{s:s, s:I, s:I}", "tensor", T->name,
+							      "elements", (json_int_t)bad,
+							      "first_index", (json_int_t)first));
 		}
 	}
 	return n;
@@ -472,14 +474,13 @@ static void add_first(json_t *arr, uint64_t i)
 
 /* One trial: fresh module, fresh buffers, inputs from seed; run 1 with
  * poison A; extra launches; run 2 with poison B; compare. */
-static int check_trial(struct harness *h, const char *cubin,
-		       const struct spec_launch *launch, size_t launch_len,
-		       uint64_t seed, int trial, int runs, int extra,
+static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
+		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
 		       const char *prefix, json_t *tr)
 {
 	struct hprog p;
 	struct hbuf bufs[SPEC_MAX_TENSORS];
-	void *first_out[SPEC_MAX_TENSORS] = {0};
+	void *first_out[SPEC_MAX_TENSORS] = { 0 };
 	int rc = h_prog_load(h, &p, cubin, launch, launch_len);
 	if (rc)
 		return rc;
@@ -518,7 +519,7 @@ static int check_trial(struct harness *h, const char *cubin,
 	    (rc = h_check_inputs(h, bufs, inputs)) < 0)
 		goto out;
 	rc = 0;
-	void *second[SPEC_MAX_TENSORS] = {0};
+	void *second[SPEC_MAX_TENSORS] = { 0 };
 	if (runs > 1) {
 		/* More launches on the same input: state kept across launches
 		 * (a __device__ counter, a cached result) shows up in run 2. */
@@ -551,7 +552,8 @@ static int check_trial(struct harness *h, const char *cubin,
 		json_t *fu = json_array(), *fu2 = json_array(), *fc = json_array(),
 		       *fl = json_array();
 		for (uint64_t i = 0; i < h->b.elems[t]; i++) {
-			int p1 = T->role == SPEC_ROLE_OUTPUT && h_is_poison(T->dtype, first_out[t], i, 0);
+			int p1 = T->role == SPEC_ROLE_OUTPUT &&
+				 h_is_poison(T->dtype, first_out[t], i, 0);
 			if (!second[t]) {
 				if (p1) {
 					unw++;
@@ -559,7 +561,8 @@ static int check_trial(struct harness *h, const char *cubin,
 				}
 				continue;
 			}
-			int p2 = T->role == SPEC_ROLE_OUTPUT && h_is_poison(T->dtype, second[t], i, 1);
+			int p2 = T->role == SPEC_ROLE_OUTPUT &&
+				 h_is_poison(T->dtype, second[t], i, 1);
 			if (p1 && p2) {
 				unw++;
 				add_first(fu, i);
@@ -578,18 +581,20 @@ static int check_trial(struct harness *h, const char *cubin,
 		char file[300];
 		snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);
 		if (h_write_file(file, first_out[t], h->b.bytes[t])) {
-			json_object_set_new(h->report, "error",
-					    json_string("cannot write outputs to the job directory"));
+			json_object_set_new(
+				h->report, "error",
+				json_string("cannot write outputs to the job directory"));
 			rc = KF_EIO;
 		}
-		json_object_set_new(
-			outs, T->name,
-			json_pack("{s:s, s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}", "file", file,
-				  "unwritten", (json_int_t)unw, "first_unwritten", fu,
-				  "unwritten_second_run", (json_int_t)unw2,
-				  "first_unwritten_second_run", fu2, "unwritten_first_run_only",
-				  (json_int_t)late, "first_unwritten_first_run_only", fl,
-				  "changed_between_runs", (json_int_t)changed, "first_changed", fc));
+		json_object_set_new(outs, T->name,
+				    json_pack("{s:s, s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}",
+					      "file", file, "unwritten", (json_int_t)unw,
+					      "first_unwritten", fu, "unwritten_second_run",
+					      (json_int_t)unw2, "first_unwritten_second_run", fu2,
+					      "unwritten_first_run_only", (json_int_t)late,
+					      "first_unwritten_first_run_only", fl,
+					      "changed_between_runs", (json_int_t)changed,
+					      "first_changed", fc));
 	}
 	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
 		free(second[t]);
@@ -632,8 +637,9 @@ int h_mode_check(struct harness *h)
 		launch_len = h->s->baseline.launch_len;
 	}
 	if (!launch_len) {
-		json_object_set_new(h->report, "error",
-				    json_string("job.json: the spec has no launch list for this program"));
+		json_object_set_new(
+			h->report, "error",
+			json_string("job.json: the spec has no launch list for this program"));
 		return KF_EINVAL;
 	}
 	for (size_t r = 0; r < json_array_size(rows); r++) {
@@ -644,7 +650,7 @@ int h_mode_check(struct harness *h)
 		json_t *line = json_pack("{s:I, s:[]}", "row", (json_int_t)r, "trials");
 		json_t *trials = json_object_get(line, "trials");
 		int rc = 0;
-		struct kf_err err = {0};
+		struct kf_err err = { 0 };
 		if (!json_is_array(sz) || json_array_size(sz) != h->s->vars_len ||
 		    !json_is_array(seeds) || !prefix) {
 			json_object_set_new(h->report, "error",
@@ -664,7 +670,8 @@ int h_mode_check(struct harness *h)
 		for (size_t k = 0; !rc && k < json_array_size(seeds); k++) {
 			uint64_t seed;
 			if (h_parse_seed(json_array_get(seeds, k), &seed)) {
-				json_object_set_new(h->report, "error", json_string("job.json: bad seed"));
+				json_object_set_new(h->report, "error",
+						    json_string("job.json: bad seed"));
 				rc = KF_EINVAL;
 				break;
 			}
@@ -810,8 +817,8 @@ static int setup_device(struct harness *h)
 	cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h->dev);
 	json_object_set_new(h->report, "device",
 			    json_pack("{s:i, s:s, s:i, s:i, s:i}", "index", ordinal, "name",
-				      h->dev_name, "cc_major", major, "cc_minor", minor,
-				      "l2_bytes", h->l2_bytes));
+				      h->dev_name, "cc_major", major, "cc_minor", minor, "l2_bytes",
+				      h->l2_bytes));
 	return 0;
 }
 
@@ -830,11 +837,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Kernel printf and anything else on stdout stays away from the report. */
-	struct harness h = {.report_fd = fd};
+	struct harness h = { .report_fd = fd };
 	h.report = json_object();
 	int rc = 0;
 	if (chdir(dir)) {
-		json_object_set_new(h.report, "error", json_string("cannot enter the job directory"));
+		json_object_set_new(h.report, "error",
+				    json_string("cannot enter the job directory"));
 		rc = KF_EIO;
 		goto out;
 	}
@@ -856,7 +864,7 @@ int main(int argc, char **argv)
 			rc = KF_EINVAL;
 			goto out;
 		}
-		struct kf_err err = {0};
+		struct kf_err err = { 0 };
 		struct spec_limits lim;
 		spec_limits_default(&lim);
 		lim.max_device_bytes = UINT64_MAX; /* the daemon applied its cap */
@@ -871,8 +879,9 @@ int main(int argc, char **argv)
 		if (!sz && strcmp(mode, "check") == 0)
 			goto run; /* check mode binds each row */
 		if (!json_is_array(sz) || json_array_size(sz) != h.s->vars_len) {
-			json_object_set_new(h.report, "error",
-					    json_string("job.json: sizes must list every size variable"));
+			json_object_set_new(
+				h.report, "error",
+				json_string("job.json: sizes must list every size variable"));
 			rc = KF_EINVAL;
 			goto out;
 		}
@@ -890,8 +899,7 @@ run:
 	if (strcmp(mode, "check") == 0) {
 		watchdog_start(&h);
 		rc = h_mode_check(&h);
-	}
-	else if (strcmp(mode, "bench") == 0)
+	} else if (strcmp(mode, "bench") == 0)
 		rc = h_mode_bench(&h);
 	else if (strcmp(mode, "calibrate") == 0)
 		rc = h_mode_calibrate(&h);

@@ -12,7 +12,7 @@
 
 #include "harness_int.h"
 
-#define BATCH 8
+#define BATCH	    8
 #define MAX_SAMPLES 20000
 
 struct series {
@@ -71,8 +71,9 @@ int h_mode_bench(struct harness *h)
 	uint64_t seed, vseed;
 	if (!cand || h_parse_seed(json_object_get(job, "seed"), &seed) ||
 	    h_parse_seed(json_object_get(job, "verify_seed"), &vseed)) {
-		json_object_set_new(h->report, "error",
-				    json_string("job.json: module, seed and verify_seed are required"));
+		json_object_set_new(
+			h->report, "error",
+			json_string("job.json: module, seed and verify_seed are required"));
 		return KF_EINVAL;
 	}
 	double warmup_ms = jnum(job, "warmup_ms", 50);
@@ -87,7 +88,7 @@ int h_mode_bench(struct harness *h)
 	int nprog = base ? 2 : 1;
 	struct hprog prog[2];
 	struct hbuf bufs[2][SPEC_MAX_TENSORS];
-	struct series ser[2] = {{0}};
+	struct series ser[2] = { { 0 } };
 	CUdeviceptr flushbuf = 0;
 	size_t flush_bytes = 0;
 	CUevent ev[2][BATCH][2];
@@ -97,8 +98,8 @@ int h_mode_bench(struct harness *h)
 	memset(bufs, 0, sizeof bufs);
 	if ((rc = h_prog_load(h, &prog[0], cand, h->s->launch, h->s->launch_len)))
 		return rc;
-	if (base && h_prog_load(h, &prog[1], base, h->s->baseline.launch,
-				h->s->baseline.launch_len)) {
+	if (base &&
+	    h_prog_load(h, &prog[1], base, h->s->baseline.launch, h->s->baseline.launch_len)) {
 		/* A baseline that cannot load (no kernel of that name, another
 		 * arch) is reported; the candidate is still timed. Loading errors
 		 * do not poison the context. */
@@ -109,7 +110,8 @@ int h_mode_bench(struct harness *h)
 		nprog = 1;
 	}
 	for (int p = 0; p < nprog; p++) {
-		if ((rc = h_bufs_alloc(h, bufs[p])) || (rc = h_bufs_fill_inputs(h, bufs[p], seed)) ||
+		if ((rc = h_bufs_alloc(h, bufs[p])) ||
+		    (rc = h_bufs_fill_inputs(h, bufs[p], seed)) ||
 		    (rc = h_bufs_canary(h, bufs[p])) || (rc = h_bufs_poison(h, bufs[p], 0)))
 			goto out;
 		ser[p].ms = calloc(max_reps + BATCH, sizeof(double));
@@ -197,7 +199,7 @@ int h_mode_bench(struct harness *h)
 		else if (ser[0].len >= max_reps)
 			stop_reason = 3;
 	}
-	static const char *const WHY[] = {"", "target", "budget", "max_reps"};
+	static const char *const WHY[] = { "", "target", "budget", "max_reps" };
 	json_object_set_new(h->report, "stop", json_string(WHY[stop_reason]));
 	json_object_set_new(h->report, "timing_ms", json_real(h_now_ms() - start));
 	json_object_set_new(h->report, "candidate_ms", series_json(&ser[0]));
@@ -214,8 +216,9 @@ int h_mode_bench(struct harness *h)
 		json_object_set_new(v, "guard_violations", guards);
 		json_object_set_new(v, "inputs_modified", inputs);
 		json_object_set_new(v, "outputs", outs);
-		if ((rc = h_bufs_fill_inputs(h, bufs[0], vseed)) || (rc = h_bufs_canary(h, bufs[0])) ||
-		    (rc = h_bufs_poison(h, bufs[0], 0)) || (rc = h_prog_launch(h, &prog[0], bufs[0])) ||
+		if ((rc = h_bufs_fill_inputs(h, bufs[0], vseed)) ||
+		    (rc = h_bufs_canary(h, bufs[0])) || (rc = h_bufs_poison(h, bufs[0], 0)) ||
+		    (rc = h_prog_launch(h, &prog[0], bufs[0])) ||
 		    (rc = h_sync(h, "the verification run after timing")))
 			goto out;
 		if ((rc = h_check_guards(h, bufs[0], guards)) < 0 ||
@@ -234,7 +237,8 @@ int h_mode_bench(struct harness *h)
 			for (uint64_t i = 0; i < h->b.elems[t]; i++)
 				if (T->role == SPEC_ROLE_OUTPUT && h_is_poison(T->dtype, o, i, 0)) {
 					if (json_array_size(fu) < 8)
-						json_array_append_new(fu, json_integer((json_int_t)i));
+						json_array_append_new(fu,
+								      json_integer((json_int_t)i));
 					unw++;
 				}
 			char file[300];
@@ -242,8 +246,9 @@ int h_mode_bench(struct harness *h)
 			int wr = h_write_file(file, o, h->b.bytes[t]);
 			free(o);
 			if (wr) {
-				json_object_set_new(h->report, "error",
-						    json_string("cannot write outputs to the job directory"));
+				json_object_set_new(
+					h->report, "error",
+					json_string("cannot write outputs to the job directory"));
 				rc = KF_EIO;
 				goto out;
 			}

@@ -23,14 +23,50 @@ static double now_ms(void)
 
 static CUresult sticky;
 
-CUresult CUDAAPI cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceGet(CUdevice *d, int o) { *d = o; return o == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
-CUresult CUDAAPI cuDeviceGetName(char *n, int len, CUdevice d) { (void)d; snprintf(n, (size_t)len, "kforge mock GPU"); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceTotalMem(size_t *b, CUdevice d) { (void)d; *b = 1ull << 34; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceGetUuid(CUuuid *u, CUdevice d) { (void)d; memset(u, 0x42, sizeof *u); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceGetPCIBusId(char *b, int len, CUdevice d) { (void)d; snprintf(b, (size_t)len, "0000:00:00.0"); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuInit(unsigned int f)
+{
+	(void)f;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetCount(int *n)
+{
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int o)
+{
+	*d = o;
+	return o == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDeviceGetName(char *n, int len, CUdevice d)
+{
+	(void)d;
+	snprintf(n, (size_t)len, "kforge mock GPU");
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t *b, CUdevice d)
+{
+	(void)d;
+	*b = 1ull << 34;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+	(void)d;
+	memset(u, 0x42, sizeof *u);
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetPCIBusId(char *b, int len, CUdevice d)
+{
+	(void)d;
+	snprintf(b, (size_t)len, "0000:00:00.0");
+	return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	(void)d;
@@ -48,7 +84,8 @@ CUresult CUDAAPI cuGetErrorName(CUresult e, const char **s)
 {
 	*s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
 	     : e == CUDA_ERROR_NOT_FOUND     ? "CUDA_ERROR_NOT_FOUND"
-	     : e ? "CUDA_ERROR_UNKNOWN" : "CUDA_SUCCESS";
+	     : e			     ? "CUDA_ERROR_UNKNOWN"
+					     : "CUDA_SUCCESS";
 	return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s)
@@ -57,11 +94,27 @@ CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s)
 					     : "mock error";
 	return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)1; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
-CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int f) { (void)f; *s = (CUstream)1; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	(void)d;
+	*c = (CUcontext)1;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
+{
+	(void)c;
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int f)
+{
+	(void)f;
+	*s = (CUstream)1;
+	return CUDA_SUCCESS;
+}
 
-struct mod { int dummy; };
+struct mod {
+	int dummy;
+};
 CUresult CUDAAPI cuModuleLoad(CUmodule *m, const char *path)
 {
 	if (access(path, R_OK))
@@ -69,7 +122,11 @@ CUresult CUDAAPI cuModuleLoad(CUmodule *m, const char *path)
 	*m = (CUmodule)calloc(1, sizeof(struct mod));
 	return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleUnload(CUmodule m) { free(m); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuModuleUnload(CUmodule m)
+{
+	free(m);
+	return CUDA_SUCCESS;
+}
 
 typedef void (*kfn)(void **params, unsigned threads);
 static void k_axpb(void **p, unsigned threads)
@@ -107,8 +164,12 @@ static void k_ref_axpb(void **p, unsigned threads)
 	for (unsigned i = 0; i < threads && (int)i < n; i++)
 		y[i] = s * x[i] + w[i];
 }
-static const struct { const char *name; kfn fn; } KERNELS[] = {
-	{"axpb", k_axpb}, {"ref_axpb", k_ref_axpb},
+static const struct {
+	const char *name;
+	kfn fn;
+} KERNELS[] = {
+	{ "axpb", k_axpb },
+	{ "ref_axpb", k_ref_axpb },
 };
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
@@ -120,30 +181,106 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 		}
 	return CUDA_ERROR_NOT_FOUND;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) { (void)f; (void)a; (void)v; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+	(void)f;
+	(void)a;
+	(void)v;
+	return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 				unsigned by, unsigned bz, unsigned sm, CUstream s, void **params,
 				void **extra)
 {
-	(void)sm; (void)s; (void)extra;
+	(void)sm;
+	(void)s;
+	(void)extra;
 	if (sticky)
 		return sticky;
 	KERNELS[(uintptr_t)f - 1].fn(params, gx * gy * gz * bx * by * bz);
 	return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return sticky; }
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) { void *m = malloc(n); *p = (CUdeviceptr)(uintptr_t)m; return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY; }
-CUresult CUDAAPI cuMemFree(CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return sticky; }
-CUresult CUDAAPI cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)(uintptr_t)s, n); return sticky; }
-CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return sticky; }
-CUresult CUDAAPI cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return sticky; }
-CUresult CUDAAPI cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { for (size_t i = 0; i < n; i++) ((uint16_t *)(uintptr_t)d)[i] = v; return sticky; }
-CUresult CUDAAPI cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { for (size_t i = 0; i < n; i++) ((uint32_t *)(uintptr_t)d)[i] = v; return sticky; }
-CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { (void)s; return cuMemsetD32(d, v, n); }
-struct ev { double t; };
-CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned f) { (void)f; *e = (CUevent)calloc(1, sizeof(struct ev)); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { (void)s; ((struct ev *)e)->t = now_ms(); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuEventSynchronize(CUevent e) { (void)e; return sticky; }
-CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(((struct ev *)b)->t - ((struct ev *)a)->t); return CUDA_SUCCESS; }
-CUresult CUDAAPI cuEventDestroy(CUevent e) { free(e); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return sticky;
+}
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n)
+{
+	void *m = malloc(n);
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr p)
+{
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
+{
+	memcpy((void *)(uintptr_t)d, s, n);
+	return sticky;
+}
+CUresult CUDAAPI cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n)
+{
+	memcpy(d, (void *)(uintptr_t)s, n);
+	return sticky;
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+	(void)st;
+	memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+	return sticky;
+}
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n)
+{
+	memset((void *)(uintptr_t)d, v, n);
+	return sticky;
+}
+CUresult CUDAAPI cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((uint16_t *)(uintptr_t)d)[i] = v;
+	return sticky;
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((uint32_t *)(uintptr_t)d)[i] = v;
+	return sticky;
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+	(void)s;
+	return cuMemsetD32(d, v, n);
+}
+struct ev {
+	double t;
+};
+CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned f)
+{
+	(void)f;
+	*e = (CUevent)calloc(1, sizeof(struct ev));
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s)
+{
+	(void)s;
+	((struct ev *)e)->t = now_ms();
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent e)
+{
+	(void)e;
+	return sticky;
+}
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	*ms = (float)(((struct ev *)b)->t - ((struct ev *)a)->t);
+	return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent e)
+{
+	free(e);
+	return CUDA_SUCCESS;
+}
