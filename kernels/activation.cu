@@ -24,7 +24,8 @@
 #include "kernels/activation.h"
 #include "kernels/kf_cuda.cuh"
 
-namespace kf_act {
+namespace kf_act
+{
 
 using namespace kf;
 
@@ -74,7 +75,8 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 						for (int j = 0; j < W; j++)
 							f[j] *= g[j];
 					}
-					st_stream<T, W>(y + (r0 + u) * (int64_t)D, c, pack<T, W>(f));
+					st_stream<T, W>(y + (r0 + u) * (int64_t)D, c,
+							pack<T, W>(f));
 				}
 		}
 	}
@@ -92,17 +94,17 @@ __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 
 } /* namespace kf_act */
 
-#define KF_ACT_KERNEL(NAME, SUF, T, A, GATED)                                               \
-	extern "C" __global__ void __launch_bounds__(256)                                     \
-		kf_##NAME##_##SUF(T *y, const T *x, int rows, int D)                          \
-	{                                                                                     \
-		kf_act::body<T, kf_act::A, GATED>(y, x, rows, D);                             \
+#define KF_ACT_KERNEL(NAME, SUF, T, A, GATED)                        \
+	extern "C" __global__ void __launch_bounds__(256)            \
+		kf_##NAME##_##SUF(T *y, const T *x, int rows, int D) \
+	{                                                            \
+		kf_act::body<T, kf_act::A, GATED>(y, x, rows, D);    \
 	}
-#define KF_ACT_KERNELS(SUF, T)                                                              \
-	KF_ACT_KERNEL(silu_and_mul, SUF, T, SILU, true)                                     \
-	KF_ACT_KERNEL(geglu, SUF, T, GELU, true)                                            \
-	KF_ACT_KERNEL(geglu_tanh, SUF, T, GELU_TANH, true)                                  \
-	KF_ACT_KERNEL(gelu, SUF, T, GELU, false)                                            \
+#define KF_ACT_KERNELS(SUF, T)                             \
+	KF_ACT_KERNEL(silu_and_mul, SUF, T, SILU, true)    \
+	KF_ACT_KERNEL(geglu, SUF, T, GELU, true)           \
+	KF_ACT_KERNEL(geglu_tanh, SUF, T, GELU_TANH, true) \
+	KF_ACT_KERNEL(gelu, SUF, T, GELU, false)           \
 	KF_ACT_KERNEL(gelu_tanh, SUF, T, GELU_TANH, false)
 
 KF_ACT_KERNELS(f32, float)
@@ -118,8 +120,7 @@ extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, vo
 {
 	if (dt != KF_DT_F32 && dt != KF_DT_F16 && dt != KF_DT_BF16)
 		return cudaErrorInvalidValue;
-	if ((unsigned)op >= KF_ACT_COUNT || T < 0 || T > INT32_MAX || D < 1 ||
-	    D > INT32_MAX / 2)
+	if ((unsigned)op >= KF_ACT_COUNT || T < 0 || T > INT32_MAX || D < 1 || D > INT32_MAX / 2)
 		return cudaErrorInvalidValue;
 	if (T == 0)
 		return cudaSuccess;
@@ -128,27 +129,21 @@ extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, vo
 	int64_t gy = (T + kf_act::ROWS_DEFAULT - 1) / kf_act::ROWS_DEFAULT;
 	dim3 block(256), grid((unsigned)((D + 2047) / 2048), (unsigned)(gy > 65535 ? 65535 : gy));
 	const int rows = (int)T, d = (int)D;
-#define KF_ACT_GO(SUF, TY)                                                                   \
-	do {                                                                                 \
-		TY *yy = (TY *)y;                                                    \
-		const TY *xx = (const TY *)x;                                                \
-		switch (op) {                                                                \
-		case KF_ACT_SILU_AND_MUL:                                                    \
-			kf_silu_and_mul_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);       \
-			break;                                                               \
-		case KF_ACT_GEGLU:                                                           \
-			kf_geglu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);              \
-			break;                                                               \
-		case KF_ACT_GEGLU_TANH:                                                      \
-			kf_geglu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);         \
-			break;                                                               \
-		case KF_ACT_GELU:                                                            \
-			kf_gelu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);               \
-			break;                                                               \
-		default:                                                                     \
-			kf_gelu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);          \
-			break;                                                               \
-		}                                                                            \
+#define KF_ACT_GO(SUF, TY)                                                                        \
+	do {                                                                                      \
+		TY *yy = (TY *)y;                                                                 \
+		const TY *xx = (const TY *)x;                                                     \
+		switch (op) {                                                                     \
+		case KF_ACT_SILU_AND_MUL:                                                         \
+			kf_silu_and_mul_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);            \
+			break;                                                                    \
+		case KF_ACT_GEGLU: kf_geglu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break; \
+		case KF_ACT_GEGLU_TANH:                                                           \
+			kf_geglu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);              \
+			break;                                                                    \
+		case KF_ACT_GELU: kf_gelu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break;   \
+		default: kf_gelu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break;       \
+		}                                                                                 \
 	} while (0)
 	if (dt == KF_DT_F32)
 		KF_ACT_GO(f32, float);

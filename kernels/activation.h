@@ -16,10 +16,10 @@ extern "C" {
 
 enum kf_act_op {
 	KF_ACT_SILU_AND_MUL = 0, /* x (T, 2D) -> y (T, D) */
-	KF_ACT_GEGLU,            /* x (T, 2D) -> y (T, D), erf gelu */
-	KF_ACT_GEGLU_TANH,       /* x (T, 2D) -> y (T, D), tanh gelu */
-	KF_ACT_GELU,             /* x (T, D) -> y (T, D), erf gelu */
-	KF_ACT_GELU_TANH,        /* x (T, D) -> y (T, D), tanh gelu */
+	KF_ACT_GEGLU,		 /* x (T, 2D) -> y (T, D), erf gelu */
+	KF_ACT_GEGLU_TANH,	 /* x (T, 2D) -> y (T, D), tanh gelu */
+	KF_ACT_GELU,		 /* x (T, D) -> y (T, D), erf gelu */
+	KF_ACT_GELU_TANH,	 /* x (T, D) -> y (T, D), tanh gelu */
 	KF_ACT_COUNT
 };
 

@@ -10,20 +10,22 @@
  * grid-stride loops, so any grid is correct.
  * Cost, e = sizeof(type): bytes = (2*B*S*D + 2*B*D) * e, flops = 2*B*S*D.
  * Technique: 16-byte vectors, two rows per thread with the loads issued
- * first, streaming loads/stores for x and y, cached (read-only path) loads
- * for scale and shift, which every row of a batch reuses from L1/L2. */
+ * first, single-use loads/stores for x and y (kf_cuda.cuh cache hints),
+ * cached (read-only path) loads for scale and shift, which every row of a
+ * batch reuses from L1/L2. */
 #include "kernels/adaln.h"
 #include "kernels/kf_cuda.cuh"
 
-namespace kf_adaln {
+namespace kf_adaln
+{
 
 using namespace kf;
 
 constexpr int ROWS = 2; /* rows per thread per iteration (swept on an H200) */
 
 template <typename T, int W>
-__device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *shift,
-				    int64_t rows, int S, int D)
+__device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *shift, int64_t rows,
+				    int S, int D)
 {
 	const int n = D / W;
 	for (int64_t r0 = (int64_t)blockIdx.y * ROWS; r0 < rows; r0 += (int64_t)gridDim.y * ROWS) {
@@ -58,15 +60,16 @@ __device__ __forceinline__ void run(T *y, const T *x, const T *scale, const T *s
 #pragma unroll
 					for (int j = 0; j < W; j++)
 						f[j] = fmaf(f[j], 1.f + sc[j], sh[j]);
-					st_stream<T, W>(y + (r0 + u) * (int64_t)D, c, pack<T, W>(f));
+					st_stream<T, W>(y + (r0 + u) * (int64_t)D, c,
+							pack<T, W>(f));
 				}
 		}
 	}
 }
 
 template <typename T>
-__device__ __forceinline__ void body(T *y, const T *x, const T *scale, const T *shift, int B,
-				     int S, int D)
+__device__ __forceinline__ void body(T *y, const T *x, const T *scale, const T *shift, int B, int S,
+				     int D)
 {
 	constexpr int V = vec_width<T>::value;
 	const int64_t rows = (int64_t)B * S;
@@ -78,12 +81,11 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *scale, const T *
 
 } /* namespace kf_adaln */
 
-#define KF_ADALN_KERNEL(SUF, T)                                                              \
-	extern "C" __global__ void __launch_bounds__(256)                                      \
-		kf_adaln_modulate_##SUF(T *y, const T *x, const T *scale, const T *shift,      \
-					int B, int S, int D)                                   \
-	{                                                                                      \
-		kf_adaln::body<T>(y, x, scale, shift, B, S, D);                                \
+#define KF_ADALN_KERNEL(SUF, T)                                                        \
+	extern "C" __global__ void __launch_bounds__(256) kf_adaln_modulate_##SUF(     \
+		T *y, const T *x, const T *scale, const T *shift, int B, int S, int D) \
+	{                                                                              \
+		kf_adaln::body<T>(y, x, scale, shift, B, S, D);                        \
 	}
 
 KF_ADALN_KERNEL(f32, float)
@@ -107,10 +109,9 @@ extern "C" cudaError_t adaln_modulate_launch(enum kf_dtype dt, void *y, const vo
 		return cudaErrorInvalidValue;
 	int64_t gy = (B * S + kf_adaln::ROWS - 1) / kf_adaln::ROWS;
 	dim3 block(256), grid((unsigned)((D + 2047) / 2048), (unsigned)(gy > 65535 ? 65535 : gy));
-#define KF_ADALN_GO(SUF, TY)                                                                  \
-	kf_adaln_modulate_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,                \
-						       (const TY *)scale, (const TY *)shift,  \
-						       (int)B, (int)S, (int)D)
+#define KF_ADALN_GO(SUF, TY)                                                                      \
+	kf_adaln_modulate_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x, (const TY *)scale, \
+						       (const TY *)shift, (int)B, (int)S, (int)D)
 	if (dt == KF_DT_F32)
 		KF_ADALN_GO(f32, float);
 	else if (dt == KF_DT_F16)

@@ -26,12 +26,13 @@
 #include "kernels/gemm_sm90.cuh"
 #include "kernels/kf_cuda.cuh"
 
-namespace kf_gemm {
+namespace kf_gemm
+{
 
 constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, THREADS = 256;
-constexpr int WM = 64, WN = 32;                   /* warp tile */
-constexpr int MT = WM / 16, NT = WN / 8;          /* mma tiles per warp */
-constexpr int TILE_ELEMS = BM * BK;               /* per operand per stage */
+constexpr int WM = 64, WN = 32;		 /* warp tile */
+constexpr int MT = WM / 16, NT = WN / 8; /* mma tiles per warp */
+constexpr int TILE_ELEMS = BM * BK;	 /* per operand per stage */
 static_assert(BM == BN, "one tile size serves x and w");
 constexpr int SMEM_BYTES = STAGES * 2 * TILE_ELEMS * 2;
 
@@ -73,8 +74,7 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *smem)
 }
 
 template <typename T>
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-				    unsigned b1)
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
 #if __CUDA_ARCH__ >= 800
 	if constexpr (std::is_same<T, __nv_bfloat16>::value)
@@ -94,8 +94,8 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
  * stage buffers sa, sb: 1024 chunks each, 4 per thread, zero-filled past M,
  * N or K. */
 template <typename T>
-__device__ __forceinline__ void load_tile(T *sa, T *sb, const T *x, const T *w, int M, int N,
-					  int K, int m0, int n0, int kt)
+__device__ __forceinline__ void load_tile(T *sa, T *sb, const T *x, const T *w, int M, int N, int K,
+					  int m0, int n0, int kt)
 {
 	const int tid = threadIdx.x;
 #pragma unroll
@@ -133,8 +133,9 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, int M, int N,
 #pragma unroll
 	for (int s = 0; s < STAGES - 1; s++) {
 		if (s < KT)
-			load_tile<T>(smem + s * 2 * TILE_ELEMS, smem + s * 2 * TILE_ELEMS + TILE_ELEMS,
-				     x, w, M, N, K, m0, n0, s);
+			load_tile<T>(smem + s * 2 * TILE_ELEMS,
+				     smem + s * 2 * TILE_ELEMS + TILE_ELEMS, x, w, M, N, K, m0, n0,
+				     s);
 		cp_commit();
 	}
 
@@ -194,7 +195,8 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, int M, int N,
 						*reinterpret_cast<__nv_bfloat162 *>(dst) =
 							__floats2bfloat162_rn(v0, v1);
 					else
-						*reinterpret_cast<__half2 *>(dst) = __floats2half2_rn(v0, v1);
+						*reinterpret_cast<__half2 *>(dst) =
+							__floats2half2_rn(v0, v1);
 				} else {
 					if (col < N)
 						dst[0] = kf::from_f<T>(v0);
@@ -245,7 +247,8 @@ extern "C" cudaError_t gemm_mma_launch(enum kf_dtype dt, void *y, const void *x,
 	cudaError_t e = gemm_check(dt, y, x, w, M, N, K);
 	if (e != cudaSuccess)
 		return e;
-	dim3 block(kf_gemm::THREADS), grid((unsigned)((N + 127) / 128), (unsigned)((M + 127) / 128));
+	dim3 block(kf_gemm::THREADS),
+		grid((unsigned)((N + 127) / 128), (unsigned)((M + 127) / 128));
 	const int smem = kf_gemm::SMEM_BYTES;
 	if (dt == KF_DT_BF16) {
 		e = cudaFuncSetAttribute(kf_gemm_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -283,8 +286,8 @@ static int gemm_sm90_usable(void)
 #endif
 }
 
-extern "C" cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M,
-					int64_t N, int64_t K, int group, cudaStream_t s)
+extern "C" cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M, int64_t N,
+					int64_t K, int group, cudaStream_t s)
 {
 	cudaError_t e = gemm_check(KF_DT_BF16, y, x, w, M, N, K);
 	if (e != cudaSuccess)

@@ -33,8 +33,8 @@ cudaError_t gemm_mma_launch(enum kf_dtype dt, void *y, const void *x, const void
  * Same errors as gemm_launch, plus cudaErrorInvalidValue for a bad group
  * and cudaErrorNotSupported when the device is not sm_90 or the library
  * was built without sm_90a code (KF_HAVE_SM90A). */
-cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M, int64_t N,
-			     int64_t K, int group, cudaStream_t s);
+cudaError_t gemm_sm90_launch(void *y, const void *x, const void *w, int64_t M, int64_t N, int64_t K,
+			     int group, cudaStream_t s);
 
 #ifdef __cplusplus
 }

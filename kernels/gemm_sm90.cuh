@@ -20,7 +20,8 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
-namespace kf_tma {
+namespace kf_tma
+{
 
 constexpr int BM = 128, BN = 256, BK = 64, Q = 4, THREADS = 384;
 constexpr int A_ELEMS = BM * BK, B_ELEMS = BN * BK, STAGE_ELEMS = A_ELEMS + B_ELEMS;
@@ -72,47 +73,63 @@ __device__ __forceinline__ void tma_2d(void *dst, const CUtensorMap *map, int c0
 __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t db)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-		  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-		  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-		  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-		  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-		  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-		  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-		  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-		  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-		  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-		  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-		  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-		  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-		  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-		  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-		     : "l"(da), "l"(db), "r"(1));
+	asm volatile(
+		"{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+		"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+		"{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+		"%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+		"%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+		"%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+		"%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+		"%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "
+		"%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+		"%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "
+		"%125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+		  "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+		  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+		  "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+		  "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+		  "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+		  "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+		  "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+		  "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+		  "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+		  "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+		  "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+		  "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+		  "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]),
+		  "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+		  "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+		  "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+		: "l"(da), "l"(db), "r"(1));
 #endif
 }
 
 } /* namespace kf_tma */
 
 extern "C" __global__ void __launch_bounds__(384, 1)
-	kf_gemm_tma_bf16(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
-			 __nv_bfloat16 *y, int M, int N, int K, int group)
+	kf_gemm_tma_bf16(const __grid_constant__ CUtensorMap ta,
+			 const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *y, int M, int N,
+			 int K, int group)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using namespace kf_tma;
 	extern __shared__ unsigned char smem_raw[];
-	unsigned char *base =
-		(unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+	unsigned char *base = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 	__nv_bfloat16 *stages = reinterpret_cast<__nv_bfloat16 *>(base);
 	uint64_t *full = reinterpret_cast<uint64_t *>(base + Q * STAGE_BYTES);
 	uint64_t *empty = full + Q;
 
 	int pm = blockIdx.y, pn = blockIdx.x;
 	if (group > 0) {
-		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y, npn = gridDim.x;
+		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y,
+			  npn = gridDim.x;
 		const int gid = pid / (group * npn), first = gid * group;
 		const int gsz = min(npm - first, group);
 		pm = first + (pid % (group * npn)) % gsz;
@@ -211,27 +228,29 @@ static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M
 	if (!encode) {
 		cudaDriverEntryPointQueryResult q;
 		void *fn = NULL;
-		cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-								 cudaEnableDefault, &q);
+		cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn,
+								 12000, cudaEnableDefault, &q);
 		if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)
 			return cudaErrorNotSupported;
 		encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
 	}
 	CUtensorMap ta, tb;
-	const cuuint32_t estr[2] = {1, 1};
-	const cuuint64_t da[2] = {(cuuint64_t)K, (cuuint64_t)M}, db[2] = {(cuuint64_t)K, (cuuint64_t)N};
-	const cuuint64_t st[1] = {(cuuint64_t)K * 2};
-	const cuuint32_t ba[2] = {64, 128}, bb[2] = {64, 256};
+	const cuuint32_t estr[2] = { 1, 1 };
+	const cuuint64_t da[2] = { (cuuint64_t)K, (cuuint64_t)M },
+			 db[2] = { (cuuint64_t)K, (cuuint64_t)N };
+	const cuuint64_t st[1] = { (cuuint64_t)K * 2 };
+	const cuuint32_t ba[2] = { 64, 128 }, bb[2] = { 64, 256 };
 	if (encode(&ta, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)x, da, st, ba, estr,
 		   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
 	    encode(&tb, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)w, db, st, bb, estr,
 		   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
 		return cudaErrorInvalidValue;
-	cudaError_t e = cudaFuncSetAttribute(kf_gemm_tma_bf16,
-					     cudaFuncAttributeMaxDynamicSharedMemorySize,
-					     kf_tma::SMEM_BYTES);
+	cudaError_t e = cudaFuncSetAttribute(
+		kf_gemm_tma_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, kf_tma::SMEM_BYTES);
 	if (e != cudaSuccess)
 		return e;
 	dim3 grid((unsigned)((N + 255) / 256), (unsigned)((M + 127) / 128));

@@ -1,6 +1,6 @@
 /* kf_cuda: device helpers shared by every kernels/*.cu: element conversion
  * to and from float, 16-byte "chunks" of W elements (uint4 holding 8 bf16,
- * 8 f16 or 4 f32; or a single element when W == 1), streaming loads and
+ * 8 f16 or 4 f32; or a single element when W == 1), single-use loads and
  * stores, and warp/row reductions. Header-only, everything inline in
  * namespace kf, so the kernels fatbin can be one unity translation unit. */
 #ifndef KF_CUDA_CUH
@@ -13,23 +13,36 @@
 
 #include <type_traits>
 
-namespace kf {
+namespace kf
+{
 
 /* Elements of T in one 16-byte vector. */
 template <typename T> struct vec_width {
 	static constexpr int value = 16 / (int)sizeof(T);
 };
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v)
+{
+	return v;
+}
+__device__ __forceinline__ float to_f(__half v)
+{
+	return __half2float(v);
+}
 __device__ __forceinline__ float to_f(__nv_bfloat16 v)
 {
 	return __uint_as_float((uint32_t)__bfloat16_as_ushort(v) << 16);
 }
 
 template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ float from_f<float>(float v)
+{
+	return v;
+}
+template <> __device__ __forceinline__ __half from_f<__half>(float v)
+{
+	return __float2half_rn(v);
+}
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
 {
 	return __float2bfloat16_rn(v);
@@ -55,8 +68,7 @@ template <typename T> struct chunk<T, 1> {
 #endif
 
 /* p + i*W must be 16-byte aligned for the vector form. */
-template <typename T, int W>
-__device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
+template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
 {
 	chunk<T, W> c;
 	if constexpr (W == 1) {
@@ -78,8 +90,7 @@ __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
 
 /* Cached load through the read-only path, for data reused across rows
  * (weights, biases, rotary tables, modulation vectors). */
-template <typename T, int W>
-__device__ __forceinline__ chunk<T, W> ld_keep(const T *p, int64_t i)
+template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_keep(const T *p, int64_t i)
 {
 	chunk<T, W> c;
 	if constexpr (W == 1)
@@ -90,8 +101,7 @@ __device__ __forceinline__ chunk<T, W> ld_keep(const T *p, int64_t i)
 }
 
 /* Plain load: for the multi-pass fallbacks, whose second read should hit L2. */
-template <typename T, int W>
-__device__ __forceinline__ chunk<T, W> ld_plain(const T *p, int64_t i)
+template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_plain(const T *p, int64_t i)
 {
 	chunk<T, W> c;
 	if constexpr (W == 1)
@@ -121,7 +131,7 @@ __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
 	if constexpr (W == 1) {
 		f[0] = to_f(c.raw);
 	} else {
-		const uint32_t u[4] = {c.raw.x, c.raw.y, c.raw.z, c.raw.w};
+		const uint32_t u[4] = { c.raw.x, c.raw.y, c.raw.z, c.raw.w };
 		if constexpr (sizeof(T) == 4) {
 #pragma unroll
 			for (int k = 0; k < 4; k++)
@@ -145,8 +155,7 @@ __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
 }
 
 /* Packs W floats into a chunk, rounding to nearest even. */
-template <typename T, int W>
-__device__ __forceinline__ chunk<T, W> pack(const float (&f)[W])
+template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const float (&f)[W])
 {
 	chunk<T, W> c;
 	if constexpr (W == 1) {
@@ -202,8 +211,7 @@ __device__ __forceinline__ float group_max(float v, int width)
  * blockDim.y rows. blockDim.x is a power of two <= 32 or a multiple of 32.
  * red: __shared__ float[32]. Every thread of the block must call it (it
  * holds __syncthreads when a row spans several warps); all get the result. */
-template <bool MAX>
-__device__ __forceinline__ float row_reduce(float v, float *red)
+template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *red)
 {
 	const int tx = blockDim.x;
 	v = MAX ? group_max(v, tx < 32 ? tx : 32) : group_sum(v, tx < 32 ? tx : 32);

@@ -19,7 +19,8 @@
 #include "kernels/kf_cuda.cuh"
 #include "kernels/layernorm.h"
 
-namespace kf_ln {
+namespace kf_ln
+{
 
 using namespace kf;
 
@@ -69,8 +70,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 			s += f[j];
 		return s;
 	}
-	template <int W>
-	__device__ __forceinline__ static float csq(const chunk<T, W> &c, float mu)
+	template <int W> __device__ __forceinline__ static float csq(const chunk<T, W> &c, float mu)
 	{
 		float f[W], s = 0.f;
 		unpack<T, W>(c, f);
@@ -112,7 +112,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], mu, inv, PW ? &wc[PW ? k : 0] : nullptr,
+					emit<W>(t + k * tx, c[k], mu, inv,
+						PW ? &wc[PW ? k : 0] : nullptr,
 						PB ? &bc[PB ? k : 0] : nullptr);
 		} else {
 			for (int i = t; i < n; i += tx)
@@ -135,9 +136,9 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
-	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) &&
-			    (!HW || aligned16(w)) && (!HB || aligned16(b));
-	row_op<T, HW, HB> op{y + off, x + off, w, b, D, eps, row < rows, red};
+	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) && (!HW || aligned16(w)) &&
+			    (!HB || aligned16(b));
+	row_op<T, HW, HB> op{ y + off, x + off, w, b, D, eps, row < rows, red };
 	row_dispatch<T>(op, D, vec_ok);
 }
 
@@ -150,16 +151,16 @@ __global__ void __launch_bounds__(1024)
 
 } /* namespace kf_ln */
 
-#define KF_LN_KERNELS(SUF, T)                                                              \
-	extern "C" __global__ void __launch_bounds__(1024) kf_layernorm_##SUF(               \
-		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)       \
-	{                                                                                  \
-		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                      \
-	}                                                                                  \
-	extern "C" __global__ void __launch_bounds__(1024)                                 \
-		kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, int D, float eps)  \
-	{                                                                                  \
-		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);        \
+#define KF_LN_KERNELS(SUF, T)                                                             \
+	extern "C" __global__ void __launch_bounds__(1024) kf_layernorm_##SUF(            \
+		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)     \
+	{                                                                                 \
+		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                     \
+	}                                                                                 \
+	extern "C" __global__ void __launch_bounds__(1024)                                \
+		kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, int D, float eps) \
+	{                                                                                 \
+		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);       \
 	}
 
 KF_LN_KERNELS(f32, float)
@@ -175,13 +176,17 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 	T *yy = (T *)y;
 	const T *xx = (const T *)x, *ww = (const T *)w, *bb = (const T *)b;
 	if (w && b)
-		kf_ln::ln_kernel<T, true, true><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+		kf_ln::ln_kernel<T, true, true>
+			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
 	else if (w)
-		kf_ln::ln_kernel<T, true, false><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+		kf_ln::ln_kernel<T, true, false>
+			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
 	else if (b)
-		kf_ln::ln_kernel<T, false, true><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+		kf_ln::ln_kernel<T, false, true>
+			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
 	else
-		kf_ln::ln_kernel<T, false, false><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+		kf_ln::ln_kernel<T, false, false>
+			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
 	return cudaGetLastError();
 }
 

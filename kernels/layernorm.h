@@ -18,8 +18,8 @@ extern "C" {
 
 /* y (T, D) = layernorm(x (T, D)) * w (D) + b (D); w and b may each be NULL
  * (no scale, no shift). Borrows all. */
-cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
-			     const void *b, int64_t T, int64_t D, float eps, cudaStream_t s);
+cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w, const void *b,
+			     int64_t T, int64_t D, float eps, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -23,31 +23,35 @@
 /* Default tolerances: the output is rounded to the dtype once after fp32
  * arithmetic, so bf16 (8-bit mantissa, half-ulp 2^-9) gets 1e-2, f16
  * (half-ulp 2^-12) 2e-3 and f32 1e-5, absolute and relative. */
-#define TOL_STD                                                                      \
-	"\"tolerance\": {\"f32\": {\"atol\": 1e-5, \"rtol\": 1e-5}, "                  \
-	"\"f16\": {\"atol\": 2e-3, \"rtol\": 2e-3}, "                                  \
+#define TOL_STD                                                       \
+	"\"tolerance\": {\"f32\": {\"atol\": 1e-5, \"rtol\": 1e-5}, " \
+	"\"f16\": {\"atol\": 2e-3, \"rtol\": 2e-3}, "                 \
 	"\"bf16\": {\"atol\": 1e-2, \"rtol\": 1e-2}}"
 
 /* "cost" per dtype (the byte count depends on the element size): BYTES is an
  * expression counting elements moved, multiplied here by the element size. */
-#define COST3(ELEMS, FLOPS)                                                          \
+#define COST3(ELEMS, FLOPS)                                                                \
 	"\"cost\": {\"f32\": {\"bytes\": \"(" ELEMS ") * 4\", \"flops\": \"" FLOPS "\"}, " \
-	"\"f16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}, "          \
+	"\"f16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}, "            \
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
 /* Row ops: kf::row_block in kernels/kf_cuda.cuh. */
 #define ROW_TX "min(1024, max(32, ceil_div(D, 1024) * 32 * (1 + (T <= 1024) + 2 * (T <= 512))))"
 #define ROW_TY "max(1, (256 / " ROW_TX ") * (T > 1024))"
-#define ROW_GRID "\"grid\": [\"ceil_div(T, " ROW_TY ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY "\"]"
+#define ROW_GRID \
+	"\"grid\": [\"ceil_div(T, " ROW_TY ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY "\"]"
 
-#define T_TD(NAME, ROLE) "\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
-#define T_D(NAME) "\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"D\"], \"role\": \"input\"}"
+#define T_TD(NAME, ROLE) \
+	"\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
+#define T_D(NAME)  "\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"D\"], \"role\": \"input\"}"
 #define EPS_SCALAR "\"scalars\": {\"eps\": {\"dtype\": \"f32\", \"value\": 1e-6}}"
-#define SIZES_TD "\"default_sizes\": [{\"T\": 4096, \"D\": 4096}, {\"T\": 7, \"D\": 1000}, {\"T\": 3, \"D\": 20001}]"
+#define SIZES_TD                                                                               \
+	"\"default_sizes\": [{\"T\": 4096, \"D\": 4096}, {\"T\": 7, \"D\": 1000}, {\"T\": 3, " \
+	"\"D\": 20001}]"
 
-static const char *const SZ_TD[] = {"T", "D", NULL};
-static const char *const SC_EPS[] = {"eps", NULL};
-static const char *const SC_NONE[] = {NULL};
+static const char *const SZ_TD[] = { "T", "D", NULL };
+static const char *const SC_EPS[] = { "eps", NULL };
+static const char *const SC_NONE[] = { NULL };
 
 static size_t esz(enum kf_dtype dt)
 {
@@ -58,13 +62,12 @@ static size_t esz(enum kf_dtype dt)
 
 static int ref_rmsnorm(const struct op_ref_call *c, struct kf_err *err)
 {
-	return rmsnorm_ref(c->out[0], c->in[0], c->in[1], c->sizes[0], c->sizes[1],
-			   c->scalars[0], err);
+	return rmsnorm_ref(c->out[0], c->in[0], c->in[1], c->sizes[0], c->sizes[1], c->scalars[0],
+			   err);
 }
 static int ref_rmsnorm_noweight(const struct op_ref_call *c, struct kf_err *err)
 {
-	return rmsnorm_ref(c->out[0], c->in[0], NULL, c->sizes[0], c->sizes[1], c->scalars[0],
-			   err);
+	return rmsnorm_ref(c->out[0], c->in[0], NULL, c->sizes[0], c->sizes[1], c->scalars[0], err);
 }
 static int ref_add_rmsnorm(const struct op_ref_call *c, struct kf_err *err)
 {
@@ -84,36 +87,53 @@ static void cost_add_rmsnorm(const int64_t *s, enum kf_dtype dt, double *b, doub
 	add_rmsnorm_cost(s[0], s[1], esz(dt), b, f);
 }
 
-static const char *const IN_X_W[] = {"x", "w", NULL};
-static const char *const IN_X[] = {"x", NULL};
-static const char *const IN_X_RES_W[] = {"x", "res", "w", NULL};
-static const char *const OUT_Y[] = {"y", NULL};
-static const char *const OUT_Y_R[] = {"y", "r", NULL};
+static const char *const IN_X_W[] = { "x", "w", NULL };
+static const char *const IN_X[] = { "x", NULL };
+static const char *const IN_X_RES_W[] = { "x", "res", "w", NULL };
+static const char *const OUT_Y[] = { "y", NULL };
+static const char *const OUT_Y_R[] = { "y", "r", NULL };
 
 static const char RMSNORM_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_TD("y", "output") "}, "
-	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
-	COST3("2*T*D + D", "4*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_rmsnorm_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"w\", \"T\", \"D\", \"eps\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD
+			       ", " COST3("2*T*D + D",
+					  "4*T*D") ", "
+						   "\"baseline\": {\"launch\": [{\"kernel\": "
+						   "\"kf_rmsnorm_$dtype\", " ROW_GRID ", "
+						   "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
+						   "\"w\", \"T\", \"D\", \"eps\"]}]}}";
 
 static const char RMSNORM_NOWEIGHT_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, "
-	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
-	COST3("2*T*D", "3*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_rmsnorm_noweight_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\", \"eps\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
+		"y",
+		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
+			  ", " COST3("2*T*D", "3*T*D") ", "
+						       "\"baseline\": {\"launch\": [{\"kernel\": "
+						       "\"kf_rmsnorm_noweight_$dtype\", " ROW_GRID
+						       ", "
+						       "\"shared_bytes\": 0, \"args\": [\"y\", "
+						       "\"x\", \"T\", \"D\", \"eps\"]}]}}";
 
 static const char ADD_RMSNORM_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("res", "input") ", " T_D("w") ", "
-	T_TD("y", "output") ", " T_TD("r", "output") "}, "
-	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
-	COST3("4*T*D + D", "5*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_add_rmsnorm_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"r\", \"x\", \"res\", \"w\", \"T\", \"D\", \"eps\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD("res", "input") ", " T_D("w") ", " T_TD(
+		"y",
+		"output") ", " T_TD("r",
+				    "output") "}, " EPS_SCALAR
+					      ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+					      ", " TOL_STD ", " COST3(
+						      "4*T*D + D",
+						      "5*T*D") ", "
+							       "\"baseline\": {\"launch\": "
+							       "[{\"kernel\": "
+							       "\"kf_add_rmsnorm_$dtype\","
+							       " " ROW_GRID ", "
+							       "\"shared_bytes\": 0, \"args\": "
+							       "[\"y\", \"r\", \"x\", \"res\", "
+							       "\"w\", \"T\", \"D\", \"eps\"]}]}}";
 
 /* --- layernorm ----------------------------------------------------------------- */
 
@@ -136,23 +156,31 @@ static void cost_layernorm_noaffine(const int64_t *s, enum kf_dtype dt, double *
 	layernorm_cost(s[0], s[1], esz(dt), 0, b, f);
 }
 
-static const char *const IN_X_W_B[] = {"x", "w", "b", NULL};
+static const char *const IN_X_W_B[] = { "x", "w", "b", NULL };
 
 static const char LAYERNORM_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_D("b") ", " T_TD("y", "output") "}, "
-	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
-	COST3("2*T*D + 2*D", "9*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_layernorm_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"w\", \"b\", \"T\", \"D\", \"eps\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_D("b") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD
+			       ", " COST3("2*T*D + 2*D",
+					  "9*T*D") ", "
+						   "\"baseline\": {\"launch\": [{\"kernel\": "
+						   "\"kf_layernorm_$dtype\", " ROW_GRID ", "
+						   "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
+						   "\"w\", \"b\", \"T\", \"D\", \"eps\"]}]}}";
 
 static const char LAYERNORM_NOAFFINE_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, "
-	EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", "
-	COST3("2*T*D", "7*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_layernorm_noaffine_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\", \"eps\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
+		"y",
+		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
+			  ", " COST3("2*T*D", "7*T*D") ", "
+						       "\"baseline\": {\"launch\": [{\"kernel\": "
+						       "\"kf_layernorm_noaffine_$dtype\", " ROW_GRID
+						       ", "
+						       "\"shared_bytes\": 0, \"args\": [\"y\", "
+						       "\"x\", \"T\", \"D\", \"eps\"]}]}}";
 
 /* --- softmax -------------------------------------------------------------------- */
 
@@ -168,24 +196,28 @@ static void cost_softmax(const int64_t *s, enum kf_dtype dt, double *b, double *
 /* Outputs are about 1/D: absolute tolerances far below them. */
 static const char SOFTMAX_JSON[] =
 	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, "
-	"\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", "
-	"\"tolerance\": {\"f32\": {\"atol\": 1e-8, \"rtol\": 1e-5}, "
-	"\"f16\": {\"atol\": 1e-6, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 1e-6, \"rtol\": 1e-2}}, "
-	COST3("2*T*D", "5*T*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_softmax_$dtype\", " ROW_GRID ", "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}";
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
+		"y", "output") "}, "
+			       "\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", "
+			       "\"tolerance\": {\"f32\": {\"atol\": 1e-8, \"rtol\": 1e-5}, "
+			       "\"f16\": {\"atol\": 1e-6, \"rtol\": 2e-3}, \"bf16\": {\"atol\": "
+			       "1e-6, \"rtol\": 1e-2}}, " COST3(
+				       "2*T*D", "5*T*D") ", "
+							 "\"baseline\": {\"launch\": [{\"kernel\": "
+							 "\"kf_softmax_$dtype\", " ROW_GRID ", "
+							 "\"shared_bytes\": 0, \"args\": [\"y\", "
+							 "\"x\", \"T\", \"D\"]}]}}";
 
 /* --- activations ------------------------------------------------------------------ */
 
-#define ACT_REF(NAME, OP)                                                                    \
-	static int ref_##NAME(const struct op_ref_call *c, struct kf_err *err)               \
-	{                                                                                    \
+#define ACT_REF(NAME, OP)                                                                      \
+	static int ref_##NAME(const struct op_ref_call *c, struct kf_err *err)                 \
+	{                                                                                      \
 		return activation_ref(OP, c->out[0], c->in[0], c->sizes[0], c->sizes[1], err); \
-	}                                                                                    \
-	static void cost_##NAME(const int64_t *s, enum kf_dtype dt, double *b, double *f)   \
-	{                                                                                    \
-		activation_cost(OP, s[0], s[1], esz(dt), b, f);                              \
+	}                                                                                      \
+	static void cost_##NAME(const int64_t *s, enum kf_dtype dt, double *b, double *f)      \
+	{                                                                                      \
+		activation_cost(OP, s[0], s[1], esz(dt), b, f);                                \
 	}
 ACT_REF(silu_and_mul, ACT_REF_SILU_AND_MUL)
 ACT_REF(geglu, ACT_REF_GEGLU)
@@ -193,20 +225,31 @@ ACT_REF(geglu_tanh, ACT_REF_GEGLU_TANH)
 ACT_REF(gelu, ACT_REF_GELU)
 ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
 
-#define ACT_GRID "\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, 2), 65535)\"], \"block\": [256]"
-#define GATED_JSON(KERNEL, FLOPS)                                                            \
-	"{" DTYPES_FLOAT ", "                                                                \
-	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": \"input\"}, " \
-	T_TD("y", "output") "}, \"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", " \
-	TOL_STD ", " COST3("3*T*D", FLOPS) ", "                                              \
-	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID ", "   \
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}"
-#define PLAIN_JSON(KERNEL, FLOPS)                                                            \
-	"{" DTYPES_FLOAT ", "                                                                \
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("y", "output") "}, \"scalars\": {}, "   \
-	"\"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", " COST3("2*T*D", FLOPS) ", " \
-	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID ", "   \
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]}]}}"
+#define ACT_GRID \
+	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, 2), 65535)\"], \"block\": [256]"
+#define GATED_JSON(KERNEL, FLOPS)                                                                  \
+	"{" DTYPES_FLOAT ", "                                                                      \
+	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": "     \
+	"\"input\"}, " T_TD(                                                                       \
+		"y", "output") "}, \"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD      \
+			       ", " TOL_STD ", " COST3(                                            \
+				       "3*T*D",                                                    \
+				       FLOPS) ", "                                                 \
+					      "\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL \
+					      "_$dtype\", " ACT_GRID ", "                          \
+					      "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "     \
+					      "\"T\", \"D\"]}]}}"
+#define PLAIN_JSON(KERNEL, FLOPS)                                                                  \
+	"{" DTYPES_FLOAT ", "                                                                      \
+	"\"tensors\": {" T_TD("x", "input") ", " T_TD(                                             \
+		"y", "output") "}, \"scalars\": {}, "                                              \
+			       "\"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", " COST3( \
+				       "2*T*D",                                                    \
+				       FLOPS) ", "                                                 \
+					      "\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL \
+					      "_$dtype\", " ACT_GRID ", "                          \
+					      "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "     \
+					      "\"T\", \"D\"]}]}}"
 
 static const char SILU_AND_MUL_JSON[] = GATED_JSON("kf_silu_and_mul", "5*T*D");
 static const char GEGLU_JSON[] = GATED_JSON("kf_geglu", "9*T*D");
@@ -231,23 +274,26 @@ static void cost_rope(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 	rope_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_THD[] = {"T", "H", "Dh", NULL};
-static const char *const IN_X_COS_SIN[] = {"x", "cos", "sin", NULL};
+static const char *const SZ_THD[] = { "T", "H", "Dh", NULL };
+static const char *const IN_X_COS_SIN[] = { "x", "cos", "sin", NULL };
 
-#define ROPE_JSON(KERNEL)                                                                     \
-	"{" DTYPES_FLOAT ", \"tensors\": {"                                                   \
+#define ROPE_JSON(KERNEL)                                                                          \
+	"{" DTYPES_FLOAT ", \"tensors\": {"                                                        \
 	"\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"H\", \"Dh\"], \"role\": \"input\"}, " \
-	"\"cos\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", \"init\": \"uniform\"}, " \
-	"\"sin\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", \"init\": \"uniform\"}, " \
-	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"H\", \"Dh\"], \"role\": \"output\"}}, " \
-	"\"scalars\": {}, \"constraints\": [\"Dh >= 2\", \"Dh % 2 == 0\"], "                  \
-	"\"default_sizes\": [{\"T\": 4096, \"H\": 32, \"Dh\": 128}, {\"T\": 7, \"H\": 3, \"Dh\": 66}], " \
-	TOL_STD ", \"cost\": {"                                                                \
-	"\"f32\": {\"bytes\": \"2*T*H*Dh*4 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "     \
-	"\"f16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "     \
-	"\"bf16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}}, "   \
-	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", "                   \
-	"\"grid\": [\"ceil_div(T*H*Dh, 4096)\"], \"block\": [256], \"shared_bytes\": 0, "     \
+	"\"cos\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", "      \
+	"\"init\": \"uniform\"}, "                                                                 \
+	"\"sin\": {\"dtype\": \"f32\", \"shape\": [\"T\", \"Dh / 2\"], \"role\": \"input\", "      \
+	"\"init\": \"uniform\"}, "                                                                 \
+	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"H\", \"Dh\"], \"role\": "             \
+	"\"output\"}}, "                                                                           \
+	"\"scalars\": {}, \"constraints\": [\"Dh >= 2\", \"Dh % 2 == 0\"], "                       \
+	"\"default_sizes\": [{\"T\": 4096, \"H\": 32, \"Dh\": 128}, {\"T\": 7, \"H\": 3, \"Dh\": " \
+	"66}], " TOL_STD ", \"cost\": {"                                                           \
+	"\"f32\": {\"bytes\": \"2*T*H*Dh*4 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "           \
+	"\"f16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}, "           \
+	"\"bf16\": {\"bytes\": \"2*T*H*Dh*2 + 2*T*(Dh/2)*4\", \"flops\": \"3*T*H*Dh\"}}, "         \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_$dtype\", "                         \
+	"\"grid\": [\"ceil_div(T*H*Dh, 4096)\"], \"block\": [256], \"shared_bytes\": 0, "          \
 	"\"args\": [\"y\", \"x\", \"cos\", \"sin\", \"T\", \"H\", \"Dh\"]}]}}"
 
 static const char ROPE_NEOX_JSON[] = ROPE_JSON("kf_rope_neox");
@@ -257,16 +303,16 @@ static const char ROPE_GPTJ_JSON[] = ROPE_JSON("kf_rope_gptj");
 
 static int ref_adaln(const struct op_ref_call *c, struct kf_err *err)
 {
-	return adaln_modulate_ref(c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0],
-				  c->sizes[1], c->sizes[2], err);
+	return adaln_modulate_ref(c->out[0], c->in[0], c->in[1], c->in[2], c->sizes[0], c->sizes[1],
+				  c->sizes[2], err);
 }
 static void cost_adaln(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 {
 	adaln_modulate_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_BSD[] = {"B", "S", "D", NULL};
-static const char *const IN_X_SCALE_SHIFT[] = {"x", "scale", "shift", NULL};
+static const char *const SZ_BSD[] = { "B", "S", "D", NULL };
+static const char *const IN_X_SCALE_SHIFT[] = { "x", "scale", "shift", NULL };
 
 static const char ADALN_JSON[] =
 	"{" DTYPES_FLOAT ", \"tensors\": {"
@@ -275,11 +321,15 @@ static const char ADALN_JSON[] =
 	"\"shift\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"D\"], \"role\": \"input\"}, "
 	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"B\", \"S\", \"D\"], \"role\": \"output\"}}, "
 	"\"scalars\": {}, \"constraints\": [\"D >= 1\"], "
-	"\"default_sizes\": [{\"B\": 2, \"S\": 4096, \"D\": 3072}, {\"B\": 3, \"S\": 5, \"D\": 1000}], "
-	TOL_STD ", " COST3("2*B*S*D + 2*B*D", "2*B*S*D") ", "
-	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_adaln_modulate_$dtype\", "
-	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(B*S, 2), 65535)\"], \"block\": [256], "
-	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"scale\", \"shift\", \"B\", \"S\", \"D\"]}]}}";
+	"\"default_sizes\": [{\"B\": 2, \"S\": 4096, \"D\": 3072}, {\"B\": 3, \"S\": 5, \"D\": "
+	"1000}], " TOL_STD ", " COST3(
+		"2*B*S*D + 2*B*D",
+		"2*B*S*D") ", "
+			   "\"baseline\": {\"launch\": [{\"kernel\": \"kf_adaln_modulate_$dtype\", "
+			   "\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(B*S, 2), 65535)\"], "
+			   "\"block\": [256], "
+			   "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"scale\", \"shift\", "
+			   "\"B\", \"S\", \"D\"]}]}}";
 
 /* --- GEMM ------------------------------------------------------------------------------ */
 
@@ -292,7 +342,7 @@ static void cost_gemm(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 	gemm_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_MNK[] = {"M", "N", "K", NULL};
+static const char *const SZ_MNK[] = { "M", "N", "K", NULL };
 
 /* fp32 accumulation over K, one rounding of y: relative error a bf16/f16
  * half-ulp; absolute slack for outputs near zero. */
@@ -302,8 +352,10 @@ static const char GEMM_JSON[] =
 	"\"w\": {\"dtype\": \"$dtype\", \"shape\": [\"N\", \"K\"], \"role\": \"input\"}, "
 	"\"y\": {\"dtype\": \"$dtype\", \"shape\": [\"M\", \"N\"], \"role\": \"output\"}}, "
 	"\"scalars\": {}, \"constraints\": [\"K % 8 == 0\", \"ceil_div(M, 128) <= 65535\"], "
-	"\"default_sizes\": [{\"M\": 1024, \"N\": 1024, \"K\": 1024}, {\"M\": 77, \"N\": 200, \"K\": 72}], "
-	"\"tolerance\": {\"f16\": {\"atol\": 1e-2, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 2e-2, \"rtol\": 1e-2}}, "
+	"\"default_sizes\": [{\"M\": 1024, \"N\": 1024, \"K\": 1024}, {\"M\": 77, \"N\": 200, "
+	"\"K\": 72}], "
+	"\"tolerance\": {\"f16\": {\"atol\": 1e-2, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 2e-2, "
+	"\"rtol\": 1e-2}}, "
 	"\"cost\": {\"f16\": {\"bytes\": \"(M*K + N*K + M*N) * 2\", \"flops\": \"2*M*N*K\"}, "
 	"\"bf16\": {\"bytes\": \"(M*K + N*K + M*N) * 2\", \"flops\": \"2*M*N*K\"}}, "
 	"\"baseline\": {\"launch\": [{\"kernel\": \"kf_gemm_$dtype\", "
@@ -313,36 +365,36 @@ static const char GEMM_JSON[] =
 /* --- the registry ------------------------------------------------------------ */
 
 static const struct op_template OPS[] = {
-	{"rmsnorm", "y = x / sqrt(mean(x^2, last dim) + eps) * w", SZ_TD, IN_X_W, OUT_Y, SC_EPS,
-	 RMSNORM_JSON, ref_rmsnorm, cost_rmsnorm},
-	{"rmsnorm_noweight", "y = x / sqrt(mean(x^2, last dim) + eps)", SZ_TD, IN_X, OUT_Y,
-	 SC_EPS, RMSNORM_NOWEIGHT_JSON, ref_rmsnorm_noweight, cost_rmsnorm_noweight},
-	{"add_rmsnorm", "r = x + res; y = r / sqrt(mean(r^2, last dim) + eps) * w", SZ_TD,
-	 IN_X_RES_W, OUT_Y_R, SC_EPS, ADD_RMSNORM_JSON, ref_add_rmsnorm, cost_add_rmsnorm},
-	{"layernorm", "y = (x - mean) / sqrt(var + eps) * w + b over the last dim", SZ_TD,
-	 IN_X_W_B, OUT_Y, SC_EPS, LAYERNORM_JSON, ref_layernorm, cost_layernorm},
-	{"layernorm_noaffine", "y = (x - mean) / sqrt(var + eps) over the last dim", SZ_TD, IN_X,
-	 OUT_Y, SC_EPS, LAYERNORM_NOAFFINE_JSON, ref_layernorm_noaffine, cost_layernorm_noaffine},
-	{"softmax", "y = exp(x - max) / sum(exp(x - max)) over the last dim", SZ_TD, IN_X, OUT_Y,
-	 SC_NONE, SOFTMAX_JSON, ref_softmax, cost_softmax},
-	{"silu_and_mul", "y = silu(x[:, :D]) * x[:, D:] (SwiGLU), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	 SC_NONE, SILU_AND_MUL_JSON, ref_silu_and_mul, cost_silu_and_mul},
-	{"geglu", "y = gelu(x[:, :D]) * x[:, D:] (erf gelu), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	 SC_NONE, GEGLU_JSON, ref_geglu, cost_geglu},
-	{"geglu_tanh", "y = gelu_tanh(x[:, :D]) * x[:, D:], x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	 SC_NONE, GEGLU_TANH_JSON, ref_geglu_tanh, cost_geglu_tanh},
-	{"gelu", "y = x/2 * (1 + erf(x / sqrt(2)))", SZ_TD, IN_X, OUT_Y, SC_NONE, GELU_JSON,
-	 ref_gelu, cost_gelu},
-	{"gelu_tanh", "y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))", SZ_TD, IN_X, OUT_Y,
-	 SC_NONE, GELU_TANH_JSON, ref_gelu_tanh, cost_gelu_tanh},
-	{"rope_neox", "rotary embedding, rotate-halves (GPT-NeoX) layout, x (T, H, Dh)", SZ_THD,
-	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_NEOX_JSON, ref_rope_neox, cost_rope},
-	{"rope_gptj", "rotary embedding, interleaved-pairs (GPT-J) layout, x (T, H, Dh)", SZ_THD,
-	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_GPTJ_JSON, ref_rope_gptj, cost_rope},
-	{"adaln_modulate", "y = x * (1 + scale) + shift, x (B, S, D), scale/shift (B, D)", SZ_BSD,
-	 IN_X_SCALE_SHIFT, OUT_Y, SC_NONE, ADALN_JSON, ref_adaln, cost_adaln},
-	{"gemm", "y = x @ w^T, x (M, K), w (N, K), fp32 accumulation", SZ_MNK, IN_X_W, OUT_Y,
-	 SC_NONE, GEMM_JSON, ref_gemm, cost_gemm},
+	{ "rmsnorm", "y = x / sqrt(mean(x^2, last dim) + eps) * w", SZ_TD, IN_X_W, OUT_Y, SC_EPS,
+	  RMSNORM_JSON, ref_rmsnorm, cost_rmsnorm },
+	{ "rmsnorm_noweight", "y = x / sqrt(mean(x^2, last dim) + eps)", SZ_TD, IN_X, OUT_Y, SC_EPS,
+	  RMSNORM_NOWEIGHT_JSON, ref_rmsnorm_noweight, cost_rmsnorm_noweight },
+	{ "add_rmsnorm", "r = x + res; y = r / sqrt(mean(r^2, last dim) + eps) * w", SZ_TD,
+	  IN_X_RES_W, OUT_Y_R, SC_EPS, ADD_RMSNORM_JSON, ref_add_rmsnorm, cost_add_rmsnorm },
+	{ "layernorm", "y = (x - mean) / sqrt(var + eps) * w + b over the last dim", SZ_TD,
+	  IN_X_W_B, OUT_Y, SC_EPS, LAYERNORM_JSON, ref_layernorm, cost_layernorm },
+	{ "layernorm_noaffine", "y = (x - mean) / sqrt(var + eps) over the last dim", SZ_TD, IN_X,
+	  OUT_Y, SC_EPS, LAYERNORM_NOAFFINE_JSON, ref_layernorm_noaffine, cost_layernorm_noaffine },
+	{ "softmax", "y = exp(x - max) / sum(exp(x - max)) over the last dim", SZ_TD, IN_X, OUT_Y,
+	  SC_NONE, SOFTMAX_JSON, ref_softmax, cost_softmax },
+	{ "silu_and_mul", "y = silu(x[:, :D]) * x[:, D:] (SwiGLU), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	  SC_NONE, SILU_AND_MUL_JSON, ref_silu_and_mul, cost_silu_and_mul },
+	{ "geglu", "y = gelu(x[:, :D]) * x[:, D:] (erf gelu), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	  SC_NONE, GEGLU_JSON, ref_geglu, cost_geglu },
+	{ "geglu_tanh", "y = gelu_tanh(x[:, :D]) * x[:, D:], x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	  SC_NONE, GEGLU_TANH_JSON, ref_geglu_tanh, cost_geglu_tanh },
+	{ "gelu", "y = x/2 * (1 + erf(x / sqrt(2)))", SZ_TD, IN_X, OUT_Y, SC_NONE, GELU_JSON,
+	  ref_gelu, cost_gelu },
+	{ "gelu_tanh", "y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))", SZ_TD, IN_X, OUT_Y,
+	  SC_NONE, GELU_TANH_JSON, ref_gelu_tanh, cost_gelu_tanh },
+	{ "rope_neox", "rotary embedding, rotate-halves (GPT-NeoX) layout, x (T, H, Dh)", SZ_THD,
+	  IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_NEOX_JSON, ref_rope_neox, cost_rope },
+	{ "rope_gptj", "rotary embedding, interleaved-pairs (GPT-J) layout, x (T, H, Dh)", SZ_THD,
+	  IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_GPTJ_JSON, ref_rope_gptj, cost_rope },
+	{ "adaln_modulate", "y = x * (1 + scale) + shift, x (B, S, D), scale/shift (B, D)", SZ_BSD,
+	  IN_X_SCALE_SHIFT, OUT_Y, SC_NONE, ADALN_JSON, ref_adaln, cost_adaln },
+	{ "gemm", "y = x @ w^T, x (M, K), w (N, K), fp32 accumulation", SZ_MNK, IN_X_W, OUT_Y,
+	  SC_NONE, GEMM_JSON, ref_gemm, cost_gemm },
 };
 
 size_t op_count(void)

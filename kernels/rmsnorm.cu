@@ -24,15 +24,16 @@
 #include "kernels/kf_cuda.cuh"
 #include "kernels/rmsnorm.h"
 
-namespace kf_rms {
+namespace kf_rms
+{
 
 using namespace kf;
 
 template <typename T, bool HAS_W, bool ADD> struct row_op {
 	T *y;
-	T *r;          /* ADD: the sum out */
+	T *r; /* ADD: the sum out */
 	const T *x;
-	const T *res;  /* ADD: the residual in */
+	const T *res; /* ADD: the residual in */
 	const T *w;
 	int D;
 	float eps;
@@ -41,8 +42,9 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 
 	/* The row's chunk i: x, or for ADD the sum x + res rounded to T (and
 	 * written to r when WRITE_R), as add_rmsnorm normalizes the stored sum.
-	 * STREAM: evict-first loads for the single-pass path; the two-pass
-	 * path uses plain loads so its second read can hit L2. */
+	 * STREAM: the single-use loads (kf_cuda.cuh hint mode) for the
+	 * single-pass path; the two-pass path uses plain loads so its second
+	 * read can hit L2. */
 	template <int W, bool STREAM, bool WRITE_R>
 	__device__ __forceinline__ chunk<T, W> load(int i) const
 	{
@@ -121,7 +123,8 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], inv, PRE ? &wc[PRE ? k : 0] : nullptr);
+					emit<W>(t + k * tx, c[k], inv,
+						PRE ? &wc[PRE ? k : 0] : nullptr);
 		} else {
 			/* Rows too wide for registers, or not a whole number of
 			 * vectors: two passes, the second mostly from L2. */
@@ -136,8 +139,8 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 };
 
 template <typename T, bool HAS_W, bool ADD>
-__device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const T *w,
-				     int rows, int D, float eps)
+__device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const T *w, int rows,
+				     int D, float eps)
 {
 	__shared__ float red[32];
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
@@ -145,30 +148,31 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 	constexpr int V = vec_width<T>::value;
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) &&
 			    (!HAS_W || aligned16(w)) && (!ADD || (aligned16(r) && aligned16(res)));
-	row_op<T, HAS_W, ADD> op{y + off,     ADD ? r + off : nullptr, x + off,
-				 ADD ? res + off : nullptr, w, D, eps, row < rows, red};
+	row_op<T, HAS_W, ADD> op{ y + off, ADD ? r + off : nullptr,
+				  x + off, ADD ? res + off : nullptr,
+				  w,	   D,
+				  eps,	   row < rows,
+				  red };
 	row_dispatch<T>(op, D, vec_ok);
 }
 
 } /* namespace kf_rms */
 
-#define KF_RMS_KERNELS(SUF, T)                                                              \
-	extern "C" __global__ void __launch_bounds__(1024)                                  \
-		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)  \
-	{                                                                                   \
-		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);      \
-	}                                                                                   \
-	extern "C" __global__ void __launch_bounds__(1024)                                  \
-		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)     \
-	{                                                                                   \
-		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D,     \
-					      eps);                                         \
-	}                                                                                   \
-	extern "C" __global__ void __launch_bounds__(1024)                                  \
-		kf_add_rmsnorm_##SUF(T *y, T *r, const T *x, const T *res, const T *w,      \
-				     int rows, int D, float eps)                            \
-	{                                                                                   \
-		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                 \
+#define KF_RMS_KERNELS(SUF, T)                                                                \
+	extern "C" __global__ void __launch_bounds__(1024)                                    \
+		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)    \
+	{                                                                                     \
+		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);        \
+	}                                                                                     \
+	extern "C" __global__ void __launch_bounds__(1024)                                    \
+		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)       \
+	{                                                                                     \
+		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps); \
+	}                                                                                     \
+	extern "C" __global__ void __launch_bounds__(1024) kf_add_rmsnorm_##SUF(              \
+		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps) \
+	{                                                                                     \
+		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                   \
 	}
 
 KF_RMS_KERNELS(f32, float)
@@ -177,8 +181,8 @@ KF_RMS_KERNELS(bf16, __nv_bfloat16)
 
 /* --- launch helpers ------------------------------------------------------ */
 
-static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int64_t T,
-			     int64_t D, float eps)
+static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int64_t T, int64_t D,
+			     float eps)
 {
 	if (dt != KF_DT_F32 && dt != KF_DT_F16 && dt != KF_DT_BF16)
 		return cudaErrorInvalidValue;
@@ -192,9 +196,8 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
 /* One launch for every variant: block (tx, ty) from kf::row_block (the whole
  * row in registers at 32 elements a thread), one row group per block, grid
  * ceil_div(T, ty). Static shared memory only (128 bytes). */
-static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
-			      const void *res, const void *w, int64_t T, int64_t D, float eps,
-			      cudaStream_t s)
+static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
+			      const void *w, int64_t T, int64_t D, float eps, cudaStream_t s)
 {
 	cudaError_t e = rms_check(dt, y, x, T, D, eps);
 	if (e != cudaSuccess || T == 0)
@@ -205,18 +208,18 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 	kf::row_block(T, D, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	const int rows = (int)T, d = (int)D;
-#define KF_RMS_GO(SUF, TY)                                                                    \
-	do {                                                                                  \
-		if (r)                                                                        \
-			kf_add_rmsnorm_##SUF<<<grid, block, 0, s>>>(                          \
+#define KF_RMS_GO(SUF, TY)                                                                       \
+	do {                                                                                     \
+		if (r)                                                                           \
+			kf_add_rmsnorm_##SUF<<<grid, block, 0, s>>>(                             \
 				(TY *)y, (TY *)r, (const TY *)x, (const TY *)res, (const TY *)w, \
-				rows, d, eps);                                                \
-		else if (w)                                                                   \
-			kf_rmsnorm_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,       \
-								(const TY *)w, rows, d, eps); \
-		else                                                                          \
-			kf_rmsnorm_noweight_##SUF<<<grid, block, 0, s>>>(                     \
-				(TY *)y, (const TY *)x, rows, d, eps);                        \
+				rows, d, eps);                                                   \
+		else if (w)                                                                      \
+			kf_rmsnorm_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,          \
+								(const TY *)w, rows, d, eps);    \
+		else                                                                             \
+			kf_rmsnorm_noweight_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x, \
+									 rows, d, eps);          \
 	} while (0)
 	if (dt == KF_DT_F32)
 		KF_RMS_GO(f32, float);

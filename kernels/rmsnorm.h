@@ -19,15 +19,14 @@ extern "C" {
 #endif
 
 /* y (T, D) = rmsnorm(x (T, D)) * w (D); w == NULL: no weight. Borrows all. */
-cudaError_t rmsnorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
-			   int64_t T, int64_t D, float eps, cudaStream_t s);
+cudaError_t rmsnorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w, int64_t T,
+			   int64_t D, float eps, cudaStream_t s);
 
 /* r (T, D) = x + res; y (T, D) = rmsnorm(r) * w. r may alias res (in-place
  * residual update, as in vLLM's fused_add_rms_norm); y must not alias x or
  * res. All pointers required. Borrows all. */
-cudaError_t add_rmsnorm_launch(enum kf_dtype dt, void *y, void *r, const void *x,
-			       const void *res, const void *w, int64_t T, int64_t D,
-			       float eps, cudaStream_t s);
+cudaError_t add_rmsnorm_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
+			       const void *w, int64_t T, int64_t D, float eps, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,8 @@
 #include "kernels/kf_cuda.cuh"
 #include "kernels/rope.h"
 
-namespace kf_rope {
+namespace kf_rope
+{
 
 using namespace kf;
 
@@ -48,8 +49,8 @@ template <int K> __device__ __forceinline__ void ld_tab(const float *p, float (&
  * pairs [c*W/2, c*W/2 + W/2). For W == 1 (scalar path) a "chunk" is one
  * pair in both layouts. */
 template <typename T, bool NEOX, int W>
-__device__ __forceinline__ void one(T *y, const T *x, const float *cs, const float *sn,
-				    int64_t row, int64_t t, int c, int Dh)
+__device__ __forceinline__ void one(T *y, const T *x, const float *cs, const float *sn, int64_t row,
+				    int64_t t, int c, int Dh)
 {
 	const int half = Dh / 2;
 	const T *xr = x + row * Dh;
@@ -102,7 +103,8 @@ __device__ __forceinline__ void run(T *y, const T *x, const float *cs, const flo
 		/* 32-bit division is several times cheaper than 64-bit. */
 		for (; i < total; i += stride) {
 			const uint32_t ii = (uint32_t)i, row = ii / (uint32_t)n;
-			one<T, NEOX, W>(y, x, cs, sn, row, row / (uint32_t)H, (int)(ii - row * n), Dh);
+			one<T, NEOX, W>(y, x, cs, sn, row, row / (uint32_t)H, (int)(ii - row * n),
+					Dh);
 		}
 	} else {
 		for (; i < total; i += stride) {
@@ -128,16 +130,16 @@ __device__ __forceinline__ void body(T *y, const T *x, const float *cs, const fl
 
 } /* namespace kf_rope */
 
-#define KF_ROPE_KERNELS(SUF, T)                                                              \
-	extern "C" __global__ void __launch_bounds__(256) kf_rope_neox_##SUF(                  \
-		T *y, const T *x, const float *cs, const float *sn, int T_, int H, int Dh)     \
-	{                                                                                      \
-		kf_rope::body<T, true>(y, x, cs, sn, T_, H, Dh);                               \
-	}                                                                                      \
-	extern "C" __global__ void __launch_bounds__(256) kf_rope_gptj_##SUF(                  \
-		T *y, const T *x, const float *cs, const float *sn, int T_, int H, int Dh)     \
-	{                                                                                      \
-		kf_rope::body<T, false>(y, x, cs, sn, T_, H, Dh);                              \
+#define KF_ROPE_KERNELS(SUF, T)                                                            \
+	extern "C" __global__ void __launch_bounds__(256) kf_rope_neox_##SUF(              \
+		T *y, const T *x, const float *cs, const float *sn, int T_, int H, int Dh) \
+	{                                                                                  \
+		kf_rope::body<T, true>(y, x, cs, sn, T_, H, Dh);                           \
+	}                                                                                  \
+	extern "C" __global__ void __launch_bounds__(256) kf_rope_gptj_##SUF(              \
+		T *y, const T *x, const float *cs, const float *sn, int T_, int H, int Dh) \
+	{                                                                                  \
+		kf_rope::body<T, false>(y, x, cs, sn, T_, H, Dh);                          \
 	}
 
 KF_ROPE_KERNELS(f32, float)
@@ -152,8 +154,7 @@ extern "C" cudaError_t rope_launch(int neox, enum kf_dtype dt, void *y, const vo
 {
 	if (dt != KF_DT_F32 && dt != KF_DT_F16 && dt != KF_DT_BF16)
 		return cudaErrorInvalidValue;
-	if (T < 0 || H < 0 || T > INT32_MAX || H > INT32_MAX || Dh < 2 || Dh % 2 ||
-	    Dh > INT32_MAX)
+	if (T < 0 || H < 0 || T > INT32_MAX || H > INT32_MAX || Dh < 2 || Dh % 2 || Dh > INT32_MAX)
 		return cudaErrorInvalidValue;
 	if (T * H == 0)
 		return cudaSuccess;
@@ -161,16 +162,14 @@ extern "C" cudaError_t rope_launch(int neox, enum kf_dtype dt, void *y, const vo
 		return cudaErrorInvalidValue;
 	int64_t g = (T * H * Dh + 4095) / 4096;
 	dim3 block(256), grid((unsigned)(g > INT32_MAX ? INT32_MAX : g));
-#define KF_ROPE_GO(SUF, TY)                                                                     \
-	do {                                                                                    \
-		if (neox)                                                                       \
-			kf_rope_neox_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,       \
-								  cos_t, sin_t, (int)T, (int)H, \
-								  (int)Dh);                     \
-		else                                                                            \
-			kf_rope_gptj_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x,       \
-								  cos_t, sin_t, (int)T, (int)H, \
-								  (int)Dh);                     \
+#define KF_ROPE_GO(SUF, TY)                                                                        \
+	do {                                                                                       \
+		if (neox)                                                                          \
+			kf_rope_neox_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x, cos_t,   \
+								  sin_t, (int)T, (int)H, (int)Dh); \
+		else                                                                               \
+			kf_rope_gptj_##SUF<<<grid, block, 0, s>>>((TY *)y, (const TY *)x, cos_t,   \
+								  sin_t, (int)T, (int)H, (int)Dh); \
 	} while (0)
 	if (dt == KF_DT_F32)
 		KF_ROPE_GO(f32, float);

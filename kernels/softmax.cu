@@ -12,13 +12,14 @@
  * exp, add, scale; exp counted as one).
  * Technique: the row held in registers (one HBM pass): max reduction, sum
  * reduction (warp shuffles + one shared-memory step each), then the
- * scaled exponentials written with streaming stores. Rows wider than the
- * register cache use an online (running max, rescaled sum) first pass and
- * a second pass through L2. */
+ * scaled exponentials stored (kept in registers: one exp an element). Rows
+ * wider than the register cache use an online (running max, rescaled sum)
+ * first pass and a second pass through L2. */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/softmax.h"
 
-namespace kf_sm {
+namespace kf_sm
+{
 
 using namespace kf;
 
@@ -89,7 +90,8 @@ template <typename T> struct row_op {
 						unpack<T, W>(c[k], e[k]);
 #pragma unroll
 						for (int j = 0; j < W; j++) {
-							e[k][j] = exp2f(fmaf(e[k][j], KF_LOG2E, -ml));
+							e[k][j] =
+								exp2f(fmaf(e[k][j], KF_LOG2E, -ml));
 							s += e[k][j];
 						}
 					}
@@ -136,25 +138,24 @@ template <typename T> struct row_op {
 	}
 };
 
-template <typename T>
-__device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
+template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 {
 	__shared__ float red[32];
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y);
-	row_op<T> op{y + off, x + off, D, row < rows, red};
+	row_op<T> op{ y + off, x + off, D, row < rows, red };
 	row_dispatch<T>(op, D, vec_ok);
 }
 
 } /* namespace kf_sm */
 
-#define KF_SM_KERNELS(SUF, T)                                                                 \
-	extern "C" __global__ void __launch_bounds__(1024)                                      \
-		kf_softmax_##SUF(T *y, const T *x, int rows, int D)                             \
-	{                                                                                       \
-		kf_sm::body<T>(y, x, rows, D);                                                  \
+#define KF_SM_KERNELS(SUF, T)                                       \
+	extern "C" __global__ void __launch_bounds__(1024)          \
+		kf_softmax_##SUF(T *y, const T *x, int rows, int D) \
+	{                                                           \
+		kf_sm::body<T>(y, x, rows, D);                      \
 	}
 
 KF_SM_KERNELS(f32, float)
@@ -180,7 +181,8 @@ extern "C" cudaError_t softmax_launch(enum kf_dtype dt, void *y, const void *x, 
 	if (dt == KF_DT_F32)
 		kf_softmax_f32<<<grid, block, 0, s>>>((float *)y, (const float *)x, (int)T, (int)D);
 	else if (dt == KF_DT_F16)
-		kf_softmax_f16<<<grid, block, 0, s>>>((__half *)y, (const __half *)x, (int)T, (int)D);
+		kf_softmax_f16<<<grid, block, 0, s>>>((__half *)y, (const __half *)x, (int)T,
+						      (int)D);
 	else
 		kf_softmax_bf16<<<grid, block, 0, s>>>((__nv_bfloat16 *)y, (const __nv_bfloat16 *)x,
 						       (int)T, (int)D);

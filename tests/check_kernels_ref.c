@@ -21,8 +21,9 @@
 #include "kernels/ref/softmax_ref.h"
 #include "sandbox/expr.h"
 
-#define NEAR(a, b, tol) ck_assert_msg(fabs((a) - (b)) <= (tol), "%s = %.17g, want %.17g", #a, \
-				      (double)(a), (double)(b))
+#define NEAR(a, b, tol)                                                                    \
+	ck_assert_msg(fabs((a) - (b)) <= (tol), "%s = %.17g, want %.17g", #a, (double)(a), \
+		      (double)(b))
 
 /* Deterministic pseudo-random values in [-2, 2). */
 static void fill(double *v, size_t n, uint64_t seed)
@@ -38,7 +39,7 @@ static void fill(double *v, size_t n, uint64_t seed)
 START_TEST(rmsnorm_matches_hand_computed_values)
 {
 	/* x = (3, 4): mean square 12.5, y = x / sqrt(12.5) */
-	double x[2] = {3, 4}, w[2] = {2, 0.5}, y[2];
+	double x[2] = { 3, 4 }, w[2] = { 2, 0.5 }, y[2];
 	ck_assert_int_eq(rmsnorm_ref(y, x, NULL, 1, 2, 0, NULL), 0);
 	NEAR(y[0], 3 / sqrt(12.5), 1e-15);
 	NEAR(y[1], 4 / sqrt(12.5), 1e-15);
@@ -87,7 +88,7 @@ END_TEST
 START_TEST(layernorm_matches_hand_computed_values)
 {
 	/* x = 1..4: mean 2.5, biased variance 1.25 */
-	double x[4] = {1, 2, 3, 4}, w[4] = {1, 2, 1, 1}, b[4] = {0, 0, 0, 10}, y[4];
+	double x[4] = { 1, 2, 3, 4 }, w[4] = { 1, 2, 1, 1 }, b[4] = { 0, 0, 0, 10 }, y[4];
 	ck_assert_int_eq(layernorm_ref(y, x, NULL, NULL, 1, 4, 0, NULL), 0);
 	NEAR(y[0], -1.5 / sqrt(1.25), 1e-15);
 	NEAR(y[3], 1.5 / sqrt(1.25), 1e-15);
@@ -125,12 +126,12 @@ END_TEST
 
 START_TEST(softmax_matches_hand_computed_values_without_overflow)
 {
-	double x[3] = {0, log(2.0), log(3.0)}, y[3];
+	double x[3] = { 0, log(2.0), log(3.0) }, y[3];
 	ck_assert_int_eq(softmax_ref(y, x, 1, 3, NULL), 0);
 	NEAR(y[0], 1.0 / 6, 1e-15);
 	NEAR(y[1], 2.0 / 6, 1e-15);
 	NEAR(y[2], 3.0 / 6, 1e-15);
-	double big[2] = {1000, 1001};
+	double big[2] = { 1000, 1001 };
 	ck_assert_int_eq(softmax_ref(y, big, 1, 2, NULL), 0);
 	NEAR(y[0], 1 / (1 + exp(1.0)), 1e-15);
 	NEAR(y[1], exp(1.0) / (1 + exp(1.0)), 1e-15);
@@ -183,7 +184,7 @@ END_TEST
 START_TEST(gated_activations_multiply_the_second_half)
 {
 	/* T = 2, D = 2: x rows (a0 a1 | b0 b1) */
-	double x[8] = {1, -1, 2, 3, 0.5, 2, -1, 4}, y[4];
+	double x[8] = { 1, -1, 2, 3, 0.5, 2, -1, 4 }, y[4];
 	ck_assert_int_eq(activation_ref(ACT_REF_SILU_AND_MUL, y, x, 2, 2, NULL), 0);
 	NEAR(y[0], act_ref_silu(1) * 2, 1e-15);
 	NEAR(y[1], act_ref_silu(-1) * 3, 1e-15);
@@ -206,7 +207,7 @@ END_TEST
 START_TEST(rope_rotates_the_right_pairs_in_each_layout)
 {
 	/* Dh = 4, one token, one head; pair 0 by 90 degrees, pair 1 by 0. */
-	double x[4] = {1, 2, 3, 4}, c[2] = {0, 1}, s[2] = {1, 0}, y[4];
+	double x[4] = { 1, 2, 3, 4 }, c[2] = { 0, 1 }, s[2] = { 1, 0 }, y[4];
 	ck_assert_int_eq(rope_ref(1, y, x, c, s, 1, 1, 4, NULL), 0);
 	/* NeoX pairs (x0, x2), (x1, x3): (1,3) -> (-3, 1); (2,4) unchanged */
 	NEAR(y[0], -3, 1e-15);
@@ -248,10 +249,10 @@ END_TEST
 START_TEST(adaln_modulate_uses_each_batchs_scale_and_shift)
 {
 	/* B = 2, S = 2, D = 2 */
-	double x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-	double sc[4] = {0, 1, -1, 0.5}, sh[4] = {0, 0, 10, -1}, y[8];
+	double x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	double sc[4] = { 0, 1, -1, 0.5 }, sh[4] = { 0, 0, 10, -1 }, y[8];
 	ck_assert_int_eq(adaln_modulate_ref(y, x, sc, sh, 2, 2, 2, NULL), 0);
-	const double want[8] = {1, 4, 3, 8, 10, 8, 10, 11};
+	const double want[8] = { 1, 4, 3, 8, 10, 8, 10, 11 };
 	for (int k = 0; k < 8; k++)
 		NEAR(y[k], want[k], 1e-15);
 }
@@ -260,14 +261,14 @@ END_TEST
 START_TEST(gemm_multiplies_by_the_transposed_weight)
 {
 	/* x (2, 3), w (2, 3): y = x @ w^T */
-	double x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 0, -1, 2, 1, 0}, y[4];
+	double x[6] = { 1, 2, 3, 4, 5, 6 }, w[6] = { 1, 0, -1, 2, 1, 0 }, y[4];
 	ck_assert_int_eq(gemm_ref(y, x, w, 2, 2, 3, NULL), 0);
 	NEAR(y[0], -2, 0);
 	NEAR(y[1], 4, 0);
 	NEAR(y[2], -2, 0);
 	NEAR(y[3], 13, 0);
 	/* identity weight returns x */
-	double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, z[6];
+	double id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 }, z[6];
 	ck_assert_int_eq(gemm_ref(z, x, id, 2, 3, 3, NULL), 0);
 	for (int k = 0; k < 6; k++)
 		NEAR(z[k], x[k], 0);
@@ -278,35 +279,35 @@ END_TEST
 
 START_TEST(references_reject_bad_sizes_and_missing_tensors)
 {
-	double a[8] = {0}, b[8] = {0};
+	double a[8] = { 0 }, b[8] = { 0 };
 	struct kf_err err;
 	const struct {
 		int rc;
 		const char *needle;
 	} cases[] = {
-		{rmsnorm_ref(a, b, NULL, -1, 2, 0, (kf_err_clear(&err), &err)), "T=-1"},
-		{rmsnorm_ref(a, b, NULL, 1, 0, 0, NULL), NULL},
-		{rmsnorm_ref(a, b, NULL, 1, 2, -1, NULL), NULL},
-		{rmsnorm_ref(NULL, b, NULL, 1, 2, 0, NULL), NULL},
-		{add_rmsnorm_ref(a, NULL, b, b, NULL, 1, 2, 0, NULL), NULL},
-		{layernorm_ref(a, b, NULL, NULL, 1, 0, 0, NULL), NULL},
-		{layernorm_ref(a, NULL, NULL, NULL, 1, 2, 0, NULL), NULL},
-		{layernorm_ref(a, b, NULL, NULL, 1, 2, NAN, NULL), NULL},
-		{softmax_ref(a, b, 1, 0, NULL), NULL},
-		{softmax_ref(a, b, -2, 1, NULL), NULL},
-		{softmax_ref(a, NULL, 1, 1, NULL), NULL},
-		{activation_ref(ACT_REF_COUNT, a, b, 1, 1, NULL), NULL},
-		{activation_ref(ACT_REF_GELU, a, b, 1, 0, NULL), NULL},
-		{activation_ref(ACT_REF_GELU, a, b, -1, 1, NULL), NULL},
-		{activation_ref(ACT_REF_GELU, NULL, b, 1, 1, NULL), NULL},
-		{rope_ref(1, a, b, b, b, 1, 1, 3, NULL), NULL},
-		{rope_ref(1, a, b, b, b, -1, 1, 2, NULL), NULL},
-		{rope_ref(1, a, b, NULL, b, 1, 1, 2, NULL), NULL},
-		{adaln_modulate_ref(a, b, b, b, 1, 1, 0, NULL), NULL},
-		{adaln_modulate_ref(a, b, b, b, -1, 1, 1, NULL), NULL},
-		{adaln_modulate_ref(a, b, NULL, b, 1, 1, 1, NULL), NULL},
-		{gemm_ref(a, b, b, 0, 1, 1, NULL), NULL},
-		{gemm_ref(a, b, NULL, 1, 1, 1, NULL), NULL},
+		{ rmsnorm_ref(a, b, NULL, -1, 2, 0, (kf_err_clear(&err), &err)), "T=-1" },
+		{ rmsnorm_ref(a, b, NULL, 1, 0, 0, NULL), NULL },
+		{ rmsnorm_ref(a, b, NULL, 1, 2, -1, NULL), NULL },
+		{ rmsnorm_ref(NULL, b, NULL, 1, 2, 0, NULL), NULL },
+		{ add_rmsnorm_ref(a, NULL, b, b, NULL, 1, 2, 0, NULL), NULL },
+		{ layernorm_ref(a, b, NULL, NULL, 1, 0, 0, NULL), NULL },
+		{ layernorm_ref(a, NULL, NULL, NULL, 1, 2, 0, NULL), NULL },
+		{ layernorm_ref(a, b, NULL, NULL, 1, 2, NAN, NULL), NULL },
+		{ softmax_ref(a, b, 1, 0, NULL), NULL },
+		{ softmax_ref(a, b, -2, 1, NULL), NULL },
+		{ softmax_ref(a, NULL, 1, 1, NULL), NULL },
+		{ activation_ref(ACT_REF_COUNT, a, b, 1, 1, NULL), NULL },
+		{ activation_ref(ACT_REF_GELU, a, b, 1, 0, NULL), NULL },
+		{ activation_ref(ACT_REF_GELU, a, b, -1, 1, NULL), NULL },
+		{ activation_ref(ACT_REF_GELU, NULL, b, 1, 1, NULL), NULL },
+		{ rope_ref(1, a, b, b, b, 1, 1, 3, NULL), NULL },
+		{ rope_ref(1, a, b, b, b, -1, 1, 2, NULL), NULL },
+		{ rope_ref(1, a, b, NULL, b, 1, 1, 2, NULL), NULL },
+		{ adaln_modulate_ref(a, b, b, b, 1, 1, 0, NULL), NULL },
+		{ adaln_modulate_ref(a, b, b, b, -1, 1, 1, NULL), NULL },
+		{ adaln_modulate_ref(a, b, NULL, b, 1, 1, 1, NULL), NULL },
+		{ gemm_ref(a, b, b, 0, 1, 1, NULL), NULL },
+		{ gemm_ref(a, b, NULL, 1, 1, 1, NULL), NULL },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		ck_assert_msg(cases[i].rc == KF_EINVAL, "case %zu returned %d", i, cases[i].rc);
@@ -395,8 +396,8 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 	json_error_t je;
 	json_t *j = json_loads(op->spec_json, 0, &je);
 	ck_assert_msg(j != NULL, "%s: spec_json line %d: %s", op->name, je.line, je.text);
-	static const char *const KEYS[] = {"dtypes",	    "tensors",	 "scalars", "constraints",
-					   "default_sizes", "tolerance", "cost",    "baseline"};
+	static const char *const KEYS[] = { "dtypes",	     "tensors",	  "scalars", "constraints",
+					    "default_sizes", "tolerance", "cost",    "baseline" };
 	for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
 		ck_assert_msg(json_object_get(j, KEYS[k]), "%s: no \"%s\"", op->name, KEYS[k]);
 	json_t *tensors = json_object_get(j, "tensors"), *scalars = json_object_get(j, "scalars");
@@ -443,13 +444,13 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 		ck_assert_uint_le(nsz, 8);
 		for (size_t s = 0; s < nsz; s++) {
 			json_t *v = json_object_get(row, op->size_names[s]);
-			ck_assert_msg(json_is_integer(v), "%s: default_sizes[%zu] lacks %s", op->name, ri,
-				      op->size_names[s]);
+			ck_assert_msg(json_is_integer(v), "%s: default_sizes[%zu] lacks %s",
+				      op->name, ri, op->size_names[s]);
 			vals[s] = json_integer_value(v);
 		}
-		struct expr_env env = {op->size_names, vals, nsz};
-		struct kf_err err = {0, ""};
-		const char *dimkeys[] = {"grid", "block"};
+		struct expr_env env = { op->size_names, vals, nsz };
+		struct kf_err err = { 0, "" };
+		const char *dimkeys[] = { "grid", "block" };
 		for (int d = 0; d < 2; d++) {
 			size_t gi;
 			json_t *g;
@@ -460,8 +461,8 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 				if (json_is_integer(g))
 					v = json_integer_value(g);
 				else
-					ck_assert_msg(expr_eval_text(json_string_value(g), &env, &v, &err) ==
-							      0,
+					ck_assert_msg(expr_eval_text(json_string_value(g), &env, &v,
+								     &err) == 0,
 						      "%s: %s", op->name, err.msg);
 				ck_assert_int_ge(v, 1);
 				prod *= v;
@@ -477,17 +478,17 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 			ck_assert_msg(json_object_get(json_object_get(j, "tolerance"), dn),
 				      "%s: no tolerance for %s", op->name, dn);
 			int64_t eb, ef;
-			ck_assert_msg(expr_eval_text(json_string_value(json_object_get(c, "bytes")), &env,
-						     &eb, &err) == 0,
+			ck_assert_msg(expr_eval_text(json_string_value(json_object_get(c, "bytes")),
+						     &env, &eb, &err) == 0,
 				      "%s: %s", op->name, err.msg);
-			ck_assert_msg(expr_eval_text(json_string_value(json_object_get(c, "flops")), &env,
-						     &ef, &err) == 0,
+			ck_assert_msg(expr_eval_text(json_string_value(json_object_get(c, "flops")),
+						     &env, &ef, &err) == 0,
 				      "%s: %s", op->name, err.msg);
 			double cb, cf;
 			op->cost(vals, (enum kf_dtype)dtype_parse(dn), &cb, &cf);
 			ck_assert_msg(cb == (double)eb && cf == (double)ef,
-				      "%s %s: JSON cost %lld bytes %lld flops, C cost %.0f %.0f", op->name,
-				      dn, (long long)eb, (long long)ef, cb, cf);
+				      "%s %s: JSON cost %lld bytes %lld flops, C cost %.0f %.0f",
+				      op->name, dn, (long long)eb, (long long)ef, cb, cf);
 		}
 	}
 	json_decref(j);
@@ -498,13 +499,13 @@ END_TEST
 START_TEST(template_references_run_through_the_call_struct)
 {
 	const struct op_template *op = op_find("add_rmsnorm");
-	int64_t sizes[2] = {2, 3};
-	double scal[1] = {0};
-	double x[6] = {1, 2, 3, 4, 5, 6}, res[6] = {1, 1, 1, 1, 1, 1}, w[3] = {1, 1, 1};
+	int64_t sizes[2] = { 2, 3 };
+	double scal[1] = { 0 };
+	double x[6] = { 1, 2, 3, 4, 5, 6 }, res[6] = { 1, 1, 1, 1, 1, 1 }, w[3] = { 1, 1, 1 };
 	double y[6], r[6], want[6];
-	const double *in[3] = {x, res, w};
-	double *out[2] = {y, r};
-	struct op_ref_call c = {op, sizes, scal, in, out};
+	const double *in[3] = { x, res, w };
+	double *out[2] = { y, r };
+	struct op_ref_call c = { op, sizes, scal, in, out };
 	ck_assert_int_eq(op->ref(&c, NULL), 0);
 	ck_assert_int_eq(rmsnorm_ref(want, r, NULL, 2, 3, 0, NULL), 0);
 	for (int k = 0; k < 6; k++) {
@@ -513,7 +514,7 @@ START_TEST(template_references_run_through_the_call_struct)
 	}
 	/* bad sizes come back as the reference's error */
 	sizes[1] = 0;
-	struct kf_err err = {0, ""};
+	struct kf_err err = { 0, "" };
 	ck_assert_int_eq(op->ref(&c, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "D=0"));
 }

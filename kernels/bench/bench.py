@@ -232,7 +232,7 @@ def case_rmsnorm(shape, dt, weight=True):
     eager = lambda: hf_rmsnorm(x, w)
     fused = lambda: F.rms_norm(x, (D,), w, 1e-6)
     nb = (2 * T * D + (D if weight else 0)) * x.element_size()
-    run_case("rmsnorm" if weight else "rmsnorm_noweight", "x".join(map(str, shape)), dt, kfn,
+    return run_case("rmsnorm" if weight else "rmsnorm_noweight", "x".join(map(str, shape)), dt, kfn,
              eager, nb, fused_fn=fused)
 
 
@@ -251,7 +251,7 @@ def case_add_rmsnorm(shape, dt):
         rr = x + res
         return hf_rmsnorm(rr, w), rr
     nb = (4 * T * D + D) * x.element_size()
-    run_case("add_rmsnorm", "x".join(map(str, shape)), dt, kfn, eager, nb)
+    return run_case("add_rmsnorm", "x".join(map(str, shape)), dt, kfn, eager, nb)
 
 
 def case_layernorm(shape, dt):
@@ -265,7 +265,7 @@ def case_layernorm(shape, dt):
         call(kf.layernorm_launch(DT[dt], ptr(y), ptr(x), ptr(w), ptr(b), T, D, 1e-5, s))
         return y
     eager = lambda: F.layer_norm(x, (D,), w, b, 1e-5)
-    run_case("layernorm", "x".join(map(str, shape)), dt, kfn, eager, (2 * T * D + 2 * D) * x.element_size())
+    return run_case("layernorm", "x".join(map(str, shape)), dt, kfn, eager, (2 * T * D + 2 * D) * x.element_size())
 
 
 def case_softmax(shape, dt):
@@ -279,7 +279,7 @@ def case_softmax(shape, dt):
         call(kf.softmax_launch(DT[dt], ptr(y), ptr(x), T, D, s))
         return y
     eager = lambda: torch.softmax(x, -1)
-    run_case("softmax", "x".join(map(str, shape)), dt, kfn, eager, 2 * T * D * x.element_size(),
+    return run_case("softmax", "x".join(map(str, shape)), dt, kfn, eager, 2 * T * D * x.element_size(),
              tol={torch.float32: (1e-6, 1e-4), torch.float16: (1e-5, 4e-3),
                   torch.bfloat16: (1e-5, 2e-2)}[dt])
 
@@ -309,7 +309,7 @@ def case_act(name, shape, dt):
     else:
         eager = lambda: F.gelu(x, approximate="tanh")
     nb = (3 if gated else 2) * T * D * x.element_size()
-    run_case(name, "x".join(map(str, shape)), dt, kfn, eager, nb)
+    return run_case(name, "x".join(map(str, shape)), dt, kfn, eager, nb)
 
 
 def case_rope(neox, T, H, Dh, dt):
@@ -335,7 +335,7 @@ def case_rope(neox, T, H, Dh, dt):
             x1, x2 = xf[..., 0::2], xf[..., 1::2]
             return torch.stack((x1 * cc - x2 * ss, x2 * cc + x1 * ss), -1).flatten(-2).to(dt)
     nb = 2 * T * H * Dh * x.element_size() + 2 * T * h * 4
-    run_case("rope_neox" if neox else "rope_gptj", f"{T}x{H}x{Dh}", dt, kfn, eager, nb)
+    return run_case("rope_neox" if neox else "rope_gptj", f"{T}x{H}x{Dh}", dt, kfn, eager, nb)
 
 
 def case_adaln(B, S, D, dt):
@@ -347,7 +347,7 @@ def case_adaln(B, S, D, dt):
         call(kf.adaln_modulate_launch(DT[dt], ptr(y), ptr(x), ptr(sc), ptr(sh), B, S, D, s))
         return y
     eager = lambda: x * (1 + sc[:, None, :]) + sh[:, None, :]
-    run_case("adaln_modulate", f"{B}x{S}x{D}", dt, kfn, eager, (2 * B * S * D + 2 * B * D) * x.element_size())
+    return run_case("adaln_modulate", f"{B}x{S}x{D}", dt, kfn, eager, (2 * B * S * D + 2 * B * D) * x.element_size())
 
 
 TUNE = None
@@ -397,7 +397,7 @@ def case_gemm(M, N, K, dt):
         return y
     eager = lambda: torch.matmul(x, w.t())
     nb = (M * K + N * K + M * N) * x.element_size()
-    run_case("gemm", f"{M}x{N}x{K}", dt, kfn, eager, nb, flops=2 * M * N * K,
+    return run_case("gemm", f"{M}x{N}x{K}", dt, kfn, eager, nb, flops=2 * M * N * K,
              tol={torch.float16: (0.5, 1e-2), torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
 
 

@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,c
 (make --no-print-directory build/kernels/kernels.fatbin KERNEL_ARCHS=90 NVCC="$NVCC" \
 	>"$OUT/fatbin.log" 2>&1; echo "fatbin rc=$?" >>"$OUT/fatbin.log") &
 fatpid=$!
-KF_HINT_MODES="0 1 2 3" KF_GPU_BUILD=build/gpu-kernels sh kernels/bench/build.sh >"$OUT/build.log" 2>&1
+KF_BUILD_TUNE=1 KF_HINT_MODES="0 1 2 3" KF_GPU_BUILD=build/gpu-kernels sh kernels/bench/build.sh >"$OUT/build.log" 2>&1
 echo "build rc=$? after $(($(date +%s) - T0)) s" | tee -a "$OUT/build.log"
 cp build/gpu-kernels/resources.txt "$OUT/" 2>/dev/null
 wait $fatpid

@@ -16,20 +16,21 @@ extern "C" int tune_rmsnorm(int dt, void *y, const void *x, const void *w, int64
 		return (int)cudaErrorInvalidValue;
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
-		kf_rmsnorm_f32<<<grid, block, 0, s>>>((float *)y, (const float *)x, (const float *)w,
-						      (int)T, (int)D, eps);
+		kf_rmsnorm_f32<<<grid, block, 0, s>>>((float *)y, (const float *)x,
+						      (const float *)w, (int)T, (int)D, eps);
 	else if (dt == KF_DT_F16)
 		kf_rmsnorm_f16<<<grid, block, 0, s>>>((__half *)y, (const __half *)x,
 						      (const __half *)w, (int)T, (int)D, eps);
 	else
 		kf_rmsnorm_bf16<<<grid, block, 0, s>>>((__nv_bfloat16 *)y, (const __nv_bfloat16 *)x,
-						       (const __nv_bfloat16 *)w, (int)T, (int)D, eps);
+						       (const __nv_bfloat16 *)w, (int)T, (int)D,
+						       eps);
 	return (int)cudaGetLastError();
 }
 
 template <int R>
-__global__ void __launch_bounds__(256) tune_silu_k(__nv_bfloat16 *y, const __nv_bfloat16 *x,
-						   int rows, int D)
+__global__ void __launch_bounds__(256)
+	tune_silu_k(__nv_bfloat16 *y, const __nv_bfloat16 *x, int rows, int D)
 {
 	kf_act::body<__nv_bfloat16, kf_act::SILU, true, R>(y, x, rows, D);
 }
@@ -42,8 +43,10 @@ extern "C" int tune_silu(void *y, const void *x, int64_t T, int64_t D, int R, in
 	if (bx < 32 || bx > 256 || T < 1 || D < 1 || gy_cap < 1)
 		return (int)cudaErrorInvalidValue;
 	int64_t gy = (T + R - 1) / R;
-	dim3 block(bx), grid((unsigned)((D + 8 * bx - 1) / (8 * bx)),
-			     (unsigned)(gy > gy_cap ? gy_cap : gy > 65535 ? 65535 : gy));
+	dim3 block(bx),
+		grid((unsigned)((D + 8 * bx - 1) / (8 * bx)), (unsigned)(gy > gy_cap  ? gy_cap
+									 : gy > 65535 ? 65535
+										      : gy));
 	__nv_bfloat16 *yy = (__nv_bfloat16 *)y;
 	const __nv_bfloat16 *xx = (const __nv_bfloat16 *)x;
 	switch (R) {

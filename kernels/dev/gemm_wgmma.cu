@@ -12,7 +12,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-namespace kf_wg {
+namespace kf_wg
+{
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, THREADS = 256;
 constexpr int A_ELEMS = BM * BK, B_ELEMS = BN * BK, STAGE_ELEMS = A_ELEMS + B_ELEMS;
@@ -42,26 +43,41 @@ __device__ __forceinline__ uint64_t desc(const void *p)
 __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t db)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-		  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-		  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-		  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-		  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-		  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-		  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-		  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-		  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-		  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-		  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-		  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-		  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-		  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-		  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-		     : "l"(da), "l"(db), "r"(1));
+	asm volatile(
+		"{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+		"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+		"{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+		"%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+		"%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+		"%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+		"%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+		"%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "
+		"%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+		"%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "
+		"%125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+		  "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+		  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+		  "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+		  "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+		  "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+		  "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+		  "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+		  "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+		  "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+		  "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+		  "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+		  "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+		  "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]),
+		  "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+		  "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+		  "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+		: "l"(da), "l"(db), "r"(1));
 #endif
 }
 
@@ -81,7 +97,8 @@ __device__ __forceinline__ void load_tile(T *st, const T *x, const T *w, int M, 
 		} else {
 			const int rb = r - BM;
 			const bool p = k < K && n0 + rb < N;
-			cp_async16(st + A_ELEMS + swz(rb, c), p ? w + (int64_t)(n0 + rb) * K + k : w, p);
+			cp_async16(st + A_ELEMS + swz(rb, c),
+				   p ? w + (int64_t)(n0 + rb) * K + k : w, p);
 		}
 	}
 }
@@ -100,7 +117,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 	if (group > 0) {
 		/* grouped raster: `group` tile rows sweep the tile columns
 		 * together, so their x and w tiles are reused from L2 */
-		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y, npn = gridDim.x;
+		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y,
+			  npn = gridDim.x;
 		const int gid = pid / (group * npn), first = gid * group;
 		const int gsz = min(npm - first, group);
 		pm = first + (pid % (group * npn)) % gsz;
@@ -126,7 +144,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 		asm volatile("fence.proxy.async.shared::cta;\n" ::);
 		__syncthreads();
 		if (kt + 2 < KT)
-			load_tile(smem + ((kt + 2) % STAGES) * STAGE_ELEMS, x, w, M, N, K, m0, n0, kt + 2);
+			load_tile(smem + ((kt + 2) % STAGES) * STAGE_ELEMS, x, w, M, N, K, m0, n0,
+				  kt + 2);
 		asm volatile("cp.async.commit_group;\n" ::);
 		const __nv_bfloat16 *sa = smem + (kt % STAGES) * STAGE_ELEMS + wg * 64 * BK;
 		const __nv_bfloat16 *sb = smem + (kt % STAGES) * STAGE_ELEMS + A_ELEMS;
@@ -156,7 +175,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 			__nv_bfloat16 *dst = y + (int64_t)row * N + col;
 			const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
 			if (col + 1 < N && (N & 1) == 0) {
-				*reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(v0, v1);
+				*reinterpret_cast<__nv_bfloat162 *>(dst) =
+					__floats2bfloat162_rn(v0, v1);
 			} else {
 				if (col < N)
 					dst[0] = __float2bfloat16_rn(v0);
@@ -177,14 +197,13 @@ extern "C" int gemm_wgmma_launch(void *y, const void *x, const void *w, int64_t 
 	if (M < 1 || N < 1 || K < 8 || K % 8 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
 	    (M + 127) / 128 > 65535)
 		return (int)cudaErrorInvalidValue;
-	cudaError_t e = cudaFuncSetAttribute(kf_gemm_wgmma_bf16,
-					     cudaFuncAttributeMaxDynamicSharedMemorySize,
-					     kf_wg::SMEM_BYTES);
+	cudaError_t e = cudaFuncSetAttribute(
+		kf_gemm_wgmma_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, kf_wg::SMEM_BYTES);
 	if (e != cudaSuccess)
 		return (int)e;
 	dim3 grid((unsigned)((N + 255) / 256), (unsigned)((M + 127) / 128));
 	kf_gemm_wgmma_bf16<<<grid, kf_wg::THREADS, kf_wg::SMEM_BYTES, s>>>(
-		(__nv_bfloat16 *)y, (const __nv_bfloat16 *)x, (const __nv_bfloat16 *)w, (int)M, (int)N,
-		(int)K, group);
+		(__nv_bfloat16 *)y, (const __nv_bfloat16 *)x, (const __nv_bfloat16 *)w, (int)M,
+		(int)N, (int)K, group);
 	return (int)cudaGetLastError();
 }

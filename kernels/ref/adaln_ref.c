@@ -12,7 +12,10 @@ int adaln_modulate_ref(double *y, const double *x, const double *scale, const do
 				  (long long)D);
 	if (!y || !x || !scale || !shift)
 		return kf_err_set(err, KF_EINVAL, "adaln_modulate: tensor '%s' is missing",
-				  !y ? "y" : !x ? "x" : !scale ? "scale" : "shift");
+				  !y	   ? "y"
+				  : !x	   ? "x"
+				  : !scale ? "scale"
+					   : "shift");
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t s = 0; s < S; s++)
 			for (int64_t i = 0; i < D; i++) {

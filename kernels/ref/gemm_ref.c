@@ -9,7 +9,9 @@ int gemm_ref(double *y, const double *x, const double *w, int64_t M, int64_t N, 
 				  (long long)M, (long long)N, (long long)K);
 	if (!y || !x || !w)
 		return kf_err_set(err, KF_EINVAL, "gemm: tensor '%s' is missing",
-				  !y ? "y" : !x ? "x" : "w");
+				  !y   ? "y"
+				  : !x ? "x"
+				       : "w");
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
 			double s = 0;

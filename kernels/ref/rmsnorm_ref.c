@@ -29,8 +29,8 @@ static void norm_row(double *y, const double *v, const double *w, int64_t D, dou
 		y[i] = v[i] * inv * (w ? w[i] : 1.0);
 }
 
-int rmsnorm_ref(double *y, const double *x, const double *w, int64_t T, int64_t D,
-		double eps, struct kf_err *err)
+int rmsnorm_ref(double *y, const double *x, const double *w, int64_t T, int64_t D, double eps,
+		struct kf_err *err)
 {
 	int rc = check(y, x, T, D, eps, err);
 	if (rc)
@@ -40,8 +40,8 @@ int rmsnorm_ref(double *y, const double *x, const double *w, int64_t T, int64_t 
 	return 0;
 }
 
-int add_rmsnorm_ref(double *y, double *r, const double *x, const double *res,
-		    const double *w, int64_t T, int64_t D, double eps, struct kf_err *err)
+int add_rmsnorm_ref(double *y, double *r, const double *x, const double *res, const double *w,
+		    int64_t T, int64_t D, double eps, struct kf_err *err)
 {
 	int rc = check(y, x, T, D, eps, err);
 	if (rc)
@@ -56,8 +56,7 @@ int add_rmsnorm_ref(double *y, double *r, const double *x, const double *res,
 	return 0;
 }
 
-void rmsnorm_cost(int64_t T, int64_t D, size_t esize, int has_weight, double *bytes,
-		  double *flops)
+void rmsnorm_cost(int64_t T, int64_t D, size_t esize, int has_weight, double *bytes, double *flops)
 {
 	double td = (double)T * (double)D;
 	*bytes = (2 * td + (has_weight ? (double)D : 0)) * (double)esize;

@@ -12,14 +12,18 @@ int rope_ref(int neox, double *y, const double *x, const double *cos_t, const do
 				  (long long)Dh);
 	if (!y || !x || !cos_t || !sin_t)
 		return kf_err_set(err, KF_EINVAL, "rope: tensor '%s' is missing",
-				  !y ? "y" : !x ? "x" : !cos_t ? "cos" : "sin");
+				  !y	   ? "y"
+				  : !x	   ? "x"
+				  : !cos_t ? "cos"
+					   : "sin");
 	const int64_t half = Dh / 2;
 	for (int64_t t = 0; t < T; t++)
 		for (int64_t h = 0; h < H; h++) {
 			const double *xr = x + (t * H + h) * Dh;
 			double *yr = y + (t * H + h) * Dh;
 			for (int64_t k = 0; k < half; k++) {
-				const int64_t ia = neox ? k : 2 * k, ib = neox ? k + half : 2 * k + 1;
+				const int64_t ia = neox ? k : 2 * k,
+					      ib = neox ? k + half : 2 * k + 1;
 				const double c = cos_t[t * half + k], s = sin_t[t * half + k];
 				const double a = xr[ia], b = xr[ib];
 				yr[ia] = a * c - b * s;

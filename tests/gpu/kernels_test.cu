@@ -57,7 +57,7 @@ struct tens {
 	std::vector<double> h;
 	void *d = nullptr;
 	tens(enum kf_dtype t, size_t count, bool fill, double scale = 1.0, double shift = 0.0)
-		: dt(t), n(count), h(count)
+	    : dt(t), n(count), h(count)
 	{
 		std::vector<unsigned char> raw(n * dtype_bytes(dt) + 1);
 		for (size_t i = 0; i < n; i++) {
@@ -73,7 +73,10 @@ struct tens {
 		else
 			cudaMemset(d, 0xff, n * dtype_bytes(dt)); /* poison: NaN */
 	}
-	~tens() { cudaFree(d); }
+	~tens()
+	{
+		cudaFree(d);
+	}
 	std::vector<double> get() const
 	{
 		std::vector<unsigned char> raw(n * dtype_bytes(dt) + 1);
@@ -90,15 +93,19 @@ struct tol {
 };
 static tol tol_std(enum kf_dtype dt)
 {
-	return dt == KF_DT_F32 ? tol{1e-5, 1e-5} : dt == KF_DT_F16 ? tol{2e-3, 2e-3} : tol{1e-2, 1e-2};
+	return dt == KF_DT_F32	 ? tol{ 1e-5, 1e-5 }
+	       : dt == KF_DT_F16 ? tol{ 2e-3, 2e-3 }
+				 : tol{ 1e-2, 1e-2 };
 }
 static tol tol_softmax(enum kf_dtype dt)
 {
-	return dt == KF_DT_F32 ? tol{1e-8, 1e-5} : dt == KF_DT_F16 ? tol{1e-6, 2e-3} : tol{1e-6, 1e-2};
+	return dt == KF_DT_F32	 ? tol{ 1e-8, 1e-5 }
+	       : dt == KF_DT_F16 ? tol{ 1e-6, 2e-3 }
+				 : tol{ 1e-6, 1e-2 };
 }
 static tol tol_gemm(enum kf_dtype dt)
 {
-	return dt == KF_DT_F16 ? tol{1e-2, 2e-3} : tol{2e-2, 1e-2};
+	return dt == KF_DT_F16 ? tol{ 1e-2, 2e-3 } : tol{ 2e-2, 1e-2 };
 }
 
 /* Compares got with want; reports the case. */
@@ -129,7 +136,8 @@ static void compare(const char *what, const char *out, enum kf_dtype dt, cudaErr
 			worst = err / lim;
 	}
 	if (bad) {
-		printf("FAIL %-44s %-4s %s: %zu of %zu mismatched, first [%zu] got %.8g want %.8g\n",
+		printf("FAIL %-44s %-4s %s: %zu of %zu mismatched, first [%zu] got %.8g want "
+		       "%.8g\n",
 		       what, dtype_name(dt), out, bad, g.size(), first, g[first], want[first]);
 		g_fail++;
 	} else {
@@ -139,7 +147,7 @@ static void compare(const char *what, const char *out, enum kf_dtype dt, cudaErr
 	}
 }
 
-static const enum kf_dtype FLOATS[] = {KF_DT_F32, KF_DT_F16, KF_DT_BF16};
+static const enum kf_dtype FLOATS[] = { KF_DT_F32, KF_DT_F16, KF_DT_BF16 };
 
 static void must(int rc, const struct kf_err *err)
 {
@@ -152,33 +160,36 @@ static void must(int rc, const struct kf_err *err)
 static void test_rmsnorm(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = {0, ""};
+		struct kf_err err = { 0, "" };
 		char what[96];
 		tens x(dt, T * D, true), w(dt, D, true), res(dt, T * D, true);
 		std::vector<double> want(T * D), wr(T * D);
 		{
 			tens y(dt, T * D, false);
-			must(rmsnorm_ref(want.data(), x.h.data(), w.h.data(), T, D, 1e-6, &err), &err);
-			snprintf(what, sizeof what, "rmsnorm T=%lld D=%lld", (long long)T, (long long)D);
-			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, w.d, T, D, 1e-6f, 0), y, want,
-				tol_std(dt));
+			must(rmsnorm_ref(want.data(), x.h.data(), w.h.data(), T, D, 1e-6, &err),
+			     &err);
+			snprintf(what, sizeof what, "rmsnorm T=%lld D=%lld", (long long)T,
+				 (long long)D);
+			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, w.d, T, D, 1e-6f, 0), y,
+				want, tol_std(dt));
 		}
 		{
 			tens y(dt, T * D, false);
 			must(rmsnorm_ref(want.data(), x.h.data(), NULL, T, D, 1e-6, &err), &err);
 			snprintf(what, sizeof what, "rmsnorm_noweight T=%lld D=%lld", (long long)T,
 				 (long long)D);
-			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, NULL, T, D, 1e-6f, 0), y,
-				want, tol_std(dt));
+			compare(what, "y", dt, rmsnorm_launch(dt, y.d, x.d, NULL, T, D, 1e-6f, 0),
+				y, want, tol_std(dt));
 		}
 		{
 			tens y(dt, T * D, false), r(dt, T * D, false);
-			must(add_rmsnorm_ref(want.data(), wr.data(), x.h.data(), res.h.data(), w.h.data(),
-					     T, D, 1e-6, &err),
+			must(add_rmsnorm_ref(want.data(), wr.data(), x.h.data(), res.h.data(),
+					     w.h.data(), T, D, 1e-6, &err),
 			     &err);
 			snprintf(what, sizeof what, "add_rmsnorm T=%lld D=%lld", (long long)T,
 				 (long long)D);
-			cudaError_t e = add_rmsnorm_launch(dt, y.d, r.d, x.d, res.d, w.d, T, D, 1e-6f, 0);
+			cudaError_t e =
+				add_rmsnorm_launch(dt, y.d, r.d, x.d, res.d, w.d, T, D, 1e-6f, 0);
 			compare(what, "y", dt, e, y, want, tol_std(dt));
 			compare(what, "r", dt, e, r, wr, tol_std(dt));
 		}
@@ -189,16 +200,19 @@ static void test_layernorm(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS)
 		for (int aff = 0; aff < 4; aff++) {
-			struct kf_err err = {0, ""};
+			struct kf_err err = { 0, "" };
 			char what[96];
 			/* mean 3: checks that the variance is taken about the mean */
 			tens x(dt, T * D, true, 1.0, 3.0), w(dt, D, true), b(dt, D, true);
 			tens y(dt, T * D, false);
 			std::vector<double> want(T * D);
-			const double *wp = (aff & 1) ? w.h.data() : NULL, *bp = (aff & 2) ? b.h.data() : NULL;
-			must(layernorm_ref(want.data(), x.h.data(), wp, bp, T, D, 1e-5, &err), &err);
-			snprintf(what, sizeof what, "layernorm%s%s T=%lld D=%lld", (aff & 1) ? "+w" : "",
-				 (aff & 2) ? "+b" : "", (long long)T, (long long)D);
+			const double *wp = (aff & 1) ? w.h.data() : NULL,
+				     *bp = (aff & 2) ? b.h.data() : NULL;
+			must(layernorm_ref(want.data(), x.h.data(), wp, bp, T, D, 1e-5, &err),
+			     &err);
+			snprintf(what, sizeof what, "layernorm%s%s T=%lld D=%lld",
+				 (aff & 1) ? "+w" : "", (aff & 2) ? "+b" : "", (long long)T,
+				 (long long)D);
 			compare(what, "y", dt,
 				layernorm_launch(dt, y.d, x.d, (aff & 1) ? w.d : NULL,
 						 (aff & 2) ? b.d : NULL, T, D, 1e-5f, 0),
@@ -209,33 +223,35 @@ static void test_layernorm(int64_t T, int64_t D)
 static void test_softmax(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = {0, ""};
+		struct kf_err err = { 0, "" };
 		char what[96];
 		tens x(dt, T * D, true, 3.0), y(dt, T * D, false);
 		std::vector<double> want(T * D);
 		must(softmax_ref(want.data(), x.h.data(), T, D, &err), &err);
 		snprintf(what, sizeof what, "softmax T=%lld D=%lld", (long long)T, (long long)D);
-		compare(what, "y", dt, softmax_launch(dt, y.d, x.d, T, D, 0), y, want, tol_softmax(dt));
+		compare(what, "y", dt, softmax_launch(dt, y.d, x.d, T, D, 0), y, want,
+			tol_softmax(dt));
 	}
 }
 
 static void test_activation(int64_t T, int64_t D)
 {
-	static const char *names[] = {"silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh"};
+	static const char *names[] = { "silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh" };
 	for (int op = 0; op < KF_ACT_COUNT; op++)
 		for (enum kf_dtype dt : FLOATS) {
-			struct kf_err err = {0, ""};
+			struct kf_err err = { 0, "" };
 			char what[96];
 			const int64_t xw = op <= KF_ACT_GEGLU_TANH ? 2 * D : D;
 			tens x(dt, T * xw, true, 2.0), y(dt, T * D, false);
 			std::vector<double> want(T * D);
-			must(activation_ref((enum act_ref_op)op, want.data(), x.h.data(), T, D, &err),
+			must(activation_ref((enum act_ref_op)op, want.data(), x.h.data(), T, D,
+					    &err),
 			     &err);
 			snprintf(what, sizeof what, "%s T=%lld D=%lld", names[op], (long long)T,
 				 (long long)D);
 			compare(what, "y", dt,
-				activation_launch((enum kf_act_op)op, dt, y.d, x.d, T, D, 0), y, want,
-				tol_std(dt));
+				activation_launch((enum kf_act_op)op, dt, y.d, x.d, T, D, 0), y,
+				want, tol_std(dt));
 		}
 }
 
@@ -243,19 +259,19 @@ static void test_rope(int64_t T, int64_t H, int64_t Dh)
 {
 	for (int neox = 0; neox < 2; neox++)
 		for (enum kf_dtype dt : FLOATS) {
-			struct kf_err err = {0, ""};
+			struct kf_err err = { 0, "" };
 			char what[96];
 			tens x(dt, T * H * Dh, true), y(dt, T * H * Dh, false);
 			tens c(KF_DT_F32, T * Dh / 2, true), s(KF_DT_F32, T * Dh / 2, true);
 			std::vector<double> want(T * H * Dh);
-			must(rope_ref(neox, want.data(), x.h.data(), c.h.data(), s.h.data(), T, H, Dh,
-				      &err),
+			must(rope_ref(neox, want.data(), x.h.data(), c.h.data(), s.h.data(), T, H,
+				      Dh, &err),
 			     &err);
-			snprintf(what, sizeof what, "rope_%s T=%lld H=%lld Dh=%lld", neox ? "neox" : "gptj",
-				 (long long)T, (long long)H, (long long)Dh);
+			snprintf(what, sizeof what, "rope_%s T=%lld H=%lld Dh=%lld",
+				 neox ? "neox" : "gptj", (long long)T, (long long)H, (long long)Dh);
 			compare(what, "y", dt,
-				rope_launch(neox, dt, y.d, x.d, (const float *)c.d, (const float *)s.d,
-					    T, H, Dh, 0),
+				rope_launch(neox, dt, y.d, x.d, (const float *)c.d,
+					    (const float *)s.d, T, H, Dh, 0),
 				y, want, tol_std(dt));
 		}
 }
@@ -263,7 +279,7 @@ static void test_rope(int64_t T, int64_t H, int64_t Dh)
 static void test_adaln(int64_t B, int64_t S, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = {0, ""};
+		struct kf_err err = { 0, "" };
 		char what[96];
 		tens x(dt, B * S * D, true), sc(dt, B * D, true), sh(dt, B * D, true);
 		tens y(dt, B * S * D, false);
@@ -273,15 +289,15 @@ static void test_adaln(int64_t B, int64_t S, int64_t D)
 		     &err);
 		snprintf(what, sizeof what, "adaln_modulate B=%lld S=%lld D=%lld", (long long)B,
 			 (long long)S, (long long)D);
-		compare(what, "y", dt, adaln_modulate_launch(dt, y.d, x.d, sc.d, sh.d, B, S, D, 0), y,
-			want, tol_std(dt));
+		compare(what, "y", dt, adaln_modulate_launch(dt, y.d, x.d, sc.d, sh.d, B, S, D, 0),
+			y, want, tol_std(dt));
 	}
 }
 
 static void test_gemm(int64_t M, int64_t N, int64_t K)
 {
-	for (enum kf_dtype dt : {KF_DT_F16, KF_DT_BF16}) {
-		struct kf_err err = {0, ""};
+	for (enum kf_dtype dt : { KF_DT_F16, KF_DT_BF16 }) {
+		struct kf_err err = { 0, "" };
 		char what[96];
 		tens x(dt, M * K, true), w(dt, N * K, true), y(dt, M * N, false);
 		std::vector<double> want(M * N);
@@ -293,13 +309,14 @@ static void test_gemm(int64_t M, int64_t N, int64_t K)
 		t.atol *= sqrt((double)K) / 8;
 		compare(what, "y", dt, gemm_launch(dt, y.d, x.d, w.d, M, N, K, 0), y, want, t);
 		tens y2(dt, M * N, false);
-		compare(what, "y (mma.sync)", dt, gemm_mma_launch(dt, y2.d, x.d, w.d, M, N, K, 0), y2,
-			want, t);
+		compare(what, "y (mma.sync)", dt, gemm_mma_launch(dt, y2.d, x.d, w.d, M, N, K, 0),
+			y2, want, t);
 		if (dt == KF_DT_BF16) {
 			tens y3(dt, M * N, false);
 			cudaError_t e = gemm_sm90_launch(y3.d, x.d, w.d, M, N, K, 3, 0);
 			if (e == cudaErrorNotSupported)
-				printf("skip %-44s bf16 y (sm90): not an sm_90a build or device\n", what);
+				printf("skip %-44s bf16 y (sm90): not an sm_90a build or device\n",
+				       what);
 			else
 				compare(what, "y (sm90, group 3)", dt, e, y3, want, t);
 		}
@@ -327,7 +344,7 @@ static void test_fatbin(const char *path)
 		}
 		k += strlen("\"kernel\": \"");
 		const char *end = strstr(k, "$dtype");
-		for (enum kf_dtype dt : {KF_DT_F32, KF_DT_F16, KF_DT_BF16}) {
+		for (enum kf_dtype dt : { KF_DT_F32, KF_DT_F16, KF_DT_BF16 }) {
 			char q[16];
 			snprintf(q, sizeof q, "\"%s\"", dtype_name(dt));
 			const char *close = strchr(dts, ']');
@@ -411,9 +428,10 @@ int main(int argc, char **argv)
 	/* (T, D): one element, odd widths, a single row, exactly the vector
 	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
 	 * and more rows than one grid dimension holds. */
-	const int64_t rows[][2] = {{1, 1},    {1, 7},     {3, 33},    {5, 1000},  {2, 4097},
-				   {4, 4096}, {7, 8},     {1, 16384}, {2, 20000}, {1, 40000},
-				   {2, 65536}, {1, 131072}, {1, 70001}, {70000, 64}, {3000, 2048}};
+	const int64_t rows[][2] = { { 1, 1 },	  { 1, 7 },	 { 3, 33 },	{ 5, 1000 },
+				    { 2, 4097 },  { 4, 4096 },	 { 7, 8 },	{ 1, 16384 },
+				    { 2, 20000 }, { 1, 40000 },	 { 2, 65536 },	{ 1, 131072 },
+				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 } };
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -421,23 +439,26 @@ int main(int argc, char **argv)
 		test_layernorm(r[0], r[1]);
 		test_softmax(r[0], r[1]);
 	}
-	const int64_t acts[][2] = {{1, 1},     {3, 7},    {5, 1000},     {4, 4096},   {1, 16384},
-				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}};
+	const int64_t acts[][2] = { { 1, 1 },	   { 3, 7 },	  { 5, 1000 },
+				    { 4, 4096 },   { 1, 16384 },  { 2, 20001 },
+				    { 70000, 64 }, { 300000, 8 }, { 9, 3000 } };
 	for (auto &r : acts)
 		if (!quick || r[0] * r[1] <= 300000)
 			test_activation(r[0], r[1]);
-	const int64_t ropes[][3] = {{1, 1, 2},   {3, 2, 6},    {7, 3, 66},  {5, 4, 128},
-				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
+	const int64_t ropes[][3] = {
+		{ 1, 1, 2 },	 { 3, 2, 6 },	  { 7, 3, 66 }, { 5, 4, 128 },
+		{ 2, 1, 20000 }, { 1000, 8, 64 }, { 9, 5, 72 }, { 4, 2, 256 }
+	};
 	for (auto &r : ropes)
 		test_rope(r[0], r[1], r[2]);
-	const int64_t adas[][3] = {{1, 1, 1},    {2, 3, 7},      {3, 5, 1000},
-				   {2, 64, 4096}, {1, 2, 16384}, {2, 140000, 8}};
+	const int64_t adas[][3] = { { 1, 1, 1 },     { 2, 3, 7 },     { 3, 5, 1000 },
+				    { 2, 64, 4096 }, { 1, 2, 16384 }, { 2, 140000, 8 } };
 	for (auto &r : adas)
 		if (!quick || r[0] * r[1] * r[2] <= 1000000)
 			test_adaln(r[0], r[1], r[2]);
-	const int64_t gemms[][3] = {{1, 1, 8},       {77, 200, 72},    {128, 128, 64},
-				    {129, 257, 136}, {256, 256, 4096}, {512, 384, 1024},
-				    {300, 131, 2000}, {1000, 520, 264}, {640, 768, 512}};
+	const int64_t gemms[][3] = { { 1, 1, 8 },	 { 77, 200, 72 },    { 128, 128, 64 },
+				     { 129, 257, 136 },	 { 256, 256, 4096 }, { 512, 384, 1024 },
+				     { 300, 131, 2000 }, { 1000, 520, 264 }, { 640, 768, 512 } };
 	for (auto &r : gemms)
 		test_gemm(r[0], r[1], r[2]);
 	if (fatbin)
