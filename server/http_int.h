@@ -28,13 +28,16 @@
 #define HTTP_BACKLOG_MAX 256               /* unrouted messages kept per session */
 #define HTTP_KEEPALIVE_S 15                /* SSE comment on idle GET streams */
 #define HTTP_SSE_RETRY_MS 1000
+#define HTTP_REPLAY_MAX 64                 /* written events kept per stream */
+#define HTTP_ORPHAN_S 120                  /* a lost stream waits this long */
 #define HTTP_TOKEN_MAX 512
 
 /* --- types --------------------------------------------------------------------- */
 
 struct hmsg {
 	struct hmsg *next;
-	size_t len; /* bytes in data */
+	unsigned long long seq; /* the event's number in its stream; 0: none */
+	size_t len;             /* bytes in data */
 	char data[];
 };
 
@@ -43,7 +46,10 @@ enum call_mode { MODE_UNDECIDED = 0, MODE_JSON, MODE_SSE };
 /* One POST request waiting for its answer, or the session's GET stream.
  * Refcounted: the connection holds one reference until MHD completes the
  * request, the session one until the final message (or, for the GET
- * stream, until the stream is detached). */
+ * stream, until the stream is detached). A POST whose SSE stream loses its
+ * connection before the final message is kept on the session's orphan
+ * list (the connection's reference moves there) so a GET with
+ * Last-Event-ID can resume it. */
 struct hcall {
 	struct hsess *sess;
 	struct MHD_Connection *conn;
@@ -56,10 +62,18 @@ struct hcall {
 	enum call_mode mode;
 	char *json;    /* MODE_JSON: the final message (owned) */
 	size_t json_len;
-	struct hmsg *head, *tail; /* MODE_SSE: events not yet written */
-	size_t off;               /* bytes of head already written */
+	struct hmsg *head, *tail; /* MODE_SSE: events, the written ones kept
+				   * (at most HTTP_REPLAY_MAX) for a resume */
+	struct hmsg *cur;         /* the next event to write, NULL: none */
+	size_t off;               /* bytes of cur already written */
+	size_t kept;              /* written events still in the list */
+	unsigned stream;          /* MODE_SSE: the stream's number in the session */
+	unsigned long long seq;   /* the last event number used */
 	int counted;   /* holds one of srv->inflight */
 	int primed;    /* MODE_SSE: the priming event was queued */
+	int detached;  /* on the orphan list, waiting for a resume */
+	time_t detached_at;       /* monotonic seconds */
+	struct hcall *onext;      /* the session's orphan list */
 };
 
 struct hsess {
@@ -78,7 +92,8 @@ struct hsess {
 	struct hcall *get;    /* the open GET stream, or NULL */
 	struct hmsg *bl_head, *bl_tail; /* messages for no request, no stream */
 	size_t bl_len;
-	unsigned long long next_event; /* SSE event ids */
+	unsigned next_stream; /* SSE stream numbers (event ids are stream-seq) */
+	struct hcall *orphans; /* POST streams that lost their connection */
 	struct hsess *next;   /* hash chain */
 };
 
@@ -173,9 +188,10 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 /* DELETE /mcp: ends the session. */
 enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn);
 
-/* The request holding c is complete (answered or its connection closed):
- * drops the connection's reference. */
-void http_mcp_completed(struct hcall *c);
+/* The request holding c is complete: ok 1 when MHD wrote the whole
+ * response, 0 when the connection failed. Drops the connection's reference,
+ * or keeps a broken SSE stream for resumption. */
+void http_mcp_completed(struct hcall *c, int ok);
 
 /* Expires idle sessions and pings idle GET streams. */
 void http_housekeep(struct hsrv *srv);

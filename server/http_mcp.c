@@ -24,6 +24,7 @@ static struct hmsg *hmsg_new(const char *a, size_t alen, const char *b, size_t b
 	if (!m)
 		return NULL;
 	m->next = NULL;
+	m->seq = 0;
 	memcpy(m->data, a, alen);
 	if (blen)
 		memcpy(m->data + alen, b, blen);
@@ -42,47 +43,58 @@ static void hmsg_free_all(struct hmsg *m)
 	}
 }
 
-/* Appends an SSE "message" event carrying json to c. Under sess->lock. */
-static void sse_push(struct hsess *s, struct hcall *c, const char *json, size_t len)
+/* Appends m to c's events. Under sess->lock. */
+static void sse_append(struct hcall *c, struct hmsg *m)
 {
-	char head[64];
-	int hl = snprintf(head, sizeof(head), "event: message\nid: %llu\ndata: ",
-			  ++s->next_event);
+	if (c->tail)
+		c->tail->next = m;
+	else
+		c->head = m;
+	c->tail = m;
+	if (!c->cur) {
+		c->cur = m;
+		c->off = 0;
+	}
+}
+
+/* Appends an SSE "message" event carrying json to c, with the id
+ * "STREAM-SEQ". Under sess->lock. */
+static void sse_push(struct hcall *c, const char *json, size_t len)
+{
+	char head[80];
+	unsigned long long seq = ++c->seq;
+	int hl = snprintf(head, sizeof(head), "event: message\nid: %u-%llu\ndata: ", c->stream,
+			  seq);
 	struct hmsg *m = hmsg_new(head, (size_t)hl, json, len, "\n\n", 2);
 
 	if (!m)
 		return; /* out of memory: the event is lost, the stream goes on */
-	if (c->tail)
-		c->tail->next = m;
-	else
-		c->head = m;
-	c->tail = m;
+	m->seq = seq;
+	sse_append(c, m);
 }
 
-/* Appends raw SSE text (a priming event or a comment). Under sess->lock. */
+/* Appends raw SSE text (a comment). Under sess->lock. */
 static void sse_raw(struct hcall *c, const char *text, size_t len)
 {
 	struct hmsg *m = hmsg_new(text, len, NULL, 0, NULL, 0);
-	if (!m)
-		return;
-	if (c->tail)
-		c->tail->next = m;
-	else
-		c->head = m;
-	c->tail = m;
+	if (m)
+		sse_append(c, m);
 }
 
-/* The priming event of SEP-1699 (an id and empty data, with a retry hint),
- * for sessions on revision 2025-11-25, whose clients expect it. */
-static void sse_prime(struct hsess *s, struct hcall *c)
+/* Makes c an SSE stream: a stream number and, for sessions on revision
+ * 2025-11-25 (whose clients expect it), the priming event of SEP-1699: an
+ * id and empty data, with a retry hint. Under sess->lock. */
+static void sse_start(struct hsess *s, struct hcall *c)
 {
 	const char *v = s->ms ? mcp_session_version(s->ms) : NULL;
 	char buf[96];
 	int n;
 
+	c->mode = MODE_SSE;
+	c->stream = ++s->next_stream;
 	if (!v || strcmp(v, "2025-11-25") < 0)
 		return;
-	n = snprintf(buf, sizeof(buf), "id: %llu\nretry: %d\ndata: \n\n", ++s->next_event,
+	n = snprintf(buf, sizeof(buf), "id: %u-0\nretry: %d\ndata: \n\n", c->stream,
 		     HTTP_SSE_RETRY_MS);
 	sse_raw(c, buf, (size_t)n);
 }
@@ -152,7 +164,7 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 	pthread_mutex_lock(&s->lock);
 	if (!c) {
 		if (s->get && !s->get->gone) {
-			sse_push(s, s->get, json, len);
+			sse_push(s->get, json, len);
 			if (s->get->suspended) {
 				s->get->suspended = 0;
 				resume = s->get->conn;
@@ -180,20 +192,19 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 		return;
 	}
 	if (!c->gone) {
-		if (c->mode == MODE_UNDECIDED)
-			c->mode = final ? MODE_JSON : MODE_SSE;
-		if (c->mode == MODE_JSON) {
-			if (final) {
-				c->json = copy;
-				c->json_len = len;
-				copy = NULL;
-			}
+		if (c->mode == MODE_UNDECIDED && final) {
+			/* The answer comes first: one JSON body. */
+			c->mode = MODE_JSON;
+			c->json = copy;
+			c->json_len = len;
+			copy = NULL;
 		} else {
+			/* Anything before the answer: an SSE stream. */
 			if (!c->primed) {
 				c->primed = 1;
-				sse_prime(s, c);
+				sse_start(s, c);
 			}
-			sse_push(s, c, json, len);
+			sse_push(c, json, len);
 		}
 		if (c->suspended) {
 			/* A suspended connection is never closed by MHD, so conn
@@ -302,6 +313,27 @@ static struct hsess *sess_find(struct hsrv *srv, const char *id)
 	return s;
 }
 
+/* Drops the orphaned streams detached at or before cutoff (monotonic
+ * seconds). Under s->lock; returns how many session references the
+ * caller must drop with sess_unref after unlocking. */
+static size_t orphans_drop(struct hsess *s, time_t cutoff)
+{
+	struct hcall **pp = &s->orphans, *c;
+	size_t freed = 0;
+
+	while ((c = *pp) != NULL) {
+		if (c->detached_at > cutoff) {
+			pp = &c->onext;
+			continue;
+		}
+		*pp = c->onext;
+		c->detached = 0;
+		c->gone = 1;
+		freed += (size_t)call_unref_locked(c);
+	}
+	return freed;
+}
+
 /* Ends a session: out of the table, every call cancelled (their final
  * messages still reach their connections), the GET stream finished. Safe
  * to call more than once and from any thread that holds no session lock. */
@@ -309,6 +341,7 @@ static void sess_close(struct hsrv *srv, struct hsess *s)
 {
 	struct mcp_session *ms;
 	struct hsess **pp;
+	size_t freed;
 
 	pthread_mutex_lock(&srv->lock);
 	if (!s->in_table) {
@@ -336,7 +369,10 @@ static void sess_close(struct hsrv *srv, struct hsess *s)
 	pthread_mutex_lock(&s->lock);
 	if (s->get)
 		wake(s->get);
+	freed = orphans_drop(s, (time_t)1 << 62);
 	pthread_mutex_unlock(&s->lock);
+	while (freed--)
+		sess_unref(s);
 	sess_unref(s); /* the table's reference */
 }
 
@@ -346,25 +382,31 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct hcall *c = cls;
 	struct hsess *s = c->sess;
-	size_t n = 0;
+	size_t n = 0, keep = c->get ? 0 : HTTP_REPLAY_MAX;
 
 	(void)pos;
 	pthread_mutex_lock(&s->lock);
-	while (c->head && n < max) {
-		size_t take = c->head->len - c->off;
+	while (c->cur && n < max) {
+		size_t take = c->cur->len - c->off;
 		if (take > max - n)
 			take = max - n;
-		memcpy(buf + n, c->head->data + c->off, take);
+		memcpy(buf + n, c->cur->data + c->off, take);
 		n += take;
 		c->off += take;
-		if (c->off == c->head->len) {
-			struct hmsg *m = c->head;
-			c->head = m->next;
-			if (!c->head)
-				c->tail = NULL;
+		if (c->off == c->cur->len) {
+			c->cur = c->cur->next;
 			c->off = 0;
-			free(m);
+			c->kept++;
 		}
+	}
+	/* Written events stay for a resume, the oldest dropped past the cap. */
+	while (c->kept > keep && c->head != c->cur) {
+		struct hmsg *m = c->head;
+		c->head = m->next;
+		if (!c->head)
+			c->tail = NULL;
+		free(m);
+		c->kept--;
 	}
 	if (n == 0) {
 		if ((!c->get && c->final) || (c->get && (s->ended || s->get != c))) {
@@ -597,6 +639,36 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	return answer_queue(c, a, json, jl);
 }
 
+/* The orphaned POST stream that Last-Event-ID "STREAM-SEQ" names, taken
+ * off the orphan list with its cursor on the first event after SEQ, or
+ * NULL. Under s->lock. */
+static struct hcall *resume_find(struct hsess *s, const char *last)
+{
+	unsigned stream;
+	unsigned long long seq;
+	char tail;
+	struct hcall **pp, *c;
+
+	if (sscanf(last, "%u-%llu%c", &stream, &seq, &tail) != 2)
+		return NULL;
+	for (pp = &s->orphans; (c = *pp) != NULL; pp = &c->onext)
+		if (c->stream == stream)
+			break;
+	if (!c)
+		return NULL;
+	*pp = c->onext;
+	c->onext = NULL;
+	c->detached = 0;
+	c->off = 0;
+	c->kept = 0;
+	for (c->cur = c->head; c->cur && c->cur->seq <= seq; c->cur = c->cur->next)
+		c->kept++;
+	if (c->head && c->head->seq > seq + 1)
+		log_warn("http", "session %.8s...: stream %u resumed after %llu, but events from %llu on were dropped",
+			 s->id, stream, seq, seq + 1);
+	return c;
+}
+
 /* Resumed after on_send: the answer (or its first message) is there. */
 enum MHD_Result http_mcp_resumed(struct hreq *rq)
 {
@@ -625,6 +697,7 @@ enum MHD_Result http_mcp_resumed(struct hreq *rq)
 enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
 	const char *sid = http_header(conn, "Mcp-Session-Id");
+	const char *last;
 	struct hsess *s;
 	struct hcall *c;
 
@@ -650,6 +723,22 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 		sess_unref(s);
 		return http_rpc_error(conn, 404, -32001, NULL, NULL, "Session not found: it has ended");
 	}
+	if ((last = http_header(conn, "Last-Event-ID")) != NULL) {
+		struct hcall *o = resume_find(s, last);
+		if (o) {
+			/* The orphan's reference becomes this connection's; the
+			 * session reference from sess_find is not needed. */
+			o->conn = conn;
+			rq->call = o;
+			rq->kind = RQ_ANSWERED;
+			pthread_mutex_unlock(&s->lock);
+			free(c);
+			sess_unref(s);
+			log_debug("http", "session %.8s...: stream %u resumed after %s", s->id,
+				  o->stream, last);
+			return queue_sse(o, NULL);
+		}
+	}
 	if (s->get) {
 		pthread_mutex_unlock(&s->lock);
 		free(c);
@@ -661,12 +750,11 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	c->conn = conn;
 	c->refs = 2; /* the connection and s->get */
 	c->get = 1;
-	c->mode = MODE_SSE;
-	sse_prime(s, c);
+	sse_start(s, c);
 	while (s->bl_head) {
 		struct hmsg *m = s->bl_head;
 		s->bl_head = m->next;
-		sse_push(s, c, m->data, m->len);
+		sse_push(c, m->data, m->len);
 		free(m);
 	}
 	s->bl_tail = NULL;
@@ -696,13 +784,26 @@ enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
 	return http_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
-void http_mcp_completed(struct hcall *c)
+void http_mcp_completed(struct hcall *c, int ok)
 {
 	struct hsess *s = c->sess;
 	int freed = 0, freed2 = 0;
 	pthread_mutex_lock(&s->lock);
-	c->gone = 1;
 	c->suspended = 0;
+	if (!c->get && c->mode == MODE_SSE && !s->ended && (!c->final || !ok)) {
+		/* The stream broke before the answer, or while writing it (a
+		 * connection closed while suspended shows only when written to):
+		 * keep the call, the connection's reference moving to the orphan
+		 * list, for a GET with Last-Event-ID. */
+		c->conn = NULL;
+		c->detached = 1;
+		c->detached_at = http_mono_s();
+		c->onext = s->orphans;
+		s->orphans = c;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	c->gone = 1;
 	if (c->get && s->get == c) {
 		s->get = NULL;
 		freed2 = call_unref_locked(c);
@@ -727,7 +828,9 @@ void http_housekeep(struct hsrv *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (size_t b = 0; b < HTTP_BUCKETS; b++) {
 		for (struct hsess *s = srv->buckets[b]; s; s = s->next) {
+			size_t freed;
 			pthread_mutex_lock(&s->lock);
+			freed = orphans_drop(s, now - HTTP_ORPHAN_S);
 			if (s->get && now - s->last_ping >= HTTP_KEEPALIVE_S) {
 				s->last_ping = now;
 				sse_raw(s->get, ": keepalive\n\n", 13);
@@ -739,6 +842,8 @@ void http_housekeep(struct hsrv *srv)
 				expired[n++] = s;
 			}
 			pthread_mutex_unlock(&s->lock);
+			while (freed--)
+				sess_unref(s); /* never the last: the table holds one */
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);

@@ -402,11 +402,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	(void)cls;
 	(void)conn;
-	(void)toe;
 	if (!rq)
 		return;
 	if (rq->call)
-		http_mcp_completed(rq->call);
+		http_mcp_completed(rq->call, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	if (rq->job)
 		http_rest_release(rq->job);
 	free(rq->body);

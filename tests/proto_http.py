@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -162,8 +163,10 @@ def test_session(port):
           kinds == ["notifications/progress"] * 3 + ["result"], kinds)
     check("the SSE stream starts with a priming event (id, empty data, retry)",
           evs and evs[0].get("id") and evs[0].get("data") == "" and "retry" in evs[0], evs[:1])
-    ids = [int(e["id"]) for e in evs if e.get("id")]
-    check("SSE event ids increase", ids == sorted(ids) and len(set(ids)) == len(ids), ids)
+    ids = [tuple(map(int, e["id"].split("-"))) for e in evs if e.get("id")]
+    check("SSE event ids are STREAM-SEQ, one stream, increasing from 0",
+          ids and len({i[0] for i in ids}) == 1 and [i[1] for i in ids] == list(range(len(ids))),
+          ids)
 
     st, hd, data = rpc(port, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                               "params": {"name": "test_tool_with_logging", "arguments": {}}}, sid)
@@ -321,6 +324,71 @@ def test_get_stream_and_delete(port):
     check("a request on a deleted session answers 404", st == 404, (st, data))
     st, hd, data = req(port, "DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
     check("DELETE of an ended session answers 404", st == 404, (st, data))
+
+
+def raw_post(port, sid, msg):
+    """POSTs msg on a raw socket and returns it with the response's header
+    block and whatever body bytes came with it."""
+    body = json.dumps(msg).encode()
+    sk = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sk.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               b"Accept: application/json, text/event-stream\r\nMcp-Session-Id: " +
+               sid.encode() + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    return sk
+
+
+def test_resume(port):
+    init = json.loads(json.dumps(INIT))
+    init["params"]["capabilities"] = {"sampling": {}}
+    st, hd, data = rpc(port, init)
+    sid = hd.get("mcp-session-id")
+    rpc(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    sk = raw_post(port, sid, {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                              "params": {"name": "test_sampling",
+                                         "arguments": {"prompt": "hello"}}})
+    buf = b""
+    deadline = time.time() + 10
+    while b"sampling/createMessage" not in buf and time.time() < deadline:
+        chunk = sk.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    ids = re.findall(rb"\nid: ([0-9]+-[0-9]+)", buf)
+    req_line = [ln for ln in buf.split(b"\n") if b"sampling/createMessage" in ln]
+    check("a server request mid-call arrives on the POST's SSE stream",
+          b"text/event-stream" in buf and req_line and len(ids) >= 2, buf[:400])
+    if not req_line or len(ids) < 2:
+        sk.close()
+        return
+    sreq = json.loads(req_line[0].split(b"data: ", 1)[1])
+    # The client loses the stream (RST), then answers the sampling request.
+    sk.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sk.close()
+    st, _, _ = rpc(port, {"jsonrpc": "2.0", "id": sreq["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "resumed fine"},
+        "model": "test", "stopReason": "endTurn"}}, sid)
+    check("the client's answer to the server request is accepted (202)", st == 202, st)
+    time.sleep(0.3)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid,
+                                      "Last-Event-ID": ids[-1].decode()})
+    r = c.getresponse()
+    evs, closed = read_sse_until(r, lambda e: any('"id":7' in x.get("data", "") for x in e), 5)
+    res = [jbody(e["data"].encode()) for e in evs if '"id":7' in e.get("data", "")]
+    check("GET with Last-Event-ID resumes the lost stream: the answer arrives",
+          r.status == 200 and res and "resumed fine" in json.dumps(res[0]), (r.status, evs))
+    check("the resumed stream replays only events after Last-Event-ID",
+          not any("sampling/createMessage" in e.get("data", "") for e in evs), evs)
+    c.close()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid,
+                                      "Last-Event-ID": ids[-1].decode()})
+    r = c.getresponse()
+    evs, closed = read_sse_until(r, lambda e: any(x.get("id") for x in e), 3)
+    check("a finished stream cannot be resumed twice (a plain GET stream opens instead)",
+          r.status == 200 and not any('"id":7' in e.get("data", "") for e in evs), evs)
+    c.close()
+    req(port, "DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
 
 
 def test_concurrent(port, nsess=40):
@@ -521,6 +589,7 @@ def main():
             test_errors(s.port, sid)
             test_body_caps(s.port, sid, cap)
             test_get_stream_and_delete(s.port)
+            test_resume(s.port)
             test_rest(s.port)
             test_concurrent(s.port)
             check("the server is still running", s.p.poll() is None, s.p.returncode)
