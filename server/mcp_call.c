@@ -20,6 +20,7 @@
 
 #define POOL_QUEUE_MAX 256 /* queued calls across all sessions */
 #define POOL_THREADS_MAX 64
+#define MCP_RESULT_MAX_BYTES (2u << 20) /* structuredContent as JSON */
 
 static struct {
 	pthread_once_t once;
@@ -134,6 +135,20 @@ static json_t *mcp_result(struct tool_ctx *c, json_t *sc, int is_error)
 		json_object_set(r, "content", c->content);
 	} else {
 		text = json_dumps(sc, JSON_COMPACT);
+		if (text && strlen(text) > MCP_RESULT_MAX_BYTES) {
+			/* A client must never receive an unbounded answer; large
+			 * artifacts belong in resources. */
+			char msg[200];
+			snprintf(msg, sizeof(msg),
+				 "internal error: %s produced a %zu-byte result, over the %u-byte cap",
+				 c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
+			log_error("mcp", "%s", msg);
+			free(text);
+			json_decref(sc);
+			sc = error_object(KF_ETOOBIG, msg);
+			is_error = 1;
+			text = json_dumps(sc, JSON_COMPACT);
+		}
 		json_object_set_new(r, "content",
 				    json_pack("[{s:s,s:s}]", "type", "text", "text",
 					      text ? text : "{}"));

@@ -250,7 +250,24 @@ static int t_badout(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return 0;
 }
 
+static int t_huge(struct tool_ctx *ctx, const json_t *args, json_t **out,
+		  struct kf_err *err)
+{
+	size_t n = 3u << 20;
+	char *big = malloc(n + 1);
+
+	(void)ctx;
+	(void)args;
+	(void)err;
+	memset(big, 'x', n);
+	big[n] = '\0';
+	*out = json_pack("{s:s,s:s}", "summary", "huge", "blob", big);
+	free(big);
+	return 0;
+}
+
 static const struct tool_def TEST_TOOLS[] = {
+	{"huge", "Huge", "returns 3 MiB", NULL, NULL, 0, t_huge},
 	{"echo", "Echo", "echoes text",
 	 "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"],\"additionalProperties\":false}",
 	 NULL, TOOL_READ_ONLY, t_echo},
@@ -484,7 +501,7 @@ START_TEST(tools_list_describes_each_tool)
 
 	initialize();
 	r = result(req(1, "tools/list", NULL));
-	t = json_array_get(json_object_get(r, "tools"), 0);
+	t = json_array_get(json_object_get(r, "tools"), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(t, "name")), "echo");
 	ck_assert_str_eq(json_string_value(json_object_get(t, "description")), "echoes text");
 	ck_assert(json_is_false(json_object_get(json_object_get(t, "inputSchema"), "additionalProperties")));
@@ -538,6 +555,11 @@ START_TEST(tool_failures_are_results_with_is_error)
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "summary")), "2 elements wrong");
 	ck_assert_uint_eq(json_array_size(json_object_get(sc, "mismatches")), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")), "fault");
+
+	r = result(req(6, "tools/call", "{\"name\":\"huge\"}"));
+	ck_assert(json_is_true(json_object_get(r, "isError")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
+			 "too_big");
 
 	r = result(req(5, "tools/call", "{\"name\":\"badout\"}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
