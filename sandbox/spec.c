@@ -8,9 +8,11 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PATH_MAX_LEN 160
 
@@ -1362,13 +1364,23 @@ static double u01(uint64_t key, uint64_t ctr)
 	return (double)(spec_mix64(key ^ spec_mix64(ctr)) >> 11) * 0x1p-53;
 }
 
-void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, int64_t init_max,
-	       void *buf, uint64_t elems)
+struct fill_job {
+	const struct spec_tensor *t;
+	uint64_t key;
+	int64_t init_max;
+	void *buf;
+	uint64_t lo, hi; /* lo is even, so Box-Muller pairs never straddle jobs */
+};
+
+static void fill_range(const struct fill_job *f)
 {
-	uint64_t key = spec_mix64(seed ^ spec_mix64(0x74656e736f72ull + tensor_index));
+	const struct spec_tensor *t = f->t;
+	uint64_t key = f->key;
+	int64_t init_max = f->init_max;
+	void *buf = f->buf;
 	int is_float = dtype_is_float(t->dtype);
 	int is_unsigned = t->dtype == KF_DT_U8;
-	for (uint64_t i = 0; i < elems; i++) {
+	for (uint64_t i = f->lo; i < f->hi; i++) {
 		double v;
 		switch (t->init) {
 		case SPEC_INIT_NORMAL:
@@ -1380,7 +1392,7 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, 
 				double a = u01(key, j), b = u01(key, j + 1);
 				double r = sqrt(-2.0 * log(1.0 - a)), th = 6.283185307179586 * b;
 				v = r * cos(th);
-				if (i + 1 < elems && !(i & 1)) {
+				if (i + 1 < f->hi && !(i & 1)) {
 					dtype_store(t->dtype, buf, (size_t)i, v);
 					i++;
 					v = r * sin(th);
@@ -1407,6 +1419,45 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, 
 		default: v = floor(u01(key, i) * (double)(init_max > 0 ? init_max : 1)); break;
 		}
 		dtype_store(t->dtype, buf, (size_t)i, v);
+	}
+}
+
+static void *fill_thread(void *arg)
+{
+	fill_range(arg);
+	return NULL;
+}
+
+#define FILL_THREADS_MAX  8
+#define FILL_PARALLEL_MIN (1u << 20) /* elements */
+
+void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, int64_t init_max,
+	       void *buf, uint64_t elems)
+{
+	uint64_t key = spec_mix64(seed ^ spec_mix64(0x74656e736f72ull + tensor_index));
+	struct fill_job jobs[FILL_THREADS_MAX];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = elems < FILL_PARALLEL_MIN ? 1
+		: cpus > FILL_THREADS_MAX ? FILL_THREADS_MAX
+		: cpus > 1		  ? (int)cpus
+					  : 1;
+	uint64_t chunk = ((elems + (uint64_t)n - 1) / (uint64_t)n + 1) & ~1ull;
+	pthread_t th[FILL_THREADS_MAX];
+	int started[FILL_THREADS_MAX] = { 0 };
+	for (int k = 0; k < n; k++) {
+		uint64_t lo = (uint64_t)k * chunk, hi = lo + chunk;
+		jobs[k] = (struct fill_job){
+			t, key, init_max, buf, lo < elems ? lo : elems, hi < elems ? hi : elems
+		};
+		if (k > 0)
+			started[k] = pthread_create(&th[k], NULL, fill_thread, &jobs[k]) == 0;
+	}
+	fill_range(&jobs[0]);
+	for (int k = 1; k < n; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			fill_range(&jobs[k]);
 	}
 }
 

@@ -569,6 +569,31 @@ START_TEST(fill_is_deterministic_per_seed_and_tensor)
 }
 END_TEST
 
+START_TEST(parallel_fill_of_large_tensors_matches_element_by_element)
+{
+	/* Just above the threading threshold every chunk boundary lies inside
+	 * a prefix short enough to be filled by one thread: the bytes must be
+	 * identical. */
+	enum { N = (1 << 20) + 5, P = (1 << 20) - 2 };
+	struct spec_tensor t = { .name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL };
+	float *big = malloc((size_t)N * 4), *small = malloc((size_t)P * 4);
+	spec_fill(&t, 3, 77, 0, big, N);
+	spec_fill(&t, 3, 77, 0, small, P);
+	ck_assert_int_eq(memcmp(big, small, (size_t)P * 4), 0);
+	for (uint64_t i = P; i < N; i++)
+		ck_assert(isfinite(big[i]));
+	double sum = 0, sq = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		sum += big[i];
+		sq += (double)big[i] * big[i];
+	}
+	ck_assert(fabs(sum / N) < 0.01);
+	ck_assert(fabs(sq / N - 1.0) < 0.01);
+	free(big);
+	free(small);
+}
+END_TEST
+
 START_TEST(default_tolerances_are_per_dtype)
 {
 	double a, r;
@@ -794,6 +819,7 @@ static Suite *spec_suite(void)
 	tcase_add_test(b, odd_size_satisfies_constraints_and_is_not_listed);
 	tcase_add_test(b, fill_is_deterministic_per_seed_and_tensor);
 	tcase_add_test(b, default_tolerances_are_per_dtype);
+	tcase_add_test(b, parallel_fill_of_large_tensors_matches_element_by_element);
 	suite_add_tcase(s, b);
 	return s;
 }
