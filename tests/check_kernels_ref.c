@@ -20,6 +20,7 @@
 #include "kernels/ref/rope_ref.h"
 #include "kernels/ref/softmax_ref.h"
 #include "sandbox/expr.h"
+#include "sandbox/spec.h"
 
 #define NEAR(a, b, tol)                                                                    \
 	ck_assert_msg(fabs((a) - (b)) <= (tol), "%s = %.17g, want %.17g", #a, (double)(a), \
@@ -495,6 +496,57 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 }
 END_TEST
 
+/* Every template, in every dtype it allows, expands through the harness's
+ * op shorthand and passes its spec parser: every default size binds and
+ * the baseline launch has valid dims. (Loop index: template * 3 + dtype.) */
+START_TEST(template_expands_and_parses_with_the_spec_parser)
+{
+	const struct op_template *op = op_at((size_t)_i / 3);
+	const char *dt = dtype_name((enum kf_dtype)(_i % 3)); /* f32, f16, bf16 */
+	json_t *tpl = json_loads(op->spec_json, 0, NULL);
+	ck_assert_ptr_nonnull(tpl);
+	int allowed = 0;
+	size_t k;
+	json_t *v;
+	json_array_foreach(json_object_get(tpl, "dtypes"), k, v) allowed |=
+		strcmp(json_string_value(v), dt) == 0;
+	json_decref(tpl);
+	char text[512];
+	snprintf(text, sizeof text,
+		 "{\"op\": \"%s\", \"dtype\": \"%s\", \"source\": \"extern \\\"C\\\" "
+		 "__global__ void k() {}\", \"launch\": [{\"kernel\": \"k\", \"grid\": [1], "
+		 "\"block\": [1], \"args\": []}]}",
+		 op->name, dt);
+	struct spec_limits lim;
+	spec_limits_default(&lim);
+	struct spec *s = NULL;
+	struct kf_err err = { 0, "" };
+	int rc = spec_parse_text(text, strlen(text), &lim, op_find, &s, &err);
+	if (!allowed) {
+		ck_assert_msg(rc == KF_EINVAL, "%s accepted dtype %s", op->name, dt);
+		return;
+	}
+	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
+	ck_assert_uint_ge(s->sizes_len, 1);
+	ck_assert_uint_eq(s->baseline.launch_len, 1);
+	char want[96];
+	snprintf(want, sizeof want, "kf_%s_%s", op->name, dt);
+	ck_assert_str_eq(s->baseline.launch[0].kernel, want);
+	for (size_t r = 0; r < s->sizes_len; r++) {
+		struct spec_bound b;
+		const int64_t *vals = s->sizes + r * s->vars_len;
+		ck_assert_msg(spec_bind(s, vals, &lim, "sizes", &b, &err) == 0, "%s: %s", op->name,
+			      err.msg);
+		ck_assert(b.cost_bytes > 0 && b.cost_flops > 0);
+		uint32_t g[3], bl[3], sh;
+		ck_assert_msg(spec_launch_dims(s, &s->baseline.launch[0], vals, "baseline", g, bl,
+					       &sh, &err) == 0,
+			      "%s: %s", op->name, err.msg);
+	}
+	spec_free(s);
+}
+END_TEST
+
 /* The template's reference runs through the op_ref_call adapter. */
 START_TEST(template_references_run_through_the_call_struct)
 {
@@ -545,6 +597,8 @@ static Suite *kernels_ref_suite(void)
 	TCase *to = tcase_create("templates");
 	tcase_add_test(to, registry_finds_every_template_by_name);
 	tcase_add_loop_test(to, template_spec_json_is_complete_and_consistent, 0, (int)op_count());
+	tcase_add_loop_test(to, template_expands_and_parses_with_the_spec_parser, 0,
+			    (int)op_count() * 3);
 	tcase_add_test(to, template_references_run_through_the_call_struct);
 	suite_add_tcase(s, to);
 	return s;
