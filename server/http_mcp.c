@@ -490,6 +490,18 @@ static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, 
 	return ret;
 }
 
+/* 1 when body is a JSON-RPC request (method and id), the only kind the
+ * in-flight cap refuses: notifications and responses start no work, and a
+ * response may be what a waiting call needs to finish. Parses, so it is
+ * called only once the cap is reached. */
+static int is_request(const char *body, size_t len)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	int r = !j || (json_object_get(j, "method") && json_object_get(j, "id"));
+	json_decref(j);
+	return r;
+}
+
 /* 1 when the JSON text of an initialize answer is a result (not an error). */
 static int init_succeeded(const char *json, size_t len)
 {
@@ -556,7 +568,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 					 "Session not found: '%.40s' is unknown or has ended; initialize a new session",
 					 sid);
 	}
-	if (atomic_load(&srv->inflight) >= srv->max_inflight) {
+	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len)) {
 		ret = http_rpc_error(conn, 503, -32000, "Retry-After", "1",
 				"Server busy: %u requests in flight; retry later", srv->max_inflight);
 		if (init)

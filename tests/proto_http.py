@@ -502,13 +502,47 @@ def test_rest(port):
 
 def test_busy(tmp):
     s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures",
-               env={"KFORGE_HTTP_MAX_SESSIONS": "3"})
+               env={"KFORGE_HTTP_MAX_SESSIONS": "3", "KFORGE_HTTP_MAX_INFLIGHT": "1"})
     try:
-        sts = [open_session(s.port)[0] for _ in range(3)]
+        sts = [open_session(s.port)[0] for _ in range(2)]
+        init = json.loads(json.dumps(INIT))
+        init["params"]["capabilities"] = {"sampling": {}}
+        st, hd, _ = rpc(s.port, init)
+        sid = hd.get("mcp-session-id")
+        sts.append(st)
         st, hd, data = rpc(s.port, INIT)
         check("sessions past the cap answer 503 busy with Retry-After",
               sts == [200] * 3 and st == 503 and hd.get("retry-after") and b"busy" in data,
               (sts, st, hd, data))
+        rpc(s.port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        time.sleep(0.3)  # earlier connections complete
+        sk = raw_post(s.port, sid, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                    "params": {"name": "test_sampling",
+                                               "arguments": {"prompt": "x"}}})
+        buf = b""
+        while b"sampling/createMessage" not in buf:
+            chunk = sk.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        st, hd, data = rpc(s.port, {"jsonrpc": "2.0", "id": 6, "method": "ping"}, sid)
+        check("requests past the in-flight cap answer 503 busy with Retry-After",
+              st == 503 and hd.get("retry-after") and b"busy" in data, (st, hd, data))
+        line = [ln for ln in buf.split(b"\n") if b"sampling/createMessage" in ln]
+        sreq = json.loads(line[0].split(b"data: ", 1)[1]) if line else {"id": -1}
+        st, hd, data = rpc(s.port, {"jsonrpc": "2.0", "id": sreq["id"], "result": {
+            "role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m",
+            "stopReason": "endTurn"}}, sid)
+        check("a client response still gets through at the in-flight cap (202)", st == 202,
+              (st, data))
+        sk.settimeout(10)
+        while b'"id":5' not in buf:
+            chunk = sk.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        check("the waiting call finishes once answered", b'"id":5,"result"' in buf, buf[-300:])
+        sk.close()
     finally:
         check("the server exits 0 on SIGTERM", s.stop() == 0)
 
