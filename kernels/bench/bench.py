@@ -21,6 +21,7 @@ fp32, x * (1 + scale) + shift, and torch.matmul (cuBLAS) for the GEMM.
 "fused" is PyTorch's own fused op where one exists (F.rms_norm).
 
 Environment: KF_LIB (path of libkfk.so), BENCH_ITERS (default 30),
+BENCH_MD (also write the table as Markdown there, for kernels/README.md),
 BENCH_BUDGET_S (after this many seconds torch.compile is skipped so the
 table still prints; default 200), BENCH_JSON (write all rows there),
 BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
@@ -519,6 +520,36 @@ def hint_ab():
     return best
 
 
+def driver_version():
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+        return out.strip().splitlines()[0]
+    except Exception:
+        return "?"
+
+
+def write_markdown(path, gpu, cuda):
+    """The table as Markdown, ready for kernels/README.md."""
+    with open(path, "w") as f:
+        f.write(f"{gpu}, driver {driver_version()}, CUDA {cuda}, PyTorch {torch.__version__}, "
+                f"{time.strftime('%Y-%m-%d', time.gmtime())}; device-to-device copy "
+                f"{COPY:.0f} GB/s. Times in us, median of {ITERS}, L2 flushed.\n\n")
+        f.write("| op | shape | dtype | kforge | eager | compile | fused | GB/s | % copy | x eager "
+                "| x compile | TFLOP/s (cuBLAS) |\n")
+        f.write("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+        for r in ROWS:
+            def c(v, p=1):
+                return f"{v:.{p}f}" if v is not None else "-"
+            sp = lambda t: f"{t / r['kforge_us']:.2f}" if t else "-"
+            tf = f"{r['tflops']:.0f} ({r['eager_tflops']:.0f})" if "tflops" in r else ""
+            f.write(f"| {r['op']} | {r['shape'].replace('x', '×')} | {r['dtype']} | {c(r['kforge_us'])} | "
+                    f"{c(r['eager_us'])} | {c(r['compile_us'])} | {c(r['fused_us'])} | {c(r['gbps'], 0)} | "
+                    f"{100 * r['gbps'] / COPY:.1f} | {sp(r['eager_us'])} | {sp(r['compile_us'])} | {tf} |"
+                    f"{'' if r['ok'] else ' MISMATCH'}\n")
+
+
 def main():
     global COPY, kf
     p = torch.cuda.get_device_properties(0)
@@ -565,6 +596,8 @@ def main():
                 f()
             except Exception as e:
                 print(f"# tune failed: {type(e).__name__}: {e}", flush=True)
+    if os.environ.get("BENCH_MD"):
+        write_markdown(os.environ["BENCH_MD"], p.name, drv)
     if os.environ.get("BENCH_JSON"):
         with open(os.environ["BENCH_JSON"], "w") as f:
             json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS), f, indent=1)

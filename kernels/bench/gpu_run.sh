@@ -29,7 +29,7 @@ echo "kernels_test rc=$? after $(($(date +%s) - T0)) s"
 grep -E "^FAIL" "$OUT/test.log" | head -20
 tail -1 "$OUT/test.log"
 B=$(($(left) - 75))
-BENCH_BUDGET_S=$((B > 20 ? B : 20)) BENCH_TUNE=1 BENCH_JSON="$OUT/bench.json" \
+BENCH_BUDGET_S=$((B > 20 ? B : 20)) BENCH_TUNE=1 BENCH_JSON="$OUT/bench.json" BENCH_MD="$OUT/bench.md" \
 	KF_HINT_LIBS="$(ls build/gpu-kernels/libkfk_h*.so 2>/dev/null | tr '\n' ' ')" \
 	KF_LIB=build/gpu-kernels/libkfk.so PYTHONUNBUFFERED=1 \
 	timeout $(($(left) - 20)) python3 kernels/bench/bench.py >"$OUT/bench.log" 2>&1

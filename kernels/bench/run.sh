@@ -9,4 +9,6 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 B=${KF_GPU_BUILD:-build/gpu-kernels}
 KF_GPU_BUILD=$B sh kernels/bench/build.sh || exit 1
-KF_LIB=$B/libkfk.so PYTHONUNBUFFERED=1 exec python3 kernels/bench/bench.py
+KF_LIB=$B/libkfk.so BENCH_MD=$B/bench.md BENCH_JSON=$B/bench.json PYTHONUNBUFFERED=1 \
+	python3 kernels/bench/bench.py || exit 1
+echo "bench-kernels: Markdown table in $B/bench.md (for kernels/README.md), all rows in $B/bench.json"
