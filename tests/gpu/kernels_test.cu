@@ -427,11 +427,12 @@ int main(int argc, char **argv)
 	test_rejects();
 	/* (T, D): one element, odd widths, a single row, exactly the vector
 	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
-	 * and more rows than one grid dimension holds. */
-	const int64_t rows[][2] = { { 1, 1 },	  { 1, 7 },	 { 3, 33 },	{ 5, 1000 },
-				    { 2, 4097 },  { 4, 4096 },	 { 7, 8 },	{ 1, 16384 },
-				    { 2, 20000 }, { 1, 40000 },	 { 2, 65536 },	{ 1, 131072 },
-				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 } };
+	 * more rows than one grid dimension holds, and 512 < T <= 1024, where
+	 * kf::row_block doubles the threads per row. */
+	const int64_t rows[][2] = { { 1, 1 },	  { 1, 7 },	 { 3, 33 },	 { 5, 1000 },
+				    { 2, 4097 },  { 4, 4096 },	 { 7, 8 },	 { 1, 16384 },
+				    { 2, 20000 }, { 1, 40000 },	 { 2, 65536 },	 { 1, 131072 },
+				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 }, { 1000, 3000 } };
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
