@@ -152,6 +152,10 @@ time_t http_mono_s(void);
 /* The request header name's value, or NULL. Borrowed from MHD. */
 const char *http_header(struct MHD_Connection *c, const char *name);
 
+/* Adds the CORS headers for the request's Origin, when it sent one (only
+ * allowed origins get this far). */
+void http_cors(struct MHD_Response *r, struct MHD_Connection *c);
+
 /* Queues a response with body (copied) and content type (NULL: none);
  * extra headers follow as name, value pairs ending with NULL (a NULL value
  * skips its header). Returns MHD's result. */

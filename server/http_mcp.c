@@ -436,6 +436,7 @@ static enum MHD_Result queue_sse(struct hcall *c, const char *sid)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	http_cors(r, c->conn);
 	if (sid)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
@@ -485,6 +486,7 @@ static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (sid)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
+	http_cors(r, c->conn);
 	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;

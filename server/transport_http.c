@@ -40,6 +40,17 @@ const char *http_header(struct MHD_Connection *c, const char *name)
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
+void http_cors(struct MHD_Response *r, struct MHD_Connection *c)
+{
+	const char *origin = http_header(c, "Origin");
+
+	if (!origin)
+		return;
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+	MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+	MHD_add_response_header(r, "Vary", "Origin");
+}
+
 /* Queues a response with body (copied) and content type; extra headers as
  * name, value pairs ending with NULL. */
 enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *type,
@@ -55,6 +66,8 @@ enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char
 		return MHD_NO;
 	if (type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status != MHD_HTTP_FORBIDDEN) /* a refused Origin gets no CORS */
+		http_cors(r, c);
 	va_start(ap, len);
 	while ((n = va_arg(ap, const char *)) != NULL) {
 		const char *v = va_arg(ap, const char *);
@@ -346,8 +359,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (!strcmp(method, "OPTIONS")) {
 		rq->kind = RQ_ANSWERED;
-		return http_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Origin",
-			     http_header(conn, "Origin"), "Access-Control-Allow-Methods",
+		return http_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
 			     "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
 			     "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
 			     "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
@@ -384,6 +396,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			return MHD_NO;
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+		http_cors(r, conn);
 		MHD_add_response_header(r, "Content-Security-Policy",
 					"default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
 		ret = MHD_queue_response(conn, MHD_HTTP_OK, r);

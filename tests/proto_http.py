@@ -609,6 +609,18 @@ def test_token(tmp):
     try:
         st, hd, data = rpc(s.port, INIT, headers={"Origin": "https://tools.example.org"})
         check("--allow-origin admits that Origin", st == 200, (st, data))
+        check("an allowed Origin gets CORS headers exposing Mcp-Session-Id",
+              hd.get("access-control-allow-origin") == "https://tools.example.org" and
+              "Mcp-Session-Id" in hd.get("access-control-expose-headers", ""), hd)
+        st, hd, data = req(s.port, "OPTIONS", "/mcp", headers={
+            "Origin": "https://tools.example.org", "Access-Control-Request-Method": "POST"})
+        check("a CORS preflight from an allowed Origin answers 204 with the methods and headers",
+              st == 204 and "POST" in hd.get("access-control-allow-methods", "") and
+              "Mcp-Session-Id" in hd.get("access-control-allow-headers", ""), (st, hd))
+        st, hd, data = req(s.port, "OPTIONS", "/mcp", headers={
+            "Origin": "https://evil.example.org", "Access-Control-Request-Method": "POST"})
+        check("a preflight from another Origin answers 403 without CORS headers",
+              st == 403 and "access-control-allow-origin" not in hd, (st, hd))
     finally:
         check("the server exits 0 on SIGTERM", s.stop() == 0)
 
