@@ -472,11 +472,22 @@ json_t *rest_openapi(void)
 			method[k] = (char)(r->method[k] | 0x20);
 		method[k] = '\0';
 		op = json_pack("{s:s}", "summary", r->summary);
+		/* operationId must be unique: method and path ("get_v1_gpus_id"). */
+		{
+			char oid[128];
+			size_t o = 0;
+			for (const char *q = method; *q && o + 1 < sizeof(oid); q++)
+				oid[o++] = *q;
+			for (const char *q = r->path; *q && o + 1 < sizeof(oid); q++) {
+				if (*q == '{' || *q == '}')
+					continue;
+				oid[o++] = (*q == '/' || *q == '.') ? '_' : *q;
+			}
+			oid[o] = '\0';
+			json_object_set_new(op, "operationId", json_string(oid));
+		}
 		if (r->tool)
-			json_object_set_new(op, "operationId", json_string(r->tool));
-		else
-			json_object_set_new(op, "operationId",
-					    json_string(r->kind == REST_HEALTH ? "health" : "openapi"));
+			json_object_set_new(op, "x-mcp-tool", json_string(r->tool));
 		for (int p = 0; p < REST_PARAMS_MAX && r->params[p].name; p++) {
 			const struct rest_param *rp = &r->params[p];
 			char pat[72];

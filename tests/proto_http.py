@@ -438,6 +438,10 @@ def test_rest(port):
     j = jbody(data)
     check("GET /v1/openapi.json is an OpenAPI 3.1 document",
           st == 200 and j and j["openapi"].startswith("3.1"), data[:200])
+    oids = [o.get("operationId") for item in (j or {}).get("paths", {}).values()
+            for o in item.values()]
+    check("OpenAPI operationIds are present and unique",
+          oids and None not in oids and len(set(oids)) == len(oids), oids)
     for p in ("/v1/gpus", "/v1/gpus/{id}", "/v1/gpus/compare", "/v1/guides", "/v1/guides/{id}",
               "/v1/compile", "/v1/check", "/v1/bench", "/v1/runs", "/v1/runs/{id}",
               "/v1/health", "/v1/openapi.json"):
