@@ -11,6 +11,7 @@
 #include "mcp.h"
 #include "sandbox/bench.h"
 #include "sandbox/gpu.h"
+#include "sandbox/spec.h"
 #include "tools_runs.h"
 
 #define SPEC_FILE_MAX_BYTES (8u << 20)
@@ -78,6 +79,58 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
 	return argv[++*i];
 }
 
+/* A spec file may name its CUDA source as "source_file" (relative to the
+ * spec's folder) instead of embedding it as a JSON string: the CLI reads the
+ * file and sends "source", so the tools never read host paths. obj may be
+ * NULL or not an object (nothing to do). Returns 0 or -1 after a message. */
+static int inline_source(const char *cmd, const char *spec_path, json_t *obj,
+			 const char *where)
+{
+	const char *file = json_string_value(json_object_get(obj, "source_file"));
+	char path[4096];
+
+	if (!file)
+		return 0;
+	if (json_object_get(obj, "source")) {
+		fprintf(stderr, "kforge %s: %ssource_file: give source or source_file, not both\n",
+			cmd, where);
+		return -1;
+	}
+	const char *slash = strrchr(spec_path, '/');
+	int n = file[0] == '/' || !slash
+			? snprintf(path, sizeof(path), "%s", file)
+			: snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - spec_path), spec_path,
+				   file);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		fprintf(stderr, "kforge %s: %ssource_file: path too long\n", cmd, where);
+		return -1;
+	}
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "kforge %s: %ssource_file: cannot open %s: %s\n", cmd, where, path,
+			strerror(errno));
+		return -1;
+	}
+	char *buf = malloc(SPEC_MAX_SOURCE_BYTES + 1);
+	size_t len = buf ? fread(buf, 1, SPEC_MAX_SOURCE_BYTES + 1, f) : 0;
+	fclose(f);
+	if (!buf || len > SPEC_MAX_SOURCE_BYTES) {
+		fprintf(stderr, "kforge %s: %ssource_file: %s is larger than %u bytes\n", cmd, where,
+			path, SPEC_MAX_SOURCE_BYTES);
+		free(buf);
+		return -1;
+	}
+	json_t *src = json_stringn(buf, len);
+	free(buf);
+	if (!src) {
+		fprintf(stderr, "kforge %s: %ssource_file: %s is not UTF-8 text\n", cmd, where, path);
+		return -1;
+	}
+	json_object_set_new(obj, "source", src);
+	json_object_del(obj, "source_file");
+	return 0;
+}
+
 static json_t *load_spec(const char *cmd, const char *path)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -100,9 +153,17 @@ static json_t *load_spec(const char *cmd, const char *path)
 	json_error_t je;
 	json_t *j = json_loadb(buf, n, 0, &je);
 	free(buf);
-	if (!j)
+	if (!j) {
 		fprintf(stderr, "kforge %s: %s: invalid JSON at line %d column %d: %s\n", cmd, path,
 			je.line, je.column, je.text);
+		return NULL;
+	}
+	if (inline_source(cmd, path, j, "") != 0 ||
+	    inline_source(cmd, path, json_object_get(j, "reference"), "reference.") != 0 ||
+	    inline_source(cmd, path, json_object_get(j, "baseline"), "baseline.") != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	return j;
 }
 

@@ -116,6 +116,26 @@ with tempfile.TemporaryDirectory() as tmp:
     check("--dest installs exactly there", r.returncode == 0
           and os.path.isfile(os.path.join(tmp, "fresh", "SKILL.md")), r.stderr)
 
+# --- the worked examples' specs (source_file inlined by the CLI) -------------
+with tempfile.TemporaryDirectory() as tmp:
+    for spec in ("qwen3-rmsnorm/check.json", "qwen3-rmsnorm/plain.json", "diffusers-geglu/check.json"):
+        r = run("check", os.path.join(SRC, "skill/examples", spec), "--data-dir", tmp)
+        if os.path.exists("/dev/nvidiactl"):
+            check(f"example {spec} passes", r.returncode == 0, r.stdout + r.stderr)
+        else:  # the spec and its source file were accepted; only the GPU is missing
+            check(f"example {spec} reaches the GPU step", r.returncode == 3 and "no usable GPU" in r.stderr,
+                  (r.returncode, r.stderr))
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        json.dump({"op": "rmsnorm", "dtype": "bf16", "source_file": "missing.cu"}, f)
+    r = run("check", bad, "--data-dir", tmp)
+    check("missing source_file named", r.returncode == 1 and "source_file" in r.stderr
+          and "missing.cu" in r.stderr, (r.returncode, r.stderr))
+    with open(bad, "w") as f:
+        json.dump({"op": "rmsnorm", "dtype": "bf16", "source": "x", "source_file": "k.cu"}, f)
+    r = run("check", bad, "--data-dir", tmp)
+    check("source and source_file refused together", r.returncode == 1 and "not both" in r.stderr, r.stderr)
+
 # --- demo ------------------------------------------------------------------
 with tempfile.TemporaryDirectory() as tmp:
     r = run("demo", "--data-dir", tmp, timeout=600)
