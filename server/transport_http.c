@@ -166,6 +166,12 @@ static int host_allowed(const struct hsrv *srv, const char *host)
 	       !strncasecmp(srv->bind_host, h, n);
 }
 
+/* 1 for the text of a wildcard address ("0.0.0.0", "[::]"). */
+static int is_wildcard_name(const char *h)
+{
+	return !strcmp(h, "0.0.0.0") || !strcmp(h, "[::]");
+}
+
 static int origin_allowed(const struct hsrv *srv, const char *origin)
 {
 	const char *auth, *h;
@@ -185,8 +191,8 @@ static int origin_allowed(const struct hsrv *srv, const char *origin)
 	n = host_part(auth, &h);
 	if (is_loopback_name(h, n))
 		return 1;
-	return srv->bind_host[0] && !srv->any_host && strlen(srv->bind_host) == n &&
-	       !strncasecmp(srv->bind_host, h, n);
+	return srv->bind_host[0] && !is_wildcard_name(srv->bind_host) &&
+	       strlen(srv->bind_host) == n && !strncasecmp(srv->bind_host, h, n);
 }
 
 /* Constant-time in the token's length: every byte of the token is compared
@@ -457,13 +463,6 @@ static int is_loopback_addr(const struct sockaddr_storage *ss)
 	return 0;
 }
 
-static int is_wildcard_addr(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr == INADDR_ANY;
-	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr);
-}
-
 static int parse_addr(const char *addr, int port, struct sockaddr_storage *ss, struct kf_err *err)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -570,7 +569,10 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 				opt->addr);
 		goto out;
 	}
-	srv->any_host = is_wildcard_addr(&ss);
+	/* Beyond loopback clients use whatever name the host has (gpu-box:7070),
+	 * and the token guards every request; the Host check is for loopback,
+	 * where DNS rebinding is the threat. */
+	srv->any_host = !is_loopback_addr(&ss);
 	if (ss.ss_family == AF_INET6)
 		snprintf(hostbuf, sizeof(hostbuf), "[%s]", opt->addr);
 	else
