@@ -226,8 +226,16 @@ bench: bench-kb bench-compile bench-protocol
 bench-kernels:
 	$(Q)sh kernels/bench/run.sh
 
+RUN_ADDR ?= 127.0.0.1:7070
 run: all
-	$(Q)$(BIN) serve --http 127.0.0.1:7070
+	@echo "kforge: MCP (Streamable HTTP) at http://$(RUN_ADDR)/mcp"
+	@echo "kforge: web page at http://$(RUN_ADDR)/ ; REST under http://$(RUN_ADDR)/v1/"
+	@echo "kforge: register with Claude Code (stdio, recommended):"
+	@echo "          $$($(BIN) mcp-config claude)"
+	@echo "        or over this HTTP server:"
+	@echo "          $$($(BIN) mcp-config claude --http http://$(RUN_ADDR)/mcp)"
+	@echo "        Codex and .mcp.json: $(BIN) mcp-config codex|json"
+	$(Q)$(BIN) serve --http $(RUN_ADDR)
 
 # --- sanitizers, lint, fuzz -------------------------------------------------
 # -O1 changes GCC's value-range view, so -Wformat-truncation (bounded
