@@ -497,6 +497,24 @@ def test_rest(port):
                   (st, data[:200]))
         st, hd, data = req(port, "GET", "/v1/guides/no-such-guide")
         check("an unknown guide answers 404", st == 404, (st, data[:300]))
+    st, hd, data = req(port, "POST", "/v1/compile", {
+        "source": 'extern "C" __global__ void k(float *y){ y[threadIdx.x] = 1.0f }',
+        "arch": "sm_90"})
+    check("a compile error through REST answers 422 with the diagnostics",
+          (st == 422 and b"diagnostics" in data) or (st == 404 and b"no such tool" in data),
+          (st, data[:300]))
+    spec = {"op": "rmsnorm", "dtype": "f32", "arch": "sm_90", "sizes": [{"T": 4, "D": 8}],
+            "source": 'extern "C" __global__ void rmsnorm_f32(float *y, const float *x, '
+                      'const float *w, int T, int D, float eps) {}',
+            "launch": [{"kernel": "rmsnorm_f32", "grid": ["T"], "block": [32],
+                        "args": ["y", "x", "w", "T", "D", "eps"]}]}
+    st, hd, data = req(port, "POST", "/v1/check", {"spec": spec}, timeout=120)
+    if not os.path.exists("/dev/nvidia0"):
+        check("check without a GPU answers 503 no_gpu with Retry-After",
+              (st == 503 and b"no_gpu" in data and hd.get("retry-after")) or
+              (st == 404 and b"no such tool" in data), (st, data[:300]))
+    else:
+        check("an empty kernel fails its check through REST (422)", st == 422, (st, data[:300]))
     st, hd, data = req(port, "GET", "/")
     check("GET / serves the page", st == 200 and hd.get("content-type", "").startswith(
         "text/html") and b"<html" in data.lower(), (st, hd))
