@@ -17,27 +17,27 @@
 #include "mcp.h"
 #include "rest.h"
 
-#define HTTP_SID_BYTES 16                  /* random bytes in a session id */
-#define HTTP_SID_LEN (HTTP_SID_BYTES * 2)  /* hex characters */
-#define HTTP_BUCKETS 4096                  /* session hash buckets */
-#define HTTP_DEFAULT_BODY (8u << 20)       /* bytes */
-#define HTTP_DEFAULT_IDLE_S 1800
+#define HTTP_SID_BYTES	      16		   /* random bytes in a session id */
+#define HTTP_SID_LEN	      (HTTP_SID_BYTES * 2) /* hex characters */
+#define HTTP_BUCKETS	      4096		   /* session hash buckets */
+#define HTTP_DEFAULT_BODY     (8u << 20)	   /* bytes */
+#define HTTP_DEFAULT_IDLE_S   1800
 #define HTTP_DEFAULT_SESSIONS 1024
 #define HTTP_DEFAULT_INFLIGHT 1024
-#define HTTP_REST_MAX 64                   /* REST tool calls at once */
-#define HTTP_BACKLOG_MAX 256               /* unrouted messages kept per session */
-#define HTTP_KEEPALIVE_S 15                /* SSE comment on idle GET streams */
-#define HTTP_SSE_RETRY_MS 1000
-#define HTTP_REPLAY_MAX 64                 /* written events kept per stream */
-#define HTTP_ORPHAN_S 120                  /* a lost stream waits this long */
-#define HTTP_TOKEN_MAX 512
+#define HTTP_REST_MAX	      64  /* REST tool calls at once */
+#define HTTP_BACKLOG_MAX      256 /* unrouted messages kept per session */
+#define HTTP_KEEPALIVE_S      15  /* SSE comment on idle GET streams */
+#define HTTP_SSE_RETRY_MS     1000
+#define HTTP_REPLAY_MAX	      64  /* written events kept per stream */
+#define HTTP_ORPHAN_S	      120 /* a lost stream waits this long */
+#define HTTP_TOKEN_MAX	      512
 
 /* --- types --------------------------------------------------------------------- */
 
 struct hmsg {
 	struct hmsg *next;
 	unsigned long long seq; /* the event's number in its stream; 0: none */
-	size_t len;             /* bytes in data */
+	size_t len;		/* bytes in data */
 	char data[];
 };
 
@@ -60,20 +60,20 @@ struct hcall {
 	int suspended; /* the connection is suspended waiting for us */
 	int gone;      /* the connection was completed or closed */
 	enum call_mode mode;
-	char *json;    /* MODE_JSON: the final message (owned) */
+	char *json; /* MODE_JSON: the final message (owned) */
 	size_t json_len;
 	struct hmsg *head, *tail; /* MODE_SSE: events, the written ones kept
 				   * (at most HTTP_REPLAY_MAX) for a resume */
-	struct hmsg *cur;         /* the next event to write, NULL: none */
-	size_t off;               /* bytes of cur already written */
-	size_t kept;              /* written events still in the list */
-	unsigned stream;          /* MODE_SSE: the stream's number in the session */
-	unsigned long long seq;   /* the last event number used */
-	int counted;   /* holds one of srv->inflight */
-	int primed;    /* MODE_SSE: the priming event was queued */
-	int detached;  /* on the orphan list, waiting for a resume */
-	time_t detached_at;       /* monotonic seconds */
-	struct hcall *onext;      /* the session's orphan list */
+	struct hmsg *cur;	  /* the next event to write, NULL: none */
+	size_t off;		  /* bytes of cur already written */
+	size_t kept;		  /* written events still in the list */
+	unsigned stream;	  /* MODE_SSE: the stream's number in the session */
+	unsigned long long seq;	  /* the last event number used */
+	int counted;		  /* holds one of srv->inflight */
+	int primed;		  /* MODE_SSE: the priming event was queued */
+	int detached;		  /* on the orphan list, waiting for a resume */
+	time_t detached_at;	  /* monotonic seconds */
+	struct hcall *onext;	  /* the session's orphan list */
 };
 
 struct hsess {
@@ -81,20 +81,20 @@ struct hsess {
 	struct hsrv *srv;
 	struct mcp_session *ms;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;  /* users reaching 0 */
-	atomic_int refs;      /* table + each hcall + each handler using it */
-	int in_table;         /* under srv->lock */
-	int ended;            /* under lock: DELETEd, expired or shut down */
-	int users;            /* handlers inside mcp_session_handle */
-	unsigned calls;       /* requests waiting for their final message */
-	time_t last_used;     /* monotonic seconds */
-	time_t last_ping;     /* monotonic seconds of the last keepalive */
-	struct hcall *get;    /* the open GET stream, or NULL */
+	pthread_cond_t cond;		/* users reaching 0 */
+	atomic_int refs;		/* table + each hcall + each handler using it */
+	int in_table;			/* under srv->lock */
+	int ended;			/* under lock: DELETEd, expired or shut down */
+	int users;			/* handlers inside mcp_session_handle */
+	unsigned calls;			/* requests waiting for their final message */
+	time_t last_used;		/* monotonic seconds */
+	time_t last_ping;		/* monotonic seconds of the last keepalive */
+	struct hcall *get;		/* the open GET stream, or NULL */
 	struct hmsg *bl_head, *bl_tail; /* messages for no request, no stream */
 	size_t bl_len;
-	unsigned next_stream; /* SSE stream numbers (event ids are stream-seq) */
+	unsigned next_stream;  /* SSE stream numbers (event ids are stream-seq) */
 	struct hcall *orphans; /* POST streams that lost their connection */
-	struct hsess *next;   /* hash chain */
+	struct hsess *next;    /* hash chain */
 };
 
 struct hsrv {
@@ -103,16 +103,16 @@ struct hsrv {
 	size_t max_body;
 	unsigned idle_s, max_sessions, max_inflight;
 	char token[HTTP_TOKEN_MAX];
-	size_t token_len;       /* 0: no auth */
-	int any_host;           /* bound to a wildcard address: Host not checked */
-	char bind_host[64];     /* the bound address as a Host value */
+	size_t token_len;   /* 0: no auth */
+	int any_host;	    /* bound to a wildcard address: Host not checked */
+	char bind_host[64]; /* the bound address as a Host value */
 	const char *const *origins;
-	char listen[128];       /* "http://127.0.0.1:7070" */
+	char listen[128]; /* "http://127.0.0.1:7070" */
 	time_t started;
-	pthread_mutex_t lock;   /* table, nsess */
+	pthread_mutex_t lock; /* table, nsess */
 	struct hsess *buckets[HTTP_BUCKETS];
 	size_t nsess;
-	atomic_uint inflight;   /* MCP requests waiting for their answer */
+	atomic_uint inflight; /* MCP requests waiting for their answer */
 	atomic_uint rest_running;
 	atomic_int stopping;
 };
@@ -135,11 +135,11 @@ struct rest_job {
 	struct hsrv *srv;
 	struct MHD_Connection *conn;
 	pthread_mutex_t lock;
-	int refs;       /* connection + worker thread */
+	int refs; /* connection + worker thread */
 	int done, suspended;
 	struct rest_plan plan;
 	int status;
-	char *text;     /* the answer (owned) */
+	char *text; /* the answer (owned) */
 	size_t text_len;
 	const char *allow;
 };
@@ -165,13 +165,13 @@ enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char
 /* Queues a JSON-RPC error body (id null) for a transport-level failure on
  * /mcp, with one optional extra header. */
 enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int code,
-			       const char *extra_name, const char *extra_value,
-			       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+			       const char *extra_name, const char *extra_value, const char *fmt,
+			       ...) __attribute__((format(printf, 6, 7)));
 
 /* Queues a REST error body {"summary", "error": {code, message}}. */
 enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
-				const char *extra_name, const char *extra_value,
-				const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+				const char *extra_name, const char *extra_value, const char *fmt,
+				...) __attribute__((format(printf, 6, 7)));
 
 /* 1 when the Accept header value allows type; wildcards count. */
 int http_accepts(const char *accept, const char *type);
@@ -209,8 +209,8 @@ void http_mcp_close_all(struct hsrv *srv);
 /* A request under /v1 with its whole body in rq: plans the route and
  * answers at once, or runs the tool on a thread with the connection
  * suspended. */
-enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
-				const char *url, const char *method, struct hreq *rq);
+enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+				const char *method, struct hreq *rq);
 
 /* The handler called again once the tool finished. */
 enum MHD_Result http_rest_resumed(struct hreq *rq);

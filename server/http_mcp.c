@@ -17,8 +17,8 @@
 #include "http_int.h"
 #include "log.h"
 
-static struct hmsg *hmsg_new(const char *a, size_t alen, const char *b, size_t blen,
-			     const char *c, size_t clen)
+static struct hmsg *hmsg_new(const char *a, size_t alen, const char *b, size_t blen, const char *c,
+			     size_t clen)
 {
 	struct hmsg *m = malloc(sizeof(*m) + alen + blen + clen);
 	if (!m)
@@ -63,8 +63,8 @@ static void sse_push(struct hcall *c, const char *json, size_t len)
 {
 	char head[80];
 	unsigned long long seq = ++c->seq;
-	int hl = snprintf(head, sizeof(head), "event: message\nid: %u-%llu\ndata: ", c->stream,
-			  seq);
+	int hl =
+		snprintf(head, sizeof(head), "event: message\nid: %u-%llu\ndata: ", c->stream, seq);
 	struct hmsg *m = hmsg_new(head, (size_t)hl, json, len, "\n\n", 2);
 
 	if (!m)
@@ -428,8 +428,8 @@ static void sse_free(void *cls)
 
 static enum MHD_Result queue_sse(struct hcall *c, const char *sid)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, sse_read, c, sse_free);
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
+								   sse_read, c, sse_free);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -527,12 +527,14 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	int init = 0;
 
 	if (rq->too_big)
-		return http_rpc_error(conn, 413, -32600, NULL, NULL,
-				 "Request body too large: the cap is %zu bytes (--max-message-bytes)",
-				 srv->max_body);
+		return http_rpc_error(
+			conn, 413, -32600, NULL, NULL,
+			"Request body too large: the cap is %zu bytes (--max-message-bytes)",
+			srv->max_body);
 	if (!ctype || strncasecmp(ctype, "application/json", 16) != 0)
-		return http_rpc_error(conn, 415, -32000, NULL, NULL,
-				 "Unsupported Media Type: Content-Type must be application/json");
+		return http_rpc_error(
+			conn, 415, -32000, NULL, NULL,
+			"Unsupported Media Type: Content-Type must be application/json");
 	if (rq->len == 0)
 		return http_rpc_error(conn, 400, -32700, NULL, NULL, "Parse error: empty body");
 	if (!sid) {
@@ -540,39 +542,45 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 		json_error_t je;
 		json_t *j = json_loadb(rq->body, rq->len, 0, &je);
 		const char *method = json_string_value(json_object_get(j, "method"));
-		int is_arr = json_is_array(j), ok = method && !strcmp(method, "initialize") &&
-						     json_object_get(j, "id");
+		int is_arr = json_is_array(j),
+		    ok = method && !strcmp(method, "initialize") && json_object_get(j, "id");
 		json_decref(j);
 		if (!j)
 			return http_rpc_error(conn, 400, -32700, NULL, NULL,
-					 "Parse error: %s (line %d, column %d)", je.text, je.line,
-					 je.column);
+					      "Parse error: %s (line %d, column %d)", je.text,
+					      je.line, je.column);
 		if (is_arr)
 			return http_rpc_error(conn, 400, -32600, NULL, NULL,
-					 "Invalid Request: batches (JSON arrays) are not supported; send one message per POST");
+					      "Invalid Request: batches (JSON arrays) are not "
+					      "supported; send one message per POST");
 		if (!ok)
 			return http_rpc_error(conn, 400, -32000, NULL, NULL,
-					 "Bad Request: Mcp-Session-Id header is required (only an initialize request may come without one)");
+					      "Bad Request: Mcp-Session-Id header is required "
+					      "(only an initialize request may come without one)");
 		if (atomic_load(&srv->stopping))
-			return http_rpc_error(conn, 503, -32000, "Retry-After", "5", "Server shutting down");
+			return http_rpc_error(conn, 503, -32000, "Retry-After", "5",
+					      "Server shutting down");
 		unsigned st;
 		s = sess_create(srv, &st);
 		if (!s)
-			return http_rpc_error(conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
-					 st == 503 ? "Server busy: too many sessions (max %u); retry later"
-						   : "Internal error: could not create a session (max %u)",
-					 srv->max_sessions);
+			return http_rpc_error(
+				conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
+				st == 503 ? "Server busy: too many sessions (max %u); retry later"
+					  : "Internal error: could not create a session (max %u)",
+				srv->max_sessions);
 		init = 1;
 	} else {
 		s = sess_find(srv, sid);
 		if (!s)
 			return http_rpc_error(conn, 404, -32001, NULL, NULL,
-					 "Session not found: '%.40s' is unknown or has ended; initialize a new session",
-					 sid);
+					      "Session not found: '%.40s' is unknown or has ended; "
+					      "initialize a new session",
+					      sid);
 	}
 	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len)) {
 		ret = http_rpc_error(conn, 503, -32000, "Retry-After", "1",
-				"Server busy: %u requests in flight; retry later", srv->max_inflight);
+				     "Server busy: %u requests in flight; retry later",
+				     srv->max_inflight);
 		if (init)
 			sess_close(srv, s);
 		sess_unref(s);
@@ -592,7 +600,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 		free(c);
 		sess_unref(s);
 		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				 "Session not found: it has ended; initialize a new session");
+				      "Session not found: it has ended; initialize a new session");
 	}
 	s->users++;
 	s->calls++;
@@ -678,7 +686,9 @@ static struct hcall *resume_find(struct hsess *s, const char *last)
 	for (c->cur = c->head; c->cur && c->cur->seq <= seq; c->cur = c->cur->next)
 		c->kept++;
 	if (c->head && c->head->seq > seq + 1)
-		log_warn("http", "session %.8s...: stream %u resumed after %llu, but events from %llu on were dropped",
+		log_warn("http",
+			 "session %.8s...: stream %u resumed after %llu, but events from %llu on "
+			 "were dropped",
 			 s->id, stream, seq, seq + 1);
 	return c;
 }
@@ -717,14 +727,15 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 
 	if (!http_accepts(http_header(conn, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
 		return http_rpc_error(conn, 406, -32000, NULL, NULL,
-				 "Not Acceptable: GET /mcp opens an SSE stream; Accept must include text/event-stream");
+				      "Not Acceptable: GET /mcp opens an SSE stream; Accept must "
+				      "include text/event-stream");
 	if (!sid)
 		return http_rpc_error(conn, 400, -32000, NULL, NULL,
-				 "Bad Request: Mcp-Session-Id header is required");
+				      "Bad Request: Mcp-Session-Id header is required");
 	s = sess_find(srv, sid);
 	if (!s)
 		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				 "Session not found: '%.40s' is unknown or has ended", sid);
+				      "Session not found: '%.40s' is unknown or has ended", sid);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		sess_unref(s);
@@ -735,7 +746,8 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 		pthread_mutex_unlock(&s->lock);
 		free(c);
 		sess_unref(s);
-		return http_rpc_error(conn, 404, -32001, NULL, NULL, "Session not found: it has ended");
+		return http_rpc_error(conn, 404, -32001, NULL, NULL,
+				      "Session not found: it has ended");
 	}
 	if ((last = http_header(conn, "Last-Event-ID")) != NULL) {
 		struct hcall *o = resume_find(s, last);
@@ -758,7 +770,7 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 		free(c);
 		sess_unref(s);
 		return http_rpc_error(conn, 409, -32000, NULL, NULL,
-				 "Conflict: this session already has a GET stream open");
+				      "Conflict: this session already has a GET stream open");
 	}
 	c->sess = s;
 	c->conn = conn;
@@ -788,11 +800,11 @@ enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
 
 	if (!sid)
 		return http_rpc_error(conn, 400, -32000, NULL, NULL,
-				 "Bad Request: Mcp-Session-Id header is required");
+				      "Bad Request: Mcp-Session-Id header is required");
 	s = sess_find(srv, sid);
 	if (!s)
 		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				 "Session not found: '%.40s' is unknown or has ended", sid);
+				      "Session not found: '%.40s' is unknown or has ended", sid);
 	sess_close(srv, s);
 	sess_unref(s);
 	return http_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
@@ -868,7 +880,6 @@ void http_housekeep(struct hsrv *srv)
 		sess_unref(expired[i]);
 	}
 }
-
 
 void http_mcp_close_all(struct hsrv *srv)
 {

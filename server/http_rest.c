@@ -81,17 +81,21 @@ static enum MHD_Result rest_answer(struct rest_job *j)
 {
 	if (!j->text)
 		return http_reply(j->conn, 500, "application/json",
-			     "{\"summary\":\"out of memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of memory\"}}",
-			     strlen("{\"summary\":\"out of memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of memory\"}}"),
-			     NULL);
+				  "{\"summary\":\"out of "
+				  "memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of "
+				  "memory\"}}",
+				  strlen("{\"summary\":\"out of "
+					 "memory\",\"error\":{\"code\":\"no_memory\",\"message\":"
+					 "\"out of memory\"}}"),
+				  NULL);
 	return http_reply(j->conn, (unsigned)j->status, "application/json", j->text, j->text_len,
-		     "Allow", j->allow, "Retry-After", j->status == 503 ? "5" : NULL, NULL);
+			  "Allow", j->allow, "Retry-After", j->status == 503 ? "5" : NULL, NULL);
 }
 
-enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
-				  const char *url, const char *method, struct hreq *rq)
+enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+				const char *method, struct hreq *rq)
 {
-	struct rest_req req = {method, url, query_value, conn, rq->body, rq->len};
+	struct rest_req req = { method, url, query_value, conn, rq->body, rq->len };
 	struct rest_job *j;
 	json_t *body = NULL;
 	const char *allow = NULL;
@@ -101,7 +105,8 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
 
 	if (rq->too_big)
 		return http_rest_error(conn, 413, "too_big", NULL, NULL,
-				  "request body too large: the cap is %zu bytes", srv->max_body);
+				       "request body too large: the cap is %zu bytes",
+				       srv->max_body);
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return MHD_NO;
@@ -130,7 +135,7 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
 		atomic_fetch_sub(&srv->rest_running, 1);
 		rq->kind = RQ_ANSWERED;
 		return http_rest_error(conn, 503, "busy", "Retry-After", "5",
-				  "busy: %d REST calls running; retry later", HTTP_REST_MAX);
+				       "busy: %d REST calls running; retry later", HTTP_REST_MAX);
 	}
 	j->refs = 2;
 	pthread_mutex_lock(&j->lock);
@@ -143,7 +148,7 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn,
 		atomic_fetch_sub(&srv->rest_running, 1);
 		rq->kind = RQ_ANSWERED;
 		return http_rest_error(conn, 503, "busy", "Retry-After", "5",
-				  "busy: could not start a worker; retry later");
+				       "busy: could not start a worker; retry later");
 	}
 	pthread_attr_destroy(&a);
 	if (!j->done) {
@@ -171,4 +176,3 @@ enum MHD_Result http_rest_resumed(struct hreq *rq)
 	rq->kind = RQ_ANSWERED;
 	return rest_answer(j);
 }
-

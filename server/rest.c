@@ -17,36 +17,37 @@
 #include "version.h"
 
 #define REST_PARAMS_MAX 8
-#define REST_SEGS_MAX 8
-#define REST_CSV_MAX 16 /* items in one comma-separated query value */
+#define REST_SEGS_MAX	8
+#define REST_CSV_MAX	16 /* items in one comma-separated query value */
 
 enum rest_ptype {
 	RP_STR = 0, /* string as given */
-	RP_INT,     /* decimal integer */
+	RP_INT,	    /* decimal integer */
 	RP_BOOL,    /* true/false/1/0 */
-	RP_CSV      /* a,b,c -> ["a","b","c"] */
+	RP_CSV	    /* a,b,c -> ["a","b","c"] */
 };
 
 struct rest_param {
 	const char *name; /* the {name} in the path, or the query parameter */
 	const char *arg;  /* the tool argument it fills */
 	enum rest_ptype type;
-	int required;     /* 1: a query parameter that must be given */
-	const char *doc;  /* one line for OpenAPI */
+	int required;	 /* 1: a query parameter that must be given */
+	const char *doc; /* one line for OpenAPI */
 };
 
 struct rest_route {
 	const char *method;
-	const char *path;  /* segments; "{name}" matches one segment */
+	const char *path; /* segments; "{name}" matches one segment */
 	enum rest_kind kind;
 	const char *tool;  /* REST_TOOL: the MCP tool it calls */
 	const char *fixed; /* JSON object text merged into the args, or NULL */
-	int body;          /* 1: the JSON body (an object) is the args */
+	int body;	   /* 1: the JSON body (an object) is the args */
 	const char *summary;
 	struct rest_param params[REST_PARAMS_MAX];
 };
 
 /* The route table. Others add rows here with one-line edits. */
+/* clang-format off */
 static const struct rest_route ROUTES[] = {
 	{"GET", "/v1/health", REST_HEALTH, NULL, NULL, 0,
 	 "Liveness: version, uptime, open sessions; needs no token", {{0}}},
@@ -92,6 +93,7 @@ static const struct rest_route ROUTES[] = {
 	{"GET", "/v1/runs/{id}", REST_TOOL, "get_run", NULL, 0,
 	 "One run, whole (get_run)", {{"id", "id", RP_STR, 1, "run id"}}},
 };
+/* clang-format on */
 
 #define ROUTES_LEN (sizeof(ROUTES) / sizeof(ROUTES[0]))
 
@@ -106,8 +108,8 @@ static json_t *error_body(const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code,
-			 "message", msg);
+	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code, "message",
+			 msg);
 }
 
 /* Splits path into at most REST_SEGS_MAX segments (pointers into path,
@@ -137,9 +139,8 @@ static int split(const char *path, const char **segs, size_t *lens)
 
 /* 1 when route r's pattern matches the request's segments; the values of
  * {name} segments are stored in vals (pointers into the request path). */
-static int match(const struct rest_route *r, const char **segs, const size_t *lens,
-		 int n, const char **vals, size_t *vlens, const char **vnames, size_t *vnlens,
-		 int *nv)
+static int match(const struct rest_route *r, const char **segs, const size_t *lens, int n,
+		 const char **vals, size_t *vlens, const char **vnames, size_t *vnlens, int *nv)
 {
 	const char *psegs[REST_SEGS_MAX];
 	size_t plens[REST_SEGS_MAX];
@@ -192,7 +193,8 @@ static json_t *convert(const struct rest_param *p, const char *v, char *why, siz
 			size_t len = e ? (size_t)(e - s) : strlen(s);
 			if (len == 0 || json_array_size(arr) >= REST_CSV_MAX) {
 				snprintf(why, cap,
-					 "parameter '%s': '%.64s' needs comma-separated non-empty names (at most %d)",
+					 "parameter '%s': '%.64s' needs comma-separated non-empty "
+					 "names (at most %d)",
 					 p->name, v, REST_CSV_MAX);
 				json_decref(arr);
 				return NULL;
@@ -204,13 +206,11 @@ static json_t *convert(const struct rest_param *p, const char *v, char *why, siz
 		}
 		return arr;
 	}
-	default:
-		return json_string(v);
+	default: return json_string(v);
 	}
 }
 
-int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body,
-	      const char **allow)
+int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body, const char **allow)
 {
 	const char *segs[REST_SEGS_MAX], *vals[REST_SEGS_MAX], *vnames[REST_SEGS_MAX];
 	size_t lens[REST_SEGS_MAX], vlens[REST_SEGS_MAX], vnlens[REST_SEGS_MAX];
@@ -249,14 +249,16 @@ int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body,
 	if (r->body) {
 		json_error_t je;
 		if (!req->body || req->body_len == 0) {
-			*body = error_body("invalid",
-					   "%s %s needs a JSON object body with the arguments of %s",
-					   req->method, r->path, r->tool);
+			*body = error_body(
+				"invalid",
+				"%s %s needs a JSON object body with the arguments of %s",
+				req->method, r->path, r->tool);
 			return 400;
 		}
 		args = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
 		if (!args) {
-			*body = error_body("invalid", "body is not valid JSON: %s (line %d, column %d)",
+			*body = error_body("invalid",
+					   "body is not valid JSON: %s (line %d, column %d)",
 					   je.text, je.line, je.column);
 			return 400;
 		}
@@ -286,10 +288,13 @@ int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body,
 		json_t *j;
 
 		for (int k = 0; k < nv; k++) {
-			if (vnlens[k] == strlen(p->name) && !memcmp(vnames[k], p->name, vnlens[k])) {
+			if (vnlens[k] == strlen(p->name) &&
+			    !memcmp(vnames[k], p->name, vnlens[k])) {
 				if (vlens[k] >= sizeof(vbuf)) {
-					*body = error_body("invalid", "path segment '%s' is too long (max %zu bytes)",
-							   p->name, sizeof(vbuf) - 1);
+					*body = error_body(
+						"invalid",
+						"path segment '%s' is too long (max %zu bytes)",
+						p->name, sizeof(vbuf) - 1);
 					json_decref(args);
 					return 400;
 				}
@@ -322,8 +327,7 @@ int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body,
 	return 0;
 
 not_found:
-	*body = error_body("not_found",
-			   "no route for %s %s; GET /v1/openapi.json lists the API",
+	*body = error_body("not_found", "no route for %s %s; GET /v1/openapi.json lists the API",
 			   req->method, req->path);
 	return 404;
 nomem:
@@ -347,10 +351,10 @@ static int status_of_code(const char *code)
 		const char *code;
 		int status;
 	} MAP[] = {
-		{"invalid", 400},   {"not_found", 404}, {"too_big", 413},
-		{"busy", 503},      {"no_gpu", 503},    {"timeout", 504},
-		{"cancelled", 499}, {"refused", 403},   {"compile_error", 422},
-		{"fault", 422},
+		{ "invalid", 400 },   { "not_found", 404 }, { "too_big", 413 },
+		{ "busy", 503 },      { "no_gpu", 503 },    { "timeout", 504 },
+		{ "cancelled", 499 }, { "refused", 403 },   { "compile_error", 422 },
+		{ "fault", 422 },
 	};
 	for (size_t i = 0; code && i < sizeof(MAP) / sizeof(MAP[0]); i++)
 		if (!strcmp(MAP[i].code, code))
@@ -358,22 +362,21 @@ static int status_of_code(const char *code)
 	return 500;
 }
 
-int rest_run(struct app *app, const struct rest_plan *plan,
-	     const struct rest_info *info, json_t **body)
+int rest_run(struct app *app, const struct rest_plan *plan, const struct rest_info *info,
+	     json_t **body)
 {
-	struct kf_err err = {0};
+	struct kf_err err = { 0 };
 	json_t *result = NULL;
 	int is_error = 0, rc;
 
 	*body = NULL;
 	if (plan->kind == REST_HEALTH) {
-		*body = json_pack("{s:s,s:s,s:s,s:f,s:I,s:I,s:s,s:b}", "summary",
-				  "kforge is up", "status", "ok", "version", KFORGE_VERSION,
-				  "uptime_s", info ? info->uptime_s : 0.0, "sessions",
-				  (json_int_t)(info ? info->sessions : 0), "inflight",
-				  (json_int_t)(info ? info->inflight : 0), "listen",
-				  info && info->listen ? info->listen : "", "auth",
-				  info ? info->auth : 0);
+		*body = json_pack(
+			"{s:s,s:s,s:s,s:f,s:I,s:I,s:s,s:b}", "summary", "kforge is up", "status",
+			"ok", "version", KFORGE_VERSION, "uptime_s", info ? info->uptime_s : 0.0,
+			"sessions", (json_int_t)(info ? info->sessions : 0), "inflight",
+			(json_int_t)(info ? info->inflight : 0), "listen",
+			info && info->listen ? info->listen : "", "auth", info ? info->auth : 0);
 		return *body ? 200 : 500;
 	}
 	if (plan->kind == REST_OPENAPI) {
@@ -424,13 +427,18 @@ static json_t *responses(const struct rest_route *r)
 
 	json_object_set_new(res, "200", ok);
 	if (r->kind == REST_TOOL) {
-		json_object_set_new(res, "400", json_pack("{s:s,s:s}", "description",
-							   "invalid arguments (the message names the field)",
-							   "$ref", "#/components/responses/Error"));
-		json_object_set_new(res, "404", json_pack("{s:s}", "$ref", "#/components/responses/Error"));
-		json_object_set_new(res, "413", json_pack("{s:s}", "$ref", "#/components/responses/Error"));
-		json_object_set_new(res, "422", json_pack("{s:s}", "$ref", "#/components/responses/Error"));
-		json_object_set_new(res, "503", json_pack("{s:s}", "$ref", "#/components/responses/Error"));
+		json_object_set_new(res, "400",
+				    json_pack("{s:s,s:s}", "description",
+					      "invalid arguments (the message names the field)",
+					      "$ref", "#/components/responses/Error"));
+		json_object_set_new(res, "404",
+				    json_pack("{s:s}", "$ref", "#/components/responses/Error"));
+		json_object_set_new(res, "413",
+				    json_pack("{s:s}", "$ref", "#/components/responses/Error"));
+		json_object_set_new(res, "422",
+				    json_pack("{s:s}", "$ref", "#/components/responses/Error"));
+		json_object_set_new(res, "503",
+				    json_pack("{s:s}", "$ref", "#/components/responses/Error"));
 	}
 	json_object_set_new(res, "401", json_pack("{s:s}", "$ref", "#/components/responses/Error"));
 	return res;
@@ -439,9 +447,10 @@ static json_t *responses(const struct rest_route *r)
 json_t *rest_openapi(void)
 {
 	json_t *doc = json_pack(
-		"{s:s,s:{s:s,s:s,s:s},s:{},s:{s:{s:{s:s,s:s}},s:{s:{s:s,s:{s:{s:{s:s,s:s,s:{s:{s:s},s:{s:s,s:{s:{s:s},s:{s:s}}}}}}}}}}}",
-		"openapi", "3.1.0", "info", "title", "kforge REST API", "version",
-		KFORGE_VERSION, "description",
+		"{s:s,s:{s:s,s:s,s:s},s:{},s:{s:{s:{s:s,s:s}},s:{s:{s:s,s:{s:{s:{s:s,s:s,s:{s:{s:s}"
+		",s:{s:s,s:{s:{s:s},s:{s:s}}}}}}}}}}}",
+		"openapi", "3.1.0", "info", "title", "kforge REST API", "version", KFORGE_VERSION,
+		"description",
 		"GPU facts, CUDA optimization guides, sandboxed compile, check and benchmark of "
 		"kernels, and the run history: the same operations as kforge's MCP tools. "
 		"Every answer is the tool's JSON with a one-line summary first.",
@@ -495,22 +504,25 @@ json_t *rest_openapi(void)
 			snprintf(pat, sizeof(pat), "{%s}", rp->name);
 			in_path = strstr(r->path, pat) != NULL;
 			json_array_append_new(
-				params, json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", rp->name, "in",
-						  in_path ? "path" : "query", "required",
-						  in_path || rp->required, "description", rp->doc,
-						  "schema", json_loads(ptype_schema(rp->type), 0, NULL)));
+				params,
+				json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", rp->name, "in",
+					  in_path ? "path" : "query", "required",
+					  in_path || rp->required, "description", rp->doc, "schema",
+					  json_loads(ptype_schema(rp->type), 0, NULL)));
 		}
 		if (json_array_size(params))
 			json_object_set_new(op, "parameters", params);
 		else
 			json_decref(params);
 		if (r->body)
-			json_object_set_new(
-				op, "requestBody",
-				json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1, "description",
-					  "the tool's arguments as a JSON object (see its inputSchema "
-					  "via MCP tools/list or `kforge tools NAME`)",
-					  "content", "application/json", "schema", "type", "object"));
+			json_object_set_new(op, "requestBody",
+					    json_pack("{s:b,s:s,s:{s:{s:{s:s}}}}", "required", 1,
+						      "description",
+						      "the tool's arguments as a JSON object (see "
+						      "its inputSchema "
+						      "via MCP tools/list or `kforge tools NAME`)",
+						      "content", "application/json", "schema",
+						      "type", "object"));
 		if (r->kind == REST_HEALTH)
 			json_object_set_new(op, "security", json_array());
 		json_object_set_new(op, "responses", responses(r));

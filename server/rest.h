@@ -26,11 +26,11 @@ struct rest_req {
 
 /* What the server reports in /v1/health. */
 struct rest_info {
-	size_t sessions;      /* open MCP sessions */
-	size_t inflight;      /* requests waiting for an answer */
-	double uptime_s;      /* seconds since the server started */
-	const char *listen;   /* "http://127.0.0.1:7070", borrowed */
-	int auth;             /* 1 when a bearer token is required */
+	size_t sessions;    /* open MCP sessions */
+	size_t inflight;    /* requests waiting for an answer */
+	double uptime_s;    /* seconds since the server started */
+	const char *listen; /* "http://127.0.0.1:7070", borrowed */
+	int auth;	    /* 1 when a bearer token is required */
 };
 
 enum rest_kind {
@@ -43,7 +43,7 @@ enum rest_kind {
 struct rest_plan {
 	enum rest_kind kind;
 	const char *tool; /* borrowed, static */
-	json_t *args;     /* owned: the tool's arguments */
+	json_t *args;	  /* owned: the tool's arguments */
 };
 
 /* Matches req against the route table and builds the tool's arguments from
@@ -64,8 +64,8 @@ void rest_plan_fini(struct rest_plan *plan);
  * too_big, 422 compile_error or a failed check, 503 no_gpu or busy,
  * 504 timeout, 500 otherwise), and sets *body to a new JSON object (the
  * structuredContent, or an error object). info: borrowed, for REST_HEALTH. */
-int rest_run(struct app *app, const struct rest_plan *plan,
-	     const struct rest_info *info, json_t **body);
+int rest_run(struct app *app, const struct rest_plan *plan, const struct rest_info *info,
+	     json_t **body);
 
 /* The OpenAPI 3.1 document describing every route. Returns new JSON. */
 json_t *rest_openapi(void);

@@ -54,7 +54,7 @@ void http_cors(struct MHD_Response *r, struct MHD_Connection *c)
 /* Queues a response with body (copied) and content type; extra headers as
  * name, value pairs ending with NULL. */
 enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *type,
-			     const char *body, size_t len, ...)
+			   const char *body, size_t len, ...)
 {
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -82,8 +82,8 @@ enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char
 
 /* A JSON-RPC error body (id null) for transport-level failures on /mcp. */
 enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int code,
-				 const char *extra_name, const char *extra_value,
-				 const char *fmt, ...)
+			       const char *extra_name, const char *extra_value, const char *fmt,
+			       ...)
 {
 	char msg[400];
 	va_list ap;
@@ -99,15 +99,15 @@ enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int co
 	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	ret = http_reply(c, status, "application/json", text ? text : "{}", text ? strlen(text) : 2,
-		    extra_name, extra_value, NULL);
+			 extra_name, extra_value, NULL);
 	free(text);
 	return ret;
 }
 
 /* A REST-style error body {"summary", "error": {code, message}}. */
 enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
-				  const char *extra_name, const char *extra_value,
-				  const char *fmt, ...)
+				const char *extra_name, const char *extra_value, const char *fmt,
+				...)
 {
 	char msg[400];
 	va_list ap;
@@ -122,7 +122,7 @@ enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const
 	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	ret = http_reply(c, status, "application/json", text ? text : "{}", text ? strlen(text) : 2,
-		    extra_name, extra_value, NULL);
+			 extra_name, extra_value, NULL);
 	free(text);
 	return ret;
 }
@@ -131,9 +131,8 @@ enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const
 
 static int is_loopback_name(const char *h, size_t n)
 {
-	return (n == 9 && !strncasecmp(h, "localhost", 9)) ||
-	       (n >= 4 && !strncmp(h, "127.", 4)) || (n == 5 && !strncmp(h, "[::1]", 5)) ||
-	       (n == 3 && !strncmp(h, "::1", 3));
+	return (n == 9 && !strncasecmp(h, "localhost", 9)) || (n >= 4 && !strncmp(h, "127.", 4)) ||
+	       (n == 5 && !strncmp(h, "[::1]", 5)) || (n == 3 && !strncmp(h, "::1", 3));
 }
 
 /* The host part of a Host header or an origin's authority (no port). */
@@ -259,8 +258,8 @@ static int version_ok(const char *v)
 /* --- dispatch --------------------------------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload, size_t *upload_len, void **con_cls)
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **con_cls)
 {
 	struct hsrv *srv = cls;
 	struct hreq *rq = *con_cls;
@@ -282,29 +281,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			rq->kind = RQ_ANSWERED;
 			log_info("http", "403 %s %s: Host '%s' / Origin '%s' not allowed", method,
 				 url, http_header(conn, MHD_HTTP_HEADER_HOST) ?: "", origin ?: "");
-			return http_rest_error(conn, 403, "refused", NULL, NULL,
-					  "Forbidden: Host or Origin is not allowed (DNS rebinding protection); use localhost or start kforge with --allow-origin");
+			return http_rest_error(
+				conn, 403, "refused", NULL, NULL,
+				"Forbidden: Host or Origin is not allowed (DNS rebinding "
+				"protection); use localhost or start kforge with --allow-origin");
 		}
 		if (srv->token_len && !(strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0) &&
 		    strcmp(method, "OPTIONS") != 0 &&
 		    !token_ok(srv, http_header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
 			rq->kind = RQ_ANSWERED;
-			return http_rest_error(conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-					  "Bearer realm=\"kforge\"",
-					  "Unauthorized: send 'Authorization: Bearer <token>' with the token in the server's --token-env variable");
+			return http_rest_error(
+				conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				"Bearer realm=\"kforge\"",
+				"Unauthorized: send 'Authorization: Bearer <token>' with the token "
+				"in the server's --token-env variable");
 		}
 		if (is_mcp && (v = http_header(conn, "MCP-Protocol-Version")) && !version_ok(v)) {
 			rq->kind = RQ_ANSWERED;
 			return http_rpc_error(conn, 400, -32000, NULL, NULL,
-					 "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s, %s, %s)",
-					 v, MCP_VERSIONS[0], MCP_VERSIONS[1], MCP_VERSIONS[2]);
+					      "Bad Request: unsupported MCP-Protocol-Version "
+					      "'%.40s' (supported: %s, %s, %s)",
+					      v, MCP_VERSIONS[0], MCP_VERSIONS[1], MCP_VERSIONS[2]);
 		}
 		if (is_mcp && is_post) {
 			const char *acc = http_header(conn, MHD_HTTP_HEADER_ACCEPT);
-			if (!http_accepts(acc, "application/json") || !http_accepts(acc, "text/event-stream")) {
+			if (!http_accepts(acc, "application/json") ||
+			    !http_accepts(acc, "text/event-stream")) {
 				rq->kind = RQ_ANSWERED;
 				return http_rpc_error(conn, 406, -32000, NULL, NULL,
-						 "Not Acceptable: Accept must include both application/json and text/event-stream");
+						      "Not Acceptable: Accept must include both "
+						      "application/json and text/event-stream");
 			}
 		}
 		if ((v = http_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH))) {
@@ -313,12 +319,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			if (*end == '\0' && n > srv->max_body) {
 				rq->kind = RQ_ANSWERED;
 				if (is_mcp)
-					return http_rpc_error(conn, 413, -32600, NULL, NULL,
-							 "Request body too large: %llu bytes, the cap is %zu bytes (--max-message-bytes)",
-							 n, srv->max_body);
-				return http_rest_error(conn, 413, "too_big", NULL, NULL,
-						  "request body too large: %llu bytes, the cap is %zu bytes",
-						  n, srv->max_body);
+					return http_rpc_error(
+						conn, 413, -32600, NULL, NULL,
+						"Request body too large: %llu bytes, the cap is "
+						"%zu bytes (--max-message-bytes)",
+						n, srv->max_body);
+				return http_rest_error(
+					conn, 413, "too_big", NULL, NULL,
+					"request body too large: %llu bytes, the cap is %zu bytes",
+					n, srv->max_body);
 			}
 		}
 		return MHD_YES;
@@ -353,22 +362,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	switch (rq->kind) {
-	case RQ_MCP_POST:
-		return http_mcp_resumed(rq);
-	case RQ_REST:
-		return http_rest_resumed(rq);
+	case RQ_MCP_POST: return http_mcp_resumed(rq);
+	case RQ_REST: return http_rest_resumed(rq);
 	case RQ_ANSWERED:
-	case RQ_MCP_GET:
-		return MHD_YES;
-	case RQ_NEW:
-		break;
+	case RQ_MCP_GET: return MHD_YES;
+	case RQ_NEW: break;
 	}
 	if (!strcmp(method, "OPTIONS")) {
 		rq->kind = RQ_ANSWERED;
 		return http_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
-			     "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
-			     "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
-			     "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
+				  "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
+				  "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+				  "MCP-Protocol-Version, Last-Event-ID",
+				  "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
 	}
 	if (is_mcp) {
 		if (is_post) {
@@ -383,7 +389,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!strcmp(method, "DELETE"))
 			return http_mcp_delete(srv, conn);
 		return http_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
-				 "Method Not Allowed: /mcp takes POST, GET and DELETE");
+				      "Method Not Allowed: /mcp takes POST, GET and DELETE");
 	}
 	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
 		rq->kind = RQ_REST;
@@ -395,23 +401,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		const char *page = web_index_html(&len);
 		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 			return http_rest_error(conn, 405, "method_not_allowed", "Allow", "GET",
-					  "%s /: the page takes GET only", method);
+					       "%s /: the page takes GET only", method);
 		struct MHD_Response *r =
 			MHD_create_response_from_buffer(len, (void *)page, MHD_RESPMEM_PERSISTENT);
 		enum MHD_Result ret;
 		if (!r)
 			return MHD_NO;
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					"text/html; charset=utf-8");
 		http_cors(r, conn);
 		MHD_add_response_header(r, "Content-Security-Policy",
-					"default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
+					"default-src 'self'; style-src 'self' 'unsafe-inline'; "
+					"script-src 'self' 'unsafe-inline'");
 		ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
 		MHD_destroy_response(r);
 		return ret;
 	}
 	return http_rest_error(conn, 404, "not_found", NULL, NULL,
-			  "no such path '%s': MCP is at /mcp, the REST API under /v1 (GET /v1/openapi.json), the page at /",
-			  url);
+			       "no such path '%s': MCP is at /mcp, the REST API under /v1 (GET "
+			       "/v1/openapi.json), the page at /",
+			       url);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -432,7 +441,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-static int stop_pipe[2] = {-1, -1};
+static int stop_pipe[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
@@ -482,7 +491,8 @@ static int parse_addr(const char *addr, int port, struct sockaddr_storage *ss, s
 			return 0;
 	}
 	return kf_err_set(err, KF_EINVAL,
-			  "--http: '%s' is not an IP address (use 127.0.0.1, ::1, 0.0.0.0 or a local address)",
+			  "--http: '%s' is not an IP address (use 127.0.0.1, ::1, 0.0.0.0 or a "
+			  "local address)",
 			  addr);
 }
 
@@ -537,12 +547,12 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	srv->app = app;
 	srv->max_body = opt->max_body_bytes ? opt->max_body_bytes : HTTP_DEFAULT_BODY;
 	srv->idle_s = opt->session_idle_s ? opt->session_idle_s : HTTP_DEFAULT_IDLE_S;
-	srv->max_sessions = opt->max_sessions ? opt->max_sessions
-					      : env_unsigned("KFORGE_HTTP_MAX_SESSIONS",
-							     HTTP_DEFAULT_SESSIONS);
-	srv->max_inflight = opt->max_inflight ? opt->max_inflight
-					      : env_unsigned("KFORGE_HTTP_MAX_INFLIGHT",
-							     HTTP_DEFAULT_INFLIGHT);
+	srv->max_sessions =
+		opt->max_sessions ? opt->max_sessions
+				  : env_unsigned("KFORGE_HTTP_MAX_SESSIONS", HTTP_DEFAULT_SESSIONS);
+	srv->max_inflight =
+		opt->max_inflight ? opt->max_inflight
+				  : env_unsigned("KFORGE_HTTP_MAX_INFLIGHT", HTTP_DEFAULT_INFLIGHT);
 	srv->origins = opt->allowed_origins;
 	srv->started = http_mono_s();
 	pthread_mutex_init(&srv->lock, NULL);
@@ -551,12 +561,14 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 		const char *t = getenv(opt->token_env);
 		if (!t || !*t) {
 			rc = kf_err_set(err, KF_EINVAL,
-					"--token-env %s: the variable is not set or empty; export %s=<a long random token>",
+					"--token-env %s: the variable is not set or empty; export "
+					"%s=<a long random token>",
 					opt->token_env, opt->token_env);
 			goto out;
 		}
 		if (strlen(t) >= sizeof(srv->token)) {
-			rc = kf_err_set(err, KF_EINVAL, "--token-env %s: the token is longer than %zu bytes",
+			rc = kf_err_set(err, KF_EINVAL,
+					"--token-env %s: the token is longer than %zu bytes",
 					opt->token_env, sizeof(srv->token) - 1);
 			goto out;
 		}
@@ -565,7 +577,8 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	}
 	if (!is_loopback_addr(&ss) && !srv->token_len) {
 		rc = kf_err_set(err, KF_EPERM,
-				"refusing to serve on %s without a token: binding beyond loopback needs --token-env VAR (Authorization: Bearer <token>)",
+				"refusing to serve on %s without a token: binding beyond loopback "
+				"needs --token-env VAR (Authorization: Bearer <token>)",
 				opt->addr);
 		goto out;
 	}
@@ -605,13 +618,13 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 
 	srv->d = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-			MHD_USE_TURBO |
-			(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+			MHD_USE_TURBO | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		(uint16_t)opt->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, srv, MHD_OPTION_SOCK_ADDR,
-		(struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, conn_limit,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024, MHD_OPTION_END);
+		mhd_log, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_THREAD_POOL_SIZE,
+		threads, MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024,
+		MHD_OPTION_END);
 	if (!srv->d) {
 		rc = kf_err_set(err, KF_EIO, "cannot listen on %s port %d: %s", hostbuf, opt->port,
 				errno ? strerror(errno) : "libmicrohttpd refused to start");
@@ -631,7 +644,7 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 		 srv->listen, srv->token_len ? "; bearer token required" : "");
 
 	for (;;) {
-		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
+		struct pollfd p = { .fd = stop_pipe[0], .events = POLLIN };
 		int r = poll(&p, 1, 1000);
 		if (r > 0) {
 			unsigned char b;
@@ -668,4 +681,3 @@ out:
 	free(srv);
 	return rc;
 }
-

@@ -114,9 +114,8 @@ static void run(struct conn *c, const char *name, const char *fmt, long n, long 
 	}
 out:
 	t = now_us() - t0;
-	printf("stdio %s %.0f %.1f %.1f %ld\n", name, got / (t / 1e6),
-	       lat_n ? lat[lat_n / 2] : 0.0, lat_n ? lat[(size_t)(lat_n * 0.99)] : 0.0,
-	       errors + (n - got));
+	printf("stdio %s %.0f %.1f %.1f %ld\n", name, got / (t / 1e6), lat_n ? lat[lat_n / 2] : 0.0,
+	       lat_n ? lat[(size_t)(lat_n * 0.99)] : 0.0, errors + (n - got));
 	fflush(stdout);
 	free(lat);
 }
@@ -124,7 +123,7 @@ out:
 int main(int argc, char **argv)
 {
 	int to_child[2], from_child[2];
-	struct conn c = {0};
+	struct conn c = { 0 };
 	long n = argc > 3 ? strtol(argv[3], NULL, 10) : 100000;
 	long window = argc > 4 ? strtol(argv[4], NULL, 10) : 32;
 	pid_t pid;
@@ -132,7 +131,8 @@ int main(int argc, char **argv)
 	int status;
 
 	if (argc < 3 || n < 10 || window < 1) {
-		fprintf(stderr, "usage: bench_stdio KFORGE_BIN DATA_DIR [REQUESTS>=10] [WINDOW>=1]\n");
+		fprintf(stderr,
+			"usage: bench_stdio KFORGE_BIN DATA_DIR [REQUESTS>=10] [WINDOW>=1]\n");
 		return 2;
 	}
 	if (pipe(to_child) || pipe(from_child))
@@ -157,9 +157,11 @@ int main(int argc, char **argv)
 	c.buf = malloc(LINE_MAX_BYTES);
 	if (!c.buf)
 		return 1;
-	if (send_msg(&c, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"initialize\",\"params\":"
+	if (send_msg(&c,
+		     "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"initialize\",\"params\":"
 		     "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-		     "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}", 0) ||
+		     "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}",
+		     0) ||
 	    !(line = read_line(&c)) || !strstr(line, "\"result\"")) {
 		fprintf(stderr, "bench_stdio: initialize failed\n");
 		return 1;
