@@ -18,6 +18,7 @@ static const struct tool_group *const GROUPS[] = {
 	&TOOLS_COMPILE,
 	&TOOLS_GPU,
 	&TOOLS_RUNS,
+	&TOOLS_PROMPTS,
 	NULL /* keeps the array non-empty; skipped */
 };
 

@@ -173,6 +173,7 @@ extern const struct tool_group TOOLS_KB;      /* tools_kb.c */
 extern const struct tool_group TOOLS_COMPILE; /* tools_compile.c */
 extern const struct tool_group TOOLS_GPU;     /* tools_gpu.c: check, bench */
 extern const struct tool_group TOOLS_RUNS;    /* tools_runs.c */
+extern const struct tool_group TOOLS_PROMPTS; /* prompts.c: optimize, integrate */
 extern const struct tool_group TOOLS_FIXTURES; /* fixtures.c (tests only) */
 
 #endif

@@ -136,6 +136,49 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("check", bad, "--data-dir", tmp)
     check("source and source_file refused together", r.returncode == 1 and "not both" in r.stderr, r.stderr)
 
+# --- workflow prompts over a real stdio session ----------------------------
+def mcp_session(*requests):
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "proto_setup", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    msgs += [{"jsonrpc": "2.0", "id": i + 1, "method": m, "params": p} for i, (m, p) in enumerate(requests)]
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([BIN, "serve", "--data-dir", tmp], input="".join(json.dumps(m) + "\n" for m in msgs),
+                           capture_output=True, text=True, timeout=120)
+    out = {}
+    for line in r.stdout.splitlines():
+        m = json.loads(line)
+        if "id" in m:
+            out[m["id"]] = m
+    return out
+
+
+res = mcp_session(
+    ("prompts/list", {}),
+    ("prompts/get", {"name": "optimize-kernel", "arguments": {"op": "silu_and_mul", "gpu": "h200"}}),
+    ("prompts/get", {"name": "optimize-kernel", "arguments": {"op": "rmsnorm", "run": "r-not-a-run"}}),
+    ("prompts/get", {"name": "integrate-kernel", "arguments": {"op": "rmsnorm", "framework": "transformers"}}),
+    ("prompts/get", {"name": "integrate-kernel", "arguments": {"op": "geglu", "framework": "diffusers"}}),
+    ("prompts/get", {"name": "integrate-kernel", "arguments": {"op": "rmsnorm", "framework": "jax"}}),
+    ("prompts/get", {"name": "optimize-kernel", "arguments": {}}),
+    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "integrate-kernel"},
+                             "argument": {"name": "framework", "value": "tr"}}),
+)
+text = lambda i: res[i]["result"]["messages"][0]["content"]["text"]  # noqa: E731
+names = [p["name"] for p in res[1]["result"]["prompts"]]
+check("prompts listed", {"write-kernel", "optimize-kernel", "integrate-kernel"} <= set(names), names)
+check("optimize-kernel links the op's guide once", text(2).count("kforge://guides/gated-activations") == 1
+      and "compare_runs" in text(2), text(2))
+check("optimize-kernel says an unknown run is unknown", "was not found" in text(3), text(3))
+check("integrate-kernel for transformers", "variance_epsilon" in text(4)
+      and "kforge://guides/transformers-integration" in text(4) and "register_fake" in text(4), text(4))
+check("integrate-kernel for diffusers", "second half" in text(5) and "offload" in text(5), text(5))
+check("unknown framework refused", res[6].get("error", {}).get("code") == -32602
+      and "jax" in res[6]["error"]["message"], res[6])
+check("missing op refused", res[7].get("error", {}).get("code") == -32602, res[7])
+check("framework completion", res[8]["result"]["completion"]["values"] == ["transformers"], res[8])
+
 # --- demo ------------------------------------------------------------------
 with tempfile.TemporaryDirectory() as tmp:
     r = run("demo", "--data-dir", tmp, timeout=600)
