@@ -22,6 +22,7 @@ static const struct cli_cmd *const TABLES[] = {
 	CLI_CORE,
 	CLI_SETUP,
 	CLI_DEMO,
+	CLI_OPS,
 	CLI_KB,
 	CLI_COMPILE,
 	CLI_RUNS,

@@ -46,6 +46,7 @@ extern const struct cli_cmd CLI_GPU[];     /* cli_gpu.c: check, bench, calibrate
 extern const struct cli_cmd CLI_RUNS[];    /* cli_runs.c */
 extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
 extern const struct cli_cmd CLI_DEMO[];    /* cli_demo.c: demo */
+extern const struct cli_cmd CLI_OPS[];     /* cli_ops.c: ops */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {

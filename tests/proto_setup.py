@@ -136,6 +136,48 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("check", bad, "--data-dir", tmp)
     check("source and source_file refused together", r.returncode == 1 and "not both" in r.stderr, r.stderr)
 
+# --- built-in ops and their starting specs --------------------------------
+r = run("ops", "--names")
+ops = r.stdout.split()
+check("ops --names", r.returncode == 0 and "rmsnorm" in ops and "gemm" in ops and len(ops) >= 15, r.stdout)
+with tempfile.TemporaryDirectory() as tmp:
+    for op in ops:
+        r = run("ops", op)
+        try:
+            spec = json.loads(r.stdout)
+        except ValueError:
+            check(f"ops {op} prints JSON", False, r.stdout[:300])
+            continue
+        kernels = [lk["kernel"] for lk in spec["launch"]]
+        check(f"ops {op} skeleton matches its launch", spec["op"] == op
+              and all(k.startswith("my_") and f"void {k}(" in spec["source"] for k in kernels), spec)
+        path = os.path.join(tmp, f"{op}.json")
+        with open(path, "w") as f:
+            f.write(r.stdout)
+        r = run("check", path, "--data-dir", tmp)
+        if not os.path.exists("/dev/nvidiactl"):  # valid spec, compiled; only the GPU is missing
+            check(f"ops {op} spec is valid", r.returncode == 3, (r.returncode, r.stderr))
+    for gen in ("rmsnorm.json", "gemm.json", "README.md"):
+        check(f"skill/templates/specs/{gen} generated",
+              os.path.isfile(os.path.join(SRC, "skill/templates/specs", gen)))
+r = run("ops", "gemm", "--dtype", "f32")
+check("ops refuses a dtype the op lacks", r.returncode == 2 and "f32" in r.stderr, r.stderr)
+r = run("ops", "no_such_op")
+check("ops unknown name", r.returncode == 4, r.returncode)
+
+# --- make install: the installed binary finds its knowledge base and skill --
+with tempfile.TemporaryDirectory() as tmp:
+    r = subprocess.run(["make", "-s", "-C", SRC, "install", f"PREFIX={tmp}/usr"], capture_output=True,
+                       text=True, timeout=600)
+    check("make install", r.returncode == 0, r.stderr[-1500:])
+    kf = os.path.join(tmp, "usr/bin/kforge")
+    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60)
+    check("installed kforge finds knowledge.db", r.returncode == 0 and '"h200"' in r.stdout, r.stderr)
+    r = subprocess.run([kf, "skill", "install", "--dest", os.path.join(tmp, "sk")], capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, KFORGE_SKILL_DIR=""))
+    check("installed kforge installs the skill", r.returncode == 0
+          and os.path.isfile(os.path.join(tmp, "sk/skill/templates/kernel-builder/build.toml")), r.stderr)
+
 # --- workflow prompts over a real stdio session ----------------------------
 def mcp_session(*requests):
     msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
