@@ -14,7 +14,11 @@ if [ ! -d "$DIR/node_modules/@modelcontextprotocol/sdk" ]; then
 fi
 DATA=$(mktemp -d)
 trap 'rm -rf "$DATA"' EXIT
-node "$DIR/client.mjs" stdio "$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" "$DATA"
+ABS_BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+node "$DIR/client.mjs" stdio "$ABS_BIN" "$DATA"
+# The demo workflow (GPU facts, guides, compile, check, benchmark, runs).
+mkdir -p "$DATA/workflow"
+node "$DIR/demo_workflow.mjs" "$ABS_BIN" "$DATA/workflow"
 if [ -n "${KFORGE_SDK_HTTP_URL:-}" ]; then
 	node "$DIR/client.mjs" http "$KFORGE_SDK_HTTP_URL"
 fi
