@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dtype.h"
 #include "kernels/op.h"
 #include "kernels/ref/activation_ref.h"
 #include "kernels/ref/adaln_ref.h"
+#include "kernels/ref/gelu_fast.h"
 #include "kernels/ref/gemm_ref.h"
 #include "kernels/ref/layernorm_ref.h"
 #include "kernels/ref/rmsnorm_ref.h"
@@ -200,6 +202,100 @@ START_TEST(gated_activations_multiply_the_second_half)
 	NEAR(g[3], act_ref_gelu(3), 1e-15);
 	ck_assert_int_eq(activation_ref(ACT_REF_GELU_TANH, g, x, 1, 4, NULL), 0);
 	NEAR(g[2], act_ref_gelu_tanh(2), 1e-15);
+}
+END_TEST
+
+/* The 16-bit GELU formulas (kernels/ref/gelu_fast.h), emulated in float
+ * with the hardware reciprocal and 2^x perturbed by more than their
+ * documented error (rcp.approx 1 ulp, ex2.approx 2 ulp). */
+static const double RCP_REL[] = { -2.4e-7, 0, 2.4e-7 };
+static const double EX2_REL[] = { -4.8e-7, 0, 4.8e-7 };
+
+START_TEST(gelu_fast_erf_error_is_below_its_bound_on_a_dense_grid)
+{
+	/* |gelu_fast(x) - gelu(x)| <= |x| * KF_GELU_ERF_PHI_ERR, x in [-12, 12]
+	 * step 2^-12, plus a float's rounding of the product (6e-8 relative) */
+	double worst = 0;
+	for (int i = -12 * 4096; i <= 12 * 4096; i++) {
+		const float x = (float)i / 4096.f;
+		const double want = act_ref_gelu(x);
+		for (int r = 0; r < 3; r++) {
+			const double got = gelu_fast_erf_emul(x, RCP_REL[r]);
+			const double e = fabs(got - want) - 6e-8 * fabs(want);
+			ck_assert_msg(e <= fabs(x) * KF_GELU_ERF_PHI_ERR,
+				      "gelu_fast(%.9g) = %.9g, want %.9g", x, got, want);
+			if (x != 0 && e / fabs(x) > worst)
+				worst = e / fabs(x);
+		}
+	}
+	/* the bound is not vacuous: the formula's own error shows */
+	ck_assert_msg(worst > 1e-7 && worst < KF_GELU_ERF_PHI_ERR, "Phi error %.3g", worst);
+	/* limits and specials */
+	ck_assert(gelu_fast_erf_emul(1e30f, 0) == 1e30f);
+	ck_assert(gelu_fast_erf_emul(-1e30f, 0) == 0.f);
+	ck_assert(gelu_fast_erf_emul(INFINITY, 0) == INFINITY);
+	ck_assert(isnan(gelu_fast_erf_emul(NAN, 0)));
+}
+END_TEST
+
+START_TEST(gelu_fast_tanh_is_within_3e_5_relative_on_a_dense_grid)
+{
+	for (int i = -64 * 4096; i <= 64 * 4096; i++) {
+		const float x = (float)i / 4096.f;
+		/* the same function as act_ref_gelu_tanh, written as x * sigmoid(2u),
+		 * since float64's tanh is exactly -1 below x = -6.5 and its
+		 * gelu_tanh 0 where the true value is 1e-16 or less */
+		const double u = 0.7978845608028654 * (x + 0.044715 * (double)x * x * x);
+		const double want = x / (1 + exp(-2 * u));
+		ck_assert(fabs(want - act_ref_gelu_tanh(x)) <= 1e-15 * (1 + fabs(want)));
+		for (int e = 0; e < 3; e++)
+			for (int r = 0; r < 3; r++) {
+				const double got = gelu_fast_tanh_emul(x, EX2_REL[e], RCP_REL[r]);
+				ck_assert_msg(fabs(got - want) <= 3e-5 * fabs(want) + 1e-35,
+					      "gelu_tanh_fast(%.9g) = %.9g, want %.9g", x, got,
+					      want);
+			}
+	}
+	ck_assert(gelu_fast_tanh_emul(1e30f, 0, 0) == 1e30f);
+	ck_assert(gelu_fast_tanh_emul(-1e30f, 0, 0) == 0.f);
+	ck_assert(gelu_fast_tanh_emul(INFINITY, 0, 0) == INFINITY);
+}
+END_TEST
+
+static float round16(int bf, float v)
+{
+	return bf ? dtype_bf16_to_f32(dtype_f32_to_bf16(v)) : dtype_f16_to_f32(dtype_f32_to_f16(v));
+}
+
+/* Every finite f16 and bf16 input a (loop index: 0 f16, 1 bf16), plain and
+ * gated (times b), through both fast formulas with perturbed hardware
+ * steps, rounded to the dtype, meets the op templates' tolerances
+ * (|got - want| <= atol + rtol |want|; f16 2e-3, bf16 1e-2). */
+START_TEST(gelu_fast_meets_the_op_tolerances_for_every_16_bit_input)
+{
+	const int bf = _i;
+	const double tol = bf ? 1e-2 : 2e-3, dmax = bf ? 3.3e38 : 65504;
+	static const float B[] = { 1.f, -1.f, 3.5f, -17.25f, 0.0625f };
+	for (uint32_t u = 0; u < 65536; u++) {
+		const float a = bf ? dtype_bf16_to_f32((uint16_t)u) : dtype_f16_to_f32((uint16_t)u);
+		if (!isfinite(a))
+			continue;
+		const double we = act_ref_gelu(a), wt = act_ref_gelu_tanh(a);
+		for (size_t k = 0; k < sizeof B / sizeof B[0]; k++)
+			for (int p = 0; p < 3; p++) {
+				const float ge = gelu_fast_erf_emul(a, RCP_REL[p]) * B[k];
+				const float gt = gelu_fast_tanh_emul(a, EX2_REL[p], RCP_REL[2 - p]) * B[k];
+				const double wge = we * B[k], wgt = wt * B[k];
+				if (fabs(wge) < dmax)
+					ck_assert_msg(fabs(round16(bf, ge) - wge) <= tol + tol * fabs(wge),
+						      "%s gelu(%.9g) * %g = %.9g, want %.9g",
+						      bf ? "bf16" : "f16", a, B[k], round16(bf, ge), wge);
+				if (fabs(wgt) < dmax)
+					ck_assert_msg(fabs(round16(bf, gt) - wgt) <= tol + tol * fabs(wgt),
+						      "%s gelu_tanh(%.9g) * %g = %.9g, want %.9g",
+						      bf ? "bf16" : "f16", a, B[k], round16(bf, gt), wgt);
+			}
+	}
 }
 END_TEST
 
@@ -585,6 +681,9 @@ static Suite *kernels_ref_suite(void)
 	tcase_add_test(tc, softmax_rows_sum_to_one_and_are_shift_invariant);
 	tcase_add_test(tc, activations_match_known_values);
 	tcase_add_test(tc, gated_activations_multiply_the_second_half);
+	tcase_add_test(tc, gelu_fast_erf_error_is_below_its_bound_on_a_dense_grid);
+	tcase_add_test(tc, gelu_fast_tanh_is_within_3e_5_relative_on_a_dense_grid);
+	tcase_add_loop_test(tc, gelu_fast_meets_the_op_tolerances_for_every_16_bit_input, 0, 2);
 	tcase_add_test(tc, rope_rotates_the_right_pairs_in_each_layout);
 	tcase_add_test(tc, rope_preserves_pair_norms);
 	tcase_add_test(tc, adaln_modulate_uses_each_batchs_scale_and_shift);
