@@ -58,6 +58,19 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run([BIN, "compile", kernel, "--arch", "sm_90", "--data-dir", data, "--json"],
                        capture_output=True, text=True, timeout=300)
     check("seed compile run", r.returncode == 0, r.stderr)
+    # A benchmark run as recorded on an H200 (docs/gpu-runs/, a real
+    # measurement), so the run detail and the roofline render here without a GPU.
+    import json as _json
+    import sqlite3
+    src_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    figs = _json.load(open(os.path.join(src_dir, "docs/gpu-runs/2026-11-30-bench-figures.json")))["figures"]
+    bench = figs["bench_rmsnorm_bf16"]
+    db = sqlite3.connect(os.path.join(data, "state.db"))
+    db.execute("INSERT INTO runs (id, kind, created_ms, status, kernels, device_name, summary, result, duration_ms)"
+               " VALUES (?, 'bench', ?, 'ok', ?, 'NVIDIA H200', ?, ?, 1200)",
+               (bench["run_id"], int(time.time() * 1000), '["rms_bf16"]', bench["summary"], _json.dumps(bench)))
+    db.commit()
+    db.close()
     srv = subprocess.Popen([BIN, "serve", "--http", "127.0.0.1:0", "--port-file", port_file,
                             "--data-dir", data], stderr=subprocess.DEVNULL)
     try:
@@ -97,6 +110,12 @@ with tempfile.TemporaryDirectory() as tmp:
             dom = browse(base + "#run=" + m.group(1), profile, os.path.join(shots, "web-run.png"))
             check("run detail shows kernel resources", "web_scale" in dom and "registers" in dom
                   and "occupancy" in dom, dom[-3000:])
+        dom = browse(base + "#run=" + bench["run_id"], profile, os.path.join(shots, "web-roofline.png"))
+        check("bench detail table", "median µs" in dom and "candidate" in dom and "baseline" in dom
+              and "speedup" in dom, dom[-3000:])
+        points = re.findall(r'<circle class="point" data-name="(candidate|baseline)"', dom)
+        check("roofline chart with ceiling and both points", '<polyline id="ceiling"' in dom
+              and sorted(points) == ["baseline", "candidate"], points)
         check("screenshots written", all(os.path.getsize(os.path.join(shots, f)) > 10000
                                          for f in ("web-guides.png", "web-gpus.png", "web-runs.png")))
     finally:
