@@ -102,8 +102,7 @@ void kb_pool_put(struct kb *kb, struct conn *c)
 
 /* ---- loading -------------------------------------------------------------- */
 
-static int q_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
-		     struct kf_err *err)
+static int q_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
 {
 	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
 		return kf_err_set(err, KF_EDB,
@@ -200,7 +199,7 @@ static int load_gpus(struct kb *kb, sqlite3 *db, struct kf_err *err)
 		f->label = arena_str(kb, sqlite3_column_text(st, 2));
 		f->unit = arena_str(kb, sqlite3_column_text(st, 3));
 		const char *kind = (const char *)sqlite3_column_text(st, 4);
-		f->kind = strcmp(kind, "product") == 0  ? KB_FIG_PRODUCT
+		f->kind = strcmp(kind, "product") == 0	? KB_FIG_PRODUCT
 			  : strcmp(kind, "per_cc") == 0 ? KB_FIG_PER_CC
 							: KB_FIG_FEATURE;
 		const char *status = (const char *)sqlite3_column_text(st, 5);
@@ -291,8 +290,7 @@ static int load_small(struct kb *kb, sqlite3 *db, struct kf_err *err)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (!kb->conflicts) {
 			kb->conflicts_len = (size_t)sqlite3_column_int(st, 2);
-			kb->conflicts =
-				arena_alloc(kb, kb->conflicts_len * sizeof *kb->conflicts);
+			kb->conflicts = arena_alloc(kb, kb->conflicts_len * sizeof *kb->conflicts);
 		}
 		if (!kb->conflicts || i >= kb->conflicts_len)
 			break;
@@ -340,8 +338,7 @@ static int load_small(struct kb *kb, sqlite3 *db, struct kf_err *err)
 		}
 		size_t k = cur->figures_len++;
 		cur->fields[k] = arena_str(kb, sqlite3_column_text(st, 3));
-		cur->status[k] = strcmp((const char *)sqlite3_column_text(st, 4),
-					"known") == 0 &&
+		cur->status[k] = strcmp((const char *)sqlite3_column_text(st, 4), "known") == 0 &&
 				 sqlite3_column_type(st, 5) != SQLITE_NULL;
 		cur->values[k] = sqlite3_column_double(st, 5);
 	}
@@ -392,8 +389,8 @@ int kb_open(const char *path, struct kb **out, struct kf_err *err)
 	if ((rc = conn_open(kb, &db, err)))
 		goto out;
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
-			       -1, &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st,
+			       NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW ||
 	    strcmp((const char *)sqlite3_column_text(st, 0), KB_SCHEMA_VERSION) != 0) {
 		sqlite3_finalize(st);
@@ -470,13 +467,10 @@ static long alias_find(const struct kb *kb, const char *a)
 		else
 			hi = mid;
 	}
-	return lo < kb->aliases_len && strcmp(kb->aliases[lo].alias, a) == 0
-		       ? (long)lo
-		       : -1;
+	return lo < kb->aliases_len && strcmp(kb->aliases[lo].alias, a) == 0 ? (long)lo : -1;
 }
 
-size_t kb_gpu_suggest(const struct kb *kb, const char *name, const char **ids,
-		      size_t cap)
+size_t kb_gpu_suggest(const struct kb *kb, const char *name, const char **ids, size_t cap)
 {
 	char norm[KB_NAME_MAX_BYTES];
 	const char *best[8];
@@ -492,10 +486,9 @@ size_t kb_gpu_suggest(const struct kb *kb, const char *name, const char **ids,
 		if (norm[0] && (strstr(a, norm) || strstr(norm, a)))
 			d = d / 2;
 		/* scale by length so short aliases do not win by being short */
-		int score = d * 100 / (int)(strlen(a) > strlen(norm) ? strlen(a) + 1
-								   : strlen(norm) + 1);
-		kb_best_insert(best, scores, &n, cap,
-			       kb->gpus[kb->aliases[i].gpu].id, score);
+		int score = d * 100 /
+			    (int)(strlen(a) > strlen(norm) ? strlen(a) + 1 : strlen(norm) + 1);
+		kb_best_insert(best, scores, &n, cap, kb->gpus[kb->aliases[i].gpu].id, score);
 	}
 	for (size_t i = 0; i < n; i++)
 		ids[i] = best[i];
@@ -509,25 +502,24 @@ static int not_found(const struct kb *kb, const char *name, struct kf_err *err)
 	char list[160] = "";
 	size_t at = 0;
 	for (size_t i = 0; i < n && at < sizeof list; i++)
-		at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "",
-				       ids[i]);
+		at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", ids[i]);
 	return kf_err_set(err, KF_ENOTFOUND,
 			  "unknown GPU '%.60s'; closest known: %s (see get_gpu_specs "
 			  "with list: true)",
 			  name, list);
 }
 
-int kb_gpu_resolve(const struct kb *kb, const char *name,
-		   const struct kb_gpu **matches, size_t cap, size_t *len,
-		   int *ambiguous, struct kf_err *err)
+int kb_gpu_resolve(const struct kb *kb, const char *name, const struct kb_gpu **matches, size_t cap,
+		   size_t *len, int *ambiguous, struct kf_err *err)
 {
 	char norm[KB_NAME_MAX_BYTES];
 	*len = 0;
 	if (ambiguous)
 		*ambiguous = 0;
 	if (!name || !*name)
-		return kf_err_set(err, KF_EINVAL, "GPU name is empty; give a name or "
-						  "alias such as h100, a100-80g-pcie, sm_90");
+		return kf_err_set(err, KF_EINVAL,
+				  "GPU name is empty; give a name or "
+				  "alias such as h100, a100-80g-pcie, sm_90");
 	if (strlen(name) >= KB_NAME_MAX_BYTES)
 		return kf_err_set(err, KF_EINVAL, "GPU name is longer than %d bytes",
 				  KB_NAME_MAX_BYTES - 1);
@@ -536,8 +528,8 @@ int kb_gpu_resolve(const struct kb *kb, const char *name,
 	if (at < 0)
 		return not_found(kb, name, err);
 	size_t n = 0;
-	for (size_t i = (size_t)at;
-	     i < kb->aliases_len && strcmp(kb->aliases[i].alias, norm) == 0; i++) {
+	for (size_t i = (size_t)at; i < kb->aliases_len && strcmp(kb->aliases[i].alias, norm) == 0;
+	     i++) {
 		if (n < cap)
 			matches[n] = &kb->gpus[kb->aliases[i].gpu];
 		n++;
@@ -574,9 +566,8 @@ int kb_gpu_compare(const struct kb *kb, const char *const *names, size_t n,
 	return 0;
 }
 
-int kb_gpu_match_device(const struct kb *kb, const char *device_name,
-			int cc_major, int cc_minor, int sm_count,
-			unsigned long long mem_bytes, const struct kb_gpu **out,
+int kb_gpu_match_device(const struct kb *kb, const char *device_name, int cc_major, int cc_minor,
+			int sm_count, unsigned long long mem_bytes, const struct kb_gpu **out,
 			struct kf_err *err)
 {
 	const struct kb_gpu *m[KB_MAX_MATCHES];
@@ -615,8 +606,8 @@ int kb_gpu_match_device(const struct kb *kb, const char *device_name,
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "device '%.60s' (CC %d.%d) matches no GPU of the table "
 				  "(no row has CC %d.%d)",
-				  device_name ? device_name : "", cc_major, cc_minor,
-				  cc_major, cc_minor);
+				  device_name ? device_name : "", cc_major, cc_minor, cc_major,
+				  cc_minor);
 	*out = best;
 	return 0;
 }
@@ -659,8 +650,8 @@ static int cc_value(const struct cc_row *r, const char *field, double *v)
 	return 0;
 }
 
-int kb_cc_limits_for_arch(const struct kb *kb, const char *arch,
-			  struct kb_cc_limits *out, struct kf_err *err)
+int kb_cc_limits_for_arch(const struct kb *kb, const char *arch, struct kb_cc_limits *out,
+			  struct kf_err *err)
 {
 	struct kb_arch a;
 	int rc = kb_arch_parse(arch, &a, err);
@@ -683,11 +674,10 @@ int kb_cc_limits_for_arch(const struct kb *kb, const char *arch,
 		size_t at = 0;
 		for (size_t i = 0; i < kb->ccs_len && at < sizeof known; i++)
 			at += (size_t)snprintf(known + at, sizeof known - at, "%s%d.%d",
-					       i ? ", " : "", kb->ccs[i].major,
-					       kb->ccs[i].minor);
+					       i ? ", " : "", kb->ccs[i].major, kb->ccs[i].minor);
 		return kf_err_set(err, KF_ENOTFOUND,
-				  "no limits for CC %d.%d (arch '%s'); known: %s, 10.3",
-				  a.major, a.minor, arch, known);
+				  "no limits for CC %d.%d (arch '%s'); known: %s, 10.3", a.major,
+				  a.minor, arch, known);
 	}
 	static const struct {
 		const char *field;
@@ -721,9 +711,8 @@ int kb_cc_limits_for_arch(const struct kb *kb, const char *arch,
 				ok = cc_value(family, map[i].field, &v);
 		}
 		if (!ok)
-			return kf_err_set(err, KF_ENOTFOUND,
-					  "limit %s is unknown for CC %d.%d", map[i].field,
-					  a.major, a.minor);
+			return kf_err_set(err, KF_ENOTFOUND, "limit %s is unknown for CC %d.%d",
+					  map[i].field, a.major, a.minor);
 		*(int *)((char *)out + map[i].off) = (int)(v * map[i].scale);
 	}
 	out->cc_major = a.major;
@@ -742,8 +731,7 @@ int kb_cc_limits_for_arch(const struct kb *kb, const char *arch,
 	return 0;
 }
 
-int kb_gpu_peaks(const struct kb *kb, const char *name, struct kb_peaks *out,
-		 struct kf_err *err)
+int kb_gpu_peaks(const struct kb *kb, const char *name, struct kb_peaks *out, struct kf_err *err)
 {
 	const struct kb_gpu *g = NULL;
 	int rc = kb_gpu_find(kb, name, &g, err);

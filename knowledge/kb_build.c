@@ -34,8 +34,7 @@ static const struct field_def {
 	{"peak_fp64_tflops", "FP64 (non-tensor)", "TFLOPS", F_PRODUCT, 0},
 	{"fp64_tensor_tflops", "FP64 tensor", "TFLOPS", F_PRODUCT, 0},
 	{"tf32_tensor_dense_tflops", "TF32 tensor (dense)", "TFLOPS", F_PRODUCT, 0},
-	{"fp16_bf16_tensor_dense_tflops", "FP16/BF16 tensor (dense)", "TFLOPS",
-	 F_PRODUCT, 0},
+	{"fp16_bf16_tensor_dense_tflops", "FP16/BF16 tensor (dense)", "TFLOPS", F_PRODUCT, 0},
 	{"fp8_tensor_dense_tflops", "FP8 tensor (dense)", "TFLOPS", F_PRODUCT, 0},
 	{"int8_tensor_dense_tops", "INT8 tensor (dense)", "TOPS", F_PRODUCT, 0},
 	{"fp4_tensor_dense_tflops", "FP4 tensor (dense)", "TFLOPS", F_PRODUCT, 0},
@@ -49,10 +48,8 @@ static const struct field_def {
 	{"max_regs_per_block", "max registers per block", "", F_PER_CC, 1},
 	{"max_regs_per_thread", "max registers per thread", "", F_PER_CC, 0},
 	{"smem_per_sm_kb", "shared memory per SM", "KB", F_PER_CC, 0},
-	{"max_smem_per_block_optin_kb", "max shared memory per block (opt-in)",
-	 "KB", F_PER_CC, 0},
-	{"static_smem_per_block_kb", "static shared memory per block", "KB",
-	 F_PER_CC, 1},
+	{"max_smem_per_block_optin_kb", "max shared memory per block (opt-in)", "KB", F_PER_CC, 0},
+	{"static_smem_per_block_kb", "static shared memory per block", "KB", F_PER_CC, 1},
 	{"l1_plus_smem_per_sm_kb", "L1 + shared memory per SM", "KB", F_PER_CC, 0},
 	{"feat_cp_async_sm80", "cp.async", "", F_FEATURE, 0},
 	{"feat_tma_sm90", "TMA", "", F_FEATURE, 0},
@@ -66,30 +63,25 @@ static const struct field_def {
 };
 #define FIELDS_LEN (sizeof FIELDS / sizeof FIELDS[0])
 
-int kbb_exec(sqlite3 *db, const char *sql, const char *what,
-	     struct kf_err *err)
+int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int rc = kf_err_set(err, KF_EDB, "%s: %s", what,
-				    msg ? msg : sqlite3_errmsg(db));
+		int rc = kf_err_set(err, KF_EDB, "%s: %s", what, msg ? msg : sqlite3_errmsg(db));
 		sqlite3_free(msg);
 		return rc;
 	}
 	return 0;
 }
 
-int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
-		struct kf_err *err)
+int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
 {
 	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
-		return kf_err_set(err, KF_EDB, "prepare: %s (%.60s)",
-				  sqlite3_errmsg(db), sql);
+		return kf_err_set(err, KF_EDB, "prepare: %s (%.60s)", sqlite3_errmsg(db), sql);
 	return 0;
 }
 
-int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what,
-		   struct kf_err *err)
+int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
 {
 	int s = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -112,9 +104,8 @@ void kbb_bind_text(sqlite3_stmt *st, int i, const char *s)
 /* Inserts into figure_sources (or per_cc_sources) every key of the sources
  * table named in text; returns how many through *n. Keys are words of
  * [A-Za-z0-9-]. */
-static int link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins,
-		     const char *a, const char *b, const char *text, int *n,
-		     struct kf_err *err)
+static int link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins, const char *a,
+		     const char *b, const char *text, int *n, struct kf_err *err)
 {
 	*n = 0;
 	for (const char *p = text; *p;) {
@@ -167,8 +158,7 @@ static int is_number(const char *s, double *v)
 /* Which fields a ';'-separated item of derived_fields ("fp64 = fp32/64",
  * "tensor dense = sparse / 2", "bw = 5001 MHz x2 ...") describes: the words
  * before '='. Returns the item text for field, or "" (into buf). */
-static const char *derivation_for(const char *derived, const char *field,
-				  char *buf, size_t cap)
+static const char *derivation_for(const char *derived, const char *field, char *buf, size_t cap)
 {
 	buf[0] = '\0';
 	const char *p = derived;
@@ -224,8 +214,8 @@ static const char *derivation_for(const char *derived, const char *field,
 struct build {
 	sqlite3 *db;
 	struct kb_csv gpus, cc, al;
-	sqlite3_stmt *has_key, *ins_fig, *ins_figsrc, *ins_cc, *ins_ccfig,
-		*ins_ccsrc, *ins_gpu, *ins_alias, *has_alias;
+	sqlite3_stmt *has_key, *ins_fig, *ins_figsrc, *ins_cc, *ins_ccfig, *ins_ccsrc, *ins_gpu,
+		*ins_alias, *has_alias;
 	const char *gpus_path, *cc_path, *al_path;
 };
 
@@ -248,19 +238,19 @@ static int status_of(const char *v, const char **st)
 
 static int import_per_cc(struct build *b, struct kf_err *err)
 {
-	static const char *const need[] = {"compute_capability", "architecture",
-					   "sm_target", "sources"};
+	static const char *const need[] = {"compute_capability", "architecture", "sm_target",
+					   "sources"};
 	for (size_t i = 0; i < 4; i++)
 		if (kb_csv_col(&b->cc, need[i]) < 0)
-			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
-					  b->cc_path, need[i]);
+			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'", b->cc_path,
+					  need[i]);
 	for (size_t r = 0; r < b->cc.rows_len; r++) {
 		const char *ccs = cell(&b->cc, r, "compute_capability");
 		int maj = 0, mnr = 0, rc;
 		if (sscanf(ccs, "%d.%d", &maj, &mnr) != 2)
 			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu: compute_capability '%s' is not X.Y",
-					  b->cc_path, b->cc.lines[r], ccs);
+					  "%s:%zu: compute_capability '%s' is not X.Y", b->cc_path,
+					  b->cc.lines[r], ccs);
 		const char *srcs = cell(&b->cc, r, "sources");
 		kbb_bind_text(b->ins_cc, 1, ccs);
 		sqlite3_bind_int(b->ins_cc, 2, maj);
@@ -271,15 +261,14 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 		if ((rc = kbb_step_reset(b->db, b->ins_cc, "per_cc row", err)))
 			return rc;
 		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_ccsrc, ccs, NULL, srcs,
-				    &nkeys, err)))
+		if ((rc = link_keys(b->db, b->has_key, b->ins_ccsrc, ccs, NULL, srcs, &nkeys, err)))
 			return rc;
 		int any_known = 0;
 		for (size_t c = 0; c < b->cc.cols_len; c++) {
 			const char *col = b->cc.header[c];
 			if (strcmp(col, "compute_capability") == 0 ||
-			    strcmp(col, "architecture") == 0 ||
-			    strcmp(col, "sm_target") == 0 || strcmp(col, "sources") == 0)
+			    strcmp(col, "architecture") == 0 || strcmp(col, "sm_target") == 0 ||
+			    strcmp(col, "sources") == 0)
 				continue;
 			const char *v = b->cc.rows[r][c], *st;
 			double num;
@@ -292,8 +281,7 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 			else
 				sqlite3_bind_null(b->ins_ccfig, 4);
 			kbb_bind_text(b->ins_ccfig, 5, strcmp(st, "unknown") ? v : "");
-			if ((rc = kbb_step_reset(b->db, b->ins_ccfig, "per_cc figure",
-						 err)))
+			if ((rc = kbb_step_reset(b->db, b->ins_ccfig, "per_cc figure", err)))
 				return rc;
 		}
 		if (any_known && nkeys == 0)
@@ -320,14 +308,13 @@ static void best_target(const char *t, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-static int add_alias(struct build *b, const char *alias, const char *id,
-		     int rank, const char *why, struct kf_err *err)
+static int add_alias(struct build *b, const char *alias, const char *id, int rank, const char *why,
+		     struct kf_err *err)
 {
 	char norm[KB_NAME_MAX_BYTES];
 	kb_norm_name(alias, norm, sizeof norm);
 	if (!norm[0])
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: alias '%s' of %s is empty once normalized",
+		return kf_err_set(err, KF_EINVAL, "%s: alias '%s' of %s is empty once normalized",
 				  b->al_path, alias, id);
 	/* A '*' alias and an automatic one may coincide: keep the best rank. */
 	sqlite3_bind_text(b->has_alias, 1, norm, -1, SQLITE_TRANSIENT);
@@ -352,8 +339,8 @@ static int add_alias(struct build *b, const char *alias, const char *id,
 			rc = kf_err_set(err, KF_EINVAL,
 					"%s: alias '%s' is marked canonical ('*') for both "
 					"%s and %s",
-					b->al_path, alias,
-					(const char *)sqlite3_column_text(q, 0), id);
+					b->al_path, alias, (const char *)sqlite3_column_text(q, 0),
+					id);
 		sqlite3_finalize(q);
 		if (rc)
 			return rc;
@@ -365,14 +352,13 @@ static int add_alias(struct build *b, const char *alias, const char *id,
 }
 
 /* Adds every sm_XY[a|f] word of text, and plain sm_XY for each. */
-static int add_target_aliases(struct build *b, const char *text, const char *id,
-			      int rank, struct kf_err *err)
+static int add_target_aliases(struct build *b, const char *text, const char *id, int rank,
+			      struct kf_err *err)
 {
 	for (const char *p = strstr(text, "sm_"); p; p = strstr(p + 3, "sm_")) {
 		char t[24];
 		size_t n = 0;
-		while (p[n] && (isalnum((unsigned char)p[n]) || p[n] == '_') &&
-		       n + 1 < sizeof t) {
+		while (p[n] && (isalnum((unsigned char)p[n]) || p[n] == '_') && n + 1 < sizeof t) {
 			t[n] = p[n];
 			n++;
 		}
@@ -399,15 +385,15 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 	while (ar < b->al.rows_len && strcmp(cell(&b->al, ar, "name"), name) != 0)
 		ar++;
 	if (ar == b->al.rows_len)
-		return kf_err_set(err, KF_EINVAL,
-				  "%s:%zu: GPU '%s' has no line in %s (add id,name,aliases,conflicts)",
-				  b->gpus_path, line, name, b->al_path);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"%s:%zu: GPU '%s' has no line in %s (add id,name,aliases,conflicts)",
+			b->gpus_path, line, name, b->al_path);
 	const char *id = cell(&b->al, ar, "id");
 	const char *ccs = cell(&b->gpus, r, "compute_capability");
 	int maj = 0, mnr = 0;
 	if (sscanf(ccs, "%d.%d", &maj, &mnr) != 2)
-		return kf_err_set(err, KF_EINVAL,
-				  "%s:%zu (%s): compute_capability '%s' is not X.Y",
+		return kf_err_set(err, KF_EINVAL, "%s:%zu (%s): compute_capability '%s' is not X.Y",
 				  b->gpus_path, line, name, ccs);
 	size_t ccrow = 0;
 	while (ccrow < b->cc.rows_len &&
@@ -460,8 +446,8 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 				return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
 						  b->gpus_path, fd->field);
 			src = fd->kind == F_PRODUCT ? src_prod : src_cc;
-			srccol = fd->kind == F_PRODUCT ? "sources_product"
-						       : "sources_per_cc_limits";
+			srccol =
+				fd->kind == F_PRODUCT ? "sources_product" : "sources_per_cc_limits";
 		}
 		int known = status_of(v, &st);
 		kbb_bind_text(b->ins_fig, 1, id);
@@ -474,28 +460,26 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 		kbb_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
 		kbb_bind_text(b->ins_fig, 6, known ? src : NULL);
 		kbb_bind_text(b->ins_fig, 7,
-			  derivation_for(derived, fd->field, deriv, sizeof deriv));
+			      derivation_for(derived, fd->field, deriv, sizeof deriv));
 		if (known && (!src || !*src))
 			return kf_err_set(err, KF_EINVAL,
 					  "%s:%zu (%s): figure %s = %s has no source "
 					  "(column %s is empty)",
 					  b->gpus_path, line, name, fd->field, v, srccol);
-		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line,
-			 name, fd->field);
+		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line, name, fd->field);
 		if ((rc = kbb_step_reset(b->db, b->ins_fig, what, err)))
 			return rc;
 		if (!known)
 			continue;
 		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field,
-				    src, &nkeys, err)))
+		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
+				    err)))
 			return rc;
 		if (nkeys == 0)
 			return kf_err_set(err, KF_EINVAL,
 					  "%s:%zu (%s): figure %s = %s has no source: "
 					  "column %s names no key of SOURCES.md ('%.60s')",
-					  b->gpus_path, line, name, fd->field, v, srccol,
-					  src);
+					  b->gpus_path, line, name, fd->field, v, srccol, src);
 	}
 
 	/* aliases: explicit ones, then the automatic ones */
@@ -504,8 +488,7 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 	char *save = NULL;
 	for (char *a = strtok_r(list, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
 		int canon = a[0] == '*';
-		if ((rc = add_alias(b, a + canon, id, canon ? 0 : 1 + ord,
-				    "alias", err)))
+		if ((rc = add_alias(b, a + canon, id, canon ? 0 : 1 + ord, "alias", err)))
 			return rc;
 	}
 	char cc_alias[32], arch1[64];
@@ -530,19 +513,24 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 
 static int import_gpus(struct build *b, struct kf_err *err)
 {
-	static const char *const need[] = {"name", "form_factor", "architecture",
-					   "compute_capability", "sm_target",
-					   "derived_fields", "notes", "sources_product",
+	static const char *const need[] = {"name",
+					   "form_factor",
+					   "architecture",
+					   "compute_capability",
+					   "sm_target",
+					   "derived_fields",
+					   "notes",
+					   "sources_product",
 					   "sources_per_cc_limits"};
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
 		if (kb_csv_col(&b->gpus, need[i]) < 0)
-			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
-					  b->gpus_path, need[i]);
+			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'", b->gpus_path,
+					  need[i]);
 	static const char *const aneed[] = {"id", "name", "aliases", "conflicts"};
 	for (size_t i = 0; i < 4; i++)
 		if (kb_csv_col(&b->al, aneed[i]) < 0)
-			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
-					  b->al_path, aneed[i]);
+			return kf_err_set(err, KF_EINVAL, "%s: no column '%s'", b->al_path,
+					  aneed[i]);
 	for (size_t r = 0; r < b->gpus.rows_len; r++) {
 		int rc = import_gpu(b, r, (int)r, err);
 		if (rc)
@@ -555,8 +543,7 @@ static int import_gpus(struct build *b, struct kf_err *err)
 		while (r < b->gpus.rows_len && strcmp(cell(&b->gpus, r, "name"), nm))
 			r++;
 		if (r == b->gpus.rows_len)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu: '%s' is no GPU name of gpus.csv",
+			return kf_err_set(err, KF_EINVAL, "%s:%zu: '%s' is no GPU name of gpus.csv",
 					  b->al_path, b->al.lines[ar], nm);
 	}
 	return 0;
@@ -602,8 +589,8 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 {
 	int rc = 0;
 	struct build b;
-	char p_schema[4096], p_gpus[4096], p_cc[4096], p_src[4096], p_al[4096],
-		p_guides[4096], tmp[4096];
+	char p_schema[4096], p_gpus[4096], p_cc[4096], p_src[4096], p_al[4096], p_guides[4096],
+		tmp[4096];
 	char *schema = NULL;
 	size_t slen = 0;
 
@@ -623,13 +610,13 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 	b.al_path = p_al;
 
 	if ((rc = kb_read_file(p_schema, KB_FILE_MAX_BYTES, &schema, &slen, err)) ||
-	    (rc = load_csv(p_gpus, &b.gpus, err)) ||
-	    (rc = load_csv(p_cc, &b.cc, err)) || (rc = load_csv(p_al, &b.al, err)))
+	    (rc = load_csv(p_gpus, &b.gpus, err)) || (rc = load_csv(p_cc, &b.cc, err)) ||
+	    (rc = load_csv(p_al, &b.al, err)))
 		goto out;
 
 	remove(tmp);
-	if (sqlite3_open_v2(tmp, &b.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-			    NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(tmp, &b.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
 		rc = kf_err_set(err, KF_EIO, "%s: cannot create: %s", tmp,
 				b.db ? sqlite3_errmsg(b.db) : "out of memory");
 		goto out;
@@ -644,8 +631,7 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 
 	/* metadata of the figure columns */
 	sqlite3_stmt *fst = NULL;
-	if ((rc = kbb_prepare(b.db, "INSERT INTO fields VALUES (?,?,?,?,?)", &fst,
-			      err)))
+	if ((rc = kbb_prepare(b.db, "INSERT INTO fields VALUES (?,?,?,?,?)", &fst, err)))
 		goto out;
 	for (size_t f = 0; f < FIELDS_LEN && !rc; f++) {
 		kbb_bind_text(fst, 1, FIELDS[f].field);
@@ -662,21 +648,19 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 	if ((rc = kbb_import_sources_md(b.db, p_src, err)))
 		goto out;
 	if ((rc = kbb_prepare(b.db, "SELECT 1 FROM sources WHERE key=?", &b.has_key, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO gpu_figures VALUES (?,?,?,?,?,?,?)",
-			      &b.ins_fig, err)) ||
+	    (rc = kbb_prepare(b.db, "INSERT INTO gpu_figures VALUES (?,?,?,?,?,?,?)", &b.ins_fig,
+			      err)) ||
 	    (rc = kbb_prepare(b.db, "INSERT OR IGNORE INTO figure_sources VALUES (?,?,?)",
 			      &b.ins_figsrc, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc VALUES (?,?,?,?,?,?)",
-			      &b.ins_cc, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc_figures VALUES (?,?,?,?,?)",
-			      &b.ins_ccfig, err)) ||
+	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc VALUES (?,?,?,?,?,?)", &b.ins_cc, err)) ||
+	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc_figures VALUES (?,?,?,?,?)", &b.ins_ccfig,
+			      err)) ||
 	    (rc = kbb_prepare(b.db, "INSERT OR IGNORE INTO per_cc_sources VALUES (?,?)",
 			      &b.ins_ccsrc, err)) ||
-	    (rc = kbb_prepare(b.db,
-			      "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	    (rc = kbb_prepare(b.db, "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			      &b.ins_gpu, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT OR REPLACE INTO aliases VALUES (?,?,?)",
-			      &b.ins_alias, err)) ||
+	    (rc = kbb_prepare(b.db, "INSERT OR REPLACE INTO aliases VALUES (?,?,?)", &b.ins_alias,
+			      err)) ||
 	    (rc = kbb_prepare(b.db, "SELECT rank FROM aliases WHERE alias=? AND gpu_id=?",
 			      &b.has_alias, err)))
 		goto out;
@@ -708,8 +692,7 @@ out:
 	if (b.db && sqlite3_close(b.db) != SQLITE_OK && !rc)
 		rc = kf_err_set(err, KF_EDB, "%s: close failed", tmp);
 	if (!rc && rename(tmp, out_path) != 0)
-		rc = kf_err_set(err, KF_EIO, "rename %s -> %s: %s", tmp, out_path,
-				strerror(errno));
+		rc = kf_err_set(err, KF_EIO, "rename %s -> %s: %s", tmp, out_path, strerror(errno));
 	if (rc)
 		remove(tmp);
 	kb_csv_fini(&b.gpus);

@@ -16,8 +16,8 @@
 #include "knowledge/kb_int.h"
 
 #define GUIDES_MAX 512
-#define LIST_MAX 64
-#define LINKS_MAX 256
+#define LIST_MAX   64
+#define LINKS_MAX  256
 
 struct list {
 	size_t len;
@@ -32,7 +32,7 @@ struct link {
 
 struct guide {
 	char file[256]; /* name under guides/ */
-	char *text;     /* whole file, modified in place */
+	char *text;	/* whole file, modified in place */
 	char *id, *title;
 	struct list tags, archs, sources, related;
 	const char *body;
@@ -54,23 +54,21 @@ static char *trim(char *s)
 static char *unquote(char *s)
 {
 	size_t n = strlen(s);
-	if (n >= 2 && ((s[0] == '"' && s[n - 1] == '"') ||
-		       (s[0] == '\'' && s[n - 1] == '\''))) {
+	if (n >= 2 && ((s[0] == '"' && s[n - 1] == '"') || (s[0] == '\'' && s[n - 1] == '\''))) {
 		s[n - 1] = '\0';
 		return s + 1;
 	}
 	return s;
 }
 
-static int list_add(struct guide *g, struct list *l, const char *key, char *v,
-		    struct kf_err *err)
+static int list_add(struct guide *g, struct list *l, const char *key, char *v, struct kf_err *err)
 {
 	v = unquote(trim(v));
 	if (!*v)
 		return 0;
 	if (l->len == LIST_MAX)
-		return kf_err_set(err, KF_EINVAL, "guides/%s: '%s' has more than %d items",
-				  g->file, key, LIST_MAX);
+		return kf_err_set(err, KF_EINVAL, "guides/%s: '%s' has more than %d items", g->file,
+				  key, LIST_MAX);
 	l->v[l->len++] = v;
 	return 0;
 }
@@ -138,9 +136,10 @@ static int parse_front(struct guide *g, struct kf_err *err)
 			else if (l && *val == '[') {
 				size_t vl = strlen(val);
 				if (val[vl - 1] != ']')
-					return kf_err_set(err, KF_EINVAL,
-							  "guides/%s:%zu: '%s' list is not closed by ']'",
-							  g->file, line, key);
+					return kf_err_set(
+						err, KF_EINVAL,
+						"guides/%s:%zu: '%s' list is not closed by ']'",
+						g->file, line, key);
 				val[vl - 1] = '\0';
 				char *save = NULL;
 				for (char *it = strtok_r(val + 1, ",", &save); it;
@@ -178,8 +177,7 @@ static int parse_front(struct guide *g, struct kf_err *err)
 					  "'_' and '-'",
 					  g->file, g->id);
 	if (il > 63)
-		return kf_err_set(err, KF_EINVAL, "guides/%s: id longer than 63 bytes",
-				  g->file);
+		return kf_err_set(err, KF_EINVAL, "guides/%s: id longer than 63 bytes", g->file);
 	return 0;
 }
 
@@ -244,8 +242,8 @@ static int gpu_alias_known(sqlite3 *db, const char *name)
 	char norm[KB_NAME_MAX_BYTES];
 	kb_norm_name(name, norm, sizeof norm);
 	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM aliases WHERE alias=?", -1, &q,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM aliases WHERE alias=?", -1, &q, NULL) !=
+	    SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(q, 1, norm, -1, SQLITE_TRANSIENT);
 	int ok = sqlite3_step(q) == SQLITE_ROW;
@@ -254,8 +252,8 @@ static int gpu_alias_known(sqlite3 *db, const char *name)
 }
 
 /* Inserts the guide_archs rows of one archs entry. */
-static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g,
-		       const char *entry, struct kf_err *err)
+static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g, const char *entry,
+		       struct kf_err *err)
 {
 	char e[64];
 	snprintf(e, sizeof e, "%s", entry);
@@ -334,9 +332,8 @@ static char *join(const struct list *l, const char *sep)
 	return s;
 }
 
-static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t,
-			sqlite3_stmt *ins_a, sqlite3_stmt *ins_f,
-			const struct guide *g, struct kf_err *err)
+static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t, sqlite3_stmt *ins_a,
+			sqlite3_stmt *ins_f, const struct guide *g, struct kf_err *err)
 {
 	int rc = 0;
 	struct list links = {0};
@@ -409,14 +406,12 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 	if (!d) {
 		if (errno == ENOENT)
 			return 0; /* no guides yet */
-		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", dir,
-				  strerror(errno));
+		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", dir, strerror(errno));
 	}
 	for (struct dirent *e; (e = readdir(d));) {
 		size_t l = strlen(e->d_name);
-		if (l < 4 || strcmp(e->d_name + l - 3, ".md") != 0 ||
-		    e->d_name[0] == '.' || strcmp(e->d_name, "INDEX.md") == 0 ||
-		    strcmp(e->d_name, "README.md") == 0)
+		if (l < 4 || strcmp(e->d_name + l - 3, ".md") != 0 || e->d_name[0] == '.' ||
+		    strcmp(e->d_name, "INDEX.md") == 0 || strcmp(e->d_name, "README.md") == 0)
 			continue;
 		if (nn == GUIDES_MAX) {
 			rc = kf_err_set(err, KF_ETOOBIG, "%s: more than %d guides", dir,
@@ -452,8 +447,7 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 	qsort(gs, ng, sizeof *gs, cmp_guide);
 	for (size_t i = 0; i + 1 < ng; i++)
 		if (strcmp(gs[i]->id, gs[i + 1]->id) == 0) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"guides/%s and guides/%s both have id '%s'",
+			rc = kf_err_set(err, KF_EINVAL, "guides/%s and guides/%s both have id '%s'",
 					gs[i]->file, gs[i + 1]->file, gs[i]->id);
 			goto out;
 		}
@@ -461,14 +455,13 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 		const struct guide *g = gs[i];
 		for (size_t k = 0; k < g->links_len; k++) {
 			const struct link *l = &g->links[k];
-			if (l->gpu ? gpu_alias_known(db, l->id)
-				   : find_guide(gs, ng, l->id) != NULL)
+			if (l->gpu ? gpu_alias_known(db, l->id) : find_guide(gs, ng, l->id) != NULL)
 				continue;
 			rc = kf_err_set(err, KF_EINVAL,
 					"guides/%s:%zu: broken cross-reference "
 					"kforge://%s/%s: no %s has that id",
-					g->file, l->line, l->gpu ? "gpus" : "guides",
-					l->id, l->gpu ? "GPU" : "guide");
+					g->file, l->line, l->gpu ? "gpus" : "guides", l->id,
+					l->gpu ? "GPU" : "guide");
 			goto out;
 		}
 		for (size_t k = 0; k < g->related.len; k++)
@@ -480,14 +473,11 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 				goto out;
 			}
 	}
-	if ((rc = kbb_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?)",
-			      &ins_g, err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)",
-			      &ins_t, err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?,?)",
-			      &ins_a, err)) ||
-	    (rc = kbb_prepare(db,
-			      "INSERT INTO guides_fts(id,title,tags,body) VALUES (?,?,?,?)",
+	if ((rc = kbb_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?)", &ins_g, err)) ||
+	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)", &ins_t, err)) ||
+	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?,?)", &ins_a,
+			      err)) ||
+	    (rc = kbb_prepare(db, "INSERT INTO guides_fts(id,title,tags,body) VALUES (?,?,?,?)",
 			      &ins_f, err)))
 		goto out;
 	for (size_t i = 0; i < ng && !rc; i++)

@@ -8,17 +8,17 @@
 #include "server/kf_err.h"
 
 /* Runs sql (no results) on db; KF_EDB with sqlite's message and what. */
-int kbb_exec(sqlite3 *db, const char *sql, const char *what,
-	     struct kf_err *err) __attribute__((warn_unused_result));
+int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Prepares sql; KF_EDB on failure. */
-int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st,
-		struct kf_err *err) __attribute__((warn_unused_result));
+int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Steps a bound insert once and resets it; KF_EDB naming what on failure
  * (a CHECK or UNIQUE violation included). */
-int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what,
-		   struct kf_err *err) __attribute__((warn_unused_result));
+int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Binds s (copied) or NULL to parameter i of st. */
 void kbb_bind_text(sqlite3_stmt *st, int i, const char *s);

@@ -41,9 +41,8 @@ static size_t md_cells(char *row, char **cells, size_t cap)
 	return n;
 }
 
-static int insert_source(sqlite3 *db, sqlite3_stmt *st, const char *key,
-			 const char *title, const char *where,
-			 struct kf_err *err)
+static int insert_source(sqlite3 *db, sqlite3_stmt *st, const char *key, const char *title,
+			 const char *where, struct kf_err *err)
 {
 	kbb_bind_text(st, 1, key);
 	kbb_bind_text(st, 2, title);
@@ -55,8 +54,7 @@ static int insert_source(sqlite3 *db, sqlite3_stmt *st, const char *key,
 
 /* The DQ-* row lists one device query per ';'-separated item: "DQ-T4 ids
  * 1677002290, 32424744097". Each becomes its own key. */
-static int insert_dq_keys(sqlite3 *db, sqlite3_stmt *st, char *desc,
-			  struct kf_err *err)
+static int insert_dq_keys(sqlite3 *db, sqlite3_stmt *st, char *desc, struct kf_err *err)
 {
 	char *colon = strchr(desc, ':');
 	if (!colon)
@@ -64,8 +62,7 @@ static int insert_dq_keys(sqlite3 *db, sqlite3_stmt *st, char *desc,
 	*colon = '\0';
 	const char *title = desc;
 	char *save = NULL;
-	for (char *it = strtok_r(colon + 1, ";", &save); it;
-	     it = strtok_r(NULL, ";", &save)) {
+	for (char *it = strtok_r(colon + 1, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
 		while (*it == ' ')
 			it++;
 		if (strncmp(it, "DQ-", 3) != 0)
@@ -119,7 +116,7 @@ int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 			cur_text = NULL;
 		}
 		if (strncmp(line, "## ", 3) == 0) {
-			sect = strstr(line, "Source keys")     ? KEYS
+			sect = strstr(line, "Source keys") ? KEYS
 			       : strstr(line, "Conflicts") ? CONFLICTS
 							   : NONE;
 			continue;
@@ -130,8 +127,7 @@ int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 			if (n < 3 || strcmp(cells[0], "key") == 0 ||
 			    strncmp(cells[0], "---", 3) == 0)
 				continue;
-			if ((rc = insert_source(db, src, cells[0], cells[1],
-						cells[2], err)))
+			if ((rc = insert_source(db, src, cells[0], cells[1], cells[2], err)))
 				goto out;
 			keys++;
 			if (strcmp(cells[0], "DQ-*") == 0 &&

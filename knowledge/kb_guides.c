@@ -32,8 +32,8 @@ static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
 	return SQLITE_OK;
 }
 
-static void kf_rank(const Fts5ExtensionApi *api, Fts5Context *fts,
-		    sqlite3_context *ctx, int nval, sqlite3_value **vals)
+static void kf_rank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
+		    sqlite3_value **vals)
 {
 	struct rank_aux *aux = api->xGetAuxdata(fts, 0);
 	int ncol = api->xColumnCount(fts);
@@ -60,8 +60,8 @@ static void kf_rank(const Fts5ExtensionApi *api, Fts5Context *fts,
 			sqlite3_int64 n = 0;
 			if (api->xQueryPhrase(fts, p, &n, count_row) != SQLITE_OK)
 				n = 0;
-			aux->idf[p] = log(1.0 + ((double)rows - (double)n + 0.5) /
-						  ((double)n + 0.5));
+			aux->idf[p] =
+				log(1.0 + ((double)rows - (double)n + 0.5) / ((double)n + 0.5));
 		}
 		if (api->xSetAuxdata(fts, aux, sqlite3_free) != SQLITE_OK) {
 			sqlite3_result_error_code(ctx, SQLITE_NOMEM);
@@ -91,7 +91,8 @@ static void kf_rank(const Fts5ExtensionApi *api, Fts5Context *fts,
 	for (int p = 0; p < aux->phrases; p++)
 		if (freq[p] > 0)
 			score += aux->idf[p] * freq[p] * (k1 + 1) /
-				 (freq[p] + k1 * (1 - b + b * dl / (aux->avgdl > 0 ? aux->avgdl : 1)));
+				 (freq[p] +
+				  k1 * (1 - b + b * dl / (aux->avgdl > 0 ? aux->avgdl : 1)));
 	sqlite3_result_double(ctx, -score);
 }
 
@@ -129,11 +130,11 @@ static void copy_utf8(char *dst, size_t cap, const unsigned char *src)
 static int is_stopword(const char *w)
 {
 	static const char *const stop[] = {
-		"a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does",
-		"for", "from", "get", "how", "i", "if", "in", "is", "it", "its", "me",
-		"my", "of", "on", "or", "should", "so", "that", "the", "this", "to",
-		"what", "when", "where", "which", "why", "with", "you", "your", "use",
-		"using", "we", "our", "make", "want", "need"};
+		"a",	"an",	 "and",	 "are",	 "as",	  "at",	   "be",     "by",   "can",  "do",
+		"does", "for",	 "from", "get",	 "how",	  "i",	   "if",     "in",   "is",   "it",
+		"its",	"me",	 "my",	 "of",	 "on",	  "or",	   "should", "so",   "that", "the",
+		"this", "to",	 "what", "when", "where", "which", "why",    "with", "you",  "your",
+		"use",	"using", "we",	 "our",	 "make",  "want",  "need"};
 	for (size_t i = 0; i < sizeof stop / sizeof stop[0]; i++)
 		if (strcmp(w, stop[i]) == 0)
 			return 1;
@@ -186,8 +187,7 @@ static int build_match(const char *q, char *out, size_t cap, int drop_stop, char
 }
 
 /* The CC (major*10+minor) an arch filter names: a target or a GPU alias. */
-static int arch_filter_cc(const struct kb *kb, const char *arch, int *cc,
-			  struct kf_err *err)
+static int arch_filter_cc(const struct kb *kb, const char *arch, int *cc, struct kf_err *err)
 {
 	struct kb_arch a;
 	if (kb_arch_parse(arch, &a, NULL) == 0) {
@@ -207,8 +207,8 @@ static int arch_filter_cc(const struct kb *kb, const char *arch, int *cc,
 			  arch);
 }
 
-int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **hits,
-		     size_t *len, struct kf_err *err)
+int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **hits, size_t *len,
+		     struct kf_err *err)
 {
 	int rc = 0, cc = -1;
 	struct conn *c = NULL;
@@ -230,8 +230,9 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 	while (*p && isspace((unsigned char)*p))
 		p++;
 	if (!*p)
-		return kf_err_set(err, KF_EINVAL,
-				  "query: empty; give words to search for, e.g. \"bank conflicts\"");
+		return kf_err_set(
+			err, KF_EINVAL,
+			"query: empty; give words to search for, e.g. \"bank conflicts\"");
 	int limit = q->limit == 0 ? 10 : q->limit;
 	if (limit < 1 || limit > KB_SEARCH_MAX_LIMIT)
 		return kf_err_set(err, KF_EINVAL, "limit: %d out of range 1..%d", q->limit,
@@ -256,22 +257,19 @@ int kb_search_guides(struct kb *kb, const struct kb_search *q, struct kb_hit **h
 	 * guide's body (kb_snippet; FTS5's snippet() re-tokenizes whole bodies
 	 * and cost ~80 us a hit). */
 	if ((!c->search &&
-	     sqlite3_prepare_v2(
-		     c->db,
-		     "SELECT id, title,"
-		     " kf_rank(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
-		     " FROM guides_fts WHERE guides_fts MATCH ?1"
-		     " AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
-		     "  WHERE tag = lower(?2)))"
-		     " AND (?3 IS NULL OR id IN (SELECT guide_id FROM guide_archs"
-		     "  WHERE any = 1 OR cc = ?3 OR (plus = 1 AND cc <= ?3)"
-		     "  OR (fam = 1 AND cc / 10 = ?3 / 10 AND cc <= ?3)))"
-		     " ORDER BY score, id LIMIT ?4",
-		     -1, &c->search, NULL) != SQLITE_OK) ||
-	    (!c->snippet &&
 	     sqlite3_prepare_v2(c->db,
-				"SELECT body FROM guides WHERE id = ?1",
-				-1, &c->snippet, NULL) != SQLITE_OK)) {
+				"SELECT id, title,"
+				" kf_rank(guides_fts, 8.0, 10.0, 6.0, 1.0) AS score"
+				" FROM guides_fts WHERE guides_fts MATCH ?1"
+				" AND (?2 IS NULL OR id IN (SELECT guide_id FROM guide_tags"
+				"  WHERE tag = lower(?2)))"
+				" AND (?3 IS NULL OR id IN (SELECT guide_id FROM guide_archs"
+				"  WHERE any = 1 OR cc = ?3 OR (plus = 1 AND cc <= ?3)"
+				"  OR (fam = 1 AND cc / 10 = ?3 / 10 AND cc <= ?3)))"
+				" ORDER BY score, id LIMIT ?4",
+				-1, &c->search, NULL) != SQLITE_OK) ||
+	    (!c->snippet && sqlite3_prepare_v2(c->db, "SELECT body FROM guides WHERE id = ?1", -1,
+					       &c->snippet, NULL) != SQLITE_OK)) {
 		rc = kf_err_set(err, KF_EDB, "guide search: %s", sqlite3_errmsg(c->db));
 		goto out;
 	}
@@ -341,8 +339,7 @@ void kb_guide_free(struct kb_guide *g)
 	free(g);
 }
 
-int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out,
-		  struct kf_err *err)
+int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out, struct kf_err *err)
 {
 	int rc = 0;
 	struct conn *c = NULL;
@@ -372,8 +369,8 @@ int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out,
 		int scores[3];
 		size_t bn = 0;
 		char *keep[3] = {NULL, NULL, NULL};
-		if (sqlite3_prepare_v2(c->db, "SELECT id FROM guides ORDER BY id", -1, &st,
-				       NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(c->db, "SELECT id FROM guides ORDER BY id", -1, &st, NULL) ==
+		    SQLITE_OK) {
 			char *all[512];
 			size_t an = 0;
 			while (sqlite3_step(st) == SQLITE_ROW && an < 512)
@@ -417,8 +414,8 @@ out:
 	return rc;
 }
 
-int kb_guide_list(struct kb *kb, const char *prefix, struct kb_guide_entry **out,
-		  size_t *len, struct kf_err *err)
+int kb_guide_list(struct kb *kb, const char *prefix, struct kb_guide_entry **out, size_t *len,
+		  struct kf_err *err)
 {
 	int rc = 0;
 	struct conn *c = NULL;

@@ -26,7 +26,7 @@ struct conn {
 
 struct alias {
 	const char *alias; /* normalized */
-	int gpu;           /* index into gpus */
+	int gpu;	   /* index into gpus */
 	int rank;
 };
 
@@ -81,25 +81,25 @@ void kb_norm_name(const char *in, char *out, size_t cap);
 /* Reads the whole file at path into a new NUL-terminated buffer (*out, free
  * with free(), *len bytes without the NUL). KF_EIO naming the path when it
  * cannot be read, KF_ETOOBIG past cap bytes. */
-int kb_read_file(const char *path, size_t cap, char **out, size_t *len,
-		 struct kf_err *err) __attribute__((warn_unused_result));
+int kb_read_file(const char *path, size_t cap, char **out, size_t *len, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* A parsed CSV file (RFC 4180: quotes, doubled quotes, commas and newlines
  * inside quotes). Lines starting with '#' outside quotes are comments. */
 struct kb_csv {
-	size_t rows_len;  /* data rows, the header not counted */
-	size_t cols_len;  /* header columns */
-	char **header;    /* cols_len names */
-	char ***rows;     /* rows_len arrays of cols_len cells */
-	size_t *lines;    /* 1-based line where each row starts */
-	char *buf;        /* storage for every cell */
+	size_t rows_len; /* data rows, the header not counted */
+	size_t cols_len; /* header columns */
+	char **header;	 /* cols_len names */
+	char ***rows;	 /* rows_len arrays of cols_len cells */
+	size_t *lines;	 /* 1-based line where each row starts */
+	char *buf;	 /* storage for every cell */
 };
 
 /* Parses text (borrowed) from file name (for messages). Every row must have
  * as many cells as the header. Returns 0 and fills csv (free with
  * kb_csv_fini), or KF_EINVAL naming the file and line. */
-int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
-		 struct kf_err *err) __attribute__((warn_unused_result));
+int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv, struct kf_err *err)
+	__attribute__((warn_unused_result));
 void kb_csv_fini(struct kb_csv *csv);
 
 /* Column index of name in csv's header, or -1. */
@@ -111,8 +111,8 @@ int kb_edit_distance(const char *a, const char *b);
 
 /* Appends to an array of up to cap best (lowest score) candidates; used for
  * suggestions. Keeps ids[] sorted by score, ties in insertion order. */
-void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
-		    const char *id, int score);
+void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap, const char *id,
+		    int score);
 
 /* Writes into out (cap bytes, NUL-terminated, valid UTF-8 when body is) an
  * excerpt of body: the 24-word window with the most words matching terms

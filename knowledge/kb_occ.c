@@ -41,9 +41,8 @@ int kb_arch_parse(const char *text, struct kb_arch *out, struct kf_err *err)
 	    p[3] == '\0' && p == t) {
 		major = p[0] - '0';
 		minor = p[2] - '0';
-	} else if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) &&
-		   p[2] == '.' && isdigit((unsigned char)p[3]) && p[4] == '\0' &&
-		   p == t) {
+	} else if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && p[2] == '.' &&
+		   isdigit((unsigned char)p[3]) && p[4] == '\0' && p == t) {
 		major = (p[0] - '0') * 10 + (p[1] - '0');
 		minor = p[3] - '0';
 	} else {
@@ -80,11 +79,10 @@ bad:
 void kb_arch_format(const struct kb_arch *a, char *buf, size_t cap)
 {
 	if (a->suffix)
-		snprintf(buf, cap, "%s_%d%d%c", a->ptx ? "compute" : "sm", a->major,
-			 a->minor, a->suffix);
+		snprintf(buf, cap, "%s_%d%d%c", a->ptx ? "compute" : "sm", a->major, a->minor,
+			 a->suffix);
 	else
-		snprintf(buf, cap, "%s_%d%d", a->ptx ? "compute" : "sm", a->major,
-			 a->minor);
+		snprintf(buf, cap, "%s_%d%d", a->ptx ? "compute" : "sm", a->major, a->minor);
 }
 
 int kb_arch_runs_on(const struct kb_arch *t, int major, int minor)
@@ -104,25 +102,22 @@ static int round_up(int x, int unit)
 	return unit > 0 ? (x + unit - 1) / unit * unit : x;
 }
 
-int kb_occupancy(const struct kb_cc_limits *lim, int block_threads,
-		 int regs_per_thread, int smem_per_block_bytes,
-		 struct kb_occupancy *out, struct kf_err *err)
+int kb_occupancy(const struct kb_cc_limits *lim, int block_threads, int regs_per_thread,
+		 int smem_per_block_bytes, struct kb_occupancy *out, struct kf_err *err)
 {
 	memset(out, 0, sizeof *out);
 	if (!lim || lim->warp_size <= 0 || lim->max_threads_per_sm <= 0)
 		return kf_err_set(err, KF_EINVAL, "occupancy: no limits given");
 	if (block_threads < 1 || block_threads > lim->max_threads_per_block)
 		return kf_err_set(err, KF_EINVAL,
-				  "block_threads %d out of range: 1..%d on CC %d.%d",
-				  block_threads, lim->max_threads_per_block,
-				  lim->cc_major, lim->cc_minor);
+				  "block_threads %d out of range: 1..%d on CC %d.%d", block_threads,
+				  lim->max_threads_per_block, lim->cc_major, lim->cc_minor);
 	if (regs_per_thread < 0 || regs_per_thread > lim->max_regs_per_thread)
 		return kf_err_set(err, KF_EINVAL,
 				  "regs_per_thread %d out of range: 0..%d (0 = unknown)",
 				  regs_per_thread, lim->max_regs_per_thread);
 	if (smem_per_block_bytes < 0 || smem_per_block_bytes > (64 << 20))
-		return kf_err_set(err, KF_EINVAL,
-				  "smem_per_block_bytes %d out of range: 0..%d",
+		return kf_err_set(err, KF_EINVAL, "smem_per_block_bytes %d out of range: 0..%d",
 				  smem_per_block_bytes, 64 << 20);
 
 	int wpb = (block_threads + lim->warp_size - 1) / lim->warp_size;
@@ -144,14 +139,12 @@ int kb_occupancy(const struct kb_cc_limits *lim, int block_threads,
 	int regs_assumed = per_warp * round_up(wpb, sub);
 	if (regs_per_thread == 0) {
 		out->limit_regs = lim->max_blocks_per_sm; /* unknown: no limit */
-	} else if (regs_assumed > lim->max_regs_per_block ||
-		   regs_block > lim->max_regs_per_block) {
+	} else if (regs_assumed > lim->max_regs_per_block || regs_block > lim->max_regs_per_block) {
 		out->limit_regs = 0;
 		snprintf(out->reason, sizeof out->reason,
 			 "block needs %d registers (%d warps x %d) but a block may "
 			 "have %d",
-			 regs_assumed, round_up(wpb, sub), per_warp,
-			 lim->max_regs_per_block);
+			 regs_assumed, round_up(wpb, sub), per_warp, lim->max_regs_per_block);
 	} else {
 		int warps_sub = (lim->regs_per_sm / sub) / per_warp;
 		out->limit_regs = warps_sub * sub / wpb;
@@ -163,8 +156,7 @@ int kb_occupancy(const struct kb_cc_limits *lim, int block_threads,
 			     lim->smem_alloc_unit_bytes);
 	out->smem_per_block_alloc_bytes = alloc;
 	out->needs_optin = smem_per_block_bytes > lim->smem_static_max_bytes;
-	int block_limit = lim->smem_per_block_optin_bytes +
-			  lim->smem_reserved_per_block_bytes;
+	int block_limit = lim->smem_per_block_optin_bytes + lim->smem_reserved_per_block_bytes;
 	if (alloc > block_limit) {
 		out->limit_smem = 0;
 		snprintf(out->reason, sizeof out->reason,
@@ -173,15 +165,13 @@ int kb_occupancy(const struct kb_cc_limits *lim, int block_threads,
 			 alloc, lim->smem_reserved_per_block_bytes, block_limit,
 			 lim->smem_per_block_optin_bytes);
 	} else {
-		out->limit_smem = alloc > 0 ? lim->smem_per_sm_bytes / alloc
-					    : lim->max_blocks_per_sm;
+		out->limit_smem =
+			alloc > 0 ? lim->smem_per_sm_bytes / alloc : lim->max_blocks_per_sm;
 	}
 
 	/* the smallest limit wins; ties go to warps, blocks, registers, smem */
-	int lims[4] = {out->limit_warps, out->limit_blocks, out->limit_regs,
-		       out->limit_smem};
-	static const char *const names[4] = {"warps", "blocks", "registers",
-					     "shared_memory"};
+	int lims[4] = {out->limit_warps, out->limit_blocks, out->limit_regs, out->limit_smem};
+	static const char *const names[4] = {"warps", "blocks", "registers", "shared_memory"};
 	int best = 0;
 	for (int i = 1; i < 4; i++)
 		if (lims[i] < lims[best])
@@ -205,16 +195,15 @@ int kb_occupancy(const struct kb_cc_limits *lim, int block_threads,
 
 /* ---- features ------------------------------------------------------------- */
 
-static const char *const FEAT_NAMES[KB_FEAT_COUNT] = {
-	"cp.async", "tma", "wgmma", "clusters", "fp8", "tcgen05", "bf16", "fp4"};
+static const char *const FEAT_NAMES[KB_FEAT_COUNT] = {"cp.async", "tma",     "wgmma", "clusters",
+						      "fp8",	  "tcgen05", "bf16",  "fp4"};
 
 const char *kb_feature_name(int feature)
 {
 	return feature >= 0 && feature < KB_FEAT_COUNT ? FEAT_NAMES[feature] : NULL;
 }
 
-void kb_feature_usable(const struct kb_arch *t, int feature,
-		       struct kb_feature_use *out)
+void kb_feature_usable(const struct kb_arch *t, int feature, struct kb_feature_use *out)
 {
 	int cc = t->major * 10 + t->minor;
 	char tgt[32];
@@ -300,9 +289,8 @@ static int fig(const struct kb_gpu *g, const char *field, double *v)
 	return 1;
 }
 
-static void put(struct kb_derived *out, size_t cap, size_t *n, const char *name,
-		const char *label, const char *unit, int known, double value,
-		const char *formula, const char *inputs)
+static void put(struct kb_derived *out, size_t cap, size_t *n, const char *name, const char *label,
+		const char *unit, int known, double value, const char *formula, const char *inputs)
 {
 	if (*n >= cap)
 		return;
@@ -342,22 +330,20 @@ size_t kb_gpu_derived(const struct kb_gpu *g, struct kb_derived *out, size_t cap
 		snprintf(formula, sizeof formula, "%s * 1e12 / (memory_bandwidth_gbs * 1e9)",
 			 ridge[i].field);
 		snprintf(inputs, sizeof inputs, "%g T / %g GB/s", v, bw);
-		put(out, cap, &n, name, label, ridge[i].unit, ok,
-		    ok ? v * 1e12 / (bw * 1e9) : 0, formula, inputs);
+		put(out, cap, &n, name, label, ridge[i].unit, ok, ok ? v * 1e12 / (bw * 1e9) : 0,
+		    formula, inputs);
 	}
 	int have_sms = fig(g, "sm_count", &sms);
 	int have_tps = fig(g, "max_threads_per_sm", &tps);
 	snprintf(inputs, sizeof inputs, "%g threads / 32", tps);
-	put(out, cap, &n, "max_warps_per_sm", "max resident warps per SM", "warps",
-	    have_tps, tps / 32, "max_threads_per_sm / 32", inputs);
+	put(out, cap, &n, "max_warps_per_sm", "max resident warps per SM", "warps", have_tps,
+	    tps / 32, "max_threads_per_sm / 32", inputs);
 	snprintf(inputs, sizeof inputs, "%g SMs x %g threads / 32", sms, tps);
-	put(out, cap, &n, "max_resident_warps", "max resident warps (whole GPU)",
-	    "warps", have_sms && have_tps, sms * tps / 32,
-	    "sm_count * max_threads_per_sm / 32", inputs);
+	put(out, cap, &n, "max_resident_warps", "max resident warps (whole GPU)", "warps",
+	    have_sms && have_tps, sms * tps / 32, "sm_count * max_threads_per_sm / 32", inputs);
 	snprintf(inputs, sizeof inputs, "%g SMs x %g threads", sms, tps);
-	put(out, cap, &n, "max_resident_threads", "max resident threads (whole GPU)",
-	    "threads", have_sms && have_tps, sms * tps,
-	    "sm_count * max_threads_per_sm", inputs);
+	put(out, cap, &n, "max_resident_threads", "max resident threads (whole GPU)", "threads",
+	    have_sms && have_tps, sms * tps, "sm_count * max_threads_per_sm", inputs);
 	int have_bps = fig(g, "max_resident_blocks_per_sm", &bps);
 	double per_sm = have_tps && have_bps ? (tps / 256 < bps ? tps / 256 : bps) : 0;
 	per_sm = (double)(long)per_sm;
@@ -367,25 +353,23 @@ size_t kb_gpu_derived(const struct kb_gpu *g, struct kb_derived *out, size_t cap
 	    "sm_count * min(floor(max_threads_per_sm / 256), max_resident_blocks_per_sm)"
 	    " (no register or shared-memory limit)",
 	    inputs);
-	int ok = have_sms && fig(g, "fp32_lanes_per_sm", &lanes) &&
-		 fig(g, "boost_clock_mhz", &clk);
+	int ok = have_sms && fig(g, "fp32_lanes_per_sm", &lanes) && fig(g, "boost_clock_mhz", &clk);
 	snprintf(inputs, sizeof inputs, "%g SMs x %g lanes x 2 x %g MHz", sms, lanes, clk);
-	put(out, cap, &n, "fp32_from_clock_tflops", "FP32 peak from SMs x lanes x clock",
-	    "TFLOPS", ok, sms * lanes * 2 * clk / 1e6,
+	put(out, cap, &n, "fp32_from_clock_tflops", "FP32 peak from SMs x lanes x clock", "TFLOPS",
+	    ok, sms * lanes * 2 * clk / 1e6,
 	    "sm_count * fp32_lanes_per_sm * 2 (FMA) * boost_clock_mhz / 1e6", inputs);
 	ok = fig(g, "smem_per_sm_kb", &kb);
 	snprintf(inputs, sizeof inputs, "%g KB x 1024", kb);
-	put(out, cap, &n, "smem_per_sm_bytes", "shared memory per SM", "bytes", ok,
-	    kb * 1024, "smem_per_sm_kb * 1024 (KB = KiB, SOURCES.md)", inputs);
+	put(out, cap, &n, "smem_per_sm_bytes", "shared memory per SM", "bytes", ok, kb * 1024,
+	    "smem_per_sm_kb * 1024 (KB = KiB, SOURCES.md)", inputs);
 	ok = fig(g, "max_smem_per_block_optin_kb", &kb);
 	snprintf(inputs, sizeof inputs, "%g KB x 1024", kb);
-	put(out, cap, &n, "max_smem_per_block_optin_bytes",
-	    "max shared memory per block (opt-in)", "bytes", ok, kb * 1024,
-	    "max_smem_per_block_optin_kb * 1024", inputs);
+	put(out, cap, &n, "max_smem_per_block_optin_bytes", "max shared memory per block (opt-in)",
+	    "bytes", ok, kb * 1024, "max_smem_per_block_optin_kb * 1024", inputs);
 	double l2 = 0;
 	ok = have_sms && fig(g, "l2_cache_mb", &l2) && sms > 0;
 	snprintf(inputs, sizeof inputs, "%g MB x 1000 / %g SMs", l2, sms);
-	put(out, cap, &n, "l2_per_sm_kb", "L2 per SM", "KB (decimal)", ok,
-	    ok ? l2 * 1000 / sms : 0, "l2_cache_mb * 1000 / sm_count", inputs);
+	put(out, cap, &n, "l2_per_sm_kb", "L2 per SM", "KB (decimal)", ok, ok ? l2 * 1000 / sms : 0,
+	    "l2_cache_mb * 1000 / sm_count", inputs);
 	return n;
 }

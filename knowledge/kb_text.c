@@ -34,16 +34,14 @@ void kb_norm_name(const char *in, char *out, size_t cap)
 	}
 }
 
-int kb_read_file(const char *path, size_t cap, char **out, size_t *len,
-		 struct kf_err *err)
+int kb_read_file(const char *path, size_t cap, char **out, size_t *len, struct kf_err *err)
 {
 	int rc = 0;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", path,
-				  strerror(errno));
+		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", path, strerror(errno));
 	buf = malloc(cap + 1);
 	if (!buf) {
 		rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", path);
@@ -55,8 +53,7 @@ int kb_read_file(const char *path, size_t cap, char **out, size_t *len,
 		goto out;
 	}
 	if (n > cap) {
-		rc = kf_err_set(err, KF_ETOOBIG, "%s: larger than %zu bytes", path,
-				cap);
+		rc = kf_err_set(err, KF_ETOOBIG, "%s: larger than %zu bytes", path, cap);
 		goto out;
 	}
 	buf[n] = '\0';
@@ -85,8 +82,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
-int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
-		 struct kf_err *err)
+int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv, struct kf_err *err)
 {
 	int rc = 0;
 	size_t tlen = strlen(text);
@@ -118,10 +114,8 @@ int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
 			line++;
 			continue;
 		}
-		if (grow((void **)&row_start, &rows_cap, rows_len + 1,
-			 sizeof *row_start) ||
-		    grow((void **)&row_line, &lines_cap, rows_len + 1,
-			 sizeof *row_line)) {
+		if (grow((void **)&row_start, &rows_cap, rows_len + 1, sizeof *row_start) ||
+		    grow((void **)&row_line, &lines_cap, rows_len + 1, sizeof *row_line)) {
 			rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", name);
 			goto out;
 		}
@@ -129,10 +123,8 @@ int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
 		row_line[rows_len] = line;
 		rows_len++;
 		for (;;) { /* one cell */
-			if (grow((void **)&cells, &cells_cap, cells_len + 1,
-				 sizeof *cells)) {
-				rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory",
-						name);
+			if (grow((void **)&cells, &cells_cap, cells_len + 1, sizeof *cells)) {
+				rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", name);
 				goto out;
 			}
 			cells[cells_len++] = buf + bn;
@@ -160,8 +152,8 @@ int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
 				}
 				if (*p != ',' && *p != '\n' && *p != '\r' && *p) {
 					rc = kf_err_set(err, KF_EINVAL,
-							"%s:%zu: text after a closing quote",
-							name, line);
+							"%s:%zu: text after a closing quote", name,
+							line);
 					goto out;
 				}
 			} else {
@@ -191,10 +183,8 @@ int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv,
 	for (size_t r = 0; r < rows_len; r++) {
 		size_t end = r + 1 < rows_len ? row_start[r + 1] : cells_len;
 		if (end - row_start[r] != csv->cols_len) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"%s:%zu: %zu cells, but the header has %zu",
-					name, row_line[r], end - row_start[r],
-					csv->cols_len);
+			rc = kf_err_set(err, KF_EINVAL, "%s:%zu: %zu cells, but the header has %zu",
+					name, row_line[r], end - row_start[r], csv->cols_len);
 			goto out;
 		}
 	}
@@ -266,8 +256,8 @@ int kb_edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
-		    const char *id, int score)
+void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap, const char *id,
+		    int score)
 {
 	for (size_t i = 0; i < *len; i++)
 		if (strcmp(ids[i], id) == 0) {
@@ -275,8 +265,7 @@ void kb_best_insert(const char **ids, int *scores, size_t *len, size_t cap,
 				return;
 			/* better score for a known id: drop it, reinsert */
 			memmove(ids + i, ids + i + 1, (*len - i - 1) * sizeof *ids);
-			memmove(scores + i, scores + i + 1,
-				(*len - i - 1) * sizeof *scores);
+			memmove(scores + i, scores + i + 1, (*len - i - 1) * sizeof *scores);
 			(*len)--;
 			break;
 		}
@@ -325,8 +314,7 @@ static int word_matches(const char *bw, size_t bn, const struct term *t, size_t 
 	unsigned char f = (unsigned char)tolower((unsigned char)bw[0]);
 	for (size_t i = 0; i < nt; i++)
 		if (t[i].first == f && t[i].stem >= 2 && bn >= t[i].stem &&
-		    (bn == t[i].len || t[i].stem >= 3) &&
-		    strncasecmp(bw, t[i].w, t[i].stem) == 0)
+		    (bn == t[i].len || t[i].stem >= 3) && strncasecmp(bw, t[i].w, t[i].stem) == 0)
 			return 1;
 	return 0;
 }

@@ -74,7 +74,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			10, "max_reps", 10000, "flush_l2", !o->no_flush);
 		if (c->have_base)
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));
-		struct kf_err e = { 0 };
+		struct kf_err e = {0};
 		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
 		r->rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->rep, NULL, &e);
 		snprintf(r->err, sizeof r->err, "%s", e.msg);
@@ -230,16 +230,16 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		     (rc = check_copy_file(p.ref_cubin, b->dir, "ref.cubin", err))))
 			goto out;
 	}
-	struct bctx c = { .app = app,
-			  .p = &p,
-			  .rows = rows,
-			  .nrows = nrows,
-			  .o = o,
-			  .gpu = -1,
-			  .have_base = have_base };
+	struct bctx c = {.app = app,
+			 .p = &p,
+			 .rows = rows,
+			 .nrows = nrows,
+			 .o = o,
+			 .gpu = -1,
+			 .have_base = have_base};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "bench %s", s->launch[0].kernel);
-	struct runner_opts ro = { .timeout_ms = -1, .label = label };
+	struct runner_opts ro = {.timeout_ms = -1, .label = label};
 	rc = runner_run(app->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = c.gpu;
@@ -317,7 +317,7 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 					json_string_value(json_object_get(be, "during"))
 						? json_string_value(json_object_get(be, "during"))
 						: "loading"));
-		struct stats_speedup sp = { 0 };
+		struct stats_speedup sp = {0};
 		int have_sp = 0;
 		if (json_object_get(r->rep, "baseline_ms") &&
 		    !samples(json_object_get(r->rep, "baseline_ms"), &bs, &bn) &&
@@ -378,8 +378,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		/* Verification after timing. */
 		json_t *vj = json_object();
 		json_object_set_new(rj, "verification", vj);
-		double *want[SPEC_MAX_TENSORS] = { 0 };
-		struct kf_err we = { 0 };
+		double *want[SPEC_MAX_TENSORS] = {0};
+		struct kf_err we = {0};
 		int have_want = 0;
 		if (s->ref.kind == SPEC_REF_NONE) {
 			kf_err_set(&we, KF_EINVAL, "the spec has no reference");
@@ -446,8 +446,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	 * result.candidate.median_us). */
 	{
 		const json_t *r0 = json_array_get(sizes_j, 0);
-		static const char *const TOP[] = { "candidate", "baseline",	  "speedup", "gbs",
-						   "tflops",	"pct_of_peak_bw", NULL };
+		static const char *const TOP[] = {"candidate", "baseline",	 "speedup", "gbs",
+						  "tflops",    "pct_of_peak_bw", NULL};
 		for (const char *const *k = TOP; *k; k++)
 			if (json_object_get(r0, *k))
 				json_object_set(result, *k, json_object_get(r0, *k));
@@ -456,7 +456,8 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	json_t *fl = json_array();
 	const char *key;
 	json_t *val;
-	json_object_foreach(fired, key, val) json_array_append_new(fl, json_string(key));
+	json_object_foreach(fired, key, val)
+		json_array_append_new(fl, json_string(key));
 	json_decref(fired);
 	json_object_set_new(result, "safeguards_fired", fl);
 	json_object_set_new(result, "flags", flags);
@@ -552,13 +553,12 @@ int bench_calibrate(struct app *app, int device, const volatile int *cancel, jso
 	*gpu = -1;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
-	struct cctx c = { .app = app, .gpu = -1 };
+	struct cctx c = {.app = app, .gpu = -1};
 	int rc = check_jobdir_new(app, NULL, c.dir, sizeof c.dir, err);
 	if (rc)
 		return rc;
 	struct runner_opts ro = {
-		.pin_gpu = device >= 0, .gpu = device, .timeout_ms = -1, .label = "calibrate"
-	};
+		.pin_gpu = device >= 0, .gpu = device, .timeout_ms = -1, .label = "calibrate"};
 	rc = runner_run(app->runner, RUNNER_GPU, calib_job, &c, NULL, NULL, cancel, &ro, err);
 	*gpu = c.gpu;
 	if (rc)
@@ -573,7 +573,7 @@ int bench_calibrate(struct app *app, int device, const volatile int *cancel, jso
 		goto out;
 	}
 	const struct gpu_info *gi = gpu_get(c.gpu);
-	struct history_ceilings hc = { 0 };
+	struct history_ceilings hc = {0};
 	snprintf(hc.gpu_uuid, sizeof hc.gpu_uuid, "%s", gi ? gi->uuid : "");
 	snprintf(hc.device_name, sizeof hc.device_name, "%s", gi ? gi->name : "");
 	hc.copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));

@@ -23,9 +23,9 @@
 struct cache {
 	char root[PATH_MAX - 128];
 	unsigned long long cap;
-	pthread_mutex_t lock;      /* guards total and eviction */
-	unsigned long long total;  /* bytes, estimate */
-	unsigned long seq;         /* staging/trash name counter */
+	pthread_mutex_t lock;	  /* guards total and eviction */
+	unsigned long long total; /* bytes, estimate */
+	unsigned long seq;	  /* staging/trash name counter */
 };
 
 /* --- sha256 -------------------------------------------------------------- */
@@ -254,17 +254,18 @@ static void touch_dir(struct cache *c, const char *id)
 static int check_name(const char *id, const char *name, struct kf_err *err)
 {
 	if (!cache_id_valid(id))
-		return kf_err_set(err, KF_EINVAL,
-				  "artifact id '%.80s' is malformed: expected 64 lowercase hex digits",
-				  id ? id : "(null)");
+		return kf_err_set(
+			err, KF_EINVAL,
+			"artifact id '%.80s' is malformed: expected 64 lowercase hex digits",
+			id ? id : "(null)");
 	if (!name || !*name || strchr(name, '/') || name[0] == '.')
 		return kf_err_set(err, KF_EINVAL, "artifact file name '%.64s' is not allowed",
 				  name ? name : "(null)");
 	return 0;
 }
 
-int cache_file_path(struct cache *c, const char *id, const char *name, char *buf,
-		    size_t cap, struct kf_err *err)
+int cache_file_path(struct cache *c, const char *id, const char *name, char *buf, size_t cap,
+		    struct kf_err *err)
 {
 	int rc = check_name(id, name, err);
 	if (rc)
@@ -278,8 +279,8 @@ int cache_file_path(struct cache *c, const char *id, const char *name, char *buf
 	return 0;
 }
 
-int cache_read(struct cache *c, const char *id, const char *name, size_t max_bytes,
-	       char **data, size_t *len, struct kf_err *err)
+int cache_read(struct cache *c, const char *id, const char *name, size_t max_bytes, char **data,
+	       size_t *len, struct kf_err *err)
 {
 	*data = NULL;
 	*len = 0;
@@ -298,8 +299,9 @@ int cache_read(struct cache *c, const char *id, const char *name, size_t max_byt
 		goto out;
 	}
 	if ((unsigned long long)st.st_size > max_bytes) {
-		rc = kf_err_set(err, KF_ETOOBIG, "artifact %.16s.../%s is %lld bytes, over the %zu-byte cap",
-				id, name, (long long)st.st_size, max_bytes);
+		rc = kf_err_set(err, KF_ETOOBIG,
+				"artifact %.16s.../%s is %lld bytes, over the %zu-byte cap", id,
+				name, (long long)st.st_size, max_bytes);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -328,8 +330,8 @@ out:
 	return rc;
 }
 
-int cache_write(struct cache *c, const char *id, const char *name, const void *data,
-		size_t len, struct kf_err *err)
+int cache_write(struct cache *c, const char *id, const char *name, const void *data, size_t len,
+		struct kf_err *err)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 64], dst[PATH_MAX + 64];
 	int rc = check_name(id, name, err);
@@ -452,8 +454,7 @@ static void evict(struct cache *c, const char *keep)
 	closedir(d);
 }
 
-int cache_publish(struct cache *c, const char *staging, const char *id,
-		  struct kf_err *err)
+int cache_publish(struct cache *c, const char *staging, const char *id, struct kf_err *err)
 {
 	if (!cache_id_valid(id)) {
 		cache_discard(c, staging);

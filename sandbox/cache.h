@@ -42,19 +42,18 @@ int cache_id_valid(const char *id);
 /* Path of file name in artifact id (buf, cap bytes). Returns 0 when the file
  * exists (and marks the artifact used), KF_ENOTFOUND, or KF_EINVAL for a
  * malformed id or a name with '/'. */
-int cache_file_path(struct cache *c, const char *id, const char *name, char *buf,
-		    size_t cap, struct kf_err *err) __attribute__((warn_unused_result));
+int cache_file_path(struct cache *c, const char *id, const char *name, char *buf, size_t cap,
+		    struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Reads file name of artifact id: *data new (free()), NUL-terminated, *len
  * bytes. KF_ENOTFOUND, KF_ETOOBIG past max_bytes, KF_EIO. Marks it used. */
-int cache_read(struct cache *c, const char *id, const char *name, size_t max_bytes,
-	       char **data, size_t *len, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int cache_read(struct cache *c, const char *id, const char *name, size_t max_bytes, char **data,
+	       size_t *len, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Writes a file into a published artifact atomically (temp + rename), e.g. a
  * SASS summary computed later. KF_ENOTFOUND, KF_EIO. */
-int cache_write(struct cache *c, const char *id, const char *name, const void *data,
-		size_t len, struct kf_err *err) __attribute__((warn_unused_result));
+int cache_write(struct cache *c, const char *id, const char *name, const void *data, size_t len,
+		struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Makes a new empty staging directory under the root; its path goes to buf
  * (cap bytes). The caller fills it, then publishes or discards it. */
@@ -65,8 +64,8 @@ int cache_stage(struct cache *c, char *buf, size_t cap, struct kf_err *err)
  * (a concurrent compile of the same input won), the staging dir is removed
  * and 0 returned: the existing artifact is equivalent. Then evicts least
  * recently used artifacts while the total is over the cap. */
-int cache_publish(struct cache *c, const char *staging, const char *id,
-		  struct kf_err *err) __attribute__((warn_unused_result));
+int cache_publish(struct cache *c, const char *staging, const char *id, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Removes a staging directory and everything in it. */
 void cache_discard(struct cache *c, const char *staging);

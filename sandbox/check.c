@@ -65,7 +65,7 @@ static int find_file(const char *env, const char *rel1, const char *rel2, char *
 	char d[PATH_MAX];
 	if (exe_dir(d, sizeof d))
 		return -1;
-	const char *rels[] = { rel1, rel2 };
+	const char *rels[] = {rel1, rel2};
 	for (int i = 0; i < 2; i++) {
 		if (!rels[i])
 			continue;
@@ -89,7 +89,7 @@ static int get_jail(struct app *app, struct jail **out, struct kf_err *err)
 	pthread_mutex_lock(&jail_mu);
 	int rc = 0;
 	if (!jails[mode]) {
-		struct jail_config cfg = { .mode = (enum jail_mode)mode };
+		struct jail_config cfg = {.mode = (enum jail_mode)mode};
 		rc = jail_open(&cfg, &jails[mode], err);
 	}
 	*out = jails[mode];
@@ -194,10 +194,9 @@ static int compile_one(struct app *app, const char *source, const char *arch,
 		       struct check_prep *p, json_t **out, struct kf_err *err)
 {
 	struct compile_req req = {
-		.source = source, .source_len = strlen(source), .arch = arch, .cancel = cancel
-	};
+		.source = source, .source_len = strlen(source), .arch = arch, .cancel = cancel};
 	struct compile_result res;
-	struct kf_err cerr = { 0 };
+	struct kf_err cerr = {0};
 	int rc = compile_kernel(app->cc, &req, &res, &cerr);
 	if (rc == KF_ECOMPILE || (rc == 0 && !res.ok)) {
 		const char *sum = json_string_value(json_object_get(res.json, "summary"));
@@ -460,15 +459,15 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsi
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC))
 		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
-	struct reader rd = { .fd = fds[0] };
+	struct reader rd = {.fd = fds[0]};
 	pthread_t th;
 	if (pthread_create(&th, NULL, read_all, &rd)) {
 		close(fds[0]);
 		close(fds[1]);
 		return kf_err_set(err, KF_ENOMEM, "cannot start the report reader");
 	}
-	const char *argv[] = { harness, "--job", ".", "--report-fd", "3", NULL };
-	struct jail_bind binds[] = { { harness, NULL } };
+	const char *argv[] = {harness, "--job", ".", "--report-fd", "3", NULL};
+	struct jail_bind binds[] = {{harness, NULL}};
 	struct jail_job jj = {
 		.argv = argv,
 		.job_dir = dir,
@@ -484,7 +483,7 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsi
 		.cancel = stop,
 	};
 	struct jail_result res;
-	struct kf_err jerr = { 0 };
+	struct kf_err jerr = {0};
 	rc = jail_run(j, &jj, &res, &jerr);
 	if (rc && rc != KF_ETIMEOUT)
 		kf_err_set(err, rc, "%s", jerr.msg);
@@ -596,7 +595,7 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
 	if (rc)
 		return rc;
 	int64_t sizes[SPEC_MAX_VARS];
-	double *ins[SPEC_MAX_TENSORS] = { 0 }, *outs[SPEC_MAX_TENSORS] = { 0 };
+	double *ins[SPEC_MAX_TENSORS] = {0}, *outs[SPEC_MAX_TENSORS] = {0};
 	size_t k = 0;
 	for (const char *const *n = op->size_names; *n; n++)
 		sizes[k++] = vals[spec_var_index(s, *n)];
@@ -618,11 +617,11 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
 		}
 		outs[k] = want[t];
 	}
-	struct op_ref_call call = { .op = op,
-				    .sizes = sizes,
-				    .scalars = s->ref.params,
-				    .in = (const double *const *)ins,
-				    .out = outs };
+	struct op_ref_call call = {.op = op,
+				   .sizes = sizes,
+				   .scalars = s->ref.params,
+				   .in = (const double *const *)ins,
+				   .out = outs};
 	rc = op->ref(&call, err);
 out:
 	for (size_t i = 0; i < SPEC_MAX_TENSORS; i++)
@@ -849,10 +848,10 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	struct jail *j;
 	if ((rc = get_jail(app, &j, err)))
 		return rc;
-	const char *argv[] = { torch_exe, "torch_ref.py", NULL };
+	const char *argv[] = {torch_exe, "torch_ref.py", NULL};
 	char pp[sizeof torch_pythonpath + 16];
 	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_pythonpath);
-	const char *env[] = { pp, "OMP_NUM_THREADS=8", NULL };
+	const char *env[] = {pp, "OMP_NUM_THREADS=8", NULL};
 	struct jail_bind binds[TORCH_MAX_PATHS + 1];
 	binds[0].src = torch_exe;
 	binds[0].dst = NULL;
@@ -860,15 +859,15 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 		binds[k + 1].src = torch_paths[k];
 		binds[k + 1].dst = NULL;
 	}
-	struct jail_job jj = { .argv = argv,
-			       .job_dir = dir,
-			       .env = env,
-			       .ro_binds = binds,
-			       .ro_binds_len = torch_paths_len + 1,
-			       .wall_ms = 180000,
-			       .cancel = cancel,
-			       .stdout_cap_bytes = 8192,
-			       .stderr_cap_bytes = 8192 };
+	struct jail_job jj = {.argv = argv,
+			      .job_dir = dir,
+			      .env = env,
+			      .ro_binds = binds,
+			      .ro_binds_len = torch_paths_len + 1,
+			      .wall_ms = 180000,
+			      .cancel = cancel,
+			      .stdout_cap_bytes = 8192,
+			      .stderr_cap_bytes = 8192};
 	struct jail_result res;
 	rc = jail_run(j, &jj, &res, err);
 	if (!rc && !(res.exited && res.exit_code == 0)) {
@@ -1004,7 +1003,7 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 					is_ref ? "ref.cubin" : "cand.cubin", "runs", is_ref ? 1 : 2,
 					"extra_launches", is_ref ? 0 : CHECK_EXTRA_LAUNCHES,
 					"row_timeout_ms", (int)c->timeout_ms, "rows", rows);
-		struct kf_err e = { 0 };
+		struct kf_err e = {0};
 		json_t *rep = NULL;
 		char *out = NULL;
 		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
@@ -1163,15 +1162,14 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 	struct {
 		const char *dir;
 		struct spec_bound b;
-	} rr = { dir, *b }, *r = &rr;
+	} rr = {dir, *b}, *r = &rr;
 	json_t *sg = json_array();
 	json_object_set_new(out_tr, "safeguards", sg);
 	json_t *outs_j = json_object();
 	json_object_set_new(out_tr, "outputs", outs_j);
 	const json_t *v;
 	size_t i;
-	json_array_foreach(json_object_get(tr, "guard_violations"), i, v)
-	{
+	json_array_foreach(json_object_get(tr, "guard_violations"), i, v) {
 		const char *side = json_string_value(json_object_get(v, "side"));
 		json_int_t fo = json_integer_value(json_object_get(v, "first_offset"));
 		json_int_t lo = json_integer_value(json_object_get(v, "last_offset"));
@@ -1191,8 +1189,7 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			     json_string_value(json_object_get(v, "tensor")),
 			     json_integer_value(json_object_get(v, "bytes")), fo, lo);
 	}
-	json_array_foreach(json_object_get(tr, "inputs_modified"), i, v)
-	{
+	json_array_foreach(json_object_get(tr, "inputs_modified"), i, v) {
 		const char *name = json_string_value(json_object_get(v, "tensor"));
 		int t = spec_tensor_index(s, name);
 		char at[96] = "";
@@ -1265,7 +1262,7 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		snprintf(path, sizeof path, "%s/%s", r->dir,
 			 json_string_value(json_object_get(ho, "file")));
 		double *got = NULL;
-		struct kf_err e = { 0 };
+		struct kf_err e = {0};
 		if (check_load_output(s, &r->b, t, path, &got, &e)) {
 			fire(sg, fired, "harness_error", "%s", e.msg);
 			continue;
@@ -1346,8 +1343,9 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		}
 	}
 	size_t nsg = 0;
-	json_array_foreach(sg, i, v) if (strcmp(json_string_value(json_object_get(v, "name")),
-						"precision_hint") != 0) nsg++;
+	json_array_foreach(sg, i, v)
+		if (strcmp(json_string_value(json_object_get(v, "name")), "precision_hint") != 0)
+			nsg++;
 	json_object_set_new(out_tr, "passed", json_boolean(nsg == 0));
 	return nsg == 0;
 }
@@ -1365,7 +1363,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	json_t *result = NULL;
 	char jobdir[PATH_MAX] = "";
 	char odd_note[300] = "";
-	struct gpu_ctx gc = { 0 };
+	struct gpu_ctx gc = {0};
 	if (rc) {
 		*out = diag;
 		goto out;
@@ -1425,7 +1423,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 			rows[r].ntrials = trials;
 		}
 		nrows = s->sizes_len;
-		struct kf_err oe = { 0 };
+		struct kf_err oe = {0};
 		if (o->no_odd_size)
 			snprintf(odd_note, sizeof odd_note, "not tested: odd_size was false");
 		else if (spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, &oe) == 0) {
@@ -1452,17 +1450,17 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		goto out;
 	for (size_t r = 0; r < nrows; r++)
 		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
-	gc = (struct gpu_ctx){ .app = app,
-			       .p = &p,
-			       .rows = rows,
-			       .nrows = nrows,
-			       .timeout_ms =
-				       o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
-			       .o = o,
-			       .gpu = -1 };
+	gc = (struct gpu_ctx){.app = app,
+			      .p = &p,
+			      .rows = rows,
+			      .nrows = nrows,
+			      .timeout_ms =
+				      o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+			      .o = o,
+			      .gpu = -1};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
-	struct runner_opts ro = { .timeout_ms = -1, .label = label };
+	struct runner_opts ro = {.timeout_ms = -1, .label = label};
 	rc = runner_run(app->runner, RUNNER_GPU, gpu_job, &gc, progress_bridge, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = gc.gpu;
@@ -1490,7 +1488,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		int ref_bad = s->ref.kind == SPEC_REF_CUDA &&
 			      (r->ref_rc || !r->ref || json_object_get(r->ref, "fault") ||
 			       json_object_get(r->ref, "error"));
-		struct kf_err torch_err = { 0 };
+		struct kf_err torch_err = {0};
 		int torch_rc = 0;
 		if (s->ref.kind == SPEC_REF_TORCH)
 			torch_rc = check_torch_reference(app, s, r->dir, r->vals, &r->b, r->seeds,
@@ -1540,8 +1538,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 					     "not run: an earlier trial failed");
 				pass = 0;
 			} else {
-				double *want[SPEC_MAX_TENSORS] = { 0 };
-				struct kf_err we = { 0 };
+				double *want[SPEC_MAX_TENSORS] = {0};
+				struct kf_err we = {0};
 				int have_want = 0;
 				if (s->ref.kind == SPEC_REF_CUDA && ref_bad)
 					kf_err_set(&we, KF_EFAULT, "%s",
@@ -1586,8 +1584,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 					const char *m = "";
 					size_t q;
 					json_t *sv;
-					json_array_foreach(sg, q, sv)
-					{
+					json_array_foreach(sg, q, sv) {
 						const char *nm = json_string_value(
 							json_object_get(sv, "name"));
 						if (strcmp(nm, "precision_hint") != 0) {
@@ -1619,7 +1616,8 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	json_t *fl = json_array();
 	const char *key;
 	json_t *val;
-	json_object_foreach(fired, key, val) json_array_append_new(fl, json_string(key));
+	json_object_foreach(fired, key, val)
+		json_array_append_new(fl, json_string(key));
 	json_object_set_new(result, "safeguards_fired", fl);
 	json_decref(fired);
 	json_object_set_new(result, "flags", flags);

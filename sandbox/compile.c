@@ -24,20 +24,20 @@
 #include "sandbox/sass.h"
 
 #define DEFAULT_TIMEOUT_MS 60000u
-#define LOG_CAP (256u << 10)   /* bytes of compiler output kept */
-#define PTX_READ_CAP (64u << 20)
-#define SRC_NAME "kernel.cu"
+#define LOG_CAP		   (256u << 10) /* bytes of compiler output kept */
+#define PTX_READ_CAP	   (64u << 20)
+#define SRC_NAME	   "kernel.cu"
 
 struct compiler {
 	struct compile_config cfg;
 	struct jail *jail;
-	struct jail *own_jail;     /* opened here when cfg->jail was NULL */
+	struct jail *own_jail; /* opened here when cfg->jail was NULL */
 	struct cache *cache;
 	char nvcc[PATH_MAX];
-	char cuobjdump[PATH_MAX];  /* "" when the toolkit has none */
+	char cuobjdump[PATH_MAX];    /* "" when the toolkit has none */
 	char nvrtc_helper[PATH_MAX]; /* "" when not available */
 	char libnvrtc[PATH_MAX];
-	char version[64];          /* "13.0.88" */
+	char version[64]; /* "13.0.88" */
 	char default_arch[16];
 	pthread_mutex_t slot_lock; /* bounds concurrent compiler processes */
 	pthread_cond_t slot_cond;
@@ -55,7 +55,8 @@ static long long now_ms(void)
 
 static int name_ok(const char *s, size_t n)
 {
-	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+	if (n == 0 ||
+	    !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
 		return 0;
 	for (size_t i = 1; i < n; i++)
 		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
@@ -78,8 +79,8 @@ static int define_ok(const char *d)
 	if (strlen(v) > 64)
 		return 0;
 	for (; *v; v++)
-		if (!((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') ||
-		      strchr("_.+-*()", *v)))
+		if (!((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') ||
+		      (*v >= '0' && *v <= '9') || strchr("_.+-*()", *v)))
 			return 0;
 	return 1;
 }
@@ -100,17 +101,25 @@ static int job_path_ok(const char *p)
 			s++;
 	}
 	for (s = p; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-		      strchr("_.-/", *s)))
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || strchr("_.-/", *s)))
 			return 0;
 	return 1;
 }
 
-static const char *ptxas_ok[] = {"-v", "--verbose", "-O0", "-O1", "-O2", "-O3",
-				 "--warn-on-spills", "-warn-spills",
-				 "--warn-on-local-memory-usage", "-warn-lmem-usage",
+static const char *ptxas_ok[] = {"-v",
+				 "--verbose",
+				 "-O0",
+				 "-O1",
+				 "-O2",
+				 "-O3",
+				 "--warn-on-spills",
+				 "-warn-spills",
+				 "--warn-on-local-memory-usage",
+				 "-warn-lmem-usage",
 				 "--allow-expensive-optimizations=true",
-				 "--allow-expensive-optimizations=false", NULL};
+				 "--allow-expensive-optimizations=false",
+				 NULL};
 
 static int in_list(const char *s, const char *const *list)
 {
@@ -126,9 +135,12 @@ static const struct {
 	int prefix; /* 1: also refuse flag=... and flagVALUE */
 	const char *why;
 } refused[] = {
-	{"-rdc", 1, "relocatable device code is not supported: kernels must be self-contained (device code only, no separate linking)"},
-	{"--relocatable-device-code", 1, "relocatable device code is not supported: kernels must be self-contained"},
-	{"-dc", 0, "separate device compilation is not supported: kforge compiles one self-contained source"},
+	{"-rdc", 1,
+	 "relocatable device code is not supported: kernels must be self-contained (device code only, no separate linking)"},
+	{"--relocatable-device-code", 1,
+	 "relocatable device code is not supported: kernels must be self-contained"},
+	{"-dc", 0,
+	 "separate device compilation is not supported: kforge compiles one self-contained source"},
 	{"--device-c", 0, "separate device compilation is not supported"},
 	{"-dlink", 0, "device linking is not supported"},
 	{"--device-link", 0, "device linking is not supported"},
@@ -136,7 +148,8 @@ static const struct {
 	{"--output-file", 1, "kforge names the outputs itself"},
 	{"-ccbin", 1, "the host compiler is fixed by kforge"},
 	{"--compiler-bindir", 1, "the host compiler is fixed by kforge"},
-	{"-Xcompiler", 1, "no host compilation happens: device code only, so host compiler options are refused"},
+	{"-Xcompiler", 1,
+	 "no host compilation happens: device code only, so host compiler options are refused"},
 	{"--compiler-options", 1, "no host compilation happens: device code only"},
 	{"-Xlinker", 1, "nothing is linked"},
 	{"--linker-options", 1, "nothing is linked"},
@@ -181,7 +194,7 @@ struct flagset {
 	int nvrtc_len;
 	char store[COMPILE_FLAGS_MAX * 2][160];
 	int store_len;
-	int debug;       /* -G */
+	int debug; /* -G */
 };
 
 static const char *keep(struct flagset *fs, const char *a, const char *b)
@@ -218,12 +231,12 @@ static int bool_opt(const char *f, const char *name, const char **val)
 }
 
 /* Validates flags and translates them for both backends. */
-static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
-		       struct kf_err *err)
+static int parse_flags(const char *const *flags, size_t len, struct flagset *fs, struct kf_err *err)
 {
 	memset(fs, 0, sizeof *fs);
 	if (len > COMPILE_FLAGS_MAX)
-		return kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d", len, COMPILE_FLAGS_MAX);
+		return kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d", len,
+				  COMPILE_FLAGS_MAX);
 	for (size_t i = 0; i < len; i++) {
 		const char *f = flags[i];
 		const char *next = i + 1 < len ? flags[i + 1] : NULL;
@@ -231,13 +244,17 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 		if (!f || !*f)
 			return kf_err_set(err, KF_EINVAL, "flags[%zu] is empty", i);
 		if (strlen(f) > 150)
-			return kf_err_set(err, KF_EINVAL, "flags[%zu] is longer than 150 characters", i);
+			return kf_err_set(err, KF_EINVAL,
+					  "flags[%zu] is longer than 150 characters", i);
 		if (f[0] != '-')
-			return kf_err_set(err, KF_EPERM,
-					  "flag '%.60s' refused: not an option (input files are not "
-					  "accepted; put all code in source)", f);
+			return kf_err_set(
+				err, KF_EPERM,
+				"flag '%.60s' refused: not an option (input files are not "
+				"accepted; put all code in source)",
+				f);
 		/* -lineinfo starts like -l (a library): allowed, checked first. */
-		for (size_t r = 0; strcmp(f, "-lineinfo") && r < sizeof refused / sizeof refused[0]; r++) {
+		for (size_t r = 0; strcmp(f, "-lineinfo") && r < sizeof refused / sizeof refused[0];
+		     r++) {
 			size_t n = strlen(refused[r].flag);
 			if (!strcmp(f, refused[r].flag) ||
 			    (refused[r].prefix && !strncmp(f, refused[r].flag, n) &&
@@ -245,7 +262,8 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 				return kf_err_set(err, KF_EPERM, "flag '%.60s' refused: %s", f,
 						  refused[r].why);
 		}
-		if (!strcmp(f, "-O0") || !strcmp(f, "-O1") || !strcmp(f, "-O2") || !strcmp(f, "-O3")) {
+		if (!strcmp(f, "-O0") || !strcmp(f, "-O1") || !strcmp(f, "-O2") ||
+		    !strcmp(f, "-O3")) {
 			both(fs, f, NULL); /* host optimisation level: no effect on device code */
 		} else if (!strcmp(f, "--use_fast_math") || !strcmp(f, "-use_fast_math")) {
 			both(fs, "--use_fast_math", "--use_fast_math");
@@ -256,10 +274,11 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 			both(fs, "--extra-device-vectorization", "--extra-device-vectorization");
 		} else if (!strcmp(f, "--restrict") || !strcmp(f, "-restrict")) {
 			both(fs, "--restrict", "--restrict");
-		} else if (!strcmp(f, "--expt-relaxed-constexpr") || !strcmp(f, "-expt-relaxed-constexpr")) {
+		} else if (!strcmp(f, "--expt-relaxed-constexpr") ||
+			   !strcmp(f, "-expt-relaxed-constexpr")) {
 			both(fs, "--expt-relaxed-constexpr", "--expt-relaxed-constexpr");
-		} else if (!strcmp(f, "--extended-lambda") || !strcmp(f, "--expt-extended-lambda") ||
-			   !strcmp(f, "-extended-lambda")) {
+		} else if (!strcmp(f, "--extended-lambda") ||
+			   !strcmp(f, "--expt-extended-lambda") || !strcmp(f, "-extended-lambda")) {
 			both(fs, "--extended-lambda", "--extended-lambda");
 		} else if (!strcmp(f, "-w") || !strcmp(f, "--disable-warnings")) {
 			both(fs, "-w", "-w");
@@ -271,13 +290,18 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 		} else if (bool_opt(f, "ftz", &v) || bool_opt(f, "prec-div", &v) ||
 			   bool_opt(f, "prec-sqrt", &v) || bool_opt(f, "fmad", &v)) {
 			if (strcmp(v, "true") && strcmp(v, "false"))
-				return kf_err_set(err, KF_EINVAL, "flag '%.60s': the value must be true or false", f);
+				return kf_err_set(err, KF_EINVAL,
+						  "flag '%.60s': the value must be true or false",
+						  f);
 			const char *s = f[1] == '-' ? f : keep(fs, "-", f);
 			both(fs, s, s);
 		} else if (bool_opt(f, "std", &v)) {
-			if (strcmp(v, "c++14") && strcmp(v, "c++17") && strcmp(v, "c++20") && strcmp(v, "c++11"))
-				return kf_err_set(err, KF_EINVAL,
-						  "flag '%.60s': the standard must be c++11, c++14, c++17 or c++20", f);
+			if (strcmp(v, "c++14") && strcmp(v, "c++17") && strcmp(v, "c++20") &&
+			    strcmp(v, "c++11"))
+				return kf_err_set(
+					err, KF_EINVAL,
+					"flag '%.60s': the standard must be c++11, c++14, c++17 or c++20",
+					f);
 			const char *s = keep(fs, "-std=", v);
 			both(fs, s, s);
 		} else if (!strncmp(f, "-maxrregcount", 13) || !strncmp(f, "--maxrregcount", 14)) {
@@ -289,24 +313,29 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 			char *end = NULL;
 			long n = num ? strtol(num, &end, 10) : -1;
 			if (!num || !*num || *end || n < 16 || n > 255)
-				return kf_err_set(err, KF_EINVAL,
-						  "flag -maxrregcount needs a register count 16..255 (e.g. -maxrregcount=64)");
+				return kf_err_set(
+					err, KF_EINVAL,
+					"flag -maxrregcount needs a register count 16..255 (e.g. -maxrregcount=64)");
 			const char *s = keep(fs, "--maxrregcount=", num);
 			both(fs, s, s);
 		} else if (!strcmp(f, "-Xptxas") || !strcmp(f, "--ptxas-options") ||
 			   !strncmp(f, "-Xptxas=", 8) || !strncmp(f, "--ptxas-options=", 16)) {
 			const char *val = strchr(f, '=') ? strchr(f, '=') + 1 : (i++, next);
 			if (!val)
-				return kf_err_set(err, KF_EINVAL, "flag '%s' needs a value (e.g. -Xptxas -v)", f);
+				return kf_err_set(err, KF_EINVAL,
+						  "flag '%s' needs a value (e.g. -Xptxas -v)", f);
 			char tmp[160];
 			snprintf(tmp, sizeof tmp, "%s", val);
 			char *save = NULL;
-			for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			for (char *t = strtok_r(tmp, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
 				if (!in_list(t, ptxas_ok))
-					return kf_err_set(err, KF_EPERM,
-							  "ptxas option '%.40s' refused: allowed are -v, -O0..-O3, "
-							  "--warn-on-spills, --warn-on-local-memory-usage, "
-							  "--allow-expensive-optimizations=true|false", t);
+					return kf_err_set(
+						err, KF_EPERM,
+						"ptxas option '%.40s' refused: allowed are -v, -O0..-O3, "
+						"--warn-on-spills, --warn-on-local-memory-usage, "
+						"--allow-expensive-optimizations=true|false",
+						t);
 				if (!strcmp(t, "-v") || !strcmp(t, "--verbose"))
 					continue; /* always on */
 				both(fs, "-Xptxas", NULL);
@@ -326,21 +355,28 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 			else
 				d = f + 2;
 			if (!d || !define_ok(d) || (undef && strchr(d, '=')))
-				return kf_err_set(err, KF_EINVAL,
-						  "flag '%.60s%s%.60s': a macro must be NAME or NAME=VALUE, NAME "
-						  "an identifier, VALUE up to 64 of [A-Za-z0-9_.+-*()]",
-						  f, d && d != f + 2 ? " " : "", d && d != f + 2 ? d : "");
+				return kf_err_set(
+					err, KF_EINVAL,
+					"flag '%.60s%s%.60s': a macro must be NAME or NAME=VALUE, NAME "
+					"an identifier, VALUE up to 64 of [A-Za-z0-9_.+-*()]",
+					f, d && d != f + 2 ? " " : "", d && d != f + 2 ? d : "");
 			const char *s = keep(fs, undef ? "-U" : "-D", d);
 			both(fs, s, s);
-		} else if (!strcmp(f, "-I") || !strncmp(f, "-I", 2) || !strncmp(f, "--include-path", 14)) {
-			const char *p = !strcmp(f, "-I") || !strcmp(f, "--include-path")
-						? (i++, next)
-						: (f[1] == '-' ? (strchr(f, '=') ? strchr(f, '=') + 1 : NULL) : f + 2);
+		} else if (!strcmp(f, "-I") || !strncmp(f, "-I", 2) ||
+			   !strncmp(f, "--include-path", 14)) {
+			const char *p =
+				!strcmp(f, "-I") || !strcmp(f, "--include-path")
+					? (i++, next)
+					: (f[1] == '-'
+						   ? (strchr(f, '=') ? strchr(f, '=') + 1 : NULL)
+						   : f + 2);
 			if (!p || !job_path_ok(p))
-				return kf_err_set(err, KF_EPERM,
-						  "flag '%.60s' refused: include directories must be relative "
-						  "paths inside the job (no absolute paths, no '..'); the "
-						  "toolkit's headers are found without -I", p ? p : f);
+				return kf_err_set(
+					err, KF_EPERM,
+					"flag '%.60s' refused: include directories must be relative "
+					"paths inside the job (no absolute paths, no '..'); the "
+					"toolkit's headers are found without -I",
+					p ? p : f);
 			const char *s = keep(fs, "-I", p);
 			both(fs, s, s);
 		} else if (!strcmp(f, "-include") || !strncmp(f, "--pre-include", 13)) {
@@ -348,26 +384,33 @@ static int parse_flags(const char *const *flags, size_t len, struct flagset *fs,
 						? (i++, next)
 						: (strchr(f, '=') ? strchr(f, '=') + 1 : NULL);
 			if (!p || !job_path_ok(p))
-				return kf_err_set(err, KF_EPERM,
-						  "flag '-include %.60s' refused: only files inside the job "
-						  "(relative, no '..') may be pre-included", p ? p : "");
+				return kf_err_set(
+					err, KF_EPERM,
+					"flag '-include %.60s' refused: only files inside the job "
+					"(relative, no '..') may be pre-included",
+					p ? p : "");
 			both(fs, "-include", NULL);
 			both(fs, p, keep(fs, "--pre-include=", p));
-		} else if (!strncmp(f, "--diag-suppress=", 16) || !strncmp(f, "-diag-suppress=", 15)) {
+		} else if (!strncmp(f, "--diag-suppress=", 16) ||
+			   !strncmp(f, "-diag-suppress=", 15)) {
 			const char *p = strchr(f, '=') + 1;
 			if (!*p || strspn(p, "0123456789,") != strlen(p))
-				return kf_err_set(err, KF_EINVAL, "flag '%.60s': expected numbers, e.g. --diag-suppress=177", f);
+				return kf_err_set(
+					err, KF_EINVAL,
+					"flag '%.60s': expected numbers, e.g. --diag-suppress=177",
+					f);
 			const char *s = keep(fs, "--diag-suppress=", p);
 			both(fs, s, s);
 		} else {
-			return kf_err_set(err, KF_EPERM,
-					  "flag '%.60s' refused: not on the allowlist (allowed: -O0..-O3, "
-					  "--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v|-O<n>, "
-					  "-D NAME[=VALUE], -U NAME, -std=c++14|17|20, "
-					  "--extra-device-vectorization, --ftz/--prec-div/--prec-sqrt/--fmad="
-					  "true|false, -G, --restrict, --expt-relaxed-constexpr, "
-					  "--extended-lambda, -w, --diag-suppress=N, -I/-include inside the job)",
-					  f);
+			return kf_err_set(
+				err, KF_EPERM,
+				"flag '%.60s' refused: not on the allowlist (allowed: -O0..-O3, "
+				"--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v|-O<n>, "
+				"-D NAME[=VALUE], -U NAME, -std=c++14|17|20, "
+				"--extra-device-vectorization, --ftz/--prec-div/--prec-sqrt/--fmad="
+				"true|false, -G, --restrict, --expt-relaxed-constexpr, "
+				"--extended-lambda, -w, --diag-suppress=N, -I/-include inside the job)",
+				f);
 		}
 		if (i >= len)
 			return kf_err_set(err, KF_EINVAL, "flag '%.60s' needs a value after it", f);
@@ -388,7 +431,8 @@ int compile_check_flags(const char *const *flags, size_t flags_len, struct kf_er
 int compile_check_arch(const char *arch, struct kf_err *err)
 {
 	if (!arch)
-		return kf_err_set(err, KF_EINVAL, "arch is missing: expected sm_XX or sm_XXa, e.g. sm_90");
+		return kf_err_set(err, KF_EINVAL,
+				  "arch is missing: expected sm_XX or sm_XXa, e.g. sm_90");
 	int n = 0, len = (int)strlen(arch);
 	if (len < 5 || len > 7 || strncmp(arch, "sm_", 3) != 0)
 		goto bad;
@@ -406,7 +450,8 @@ int compile_check_arch(const char *arch, struct kf_err *err)
 bad:
 	return kf_err_set(err, KF_EINVAL,
 			  "arch '%.32s' is not a target: expected sm_XX or sm_XXa with XX from 50 "
-			  "to 129, e.g. sm_80, sm_90, sm_90a, sm_100a", arch);
+			  "to 129, e.g. sm_80, sm_90, sm_90a, sm_100a",
+			  arch);
 }
 
 int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err *err)
@@ -428,7 +473,8 @@ int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err 
 			e++;
 		if (n == COMPILE_FLAGS_MAX) {
 			compile_flags_free(v);
-			return kf_err_set(err, KF_ETOOBIG, "flags: more than %d", COMPILE_FLAGS_MAX);
+			return kf_err_set(err, KF_ETOOBIG, "flags: more than %d",
+					  COMPILE_FLAGS_MAX);
 		}
 		v[n] = strndup(p, (size_t)(e - p));
 		if (!v[n]) {
@@ -473,7 +519,9 @@ static void find_helper(struct compiler *cc)
 	cc->nvrtc_helper[0] = 0;
 	if (cc->cfg.nvrtc_helper) {
 		if (*cc->cfg.nvrtc_helper && access(cc->cfg.nvrtc_helper, X_OK) == 0)
-			realpath(cc->cfg.nvrtc_helper, cc->nvrtc_helper) ? (void)0 : (void)(cc->nvrtc_helper[0] = 0);
+			realpath(cc->cfg.nvrtc_helper, cc->nvrtc_helper)
+				? (void)0
+				: (void)(cc->nvrtc_helper[0] = 0);
 	} else if (exe_dir(dir, sizeof dir) == 0) {
 		const char *cands[] = {"%s/kforge-nvrtc", "%s/../kforge-nvrtc",
 				       "%s/../lib/kforge/kforge-nvrtc"};
@@ -553,7 +601,8 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 	}
 	snprintf(cc->nvcc, sizeof cc->nvcc, "%s/bin/nvcc", jail_cuda_home(cc->jail));
 	if (access(cc->nvcc, X_OK) != 0) {
-		rc = kf_err_set(err, KF_EINVAL, "compile: nvcc not found at %s (set CUDA_HOME)", cc->nvcc);
+		rc = kf_err_set(err, KF_EINVAL, "compile: nvcc not found at %s (set CUDA_HOME)",
+				cc->nvcc);
 		goto out;
 	}
 	snprintf(cc->cuobjdump, sizeof cc->cuobjdump, "%s/bin/cuobjdump", jail_cuda_home(cc->jail));
@@ -576,8 +625,10 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 		char *end;
 		unsigned long v = strtoul(tmo, &end, 10);
 		if (*end || v < 100 || v > 3600000) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"KFORGE_COMPILE_TIMEOUT_MS='%.20s': expected milliseconds, 100..3600000", tmo);
+			rc = kf_err_set(
+				err, KF_EINVAL,
+				"KFORGE_COMPILE_TIMEOUT_MS='%.20s': expected milliseconds, 100..3600000",
+				tmo);
 			goto out;
 		}
 		cc->cfg.timeout_ms = (unsigned)v;
@@ -606,14 +657,20 @@ void compile_close(struct compiler *cc)
 	free(cc);
 }
 
-const char *compile_default_arch(const struct compiler *cc) { return cc->default_arch; }
+const char *compile_default_arch(const struct compiler *cc)
+{
+	return cc->default_arch;
+}
 
 const char *compile_backend_name(const struct compiler *cc)
 {
 	return cc->nvrtc_helper[0] ? "nvrtc" : "nvcc";
 }
 
-const char *compile_compiler_version(const struct compiler *cc) { return cc->version; }
+const char *compile_compiler_version(const struct compiler *cc)
+{
+	return cc->version;
+}
 
 /* --- slots: at most one compiler process per CPU ------------------------ */
 
@@ -664,8 +721,8 @@ static int write_all(const char *path, const void *data, size_t len)
 	return close(fd) == 0 && off == len ? 0 : -1;
 }
 
-static void compute_key(const struct compiler *cc, const struct compile_req *req,
-			const char *arch, char id[COMPILE_ID_LEN + 1])
+static void compute_key(const struct compiler *cc, const struct compile_req *req, const char *arch,
+			char id[COMPILE_ID_LEN + 1])
 {
 	struct cache_sha256 s;
 	cache_sha256_init(&s);
@@ -780,8 +837,8 @@ static void rm_job_junk(const char *dir)
 	compile_rm_tree(p);
 }
 
-int compile_kernel(struct compiler *cc, const struct compile_req *req,
-		   struct compile_result *res, struct kf_err *err)
+int compile_kernel(struct compiler *cc, const struct compile_req *req, struct compile_result *res,
+		   struct kf_err *err)
 {
 	memset(res, 0, sizeof *res);
 	long long t0 = now_ms();
@@ -793,11 +850,14 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 	json_t *base = NULL;
 
 	if (!req || !req->source)
-		return kf_err_set(err, KF_EINVAL, "source is missing: give the CUDA C++ text of the kernels");
+		return kf_err_set(err, KF_EINVAL,
+				  "source is missing: give the CUDA C++ text of the kernels");
 	if (req->source_len == 0)
-		return kf_err_set(err, KF_EINVAL, "source is empty: give the CUDA C++ text of the kernels");
+		return kf_err_set(err, KF_EINVAL,
+				  "source is empty: give the CUDA C++ text of the kernels");
 	if (req->source_len > COMPILE_SOURCE_MAX_BYTES)
-		return kf_err_set(err, KF_ETOOBIG, "source is %zu bytes, over the %u-byte (1 MiB) cap",
+		return kf_err_set(err, KF_ETOOBIG,
+				  "source is %zu bytes, over the %u-byte (1 MiB) cap",
 				  req->source_len, COMPILE_SOURCE_MAX_BYTES);
 	if (memchr(req->source, 0, req->source_len))
 		return kf_err_set(err, KF_EINVAL, "source contains a NUL byte: expected text");
@@ -841,7 +901,8 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
 	if (write_all(src_path, req->source, req->source_len) != 0) {
 		slot_give(cc);
-		rc = kf_err_set(err, KF_EIO, "compile: cannot write the source: %s", strerror(errno));
+		rc = kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
+				strerror(errno));
 		goto out;
 	}
 	unsigned timeout = cc->cfg.timeout_ms ? cc->cfg.timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -858,7 +919,8 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 			backend = "nvcc";
 			long long left = (long long)timeout - (now_ms() - t0);
 			rc = run_backend(cc, 0, dir, arch, fs, 1, req,
-					 left > 1000 ? (unsigned)left : 1000, &code, &log, &trunc, err);
+					 left > 1000 ? (unsigned)left : 1000, &code, &log, &trunc,
+					 err);
 		}
 	} else {
 		rc = run_backend(cc, 0, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, err);
@@ -869,9 +931,12 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 		kf_err_clear(err);
 		rc = kf_err_set(err, KF_ETIMEOUT,
 				"compile timed out after %u ms (runaway template recursion or "
-				"constexpr evaluation?); the compiler was killed", timeout);
-		struct compile_parse_in in = {.log = log, .source = req->source,
-					      .source_len = req->source_len, .job_dir = dir,
+				"constexpr evaluation?); the compiler was killed",
+				timeout);
+		struct compile_parse_in in = {.log = log,
+					      .source = req->source,
+					      .source_len = req->source_len,
+					      .job_dir = dir,
 					      .cuda_home = jail_cuda_home(cc->jail)};
 		res->json = compile_timeout_json(&in, arch, jail_mode_name(cc->jail), timeout);
 		goto out;
@@ -887,12 +952,21 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req,
 		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.cubin", dir);
 		compile_read_file(ptx_path, PTX_READ_CAP, &cubin, &cubin_len);
 		struct compile_parse_in in = {
-			.log = log, .log_truncated = trunc, .source = req->source,
-			.source_len = req->source_len, .ptx = ptx, .job_dir = dir,
-			.cubin = (const unsigned char *)cubin, .cubin_len = cubin_len,
-			.cuda_home = jail_cuda_home(cc->jail), .ok = code == 0,
-			.arch = arch, .backend = backend, .version = cc->version,
-			.debug = fs->debug, .kb = cc->cfg.kb,
+			.log = log,
+			.log_truncated = trunc,
+			.source = req->source,
+			.source_len = req->source_len,
+			.ptx = ptx,
+			.job_dir = dir,
+			.cubin = (const unsigned char *)cubin,
+			.cubin_len = cubin_len,
+			.cuda_home = jail_cuda_home(cc->jail),
+			.ok = code == 0,
+			.arch = arch,
+			.backend = backend,
+			.version = cc->version,
+			.debug = fs->debug,
+			.kb = cc->cfg.kb,
 		};
 		base = compile_build_result(&in);
 		if (!base) {
@@ -926,7 +1000,8 @@ answer:
 	snprintf(res->artifact_id, sizeof res->artifact_id, "%s", id);
 	res->compile_ms = (unsigned)(now_ms() - t0);
 	{
-		struct sass_summary_ctx sctx = {.cc = cc, .id = id, .want = req->want_sass && res->ok};
+		struct sass_summary_ctx sctx = {
+			.cc = cc, .id = id, .want = req->want_sass && res->ok};
 		res->json = compile_answer_json(base, res, jail_mode_name(cc->jail), req->want_ptx,
 						&sctx);
 	}
@@ -966,12 +1041,13 @@ int compile_artifact_path(struct compiler *cc, const char *id, const char *kind,
 	if (!name)
 		return kf_err_set(err, KF_EINVAL,
 				  "artifact kind '%.32s' unknown: expected cubin, ptx, log, sass, "
-				  "source or result.json", kind ? kind : "(null)");
+				  "source or result.json",
+				  kind ? kind : "(null)");
 	return cache_file_path(cc->cache, id, name, buf, cap, err);
 }
 
-int compile_artifact_read(struct compiler *cc, const char *id, const char *kind,
-			  size_t max_bytes, char **data, size_t *len, struct kf_err *err)
+int compile_artifact_read(struct compiler *cc, const char *id, const char *kind, size_t max_bytes,
+			  char **data, size_t *len, struct kf_err *err)
 {
 	*data = NULL;
 	*len = 0;
@@ -979,16 +1055,26 @@ int compile_artifact_read(struct compiler *cc, const char *id, const char *kind,
 	if (!name)
 		return kf_err_set(err, KF_EINVAL,
 				  "artifact kind '%.32s' unknown: expected cubin, ptx, log, sass, "
-				  "source or result.json", kind ? kind : "(null)");
+				  "source or result.json",
+				  kind ? kind : "(null)");
 	return cache_read(cc->cache, id, name, max_bytes, data, len, err);
 }
 
 /* For compile_sass.c: the pieces it needs from the compiler. */
-struct cache *compile_cache(struct compiler *cc) { return cc->cache; }
-struct jail *compile_jail(struct compiler *cc) { return cc->jail; }
+struct cache *compile_cache(struct compiler *cc)
+{
+	return cc->cache;
+}
+struct jail *compile_jail(struct compiler *cc)
+{
+	return cc->jail;
+}
 
 int compile_sandbox_usable(const struct compiler *cc, struct kf_err *err)
 {
 	return jail_usable(cc->jail, err);
 }
-const char *compile_cuobjdump(const struct compiler *cc) { return cc->cuobjdump; }
+const char *compile_cuobjdump(const struct compiler *cc)
+{
+	return cc->cuobjdump;
+}

@@ -14,19 +14,19 @@ struct jail;
 
 /* What the parser reads. Strings borrowed. */
 struct compile_parse_in {
-	const char *log;        /* stdout + stderr of the backend, NUL-terminated */
-	int log_truncated;      /* 1 when the output hit its cap */
-	const char *source;     /* the submitted source */
+	const char *log;    /* stdout + stderr of the backend, NUL-terminated */
+	int log_truncated;  /* 1 when the output hit its cap */
+	const char *source; /* the submitted source */
 	size_t source_len;
-	const char *ptx;        /* PTX text or NULL (launch bounds, .const) */
+	const char *ptx;	    /* PTX text or NULL (launch bounds, .const) */
 	const unsigned char *cubin; /* the cubin (ELF) or NULL: constant banks */
 	size_t cubin_len;
-	const char *job_dir;    /* host path of the job dir, rewritten away */
-	const char *cuda_home;  /* resolved toolkit path, rewritten to "cuda" */
-	int ok;                 /* 1 when the backend produced a cubin */
+	const char *job_dir;   /* host path of the job dir, rewritten away */
+	const char *cuda_home; /* resolved toolkit path, rewritten to "cuda" */
+	int ok;		       /* 1 when the backend produced a cubin */
 	const char *arch, *backend, *version;
-	int debug;              /* -G given */
-	struct kb *kb;          /* occupancy; may be NULL */
+	int debug;     /* -G given */
+	struct kb *kb; /* occupancy; may be NULL */
 };
 
 /* Returns new JSON (no summary yet): ok, arch, backend, compiler_version,
@@ -53,8 +53,7 @@ struct sass_summary_ctx {
  * sandbox, cache_hit, compile_ms set from res, the PTX link when want_ptx,
  * the SASS summary when sctx->want. NULL on ENOMEM. */
 json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
-			    const char *sandbox, int want_ptx,
-			    const struct sass_summary_ctx *sctx);
+			    const char *sandbox, int want_ptx, const struct sass_summary_ctx *sctx);
 
 /* Returns a new JSON "sass" member for artifact id (runs cuobjdump in the
  * jail the first time, then reads the stored summary). */

@@ -19,15 +19,15 @@
 #include "sandbox/cache.h"
 #include "sandbox/compile_int.h"
 
-#define MAX_DIAGS 50
-#define MAX_KERNELS 64
-#define MSG_CAP 600
+#define MAX_DIAGS    50
+#define MAX_KERNELS  64
+#define MSG_CAP	     600
 #define SRC_LINE_CAP 240
 
 struct kinfo {
 	char name[256]; /* mangled (or extern "C") */
 	int registers, barriers, smem, stack, spill_st, spill_ld, cumulative_stack;
-	long cmem;      /* -1 unknown */
+	long cmem; /* -1 unknown */
 	int have_props, have_used;
 	int maxntid, minblocks, maxnreg, reqntid; /* from PTX; 0 none */
 	int ptx_order;
@@ -64,13 +64,17 @@ int compile_read_file(const char *path, size_t cap, char **data, size_t *len)
 	return 0;
 }
 
-void compile_rm_tree(const char *path) { cache_discard(NULL, path); }
+void compile_rm_tree(const char *path)
+{
+	cache_discard(NULL, path);
+}
 
 const char *compile_artifact_file(const char *kind)
 {
 	static const char *const map[][2] = {
-		{"cubin", "kernel.cubin"}, {"ptx", "kernel.ptx"}, {"log", "log.txt"},
-		{"sass", "sass.txt"}, {"source", "kernel.cu"}, {"result.json", "result.json"},
+		{"cubin", "kernel.cubin"}, {"ptx", "kernel.ptx"},
+		{"log", "log.txt"},	   {"sass", "sass.txt"},
+		{"source", "kernel.cu"},   {"result.json", "result.json"},
 		{"result", "result.json"}, {"sass.json", "sass.json"},
 	};
 	for (size_t i = 0; kind && i < sizeof map / sizeof map[0]; i++)
@@ -225,8 +229,8 @@ struct diag_ctx {
 	json_t *last; /* the previous front-end diagnostic (for context lines) */
 };
 
-static void add_diag(struct diag_ctx *dc, const char *file, long line, long col,
-		     const char *sev, const char *msg, const char *echo)
+static void add_diag(struct diag_ctx *dc, const char *file, long line, long col, const char *sev,
+		     const char *msg, const char *echo)
 {
 	if (!strcmp(sev, "error"))
 		dc->errors++;
@@ -440,7 +444,7 @@ static void parse_ptx(const char *ptx, struct kinfo *k, int *n, long *const_byte
 		return;
 	*const_bytes = 0;
 	int order = 0;
-	for (const char *p = ptx; (p = strstr(p, ".entry ")); ) {
+	for (const char *p = ptx; (p = strstr(p, ".entry "));) {
 		p += 7;
 		const char *e = p;
 		while (*e && *e != '(' && *e != ' ' && *e != '\n' && *e != '\r')
@@ -470,7 +474,8 @@ static void parse_ptx(const char *ptx, struct kinfo *k, int *n, long *const_byte
 		if (!e)
 			break;
 		char decl[256];
-		snprintf(decl, sizeof decl, "%.*s", (int)(e - p - 1 < 255 ? e - p - 1 : 255), p + 1);
+		snprintf(decl, sizeof decl, "%.*s", (int)(e - p - 1 < 255 ? e - p - 1 : 255),
+			 p + 1);
 		int sz = 4;
 		if (strstr(decl, ".b8 ") || strstr(decl, ".u8 ") || strstr(decl, ".s8 "))
 			sz = 1;
@@ -498,7 +503,8 @@ static uint64_t rd(const unsigned char *p, int n)
 	return v;
 }
 
-static void parse_cubin(const unsigned char *e, size_t len, struct kinfo *k, int nk, long *module_const)
+static void parse_cubin(const unsigned char *e, size_t len, struct kinfo *k, int nk,
+			long *module_const)
 {
 	if (!e || len < 64 || memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 /* 64-bit */ || e[5] != 1)
 		return;
@@ -575,16 +581,18 @@ static json_t *occupancy_json(const struct compile_parse_in *in, const struct ki
 			continue;
 		}
 		json_object_set_new(o, "blocks_per_sm", json_integer(r.blocks_per_sm));
-		json_object_set_new(o, "occupancy", json_real((double)(int)(r.occupancy * 1000 + 0.5) / 1000));
+		json_object_set_new(o, "occupancy",
+				    json_real((double)(int)(r.occupancy * 1000 + 0.5) / 1000));
 		json_object_set_new(o, "limited_by", json_string(r.limiting_name));
 		json_array_append_new(arr, o);
 		if (bs == 256 && r.limiting == KB_OCC_LIMIT_REGS && r.occupancy < 0.5) {
 			char w[400];
-			snprintf(w, sizeof w,
-				 "'%s': occupancy at 256 threads/block is %d%%, limited by registers "
-				 "(%d per thread): fewer live values, __launch_bounds__(256, N) or "
-				 "-maxrregcount would allow more resident warps",
-				 shown, (int)(r.occupancy * 100 + 0.5), k->registers);
+			snprintf(
+				w, sizeof w,
+				"'%s': occupancy at 256 threads/block is %d%%, limited by registers "
+				"(%d per thread): fewer live values, __launch_bounds__(256, N) or "
+				"-maxrregcount would allow more resident warps",
+				shown, (int)(r.occupancy * 100 + 0.5), k->registers);
 			json_array_append_new(warnings, json_string(w));
 		}
 	}
@@ -612,7 +620,8 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 	if (!lines)
 		goto fail;
 	nl = 0;
-	for (char *save = NULL, *t = strtok_r(log, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *t = strtok_r(log, "\n", &save); t;
+	     t = strtok_r(NULL, "\n", &save)) {
 		size_t n = strlen(t);
 		if (n && t[n - 1] == '\r')
 			t[n - 1] = 0;
@@ -699,9 +708,10 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 		}
 	}
 	if (!in->ok && dc.errors == 0)
-		add_diag(&dc, NULL, 0, 0, "error",
-			 "the compiler failed without a diagnostic kforge could parse; see the log artifact",
-			 NULL);
+		add_diag(
+			&dc, NULL, 0, 0, "error",
+			"the compiler failed without a diagnostic kforge could parse; see the log artifact",
+			NULL);
 
 	long module_const = -1;
 	parse_ptx(in->ptx, ks, &nk, &module_const);
@@ -716,18 +726,26 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 		json_object_set_new(o, "mangled", json_string(k->name));
 		json_object_set_new(o, "registers", json_integer(k->registers));
 		json_object_set_new(o, "shared_static_bytes", json_integer(k->smem));
-		json_object_set_new(o, "const_bytes", k->cmem >= 0 ? json_integer(k->cmem) : json_null());
+		json_object_set_new(o, "const_bytes",
+				    k->cmem >= 0 ? json_integer(k->cmem) : json_null());
 		json_object_set_new(o, "stack_bytes", json_integer(k->stack));
-		json_object_set_new(o, "local_bytes", json_integer(k->cumulative_stack > k->stack ? k->cumulative_stack : k->stack));
+		json_object_set_new(o, "local_bytes",
+				    json_integer(k->cumulative_stack > k->stack
+							 ? k->cumulative_stack
+							 : k->stack));
 		json_object_set_new(o, "spill_store_bytes", json_integer(k->spill_st));
 		json_object_set_new(o, "spill_load_bytes", json_integer(k->spill_ld));
 		json_object_set_new(o, "barriers", json_integer(k->barriers));
 		if (k->maxntid || k->reqntid || k->minblocks || k->maxnreg) {
 			json_t *lb = json_object();
-			json_object_set_new(lb, "max_threads", k->maxntid ? json_integer(k->maxntid) : json_null());
-			json_object_set_new(lb, "min_blocks_per_sm", k->minblocks ? json_integer(k->minblocks) : json_null());
+			json_object_set_new(lb, "max_threads",
+					    k->maxntid ? json_integer(k->maxntid) : json_null());
+			json_object_set_new(lb, "min_blocks_per_sm",
+					    k->minblocks ? json_integer(k->minblocks)
+							 : json_null());
 			if (k->reqntid)
-				json_object_set_new(lb, "required_threads", json_integer(k->reqntid));
+				json_object_set_new(lb, "required_threads",
+						    json_integer(k->reqntid));
 			if (k->maxnreg)
 				json_object_set_new(lb, "max_registers", json_integer(k->maxnreg));
 			json_object_set_new(o, "launch_bounds", lb);
@@ -736,35 +754,44 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 		}
 		char w[400];
 		if (k->spill_st || k->spill_ld) {
-			snprintf(w, sizeof w,
-				 "'%s' spills registers to local memory (%d bytes stored, %d bytes "
-				 "loaded per thread): cut live values (smaller tiles, less unrolling) "
-				 "or relax __launch_bounds__/-maxrregcount", shown, k->spill_st, k->spill_ld);
+			snprintf(
+				w, sizeof w,
+				"'%s' spills registers to local memory (%d bytes stored, %d bytes "
+				"loaded per thread): cut live values (smaller tiles, less unrolling) "
+				"or relax __launch_bounds__/-maxrregcount",
+				shown, k->spill_st, k->spill_ld);
 			json_array_append_new(warnings, json_string(w));
 		} else if (k->stack > 0) {
-			snprintf(w, sizeof w,
-				 "'%s' uses %d bytes of local memory per thread (stack frame): "
-				 "dynamically indexed local arrays or large structs live in slow "
-				 "local memory; index with compile-time constants or use shared memory",
-				 shown, k->stack);
+			snprintf(
+				w, sizeof w,
+				"'%s' uses %d bytes of local memory per thread (stack frame): "
+				"dynamically indexed local arrays or large structs live in slow "
+				"local memory; index with compile-time constants or use shared memory",
+				shown, k->stack);
 			json_array_append_new(warnings, json_string(w));
 		}
 		json_object_set_new(o, "occupancy", occupancy_json(in, k, warnings, shown));
 		json_array_append_new(kernels, o);
 	}
 	if (in->ok && nk == 0)
-		json_array_append_new(warnings, json_string(
-			"no __global__ kernel in the cubin: templates must be instantiated "
-			"explicitly, and only __global__ functions become kernels"));
+		json_array_append_new(
+			warnings,
+			json_string(
+				"no __global__ kernel in the cubin: templates must be instantiated "
+				"explicitly, and only __global__ functions become kernels"));
 	if (in->debug)
-		json_array_append_new(warnings, json_string(
-			"-G builds unoptimized device-debug code: do not benchmark it"));
+		json_array_append_new(
+			warnings,
+			json_string(
+				"-G builds unoptimized device-debug code: do not benchmark it"));
 	if (in->log_truncated)
-		json_array_append_new(warnings, json_string(
-			"compiler output exceeded its cap and was truncated"));
+		json_array_append_new(
+			warnings,
+			json_string("compiler output exceeded its cap and was truncated"));
 	if (dc.dropped) {
 		char w[128];
-		snprintf(w, sizeof w, "%d more diagnostics not shown (see the log artifact)", dc.dropped);
+		snprintf(w, sizeof w, "%d more diagnostics not shown (see the log artifact)",
+			 dc.dropped);
 		json_array_append_new(warnings, json_string(w));
 	}
 
@@ -776,7 +803,8 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 	json_object_set_new(out, "kernels", kernels);
 	json_object_set_new(out, "warnings", warnings);
 	json_object_set_new(out, "diagnostics", diags);
-	json_object_set_new(out, "module_const_bytes", module_const >= 0 ? json_integer(module_const) : json_null());
+	json_object_set_new(out, "module_const_bytes",
+			    module_const >= 0 ? json_integer(module_const) : json_null());
 	json_object_set_new(out, "log_truncated", json_boolean(in->log_truncated));
 	free(lines);
 	free(ks);
@@ -799,7 +827,8 @@ json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch
 	char s[256];
 	snprintf(s, sizeof s,
 		 "compile timed out after %u ms for %s: the compiler was killed (runaway "
-		 "template recursion or constexpr evaluation?)", timeout_ms, arch);
+		 "template recursion or constexpr evaluation?)",
+		 timeout_ms, arch);
 	json_t *o = json_object();
 	json_object_set_new(o, "summary", json_string(s));
 	json_object_set_new(o, "ok", json_false());
@@ -842,12 +871,14 @@ json_t *compile_answer_json(const json_t *base, const struct compile_result *res
 		json_array_foreach(ks, i, k) {
 			if (n >= (int)sizeof sum - 80 || i >= 4)
 				break;
-			n += snprintf(sum + n, sizeof sum - (size_t)n, "%s %s: %lld regs, %lld B smem%s",
-				      i ? ";" : " —",
+			n += snprintf(sum + n, sizeof sum - (size_t)n,
+				      "%s %s: %lld regs, %lld B smem%s", i ? ";" : " —",
 				      json_string_value(json_object_get(k, "name")),
 				      json_integer_value(json_object_get(k, "registers")),
 				      json_integer_value(json_object_get(k, "shared_static_bytes")),
-				      json_integer_value(json_object_get(k, "spill_store_bytes")) ? ", SPILLS" : "");
+				      json_integer_value(json_object_get(k, "spill_store_bytes"))
+					      ? ", SPILLS"
+					      : "");
 		}
 		if (n < (int)sizeof sum - 40)
 			snprintf(sum + n, sizeof sum - (size_t)n, "; %zu warning%s%s",
@@ -869,11 +900,13 @@ json_t *compile_answer_json(const json_t *base, const struct compile_result *res
 			json_int_t line = json_integer_value(json_object_get(first, "line"));
 			char where[300] = "";
 			if (json_is_string(f) && line > 0)
-				snprintf(where, sizeof where, "%.200s:%lld: ", json_string_value(f), (long long)line);
+				snprintf(where, sizeof where, "%.200s:%lld: ", json_string_value(f),
+					 (long long)line);
 			else if (json_is_string(f))
 				snprintf(where, sizeof where, "%.200s: ", json_string_value(f));
-			snprintf(sum, sizeof sum, "compile failed for %s: %lld error%s; first: %s%.300s",
-				 res->arch, ne, ne == 1 ? "" : "s", where,
+			snprintf(sum, sizeof sum,
+				 "compile failed for %s: %lld error%s; first: %s%.300s", res->arch,
+				 ne, ne == 1 ? "" : "s", where,
 				 json_string_value(json_object_get(first, "message")));
 		} else {
 			snprintf(sum, sizeof sum, "compile failed for %s", res->arch);
@@ -895,7 +928,9 @@ json_t *compile_answer_json(const json_t *base, const struct compile_result *res
 	if (want_ptx) {
 		char p[4200];
 		struct stat st;
-		if (ok && compile_artifact_path(sctx->cc, res->artifact_id, "ptx", p, sizeof p, NULL) == 0 &&
+		if (ok &&
+		    compile_artifact_path(sctx->cc, res->artifact_id, "ptx", p, sizeof p, NULL) ==
+			    0 &&
 		    stat(p, &st) == 0) {
 			json_t *l = json_object();
 			char uri[128];

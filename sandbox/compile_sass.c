@@ -13,7 +13,7 @@
 #include "sandbox/sass.h"
 
 #define CUBIN_CAP (64u << 20)
-#define SASS_CAP (16u << 20)
+#define SASS_CAP  (16u << 20)
 
 static json_t *unavailable(const char *why)
 {
@@ -35,7 +35,8 @@ static json_t *from_summary(const struct sass_summary *s, const char *id)
 		json_array_append_new(ks, sass_kernel_json(&s->kernels[i]));
 	json_object_set_new(o, "kernels", ks);
 	if (s->kernels_total > s->kernels_len)
-		json_object_set_new(o, "kernels_not_shown", json_integer(s->kernels_total - s->kernels_len));
+		json_object_set_new(o, "kernels_not_shown",
+				    json_integer(s->kernels_total - s->kernels_len));
 	return o;
 }
 
@@ -75,8 +76,8 @@ json_t *compile_sass_json(struct compiler *cc, const char *id)
 		return unavailable("cannot stage the cubin");
 	}
 	const char *argv[] = {compile_cuobjdump(cc), "-sass", "kernel.cubin", NULL};
-	struct jail_job job = {.argv = argv, .job_dir = stage, .wall_ms = 30000,
-			       .stdout_cap_bytes = SASS_CAP};
+	struct jail_job job = {
+		.argv = argv, .job_dir = stage, .wall_ms = 30000, .stdout_cap_bytes = SASS_CAP};
 	struct jail_result r;
 	int rc = jail_run(compile_jail(cc), &job, &r, &err);
 	cache_discard(c, stage);

@@ -264,29 +264,26 @@ static int parse_level(struct parser *p, int (*next)(struct parser *), const str
 
 static int parse_mul(struct parser *p)
 {
-	static const struct binop ops[] = {
-		{ "*", OP_MUL }, { "/", OP_DIV }, { "%", OP_MOD }, { NULL, 0 }
-	};
+	static const struct binop ops[] = {{"*", OP_MUL}, {"/", OP_DIV}, {"%", OP_MOD}, {NULL, 0}};
 	return parse_level(p, parse_unary, ops);
 }
 
 static int parse_add(struct parser *p)
 {
-	static const struct binop ops[] = { { "+", OP_ADD }, { "-", OP_SUB }, { NULL, 0 } };
+	static const struct binop ops[] = {{"+", OP_ADD}, {"-", OP_SUB}, {NULL, 0}};
 	return parse_level(p, parse_mul, ops);
 }
 
 static int parse_rel(struct parser *p)
 {
 	static const struct binop ops[] = {
-		{ "<=", OP_LE }, { ">=", OP_GE }, { "<", OP_LT }, { ">", OP_GT }, { NULL, 0 }
-	};
+		{"<=", OP_LE}, {">=", OP_GE}, {"<", OP_LT}, {">", OP_GT}, {NULL, 0}};
 	return parse_level(p, parse_add, ops);
 }
 
 static int parse_eq(struct parser *p)
 {
-	static const struct binop ops[] = { { "==", OP_EQ }, { "!=", OP_NE }, { NULL, 0 } };
+	static const struct binop ops[] = {{"==", OP_EQ}, {"!=", OP_NE}, {NULL, 0}};
 	return parse_level(p, parse_rel, ops);
 }
 
@@ -365,7 +362,7 @@ int expr_parse(const char *text, struct expr **out, struct kf_err *err)
 		expr_free(e);
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	}
-	struct parser p = { .s = text, .e = e, .err = err };
+	struct parser p = {.s = text, .e = e, .err = err};
 	skip_ws(&p);
 	if (!text[p.i])
 		perr(&p, KF_EINVAL, p.i, "empty expression");

@@ -96,8 +96,7 @@ static const char *cu_error_string(const struct cu_api *cu, CUresult_t rc)
 }
 
 /* Why cuInit failed, in words a user can act on. */
-static int init_failure(const struct cu_api *cu, CUresult_t rc,
-			struct kf_err *err)
+static int init_failure(const struct cu_api *cu, CUresult_t rc, struct kf_err *err)
 {
 	const char *hint = "", *desc = cu_error_string(cu, rc);
 
@@ -111,8 +110,7 @@ static int init_failure(const struct cu_api *cu, CUresult_t rc,
 		hint = ": the installed driver is older than this libcuda";
 
 	return kf_err_set(err, KF_ENOGPU, "no GPU: cuInit failed: %s (%d)%s%s%s",
-			  cu_error_name(cu, rc), rc, desc ? ": " : "",
-			  desc ? desc : "", hint);
+			  cu_error_name(cu, rc), rc, desc ? ": " : "", desc ? desc : "", hint);
 }
 
 static void *need_sym(void *lib, const char *name, const char *alt)
@@ -124,8 +122,7 @@ static void *need_sym(void *lib, const char *name, const char *alt)
 	return p;
 }
 
-static int load_api(void *lib, const char *libname, struct cu_api *cu,
-		    struct kf_err *err)
+static int load_api(void *lib, const char *libname, struct cu_api *cu, struct kf_err *err)
 {
 	memset(cu, 0, sizeof(*cu));
 	*(void **)&cu->init = need_sym(lib, "cuInit", NULL);
@@ -133,22 +130,18 @@ static int load_api(void *lib, const char *libname, struct cu_api *cu,
 	*(void **)&cu->device_get_count = need_sym(lib, "cuDeviceGetCount", NULL);
 	*(void **)&cu->device_get = need_sym(lib, "cuDeviceGet", NULL);
 	*(void **)&cu->device_get_name = need_sym(lib, "cuDeviceGetName", NULL);
-	*(void **)&cu->device_total_mem =
-		need_sym(lib, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
-	*(void **)&cu->device_get_attribute =
-		need_sym(lib, "cuDeviceGetAttribute", NULL);
-	*(void **)&cu->device_get_uuid =
-		need_sym(lib, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
-	*(void **)&cu->device_get_pci_bus_id =
-		need_sym(lib, "cuDeviceGetPCIBusId", NULL);
+	*(void **)&cu->device_total_mem = need_sym(lib, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
+	*(void **)&cu->device_get_attribute = need_sym(lib, "cuDeviceGetAttribute", NULL);
+	*(void **)&cu->device_get_uuid = need_sym(lib, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
+	*(void **)&cu->device_get_pci_bus_id = need_sym(lib, "cuDeviceGetPCIBusId", NULL);
 	*(void **)&cu->get_error_name = need_sym(lib, "cuGetErrorName", NULL);
 	*(void **)&cu->get_error_string = need_sym(lib, "cuGetErrorString", NULL);
-	if (!cu->init || !cu->driver_get_version || !cu->device_get_count ||
-	    !cu->device_get || !cu->device_get_name || !cu->device_total_mem ||
-	    !cu->device_get_attribute)
-		return kf_err_set(err, KF_ENOGPU,
-				  "no GPU: %s lacks the CUDA driver API entry points (cuInit, cuDeviceGetAttribute): not a usable NVIDIA driver library",
-				  libname);
+	if (!cu->init || !cu->driver_get_version || !cu->device_get_count || !cu->device_get ||
+	    !cu->device_get_name || !cu->device_total_mem || !cu->device_get_attribute)
+		return kf_err_set(
+			err, KF_ENOGPU,
+			"no GPU: %s lacks the CUDA driver API entry points (cuInit, cuDeviceGetAttribute): not a usable NVIDIA driver library",
+			libname);
 	return 0;
 }
 
@@ -166,13 +159,12 @@ static int attr(const struct cu_api *cu, CUdevice_t dev, int which)
 static void format_uuid(const unsigned char u[16], char *out, size_t cap)
 {
 	snprintf(out, cap,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		 u[10], u[11], u[12], u[13], u[14], u[15]);
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
 }
 
-static int read_device(const struct cu_api *cu, int ordinal,
-		       struct gpu_info *g, struct kf_err *err)
+static int read_device(const struct cu_api *cu, int ordinal, struct gpu_info *g, struct kf_err *err)
 {
 	CUdevice_t dev = 0;
 	CUresult_t rc;
@@ -183,8 +175,7 @@ static int read_device(const struct cu_api *cu, int ordinal,
 	g->index = ordinal;
 	rc = cu->device_get(&dev, ordinal);
 	if (rc != 0)
-		return kf_err_set(err, KF_ENOGPU,
-				  "no GPU: cuDeviceGet(%d) failed: %s (%d)",
+		return kf_err_set(err, KF_ENOGPU, "no GPU: cuDeviceGet(%d) failed: %s (%d)",
 				  ordinal, cu_error_name(cu, rc), rc);
 	if (cu->device_get_name(g->name, (int)sizeof(g->name), dev) != 0)
 		snprintf(g->name, sizeof(g->name), "unknown NVIDIA GPU");
@@ -194,8 +185,7 @@ static int read_device(const struct cu_api *cu, int ordinal,
 	if (cu->device_get_uuid && cu->device_get_uuid(uuid, dev) == 0)
 		format_uuid(uuid, g->uuid, sizeof(g->uuid));
 	if (cu->device_get_pci_bus_id &&
-	    cu->device_get_pci_bus_id(g->pci_bus_id, (int)sizeof(g->pci_bus_id),
-				      dev) == 0)
+	    cu->device_get_pci_bus_id(g->pci_bus_id, (int)sizeof(g->pci_bus_id), dev) == 0)
 		g->pci_bus_id[sizeof(g->pci_bus_id) - 1] = '\0';
 	else
 		g->pci_bus_id[0] = '\0';
@@ -211,11 +201,9 @@ static int read_device(const struct cu_api *cu, int ordinal,
 	g->max_threads_per_sm = attr(cu, dev, ATTR_MAX_THREADS_PER_MULTIPROCESSOR);
 	g->regs_per_sm = attr(cu, dev, ATTR_MAX_REGISTERS_PER_MULTIPROCESSOR);
 	g->regs_per_block = attr(cu, dev, ATTR_MAX_REGISTERS_PER_BLOCK);
-	g->smem_per_sm_bytes =
-		attr(cu, dev, ATTR_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+	g->smem_per_sm_bytes = attr(cu, dev, ATTR_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
 	g->smem_per_block_bytes = attr(cu, dev, ATTR_MAX_SHARED_MEMORY_PER_BLOCK);
-	g->smem_per_block_optin_bytes =
-		attr(cu, dev, ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+	g->smem_per_block_optin_bytes = attr(cu, dev, ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
 	g->warp_size = attr(cu, dev, ATTR_WARP_SIZE);
 	g->ecc_enabled = attr(cu, dev, ATTR_ECC_ENABLED);
 	return 0;
@@ -228,8 +216,7 @@ static int forced_off(void)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-int gpu_probe_uncached(const char *libname, struct gpu_host *out,
-		       struct kf_err *err)
+int gpu_probe_uncached(const char *libname, struct gpu_host *out, struct kf_err *err)
 {
 	struct cu_api cu;
 	void *lib = NULL;
@@ -247,8 +234,8 @@ int gpu_probe_uncached(const char *libname, struct gpu_host *out,
 	 * has been initialised is unsafe. */
 	lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
-		return kf_err_set(err, KF_ENOGPU,
-				  "%s not found: no NVIDIA driver on this host", libname);
+		return kf_err_set(err, KF_ENOGPU, "%s not found: no NVIDIA driver on this host",
+				  libname);
 	ret = load_api(lib, libname, &cu, err);
 	if (ret)
 		goto out;
@@ -259,19 +246,16 @@ int gpu_probe_uncached(const char *libname, struct gpu_host *out,
 		goto out;
 	}
 	if (cu.driver_get_version(&out->driver_version) == 0)
-		snprintf(out->driver_version_str, sizeof(out->driver_version_str),
-			 "%d.%d", out->driver_version / 1000,
-			 (out->driver_version % 1000) / 10);
+		snprintf(out->driver_version_str, sizeof(out->driver_version_str), "%d.%d",
+			 out->driver_version / 1000, (out->driver_version % 1000) / 10);
 	rc = cu.device_get_count(&n);
 	if (rc != 0) {
-		ret = kf_err_set(err, KF_ENOGPU,
-				 "no GPU: cuDeviceGetCount failed: %s (%d)",
+		ret = kf_err_set(err, KF_ENOGPU, "no GPU: cuDeviceGetCount failed: %s (%d)",
 				 cu_error_name(&cu, rc), rc);
 		goto out;
 	}
 	if (n <= 0) {
-		ret = kf_err_set(err, KF_ENOGPU,
-				 "no GPU: the NVIDIA driver (%s) reports 0 devices",
+		ret = kf_err_set(err, KF_ENOGPU, "no GPU: the NVIDIA driver (%s) reports 0 devices",
 				 out->driver_version_str);
 		goto out;
 	}

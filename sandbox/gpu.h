@@ -17,35 +17,35 @@
 /* One device, as the driver reports it. Index is the CUDA device ordinal
  * (the runner's GPU index and what the harness is told to use). */
 struct gpu_info {
-	int index;                   /* CUDA device ordinal, 0-based */
-	char name[128];              /* "NVIDIA H200" */
-	char uuid[48];               /* "GPU-1a2b3c4d-...", 36-hex form */
-	char pci_bus_id[32];         /* "0000:19:00.0" */
-	int cc_major;                /* compute capability, e.g. 9 */
-	int cc_minor;                /* e.g. 0 */
-	char arch[16];               /* "sm_90" (from cc; "sm_90a" never) */
-	int sm_count;                /* multiprocessors */
-	uint64_t total_mem_bytes;    /* device memory */
-	int clock_khz;               /* max SM clock, kHz */
-	int mem_clock_khz;           /* max memory clock, kHz */
-	int mem_bus_width_bits;      /* global memory bus width, bits */
-	int l2_bytes;                /* L2 cache size, bytes */
-	int max_threads_per_block;   /* threads */
-	int max_threads_per_sm;      /* threads */
-	int regs_per_sm;             /* 32-bit registers */
-	int regs_per_block;          /* 32-bit registers */
-	int smem_per_sm_bytes;       /* shared memory per multiprocessor */
-	int smem_per_block_bytes;    /* default per-block shared memory limit */
+	int index;			/* CUDA device ordinal, 0-based */
+	char name[128];			/* "NVIDIA H200" */
+	char uuid[48];			/* "GPU-1a2b3c4d-...", 36-hex form */
+	char pci_bus_id[32];		/* "0000:19:00.0" */
+	int cc_major;			/* compute capability, e.g. 9 */
+	int cc_minor;			/* e.g. 0 */
+	char arch[16];			/* "sm_90" (from cc; "sm_90a" never) */
+	int sm_count;			/* multiprocessors */
+	uint64_t total_mem_bytes;	/* device memory */
+	int clock_khz;			/* max SM clock, kHz */
+	int mem_clock_khz;		/* max memory clock, kHz */
+	int mem_bus_width_bits;		/* global memory bus width, bits */
+	int l2_bytes;			/* L2 cache size, bytes */
+	int max_threads_per_block;	/* threads */
+	int max_threads_per_sm;		/* threads */
+	int regs_per_sm;		/* 32-bit registers */
+	int regs_per_block;		/* 32-bit registers */
+	int smem_per_sm_bytes;		/* shared memory per multiprocessor */
+	int smem_per_block_bytes;	/* default per-block shared memory limit */
 	int smem_per_block_optin_bytes; /* opt-in per-block maximum */
-	int warp_size;               /* threads */
-	int ecc_enabled;             /* 1 when ECC is on */
+	int warp_size;			/* threads */
+	int ecc_enabled;		/* 1 when ECC is on */
 };
 
 /* The host as a whole. */
 struct gpu_host {
-	int driver_version;          /* cuDriverGetVersion, e.g. 13000 */
+	int driver_version;	     /* cuDriverGetVersion, e.g. 13000 */
 	char driver_version_str[16]; /* "13.0" */
-	int count;                   /* devices in gpus[] (>= 1 on success) */
+	int count;		     /* devices in gpus[] (>= 1 on success) */
 	struct gpu_info gpus[GPU_MAX];
 };
 
@@ -57,8 +57,7 @@ struct gpu_host {
  * "cuInit failed: CUDA_ERROR_NO_DEVICE (100): the driver sees no GPU
  * (/dev/nvidia0 missing?)", "no GPU: disabled by KFORGE_NO_GPU=1".
  * Thread-safe. */
-int gpu_probe(const struct gpu_host **out, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int gpu_probe(const struct gpu_host **out, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Number of usable GPUs (0 when the probe fails). Probes if needed. */
 int gpu_count(void);
@@ -74,7 +73,7 @@ const struct gpu_info *gpu_get(int index);
  * libname (NULL = "libcuda.so.1"). For tests (a missing library must give
  * KF_ENOGPU with its name in the reason) and for diagnostics. Ignores the
  * cache but honours KFORGE_NO_GPU. Thread-safe. */
-int gpu_probe_uncached(const char *libname, struct gpu_host *out,
-		       struct kf_err *err) __attribute__((warn_unused_result));
+int gpu_probe_uncached(const char *libname, struct gpu_host *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -16,9 +16,9 @@
 #include <time.h>
 
 #define BUSY_TIMEOUT_MS 10000
-#define ID_TIME_CHARS 9  /* 45 bits of unix ms: good until the year 3084 */
-#define ID_RAND_CHARS 6  /* 30 random bits */
-#define ID_LEN (1 + ID_TIME_CHARS + ID_RAND_CHARS)
+#define ID_TIME_CHARS	9 /* 45 bits of unix ms: good until the year 3084 */
+#define ID_RAND_CHARS	6 /* 30 random bits */
+#define ID_LEN		(1 + ID_TIME_CHARS + ID_RAND_CHARS)
 
 struct history {
 	sqlite3 *db;
@@ -30,9 +30,8 @@ struct history {
  * by time as strings. */
 static const char B32[] = "0123456789abcdefghjkmnpqrstvwxyz";
 
-static const char *const KIND_NAMES[] = { "compile", "check", "bench",
-					  "calibrate" };
-static const char *const STATUS_NAMES[] = { "ok", "failed", "error" };
+static const char *const KIND_NAMES[] = {"compile", "check", "bench", "calibrate"};
+static const char *const STATUS_NAMES[] = {"ok", "failed", "error"};
 
 /* Each step migrates from version i to i + 1. Never edit a shipped step:
  * append a new one and raise HISTORY_SCHEMA_VERSION. */
@@ -159,8 +158,7 @@ static int exec(struct history *h, const char *sql, struct kf_err *err)
 
 	if (sqlite3_exec(h->db, sql, NULL, NULL, &msg) == SQLITE_OK)
 		return 0;
-	kf_err_set(err, KF_EDB, "state.db (%s): %s", h->path,
-		   msg ? msg : sqlite3_errmsg(h->db));
+	kf_err_set(err, KF_EDB, "state.db (%s): %s", h->path, msg ? msg : sqlite3_errmsg(h->db));
 	sqlite3_free(msg);
 	return KF_EDB;
 }
@@ -197,9 +195,10 @@ static int migrate_step(struct history *h, int *done, struct kf_err *err)
 		goto out;
 	}
 	if (v > HISTORY_SCHEMA_VERSION || v < 0) {
-		rc = kf_err_set(err, KF_EDB,
-				"state.db (%s) schema version %d is newer than this kforge (%d): use a newer kforge or another data dir",
-				h->path, v, HISTORY_SCHEMA_VERSION);
+		rc = kf_err_set(
+			err, KF_EDB,
+			"state.db (%s) schema version %d is newer than this kforge (%d): use a newer kforge or another data dir",
+			h->path, v, HISTORY_SCHEMA_VERSION);
 		goto out;
 	}
 	rc = exec(h, MIGRATIONS[v], err);
@@ -238,13 +237,11 @@ int history_open(const char *path, struct history **out, struct kf_err *err)
 	snprintf(h->path, sizeof(h->path), "%s", path);
 	pthread_mutex_init(&h->mu, NULL);
 	rc = sqlite3_open_v2(path, &h->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-				     SQLITE_OPEN_FULLMUTEX,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
-		rc = kf_err_set(err, KF_EDB, "cannot open state.db at %s: %s",
-				path, h->db ? sqlite3_errmsg(h->db)
-					    : sqlite3_errstr(rc));
+		rc = kf_err_set(err, KF_EDB, "cannot open state.db at %s: %s", path,
+				h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc));
 		goto out;
 	}
 	sqlite3_busy_timeout(h->db, BUSY_TIMEOUT_MS);
@@ -287,15 +284,13 @@ int history_schema_version(struct history *h)
 static int check_text(const char *field, const char *s, struct kf_err *err)
 {
 	if (s && strlen(s) > HISTORY_TEXT_MAX)
-		return kf_err_set(err, KF_ETOOBIG,
-				  "history: %s is %zu bytes, over the %d-byte cap",
+		return kf_err_set(err, KF_ETOOBIG, "history: %s is %zu bytes, over the %d-byte cap",
 				  field, strlen(s), HISTORY_TEXT_MAX);
 	return 0;
 }
 
 /* Returns new text (free with free) of j, NULL for j NULL. */
-static int dump_json(const char *field, const json_t *j, char **out,
-		     struct kf_err *err)
+static int dump_json(const char *field, const json_t *j, char **out, struct kf_err *err)
 {
 	*out = NULL;
 	if (!j)
@@ -309,8 +304,8 @@ static int dump_json(const char *field, const json_t *j, char **out,
 		free(*out);
 		*out = NULL;
 		return kf_err_set(err, KF_ETOOBIG,
-				  "history: %s JSON is %zu bytes, over the %u-byte cap",
-				  field, n, HISTORY_JSON_MAX);
+				  "history: %s JSON is %zu bytes, over the %u-byte cap", field, n,
+				  HISTORY_JSON_MAX);
 	}
 	return 0;
 }
@@ -326,14 +321,12 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 /* Inserts run with its encoded JSON under the lock. A clash of ids (another
  * process, same millisecond, same 30 random bits) is retried with a fresh
  * id; anything else is an error. */
-static int insert_run(struct history *h, struct history_run *run,
-		      const char *spec, const char *result, int64_t created,
-		      struct kf_err *err)
+static int insert_run(struct history *h, struct history_run *run, const char *spec,
+		      const char *result, int64_t created, struct kf_err *err)
 {
-	static const char sql[] =
-		"INSERT INTO runs (id, kind, created_ms, status, kernels, "
-		"source_hash, spec, device_name, device_uuid, summary, result, "
-		"duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+	static const char sql[] = "INSERT INTO runs (id, kind, created_ms, status, kernels, "
+				  "source_hash, spec, device_name, device_uuid, summary, result, "
+				  "duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
 	int rc = KF_EDB;
 
@@ -348,8 +341,7 @@ static int insert_run(struct history *h, struct history_run *run,
 		sqlite3_bind_text(st, 1, run->id, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(st, 2, KIND_NAMES[run->kind], -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, created);
-		sqlite3_bind_text(st, 4, STATUS_NAMES[run->status], -1,
-				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, STATUS_NAMES[run->status], -1, SQLITE_STATIC);
 		bind_text(st, 5, run->kernels ? run->kernels : "");
 		bind_text(st, 6, run->source_hash);
 		bind_text(st, 7, spec);
@@ -427,20 +419,18 @@ static json_t *col_json(sqlite3_stmt *st, int i)
 
 /* Columns: id kind created_ms status kernels source_hash device_name
  * device_uuid summary duration_ms [spec result]. */
-#define RUN_COLUMNS                                                       \
+#define RUN_COLUMNS                                                         \
 	"id, kind, created_ms, status, kernels, source_hash, device_name, " \
 	"device_uuid, summary, duration_ms"
 
 static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 {
 	memset(r, 0, sizeof(*r));
-	snprintf(r->id, sizeof(r->id), "%s",
-		 (const char *)sqlite3_column_text(st, 0));
-	r->kind = (enum history_kind)history_kind_parse(
-		(const char *)sqlite3_column_text(st, 1));
+	snprintf(r->id, sizeof(r->id), "%s", (const char *)sqlite3_column_text(st, 0));
+	r->kind = (enum history_kind)history_kind_parse((const char *)sqlite3_column_text(st, 1));
 	r->created_ms = sqlite3_column_int64(st, 2);
-	r->status = (enum history_status)history_status_parse(
-		(const char *)sqlite3_column_text(st, 3));
+	r->status =
+		(enum history_status)history_status_parse((const char *)sqlite3_column_text(st, 3));
 	r->kernels = col_dup(st, 4);
 	r->source_hash = col_dup(st, 5);
 	r->device_name = col_dup(st, 6);
@@ -456,20 +446,19 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 	return 0;
 }
 
-int history_get(struct history *h, const char *id, struct history_run *out,
-		struct kf_err *err)
+int history_get(struct history *h, const char *id, struct history_run *out, struct kf_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc, step;
 
 	memset(out, 0, sizeof(*out));
 	if (!id_valid(id))
-		return kf_err_set(err, KF_EINVAL,
-				  "id: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from list_runs)",
-				  id ? id : "");
+		return kf_err_set(
+			err, KF_EINVAL,
+			"id: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from list_runs)",
+			id ? id : "");
 	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db,
-			       "SELECT " RUN_COLUMNS ", spec, result FROM runs WHERE id = ?",
+	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing a lookup", err);
 		goto out;
@@ -519,8 +508,8 @@ static char *like_pattern(const char *s)
 	return p;
 }
 
-int history_list(struct history *h, const struct history_filter *f,
-		 struct history_page *page, struct kf_err *err)
+int history_list(struct history *h, const struct history_filter *f, struct history_page *page,
+		 struct kf_err *err)
 {
 	char sql[512];
 	sqlite3_stmt *st = NULL;
@@ -534,13 +523,13 @@ int history_list(struct history *h, const struct history_filter *f,
 				  "kind: %d is not one of compile, check, bench, calibrate",
 				  f->kind);
 	if (f->status < -1 || f->status > HISTORY_ERROR)
-		return kf_err_set(err, KF_EINVAL,
-				  "status: %d is not one of ok, failed, error",
+		return kf_err_set(err, KF_EINVAL, "status: %d is not one of ok, failed, error",
 				  f->status);
 	if (f->cursor && *f->cursor && !id_valid(f->cursor))
-		return kf_err_set(err, KF_EINVAL,
-				  "cursor: '%.40s' is not a cursor from a previous page (next_cursor)",
-				  f->cursor);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"cursor: '%.40s' is not a cursor from a previous page (next_cursor)",
+			f->cursor);
 	if (f->kernel && strlen(f->kernel) > 256)
 		return kf_err_set(err, KF_ETOOBIG,
 				  "kernel: filter is %zu bytes, over the 256-byte cap",
@@ -551,8 +540,7 @@ int history_list(struct history *h, const struct history_filter *f,
 	snprintf(sql, sizeof(sql),
 		 "SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s%s%s%s"
 		 " ORDER BY id DESC LIMIT ?",
-		 f->kind >= 0 ? " AND kind = ?" : "",
-		 f->status >= 0 ? " AND status = ?" : "",
+		 f->kind >= 0 ? " AND kind = ?" : "", f->status >= 0 ? " AND status = ?" : "",
 		 f->kernel && *f->kernel ? " AND kernels LIKE ? ESCAPE '\\'" : "",
 		 f->since_ms > 0 ? " AND created_ms >= ?" : "",
 		 f->cursor && *f->cursor ? " AND id < ?" : "");
@@ -574,8 +562,7 @@ int history_list(struct history *h, const struct history_filter *f,
 	if (f->kind >= 0)
 		sqlite3_bind_text(st, bind++, KIND_NAMES[f->kind], -1, SQLITE_STATIC);
 	if (f->status >= 0)
-		sqlite3_bind_text(st, bind++, STATUS_NAMES[f->status], -1,
-				  SQLITE_STATIC);
+		sqlite3_bind_text(st, bind++, STATUS_NAMES[f->status], -1, SQLITE_STATIC);
 	if (pattern)
 		sqlite3_bind_text(st, bind++, pattern, -1, SQLITE_TRANSIENT);
 	if (f->since_ms > 0)
@@ -587,8 +574,8 @@ int history_list(struct history *h, const struct history_filter *f,
 	cap = limit;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (page->len == cap) {
-			snprintf(page->next_cursor, sizeof(page->next_cursor),
-				 "%s", page->runs[page->len - 1].id);
+			snprintf(page->next_cursor, sizeof(page->next_cursor), "%s",
+				 page->runs[page->len - 1].id);
 			break;
 		}
 		if (read_row(st, &page->runs[page->len], 0)) {
@@ -641,8 +628,7 @@ static void bind_measure(sqlite3_stmt *st, int i, double v)
 		sqlite3_bind_null(st, i);
 }
 
-int history_set_ceilings(struct history *h, const struct history_ceilings *c,
-			 struct kf_err *err)
+int history_set_ceilings(struct history *h, const struct history_ceilings *c, struct kf_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
@@ -682,8 +668,8 @@ static void copy_col(sqlite3_stmt *st, int i, char *dst, size_t cap)
 	snprintf(dst, cap, "%s", s ? s : "");
 }
 
-int history_get_ceilings(struct history *h, const char *gpu_uuid,
-			 struct history_ceilings *out, struct kf_err *err)
+int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
+			 struct kf_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0, step;

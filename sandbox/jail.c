@@ -27,18 +27,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BINDS 48
-#define MAX_ARGS 512
+#define MAX_BINDS	48
+#define MAX_ARGS	512
 #define DEFAULT_WALL_MS 60000u
-#define DEFAULT_FSIZE (256ull << 20)
-#define DEFAULT_NPROC 512u
-#define DEFAULT_CAP (1u << 20)
-#define BASE_PATH "/usr/local/bin:/usr/bin:/bin"
+#define DEFAULT_FSIZE	(256ull << 20)
+#define DEFAULT_NPROC	512u
+#define DEFAULT_CAP	(1u << 20)
+#define BASE_PATH	"/usr/local/bin:/usr/bin:/bin"
 
 struct bind {
 	char src[PATH_MAX]; /* host path (resolved) */
 	char dst[PATH_MAX]; /* path in the jail */
-	int is_symlink;     /* 1: create dst as a symlink to src instead */
+	int is_symlink;	    /* 1: create dst as a symlink to src instead */
 };
 
 struct jail {
@@ -47,19 +47,18 @@ struct jail {
 	char cuda_real[PATH_MAX]; /* toolkit, symlinks resolved */
 	struct bind binds[MAX_BINDS];
 	int binds_len;
-	int usable;               /* 1 when jobs may run */
+	int usable;			   /* 1 when jobs may run */
 	unsigned long long tmp_size_bytes; /* size of the job's /tmp tmpfs, 0 = bwrap's default */
-	char why[256];            /* why not, when !usable */
+	char why[256];			   /* why not, when !usable */
 
 	pthread_mutex_t gpu_lock; /* guards the gpu_* fields */
 	int gpu_resolved;
 	char gpu_libdir[PATH_MAX]; /* where libcuda.so.1 lives, "" unknown */
-	int gpu_libdir_bound;      /* 1 when already inside a bound dir */
+	int gpu_libdir_bound;	   /* 1 when already inside a bound dir */
 };
 
 /* snprintf that may truncate (paths in messages); truncation is fine here. */
-static void sfmt(char *dst, size_t cap, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void sfmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void sfmt(char *dst, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
@@ -80,8 +79,7 @@ static int is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int add_bind(struct jail *j, const char *src, const char *dst,
-		    int is_symlink)
+static int add_bind(struct jail *j, const char *src, const char *dst, int is_symlink)
 {
 	if (j->binds_len >= MAX_BINDS)
 		return -1;
@@ -135,9 +133,18 @@ static void add_ro(struct jail *j, const char *path)
 static void resolve_binds(struct jail *j, const char *cuda_home)
 {
 	static const char *const sys[] = {
-		"/usr/bin", "/usr/include", "/usr/lib/gcc", "/usr/libexec/gcc",
-		"/usr/lib64", "/bin", "/lib", "/lib64", "/sbin",
-		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+		"/usr/bin",
+		"/usr/include",
+		"/usr/lib/gcc",
+		"/usr/libexec/gcc",
+		"/usr/lib64",
+		"/bin",
+		"/lib",
+		"/lib64",
+		"/sbin",
+		"/etc/ld.so.cache",
+		"/etc/ld.so.conf",
+		"/etc/ld.so.conf.d",
 		"/etc/alternatives",
 	};
 	/* The multiarch library dirs (x86_64-linux-gnu, aarch64-linux-gnu)
@@ -183,9 +190,13 @@ static void resolve_gpu(struct jail *j)
 	const char *ld = getenv("LD_LIBRARY_PATH");
 	char ldcopy[4096];
 	snprintf(ldcopy, sizeof ldcopy, "%s", ld ? ld : "");
-	const char *fixed[] = {"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
-			       "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-			       "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/wsl/lib"};
+	const char *fixed[] = {"/usr/local/nvidia/lib64",
+			       "/usr/local/nvidia/lib",
+			       "/usr/lib/x86_64-linux-gnu",
+			       "/usr/lib/aarch64-linux-gnu",
+			       "/usr/lib64",
+			       "/lib/x86_64-linux-gnu",
+			       "/usr/lib/wsl/lib"};
 	char *save = NULL;
 	for (char *d = strtok_r(ldcopy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		snprintf(cand, sizeof cand, "%s/libcuda.so.1", d);
@@ -234,8 +245,7 @@ static int gpu_nodes(char names[][64], int n)
 	struct dirent *e;
 	int k = 0;
 	while (d && (e = readdir(d)) && k < n) {
-		if (strncmp(e->d_name, "nvidia", 6) == 0 &&
-		    strlen(e->d_name) < 40)
+		if (strncmp(e->d_name, "nvidia", 6) == 0 && strlen(e->d_name) < 40)
 			sfmt(names[k++], 64, "/dev/%s", e->d_name);
 	}
 	if (d)
@@ -243,14 +253,16 @@ static int gpu_nodes(char names[][64], int n)
 	return k;
 }
 
-static void now_ts(struct timespec *t) { clock_gettime(CLOCK_MONOTONIC, t); }
+static void now_ts(struct timespec *t)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+}
 
 static long long elapsed_ms(const struct timespec *t0)
 {
 	struct timespec t;
 	now_ts(&t);
-	return (long long)(t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+	return (long long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 /* Runs /bin/true in the jail. 0 when it worked; KF_ESANDBOX with the
@@ -289,7 +301,9 @@ static void find_bwrap(struct jail *j, const char *cfg_path)
 {
 	const char *env = getenv("KFORGE_BWRAP");
 	sfmt(j->bwrap, sizeof j->bwrap, "%s",
-	     cfg_path ? cfg_path : env && *env ? env : "/usr/bin/bwrap");
+	     cfg_path	   ? cfg_path
+	     : env && *env ? env
+			   : "/usr/bin/bwrap");
 	if (cfg_path || (env && *env) || access(j->bwrap, X_OK) == 0)
 		return;
 	const char *path = getenv("PATH");
@@ -307,8 +321,7 @@ static void find_bwrap(struct jail *j, const char *cfg_path)
 
 /* --- public ------------------------------------------------------------ */
 
-int jail_open(const struct jail_config *cfg, struct jail **out,
-	      struct kf_err *err)
+int jail_open(const struct jail_config *cfg, struct jail **out, struct kf_err *err)
 {
 	*out = NULL;
 	struct jail *j = calloc(1, sizeof *j);
@@ -324,7 +337,8 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 	if (!realpath(cuda, j->cuda_real) || !is_dir(j->cuda_real)) {
 		int rc = kf_err_set(err, KF_EINVAL,
 				    "jail: CUDA toolkit '%s' not found (set CUDA_HOME "
-				    "to the toolkit directory, e.g. /usr/local/cuda)", cuda);
+				    "to the toolkit directory, e.g. /usr/local/cuda)",
+				    cuda);
 		jail_close(j);
 		return rc;
 	}
@@ -339,9 +353,10 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 	if (access(j->bwrap, X_OK) != 0) {
 		j->usable = 0;
 		sfmt(j->why, sizeof j->why,
-			 "sandbox unavailable: bubblewrap not found at %s (install "
-			 "the bubblewrap package, or run with --sandbox=none to "
-			 "compile without isolation)", j->bwrap);
+		     "sandbox unavailable: bubblewrap not found at %s (install "
+		     "the bubblewrap package, or run with --sandbox=none to "
+		     "compile without isolation)",
+		     j->bwrap);
 		*out = j;
 		return 0;
 	}
@@ -362,10 +377,10 @@ int jail_open(const struct jail_config *cfg, struct jail **out,
 	if (rc != 0) {
 		j->usable = 0;
 		sfmt(j->why, sizeof j->why,
-			 "sandbox unavailable: bubblewrap cannot create namespaces "
-			 "here (%.120s); untrusted jobs are refused. Allow user "
-			 "namespaces, or run with --sandbox=none to accept no isolation",
-			 perr.msg);
+		     "sandbox unavailable: bubblewrap cannot create namespaces "
+		     "here (%.120s); untrusted jobs are refused. Allow user "
+		     "namespaces, or run with --sandbox=none to accept no isolation",
+		     perr.msg);
 	}
 	*out = j;
 	return 0;
@@ -393,7 +408,10 @@ const char *jail_mode_name(const struct jail *j)
 	return j && j->mode == JAIL_NONE ? "none" : "bwrap";
 }
 
-const char *jail_cuda_home(const struct jail *j) { return j->cuda_real; }
+const char *jail_cuda_home(const struct jail *j)
+{
+	return j->cuda_real;
+}
 
 void jail_result_fini(struct jail_result *res)
 {
@@ -450,8 +468,8 @@ static int pidfd_open_(pid_t pid)
 
 /* The child side, after fork: async-signal-safe calls only. */
 static void child_exec(const char *path, char *const argv[], char *const envp[],
-		       const char *chdir_to, int in_fd, int out_fd, int err_fd,
-		       const int *pass, int npass, const struct rlimit lim[4])
+		       const char *chdir_to, int in_fd, int out_fd, int err_fd, const int *pass,
+		       int npass, const struct rlimit lim[4])
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -495,8 +513,8 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 	_exit(127);
 }
 
-int jail_run(struct jail *j, const struct jail_job *job,
-	     struct jail_result *res, struct kf_err *err)
+int jail_run(struct jail *j, const struct jail_job *job, struct jail_result *res,
+	     struct kf_err *err)
 {
 	memset(res, 0, sizeof *res);
 	int rc = 0;
@@ -512,8 +530,7 @@ int jail_run(struct jail *j, const struct jail_job *job,
 	now_ts(&t0);
 
 	if (!job || !job->argv || !job->argv[0] || job->argv[0][0] != '/')
-		return kf_err_set(err, KF_EINVAL,
-				  "jail: argv[0] must be an absolute path");
+		return kf_err_set(err, KF_EINVAL, "jail: argv[0] must be an absolute path");
 	if (!job->job_dir || !is_dir(job->job_dir))
 		return kf_err_set(err, KF_EINVAL, "jail: job directory '%s' does not exist",
 				  job->job_dir ? job->job_dir : "(null)");
@@ -594,7 +611,8 @@ int jail_run(struct jail *j, const struct jail_job *job,
 		for (size_t i = 0; i < job->ro_binds_len; i++) {
 			const struct jail_bind *b = &job->ro_binds[i];
 			if (!b->src || !path_exists(b->src)) {
-				rc = kf_err_set(err, KF_EINVAL, "jail: bind source '%s' does not exist",
+				rc = kf_err_set(err, KF_EINVAL,
+						"jail: bind source '%s' does not exist",
 						b->src ? b->src : "(null)");
 				goto out;
 			}
@@ -640,8 +658,8 @@ int jail_run(struct jail *j, const struct jail_job *job,
 		goto out;
 	}
 	if (pid == 0)
-		child_exec(exec_path, (char *const *)a.v, envp, chdir_to, devnull,
-			   outp[1], errp[1], job->pass_fds, (int)job->pass_fds_len, lim);
+		child_exec(exec_path, (char *const *)a.v, envp, chdir_to, devnull, outp[1], errp[1],
+			   job->pass_fds, (int)job->pass_fds_len, lim);
 	close(outp[1]);
 	close(errp[1]);
 	outp[1] = errp[1] = -1;
@@ -693,7 +711,8 @@ int jail_run(struct jail *j, const struct jail_job *job,
 			ssize_t n = read(pf[i].fd, buf, sizeof buf);
 			if (n > 0) {
 				if (cap_append(pf[i].fd == outp[0] ? &ob : &eb, buf, (size_t)n)) {
-					rc = kf_err_set(err, KF_ENOMEM, "jail: out of memory for output");
+					rc = kf_err_set(err, KF_ENOMEM,
+							"jail: out of memory for output");
 					kill(-pid, SIGKILL);
 					kill(pid, SIGKILL);
 					killed = 1;
@@ -751,7 +770,8 @@ int jail_run(struct jail *j, const struct jail_job *job,
 		res->exit_code = 0;
 	}
 	if (rc == 0 && res->timed_out)
-		rc = kf_err_set(err, KF_ETIMEOUT, "job killed after the %u ms wall-clock limit", wall);
+		rc = kf_err_set(err, KF_ETIMEOUT, "job killed after the %u ms wall-clock limit",
+				wall);
 	else if (rc == 0 && res->canceled)
 		rc = kf_err_set(err, KF_ECANCELED, "job cancelled");
 	else if (rc == 0 && res->exited && res->exit_code == 1 && j->mode != JAIL_NONE &&

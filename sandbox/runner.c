@@ -17,30 +17,30 @@
 
 #include "sandbox/gpu.h"
 
-#define CANCEL_POLL_MS 25 /* how often a set cancel flag is noticed */
+#define CANCEL_POLL_MS	  25 /* how often a set cancel flag is noticed */
 #define DEFAULT_MAX_QUEUE 64
 
 enum { STOP_NONE = 0, STOP_CANCEL = 1, STOP_TIMEOUT = 2, STOP_CLOSING = 3 };
 
 struct job {
-	struct job *next;       /* queue or running list link */
-	struct job *prev;       /* running list only */
+	struct job *next; /* queue or running list link */
+	struct job *prev; /* running list only */
 	enum runner_kind kind;
-	int pin_gpu;            /* only gpu_want */
+	int pin_gpu; /* only gpu_want */
 	int gpu_want;
-	int gpu;                /* assigned device ordinal, -1 for CPU */
-	int started;            /* left the queue for a slot */
-	int done;               /* fn returned */
-	volatile int stop;      /* what fn polls */
-	int stop_reason;        /* STOP_* */
-	int in_cb;              /* a progress callback is running */
+	int gpu;	   /* assigned device ordinal, -1 for CPU */
+	int started;	   /* left the queue for a slot */
+	int done;	   /* fn returned */
+	volatile int stop; /* what fn polls */
+	int stop_reason;   /* STOP_* */
+	int in_cb;	   /* a progress callback is running */
 	const volatile int *cancel;
 	runner_progress_fn progress;
 	void *progress_arg;
-	double progress_seq;    /* strictly increasing progress value */
-	int64_t enq_ms;         /* monotonic ms */
+	double progress_seq; /* strictly increasing progress value */
+	int64_t enq_ms;	     /* monotonic ms */
 	int64_t start_ms;
-	int64_t timeout_ms;     /* < 0: none */
+	int64_t timeout_ms; /* < 0: none */
 	int64_t next_beat_ms;
 	char label[RUNNER_LABEL_BYTES];
 };
@@ -52,12 +52,12 @@ struct queue {
 
 struct runner {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* any queue or slot change */
-	pthread_cond_t mon_cv;  /* wakes the monitor */
+	pthread_cond_t cv;     /* any queue or slot change */
+	pthread_cond_t mon_cv; /* wakes the monitor */
 	pthread_t monitor;
 	int monitor_started;
 	int closing;
-	int users;              /* threads inside runner_run */
+	int users; /* threads inside runner_run */
 	int gpu_count;
 	int cpu_slots;
 	int cpu_busy;
@@ -66,7 +66,7 @@ struct runner {
 	int heartbeat_ms;
 	char no_gpu_reason[256];
 	struct queue gq, cq;
-	struct job *running;    /* doubly linked, both kinds */
+	struct job *running; /* doubly linked, both kinds */
 	struct job *gpu_slot[RUNNER_MAX_GPUS];
 	uint64_t gpu_done[RUNNER_MAX_GPUS];
 	uint64_t gpu_jobs_done, cpu_jobs_done, rejected_busy;
@@ -199,8 +199,7 @@ static void dispatch(struct runner *r)
 		pthread_cond_broadcast(&r->cv);
 }
 
-static void format_running(const struct job *j, char *buf, size_t cap,
-			   double running_s)
+static void format_running(const struct job *j, char *buf, size_t cap, double running_s)
 {
 	const struct gpu_info *g;
 
@@ -210,16 +209,14 @@ static void format_running(const struct job *j, char *buf, size_t cap,
 	}
 	g = gpu_get(j->gpu);
 	if (g)
-		snprintf(buf, cap, "running on GPU %d (%s), %.0f s", j->gpu,
-			 g->name, running_s);
+		snprintf(buf, cap, "running on GPU %d (%s), %.0f s", j->gpu, g->name, running_s);
 	else
 		snprintf(buf, cap, "running on GPU %d, %.0f s", j->gpu, running_s);
 }
 
 /* Calls j's progress callback with the runner unlocked; j->in_cb keeps the
  * caller from returning (and the monitor from calling) meanwhile. */
-static void notify(struct runner *r, struct job *j, size_t position,
-		   size_t queued)
+static void notify(struct runner *r, struct job *j, size_t position, size_t queued)
 {
 	struct runner_progress p;
 	char msg[160];
@@ -239,8 +236,7 @@ static void notify(struct runner *r, struct job *j, size_t position,
 		format_running(j, msg, sizeof(msg), p.running_s);
 	else
 		snprintf(msg, sizeof(msg), "queued: position %zu of %zu (%s jobs), waited %.0f s",
-			 position, queued, j->kind == RUNNER_GPU ? "GPU" : "CPU",
-			 p.waited_s);
+			 position, queued, j->kind == RUNNER_GPU ? "GPU" : "CPU", p.waited_s);
 	p.message = msg;
 	j->in_cb = 1;
 	pthread_mutex_unlock(&r->mu);
@@ -269,15 +265,13 @@ static void *monitor_main(void *arg)
 					j->stop_reason = STOP_CLOSING;
 				else if (cancelled(j->cancel))
 					j->stop_reason = STOP_CANCEL;
-				else if (j->timeout_ms >= 0 &&
-					 t >= j->start_ms + j->timeout_ms)
+				else if (j->timeout_ms >= 0 && t >= j->start_ms + j->timeout_ms)
 					j->stop_reason = STOP_TIMEOUT;
 				/* fn polls stop from its own thread */
 				if (j->stop_reason)
 					__atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
 			}
-			if (!j->stop && j->cancel &&
-			    (wake < 0 || t + CANCEL_POLL_MS < wake))
+			if (!j->stop && j->cancel && (wake < 0 || t + CANCEL_POLL_MS < wake))
 				wake = t + CANCEL_POLL_MS;
 			if (!j->stop && j->timeout_ms >= 0 &&
 			    (wake < 0 || j->start_ms + j->timeout_ms < wake))
@@ -303,17 +297,15 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
-int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
-	       int64_t default_timeout_ms, const char *no_gpu_reason,
-	       struct runner **out, struct kf_err *err)
+int runner_new(int gpu_count, int cpu_slots, size_t max_queue, int64_t default_timeout_ms,
+	       const char *no_gpu_reason, struct runner **out, struct kf_err *err)
 {
 	struct runner *r;
 	pthread_condattr_t ca;
 
 	*out = NULL;
 	if (gpu_count < RUNNER_GPUS_PROBE || gpu_count > RUNNER_MAX_GPUS)
-		return kf_err_set(err, KF_EINVAL,
-				  "runner: gpu_count %d is outside -1..%d",
+		return kf_err_set(err, KF_EINVAL, "runner: gpu_count %d is outside -1..%d",
 				  gpu_count, RUNNER_MAX_GPUS);
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -328,8 +320,7 @@ int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
 	r->default_timeout_ms = default_timeout_ms > 0 ? default_timeout_ms : -1;
 	r->heartbeat_ms = 1000;
 	snprintf(r->no_gpu_reason, sizeof(r->no_gpu_reason), "%s",
-		 no_gpu_reason && *no_gpu_reason ? no_gpu_reason
-						 : "no GPU on this host");
+		 no_gpu_reason && *no_gpu_reason ? no_gpu_reason : "no GPU on this host");
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -338,8 +329,7 @@ int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&r->monitor, NULL, monitor_main, r) != 0) {
 		runner_free(r);
-		return kf_err_set(err, KF_ENOMEM,
-				  "runner: cannot start the monitor thread");
+		return kf_err_set(err, KF_ENOMEM, "runner: cannot start the monitor thread");
 	}
 	r->monitor_started = 1;
 	*out = r;
@@ -367,24 +357,21 @@ void runner_free(struct runner *r)
 }
 
 /* Leaves the queue (cancelled or closing) and answers why. */
-static int leave_queue(struct runner *r, struct job *j, struct queue *q,
-		       int closing, struct kf_err *err)
+static int leave_queue(struct runner *r, struct job *j, struct queue *q, int closing,
+		       struct kf_err *err)
 {
 	size_t pos = queue_position(q, j);
 
 	queue_remove(q, j);
 	dispatch(r); /* a pinned job leaving may unblock nobody, but cheap */
 	if (closing)
-		return kf_err_set(err, KF_ECANCELED,
-				  "cancelled: kforge is shutting down");
-	return kf_err_set(err, KF_ECANCELED,
-			  "cancelled while queued (position %zu)", pos);
+		return kf_err_set(err, KF_ECANCELED, "cancelled: kforge is shutting down");
+	return kf_err_set(err, KF_ECANCELED, "cancelled while queued (position %zu)", pos);
 }
 
 /* Waits in the queue until started. Called and returns with r->mu held.
  * Returns 0 once j->started, or KF_ECANCELED with j out of the queue. */
-static int wait_turn(struct runner *r, struct job *j, struct queue *q,
-		     struct kf_err *err)
+static int wait_turn(struct runner *r, struct job *j, struct queue *q, struct kf_err *err)
 {
 	size_t last_pos = 0;
 	int64_t next_beat = 0;
@@ -424,8 +411,7 @@ static void resolve_gpus(struct runner *r)
 	if (n > RUNNER_MAX_GPUS)
 		n = RUNNER_MAX_GPUS;
 	if (n == 0)
-		snprintf(r->no_gpu_reason, sizeof(r->no_gpu_reason), "%s",
-			 gpu_no_gpu_reason());
+		snprintf(r->no_gpu_reason, sizeof(r->no_gpu_reason), "%s", gpu_no_gpu_reason());
 	r->gpu_count = n;
 }
 
@@ -440,20 +426,18 @@ int runner_gpu_count(struct runner *r)
 	return n;
 }
 
-int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
-	       void *arg, runner_progress_fn progress, void *progress_arg,
-	       const volatile int *cancel, const struct runner_opts *opts,
-	       struct kf_err *err)
+int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn, void *arg,
+	       runner_progress_fn progress, void *progress_arg, const volatile int *cancel,
+	       const struct runner_opts *opts, struct kf_err *err)
 {
 	struct job j;
 	struct queue *q;
-	struct kf_err jerr = { 0 };
+	struct kf_err jerr = {0};
 	int rc, reason;
 	int64_t limit;
 
 	if (kind != RUNNER_GPU && kind != RUNNER_CPU)
-		return kf_err_set(err, KF_EINVAL, "runner: unknown job kind %d",
-				  (int)kind);
+		return kf_err_set(err, KF_EINVAL, "runner: unknown job kind %d", (int)kind);
 	memset(&j, 0, sizeof(j));
 	j.kind = kind;
 	j.gpu = -1;
@@ -475,9 +459,10 @@ int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 			return kf_err_set(err, KF_ENOGPU, "%s", r->no_gpu_reason);
 		if (opts && opts->pin_gpu) {
 			if (opts->gpu < 0 || opts->gpu >= ngpu)
-				return kf_err_set(err, KF_EINVAL,
-						  "gpu: device %d does not exist on this host (GPUs 0..%d)",
-						  opts->gpu, ngpu - 1);
+				return kf_err_set(
+					err, KF_EINVAL,
+					"gpu: device %d does not exist on this host (GPUs 0..%d)",
+					opts->gpu, ngpu - 1);
 			j.pin_gpu = 1;
 			j.gpu_want = opts->gpu;
 		}
@@ -489,16 +474,15 @@ int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 	pthread_mutex_lock(&r->mu);
 	if (r->closing) {
 		pthread_mutex_unlock(&r->mu);
-		return kf_err_set(err, KF_ECANCELED,
-				  "cancelled: kforge is shutting down");
+		return kf_err_set(err, KF_ECANCELED, "cancelled: kforge is shutting down");
 	}
 	if (q->len >= r->max_queue) {
 		r->rejected_busy++;
 		pthread_mutex_unlock(&r->mu);
-		return kf_err_set(err, KF_EBUSY,
-				  "busy, retry: %zu %s jobs are already waiting (the queue holds at most %zu)",
-				  q->len, kind == RUNNER_GPU ? "GPU" : "CPU",
-				  r->max_queue);
+		return kf_err_set(
+			err, KF_EBUSY,
+			"busy, retry: %zu %s jobs are already waiting (the queue holds at most %zu)",
+			q->len, kind == RUNNER_GPU ? "GPU" : "CPU", r->max_queue);
 	}
 	r->users++;
 	j.enq_ms = now_ms();
@@ -547,11 +531,9 @@ int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
 			     : kf_err_set(err, KF_ECANCELED,
 					  "cancelled while running: the job was stopped");
 	else if (reason == STOP_CLOSING)
-		rc = kf_err_set(err, KF_ECANCELED,
-				"cancelled: kforge is shutting down");
+		rc = kf_err_set(err, KF_ECANCELED, "cancelled: kforge is shutting down");
 	else
-		rc = kf_err_set(err, rc, "%s",
-				jerr.msg[0] ? jerr.msg : kf_err_name(rc));
+		rc = kf_err_set(err, rc, "%s", jerr.msg[0] ? jerr.msg : kf_err_name(rc));
 out_locked:
 	r->users--;
 	pthread_cond_broadcast(&r->cv);
@@ -583,10 +565,8 @@ void runner_status(struct runner *r, struct runner_status *out)
 		if (!j)
 			continue;
 		out->gpus[g].busy = 1;
-		snprintf(out->gpus[g].label, sizeof(out->gpus[g].label), "%s",
-			 j->label);
-		out->gpus[g].running_s =
-			j->start_ms ? (double)(t - j->start_ms) / 1000.0 : 0.0;
+		snprintf(out->gpus[g].label, sizeof(out->gpus[g].label), "%s", j->label);
+		out->gpus[g].running_s = j->start_ms ? (double)(t - j->start_ms) / 1000.0 : 0.0;
 	}
 	pthread_mutex_unlock(&r->mu);
 }

@@ -13,7 +13,7 @@
 
 #include "server/kf_err.h"
 
-#define RUNNER_MAX_GPUS 16
+#define RUNNER_MAX_GPUS	   16
 #define RUNNER_LABEL_BYTES 64
 
 struct runner;
@@ -26,25 +26,24 @@ enum runner_kind { RUNNER_GPU = 0, RUNNER_CPU = 1 };
  * pass it to jail_run (or poll it) so the child is killed promptly; the
  * runner cannot return before fn does. Returns 0 or a KF_E* code with err
  * set. arg is borrowed. */
-typedef int (*runner_job_fn)(void *arg, int gpu, const volatile int *stop,
-			     struct kf_err *err);
+typedef int (*runner_job_fn)(void *arg, int gpu, const volatile int *stop, struct kf_err *err);
 
 enum runner_state {
-	RUNNER_QUEUED = 0,  /* waiting; position says where */
-	RUNNER_RUNNING = 1  /* started; gpu says where */
+	RUNNER_QUEUED = 0, /* waiting; position says where */
+	RUNNER_RUNNING = 1 /* started; gpu says where */
 };
 
 /* What a progress callback sees. Valid only during the callback. */
 struct runner_progress {
 	enum runner_state state;
-	size_t position;      /* QUEUED: 1 = next to start; 0 when RUNNING */
-	size_t queued;        /* jobs waiting in this queue now */
-	int gpu;              /* RUNNING GPU job: device ordinal; else -1 */
-	double waited_s;      /* seconds since runner_run was called */
-	double running_s;     /* seconds since the job started (0 if queued) */
-	double progress;      /* strictly increasing across one job's calls:
+	size_t position;     /* QUEUED: 1 = next to start; 0 when RUNNING */
+	size_t queued;	     /* jobs waiting in this queue now */
+	int gpu;	     /* RUNNING GPU job: device ordinal; else -1 */
+	double waited_s;     /* seconds since runner_run was called */
+	double running_s;    /* seconds since the job started (0 if queued) */
+	double progress;     /* strictly increasing across one job's calls:
 			       * pass as MCP progress (total unknown) */
-	const char *message;  /* "queued: position 2 of 3 (GPU jobs)",
+	const char *message; /* "queued: position 2 of 3 (GPU jobs)",
 			       * "running on GPU 0 (NVIDIA H200), 3 s" */
 };
 
@@ -58,16 +57,17 @@ typedef void (*runner_progress_fn)(void *arg, const struct runner_progress *p);
 
 /* Per-job options. Zeroed struct (or NULL) = defaults. */
 struct runner_opts {
-	int pin_gpu;        /* RUNNER_GPU: 0 = the first free GPU; 1 = only
+	int pin_gpu;	    /* RUNNER_GPU: 0 = the first free GPU; 1 = only
 			     * device ordinal gpu (calibrate, "device": k) */
-	int gpu;            /* with pin_gpu: the device ordinal */
+	int gpu;	    /* with pin_gpu: the device ordinal */
 	int64_t timeout_ms; /* running-time limit (queue wait excluded);
 			     * 0 = the runner's default; < 0 = none */
 	const char *label;  /* shown in runner_status, e.g. "check rmsnorm";
 			     * borrowed, copied (truncated to RUNNER_LABEL_BYTES) */
 };
 
-#define RUNNER_GPUS_PROBE (-1) /* gpu_count: ask gpu_probe() at the first
+#define RUNNER_GPUS_PROBE \
+	(-1) /* gpu_count: ask gpu_probe() at the first
 				* GPU job (so CLI commands that run no GPU
 				* job never load the driver) */
 
@@ -81,9 +81,8 @@ struct runner_opts {
  * KF_EBUSY (0: default 64). default_timeout_ms: running-time limit for jobs
  * whose opts say 0 (<= 0: none). Returns 0 and *out (free with runner_free),
  * or KF_EINVAL (gpu_count outside -1..RUNNER_MAX_GPUS) / KF_ENOMEM. */
-int runner_new(int gpu_count, int cpu_slots, size_t max_queue,
-	       int64_t default_timeout_ms, const char *no_gpu_reason,
-	       struct runner **out, struct kf_err *err)
+int runner_new(int gpu_count, int cpu_slots, size_t max_queue, int64_t default_timeout_ms,
+	       const char *no_gpu_reason, struct runner **out, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Cancels every queued job (their runner_run returns KF_ECANCELED), raises
@@ -103,26 +102,26 @@ void runner_free(struct runner *r);
  *   KF_ECANCELED also when the runner is being freed.
  * A job that finishes with 0 keeps 0 even if cancel or the timeout came
  * right at the end. */
-int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn,
-	       void *arg, runner_progress_fn progress, void *progress_arg,
-	       const volatile int *cancel, const struct runner_opts *opts,
-	       struct kf_err *err) __attribute__((warn_unused_result));
+int runner_run(struct runner *r, enum runner_kind kind, runner_job_fn fn, void *arg,
+	       runner_progress_fn progress, void *progress_arg, const volatile int *cancel,
+	       const struct runner_opts *opts, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* A snapshot of the queues. */
 struct runner_gpu_status {
-	int busy;                       /* 1 while a job runs on it */
+	int busy;			/* 1 while a job runs on it */
 	char label[RUNNER_LABEL_BYTES]; /* the running job's label or "" */
-	double running_s;               /* seconds the current job has run */
-	uint64_t jobs_done;             /* jobs finished on this GPU */
+	double running_s;		/* seconds the current job has run */
+	uint64_t jobs_done;		/* jobs finished on this GPU */
 };
 
 struct runner_status {
 	int gpu_count;
 	int cpu_slots;
 	size_t max_queue;
-	size_t gpu_queued;    /* GPU jobs waiting */
-	size_t cpu_queued;    /* CPU jobs waiting */
-	size_t cpu_running;   /* CPU jobs running */
+	size_t gpu_queued;  /* GPU jobs waiting */
+	size_t cpu_queued;  /* CPU jobs waiting */
+	size_t cpu_running; /* CPU jobs running */
 	uint64_t gpu_jobs_done;
 	uint64_t cpu_jobs_done;
 	uint64_t rejected_busy; /* runner_run calls answered KF_EBUSY */

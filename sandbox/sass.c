@@ -93,8 +93,9 @@ int sass_parse(const char *text, size_t len, struct sass_summary *out, struct kf
 {
 	memset(out, 0, sizeof *out);
 	if (len > SASS_TEXT_MAX_BYTES)
-		return kf_err_set(err, KF_ETOOBIG, "SASS listing is %zu bytes, over the %u-byte cap",
-				  len, SASS_TEXT_MAX_BYTES);
+		return kf_err_set(err, KF_ETOOBIG,
+				  "SASS listing is %zu bytes, over the %u-byte cap", len,
+				  SASS_TEXT_MAX_BYTES);
 	struct sass_kernel *cur = NULL;
 	struct sass_kernel overflow;
 	const char *p = text, *end = text + len;
@@ -155,12 +156,16 @@ int sass_parse(const char *text, size_t len, struct sass_summary *out, struct kf
 		count(cur, opc);
 	}
 	if (out->kernels_total == 0)
-		return kf_err_set(err, KF_EINVAL,
-				  "no \"Function :\" section in the SASS listing (is it cuobjdump -sass output?)");
+		return kf_err_set(
+			err, KF_EINVAL,
+			"no \"Function :\" section in the SASS listing (is it cuobjdump -sass output?)");
 	return 0;
 }
 
-static int sum5(const int *v) { return v[0] + v[1] + v[2] + v[3] + v[4]; }
+static int sum5(const int *v)
+{
+	return v[0] + v[1] + v[2] + v[3] + v[4];
+}
 
 int sass_hints(const struct sass_kernel *k, json_t *arr)
 {
@@ -171,7 +176,8 @@ int sass_hints(const struct sass_kernel *k, json_t *arr)
 	if (loads >= 1 && k->ldg[3] == 0 && k->ldgsts == 0 && k->tma == 0) {
 		snprintf(h, sizeof h,
 			 "no 128-bit global loads (%d narrower LDG): vectorize with float4/uint4 "
-			 "(16-byte aligned) to move more bytes per instruction", loads);
+			 "(16-byte aligned) to move more bytes per instruction",
+			 loads);
 		json_array_append_new(arr, json_string(h));
 		n++;
 	}
@@ -179,21 +185,26 @@ int sass_hints(const struct sass_kernel *k, json_t *arr)
 		snprintf(h, sizeof h,
 			 "matrix-style code (%d FFMA, shared-memory tiles) without tensor-core "
 			 "instructions: for a GEMM-like loop use mma.sync/wmma (HMMA) or wgmma "
-			 "(HGMMA on sm_90a) with f16/bf16/tf32 inputs", k->ffma);
+			 "(HGMMA on sm_90a) with f16/bf16/tf32 inputs",
+			 k->ffma);
 		json_array_append_new(arr, json_string(h));
 		n++;
 	}
 	if (k->ldl || k->stl) {
 		snprintf(h, sizeof h,
 			 "local memory traffic (%d LDL, %d STL): register spills or a "
-			 "dynamically indexed local array", k->ldl, k->stl);
+			 "dynamically indexed local array",
+			 k->ldl, k->stl);
 		json_array_append_new(arr, json_string(h));
 		n++;
 	}
-	if (k->hgmma == 0 && k->qgmma == 0 && k->utcmma == 0 && k->hmma > 0 && k->tma == 0 && k->ldgsts == 0) {
-		json_array_append_new(arr, json_string(
-			"tensor cores used with synchronous loads: on sm_80+ overlap loads with "
-			"cp.async (LDGSTS) or TMA pipelines"));
+	if (k->hgmma == 0 && k->qgmma == 0 && k->utcmma == 0 && k->hmma > 0 && k->tma == 0 &&
+	    k->ldgsts == 0) {
+		json_array_append_new(
+			arr,
+			json_string(
+				"tensor cores used with synchronous loads: on sm_80+ overlap loads with "
+				"cp.async (LDGSTS) or TMA pipelines"));
 		n++;
 	}
 	return n;

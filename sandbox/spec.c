@@ -36,8 +36,7 @@ static int check_keys(const json_t *obj, const char *path, const char *const *kn
 {
 	const char *key;
 	json_t *v;
-	json_object_foreach((json_t *)obj, key, v)
-	{
+	json_object_foreach((json_t *)obj, key, v) {
 		int ok = 0;
 		for (const char *const *k = known; *k; k++)
 			if (strcmp(*k, key) == 0)
@@ -100,7 +99,7 @@ int spec_scalar_index(const struct spec *s, const char *name)
 
 struct expr_env spec_env(const struct spec *s, const int64_t *vals)
 {
-	struct expr_env env = { (const char *const *)s->vars, vals, s->vars_len };
+	struct expr_env env = {(const char *const *)s->vars, vals, s->vars_len};
 	return env;
 }
 
@@ -119,7 +118,7 @@ static int parse_expr(const struct spec *s, const json_t *v, const char *path, s
 				  "%s: must be an integer expression (a string or an "
 				  "integer), not %s",
 				  path, type_name(v));
-	struct kf_err local = { 0 };
+	struct kf_err local = {0};
 	int rc = expr_parse(json_string_value(v), out, &local);
 	if (rc)
 		return kf_err_set(err, rc, "%s: %s", path, local.msg);
@@ -222,8 +221,7 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 				  type_name(row0));
 	const char *key;
 	json_t *v;
-	json_object_foreach((json_t *)row0, key, v)
-	{
+	json_object_foreach((json_t *)row0, key, v) {
 		if (!valid_name(key))
 			return kf_err_set(err, KF_EINVAL,
 					  "sizes[0]: '%s' is not a valid size name "
@@ -248,8 +246,7 @@ static int parse_sizes(struct spec *s, const json_t *j, struct kf_err *err)
 					  "sizes[%zu]: must be an object of size "
 					  "variables, not %s",
 					  r, type_name(row));
-		json_object_foreach((json_t *)row, key, v)
-		{
+		json_object_foreach((json_t *)row, key, v) {
 			int k = spec_var_index(s, key);
 			if (k < 0)
 				return kf_err_set(err, KF_EINVAL,
@@ -286,7 +283,7 @@ static const char *const INIT_NAMES[] = {
 	[SPEC_INIT_ONES] = "ones",	     [SPEC_INIT_ARANGE] = "arange",
 	[SPEC_INIT_INDEX] = "index",
 };
-static const char *const ROLE_NAMES[] = { "input", "output", "inout" };
+static const char *const ROLE_NAMES[] = {"input", "output", "inout"};
 
 const char *spec_role_name(enum spec_role r)
 {
@@ -315,7 +312,7 @@ static int parse_tensor(struct spec *s, const char *name, const json_t *t, struc
 {
 	char path[PATH_MAX_LEN];
 	snprintf(path, sizeof path, "tensors.%s", name);
-	static const char *const KEYS[] = { "dtype", "shape", "role", "init", "init_max", NULL };
+	static const char *const KEYS[] = {"dtype", "shape", "role", "init", "init_max", NULL};
 	if (!json_is_object(t))
 		return kf_err_set(err, KF_EINVAL, "%s: must be an object with dtype, shape, role",
 				  path);
@@ -418,8 +415,7 @@ static int parse_tensors(struct spec *s, const json_t *j, struct kf_err *err)
 	const char *key;
 	json_t *v;
 	int outputs = 0;
-	json_object_foreach((json_t *)ts, key, v)
-	{
+	json_object_foreach((json_t *)ts, key, v) {
 		if (!valid_name(key))
 			return kf_err_set(err, KF_EINVAL,
 					  "tensors: '%s' is not a valid name (letters, "
@@ -460,9 +456,8 @@ static int parse_scalars(struct spec *s, const json_t *j, struct kf_err *err)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	const char *key;
 	json_t *v;
-	static const char *const KEYS[] = { "dtype", "value", NULL };
-	json_object_foreach((json_t *)ss, key, v)
-	{
+	static const char *const KEYS[] = {"dtype", "value", NULL};
+	json_object_foreach((json_t *)ss, key, v) {
 		char path[PATH_MAX_LEN], p2[PATH_MAX_LEN * 2];
 		snprintf(path, sizeof path, "scalars.%s", key);
 		if (!valid_name(key))
@@ -587,7 +582,7 @@ static int parse_arg(struct spec *s, const json_t *v, const char *path, struct s
 	json_t *tmp = json_string(buf);
 	if (!tmp)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	struct kf_err local = { 0 };
+	struct kf_err local = {0};
 	int rc = parse_expr(s, tmp, path, &a->expr, &local);
 	json_decref(tmp);
 	if (rc) {
@@ -619,9 +614,7 @@ static int parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	*out = ls;
 	*out_len = n;
-	static const char *const KEYS[] = {
-		"kernel", "grid", "block", "shared_bytes", "args", NULL
-	};
+	static const char *const KEYS[] = {"kernel", "grid", "block", "shared_bytes", "args", NULL};
 	for (size_t i = 0; i < n; i++) {
 		char lp[PATH_MAX_LEN], p2[PATH_MAX_LEN * 2];
 		snprintf(lp, sizeof lp, "%s[%zu]", path, i);
@@ -723,7 +716,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 				  "launch) or torch");
 	int rc;
 	if (json_object_get(r, "op")) {
-		static const char *const KEYS[] = { "op", "params", NULL };
+		static const char *const KEYS[] = {"op", "params", NULL};
 		if ((rc = check_keys(r, "reference", KEYS, err)))
 			return rc;
 		const json_t *op = json_object_get(r, "op");
@@ -793,8 +786,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 		if (params) {
 			const char *key;
 			json_t *v;
-			json_object_foreach((json_t *)params, key, v)
-			{
+			json_object_foreach((json_t *)params, key, v) {
 				int known = 0;
 				for (size_t k = 0; k < np; k++)
 					known |= strcmp(t->scalar_names[k], key) == 0;
@@ -808,7 +800,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 		return 0;
 	}
 	if (json_object_get(r, "source")) {
-		static const char *const KEYS[] = { "source", "launch", NULL };
+		static const char *const KEYS[] = {"source", "launch", NULL};
 		if ((rc = check_keys(r, "reference", KEYS, err)))
 			return rc;
 		s->ref.kind = SPEC_REF_CUDA;
@@ -818,7 +810,7 @@ static int parse_reference(struct spec *s, const json_t *j,
 		return parse_launch_list(s, json_object_get(r, "launch"), "reference.launch",
 					 &s->ref.launch, &s->ref.launch_len, err);
 	}
-	static const char *const KEYS[] = { "torch", NULL };
+	static const char *const KEYS[] = {"torch", NULL};
 	if ((rc = check_keys(r, "reference", KEYS, err)))
 		return rc;
 	const json_t *t = json_object_get(r, "torch");
@@ -860,7 +852,7 @@ static int parse_baseline(struct spec *s, const json_t *j, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL,
 				  "baseline: must be {\"launch\": [...]} (kernels.fatbin) "
 				  "or {\"source\": ..., \"launch\": [...]}");
-	static const char *const KEYS[] = { "source", "launch", NULL };
+	static const char *const KEYS[] = {"source", "launch", NULL};
 	if ((rc = check_keys(b, "baseline", KEYS, err)))
 		return rc;
 	if (json_object_get(b, "source")) {
@@ -880,7 +872,7 @@ static int parse_tolerance(struct spec *s, const json_t *j, struct kf_err *err)
 	const json_t *t = json_object_get(j, "tolerance");
 	if (!t)
 		return 0;
-	static const char *const KEYS[] = { "atol", "rtol", NULL };
+	static const char *const KEYS[] = {"atol", "rtol", NULL};
 	if (!json_is_object(t))
 		return kf_err_set(err, KF_EINVAL,
 				  "tolerance: must be {\"atol\": number, \"rtol\": number}");
@@ -909,7 +901,7 @@ static int parse_cost(struct spec *s, const json_t *j, struct kf_err *err)
 	const json_t *c = json_object_get(j, "cost");
 	if (!c)
 		return 0;
-	static const char *const KEYS[] = { "bytes", "flops", NULL };
+	static const char *const KEYS[] = {"bytes", "flops", NULL};
 	if (!json_is_object(c))
 		return kf_err_set(err, KF_EINVAL,
 				  "cost: must be {\"bytes\": expr, \"flops\": expr}");
@@ -976,7 +968,7 @@ static int eval_at(const struct spec *s, const struct expr *e, const int64_t *va
 		   const char *where, const char *field, int64_t *out, struct kf_err *err)
 {
 	struct expr_env env = spec_env(s, vals);
-	struct kf_err local = { 0 };
+	struct kf_err local = {0};
 	int rc = expr_eval(e, &env, out, &local);
 	if (rc)
 		return kf_err_set(err, rc, "%s: %s: %s", where, field, local.msg);
@@ -1156,8 +1148,8 @@ int spec_launch_dims(const struct spec *s, const struct spec_launch *l, const in
 static int check_launches_at(const struct spec *s, const int64_t *vals, const char *where,
 			     struct kf_err *err)
 {
-	const struct spec_launch *lists[3] = { s->launch, s->ref.launch, s->baseline.launch };
-	size_t lens[3] = { s->launch_len, s->ref.launch_len, s->baseline.launch_len };
+	const struct spec_launch *lists[3] = {s->launch, s->ref.launch, s->baseline.launch};
+	size_t lens[3] = {s->launch_len, s->ref.launch_len, s->baseline.launch_len};
 	for (int q = 0; q < 3; q++)
 		for (size_t i = 0; i < lens[q]; i++) {
 			uint32_t g[3], b[3], sb;
@@ -1195,10 +1187,10 @@ int spec_parse(const json_t *j, const struct spec_limits *lim,
 	*out = NULL;
 	if (!json_is_object(j))
 		return kf_err_set(err, KF_EINVAL, "spec: must be a JSON object");
-	static const char *const KEYS[] = { "source",	 "arch",   "sizes",	  "tensors",
-					    "scalars",	 "launch", "reference",	  "baseline",
-					    "tolerance", "cost",   "constraints", "op",
-					    "dtype",	 "name",   "description", NULL };
+	static const char *const KEYS[] = {"source",	"arch",	  "sizes",	 "tensors",
+					   "scalars",	"launch", "reference",	 "baseline",
+					   "tolerance", "cost",	  "constraints", "op",
+					   "dtype",	"name",	  "description", NULL};
 	int rc = check_keys(j, "spec", KEYS, err);
 	if (rc)
 		return rc;
@@ -1299,8 +1291,8 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 	const int64_t *v0 = &s->sizes[base * s->vars_len];
 	/* Steps grow from small odd numbers (breaking multiples of 2) to powers
 	 * of two (to satisfy divisibility constraints). */
-	static const int64_t STEPS[] = { 1,  3,	 5,  7,	 2,   6,   4,	12,  8,	  16,	24,
-					 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048 };
+	static const int64_t STEPS[] = {1,  3,	5,  7,	2,   6,	  4,   12,  8,	 16,   24,
+					32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048};
 	const size_t nsteps = sizeof STEPS / sizeof STEPS[0];
 	int64_t cand[SPEC_MAX_VARS];
 	uint64_t rng = spec_mix64(seed ^ 0x6f64645f73697a65ull);
@@ -1443,12 +1435,11 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, 
 					  : 1;
 	uint64_t chunk = ((elems + (uint64_t)n - 1) / (uint64_t)n + 1) & ~1ull;
 	pthread_t th[FILL_THREADS_MAX];
-	int started[FILL_THREADS_MAX] = { 0 };
+	int started[FILL_THREADS_MAX] = {0};
 	for (int k = 0; k < n; k++) {
 		uint64_t lo = (uint64_t)k * chunk, hi = lo + chunk;
 		jobs[k] = (struct fill_job){
-			t, key, init_max, buf, lo < elems ? lo : elems, hi < elems ? hi : elems
-		};
+			t, key, init_max, buf, lo < elems ? lo : elems, hi < elems ? hi : elems};
 		if (k > 0)
 			started[k] = pthread_create(&th[k], NULL, fill_thread, &jobs[k]) == 0;
 	}

@@ -81,14 +81,15 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 		int ok = 0;
 		size_t i;
 		json_t *v;
-		json_array_foreach(allowed, i, v) ok |=
-			json_is_string(v) && strcmp(json_string_value(v), dts) == 0;
+		json_array_foreach(allowed, i, v)
+			ok |= json_is_string(v) && strcmp(json_string_value(v), dts) == 0;
 		if (!ok) {
 			char list[128] = "";
 			size_t n = 0;
-			json_array_foreach(allowed, i, v) if (json_is_string(v)) n +=
-				(size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
-						 json_string_value(v));
+			json_array_foreach(allowed, i, v)
+				if (json_is_string(v))
+					n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+							      n ? ", " : "", json_string_value(v));
 			rc = kf_err_set(err, KF_EINVAL,
 					"dtype: '%s' is not supported by op '%s' "
 					"(supported: %s)",
@@ -103,8 +104,8 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 	else if (json_is_object(cost) && !json_object_get(cost, "bytes") &&
 		 !json_object_get(cost, "flops"))
 		json_object_del(tpl, "cost");
-	static const char *const COPY[] = { "tensors", "scalars",  "constraints",
-					    "cost",    "baseline", NULL };
+	static const char *const COPY[] = {"tensors", "scalars",  "constraints",
+					   "cost",    "baseline", NULL};
 	for (const char *const *k = COPY; *k; k++) {
 		json_t *v = json_object_get(tpl, *k);
 		if (v && !json_object_get(o, *k))

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "knowledge/kb.h"     /* kb */
+#include "knowledge/kb.h" /* kb */
 #include "log.h"
 #include "sandbox/compile.h" /* compile */
 #include "sandbox/history.h" /* runner */
@@ -36,25 +36,22 @@ static int make_dirs(const char *path, struct kf_err *err)
 	size_t n = strlen(path);
 
 	if (n == 0 || n >= sizeof(buf))
-		return kf_err_set(err, KF_EINVAL, "data dir '%s': empty or too long",
-				  path);
+		return kf_err_set(err, KF_EINVAL, "data dir '%s': empty or too long", path);
 	memcpy(buf, path, n + 1);
 	for (size_t i = 1; i <= n; i++) {
 		if (buf[i] != '/' && buf[i] != '\0')
 			continue;
 		buf[i] = '\0';
 		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s",
-					  buf, strerror(errno));
+			return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s", buf,
+					  strerror(errno));
 		buf[i] = i == n ? '\0' : '/';
 	}
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return kf_err_set(err, KF_EIO, "data dir '%s' is not a directory",
-				  path);
+		return kf_err_set(err, KF_EIO, "data dir '%s' is not a directory", path);
 	if (access(path, W_OK) != 0)
-		return kf_err_set(err, KF_EPERM, "data dir '%s' is not writable",
-				  path);
+		return kf_err_set(err, KF_EPERM, "data dir '%s' is not writable", path);
 	return 0;
 }
 
@@ -68,8 +65,7 @@ static int resolve_data_dir(struct app_priv *p, struct kf_err *err)
 	else if ((xdg = getenv("XDG_DATA_HOME")) && *xdg == '/')
 		n = snprintf(p->data_dir, sizeof(p->data_dir), "%s/kforge", xdg);
 	else if ((home = getenv("HOME")) && *home)
-		n = snprintf(p->data_dir, sizeof(p->data_dir),
-			     "%s/.local/share/kforge", home);
+		n = snprintf(p->data_dir, sizeof(p->data_dir), "%s/.local/share/kforge", home);
 	else
 		return kf_err_set(err, KF_EINVAL,
 				  "data dir: neither --data-dir, XDG_DATA_HOME nor HOME is set");
@@ -106,8 +102,7 @@ static void resolve_kb(struct app_priv *p)
 	if (slash)
 		*slash = '\0';
 	snprintf(cand[0], sizeof(cand[0]), "%.*s/knowledge.db", PATH_MAX - 16, exe);
-	snprintf(cand[1], sizeof(cand[1]), "%.*s/../share/kforge/knowledge.db",
-		 PATH_MAX - 32, exe);
+	snprintf(cand[1], sizeof(cand[1]), "%.*s/../share/kforge/knowledge.db", PATH_MAX - 32, exe);
 	snprintf(p->kb_path, sizeof(p->kb_path), "%s", cand[0]);
 	for (int i = 0; i < 2; i++)
 		if (access(cand[i], R_OK) == 0) {
@@ -129,8 +124,7 @@ static int app_open_history_runner(struct app *app, struct kf_err *err)
 	rc = history_open(db, &app->history, err);
 	if (rc)
 		return rc;
-	return runner_new(RUNNER_GPUS_PROBE, 0, 64, 15 * 60 * 1000, NULL,
-			  &app->runner, err);
+	return runner_new(RUNNER_GPUS_PROBE, 0, 64, 15 * 60 * 1000, NULL, &app->runner, err);
 }
 
 /* kb: a missing or stale knowledge.db must not stop compiles and GPU
@@ -148,7 +142,8 @@ static void app_open_kb(struct app *app)
  * namespaces still starts: compiles are refused with the reason. */
 static void app_open_compiler(struct app *app)
 {
-	struct compile_config cc = {.data_dir = app->cfg.data_dir, .kb = app->kb,
+	struct compile_config cc = {.data_dir = app->cfg.data_dir,
+				    .kb = app->kb,
 				    .sandbox_none = app->cfg.sandbox == APP_SANDBOX_NONE};
 	struct kf_err e = {0};
 	int rc = compile_open(&cc, &app->cc, &e);
@@ -179,13 +174,12 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 	if (rc)
 		goto out;
 	resolve_kb(p);
-	log_debug("app", "data dir %s, knowledge base %s, sandbox %s",
-		  app->cfg.data_dir, app->cfg.kb_path,
-		  app->cfg.sandbox == APP_SANDBOX_NONE ? "none" : "bwrap");
+	log_debug("app", "data dir %s, knowledge base %s, sandbox %s", app->cfg.data_dir,
+		  app->cfg.kb_path, app->cfg.sandbox == APP_SANDBOX_NONE ? "none" : "bwrap");
 
 	/* Domain modules, in dependency order (each adds its lines here). */
-	app_open_kb(app); /* kb: knowledge.db, read-only; never fatal */
-	app_open_compiler(app); /* compile: jail + artifact cache; never fatal */
+	app_open_kb(app);			/* kb: knowledge.db, read-only; never fatal */
+	app_open_compiler(app);			/* compile: jail + artifact cache; never fatal */
 	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
 	if (rc)
 		goto out;
@@ -207,7 +201,7 @@ void app_close(struct app *app)
 	runner_free(app->runner); /* runner: waits for running jobs */
 	history_close(app->history);
 	compile_close(app->cc); /* compile */
-	kb_close(app->kb); /* kb: opened first, closed last */
+	kb_close(app->kb);	/* kb: opened first, closed last */
 
 	free((struct app_priv *)app);
 }

@@ -17,19 +17,19 @@ struct history;
 enum app_sandbox { APP_SANDBOX_BWRAP = 0, APP_SANDBOX_NONE = 1 };
 
 struct app_config {
-	const char *data_dir;     /* state.db, cache; created if missing */
-	const char *kb_path;      /* knowledge.db; NULL = next to the binary / installed */
+	const char *data_dir;	  /* state.db, cache; created if missing */
+	const char *kb_path;	  /* knowledge.db; NULL = next to the binary / installed */
 	enum app_sandbox sandbox; /* --sandbox=none only when the operator asks */
 	size_t max_message_bytes; /* JSON-RPC message cap, default 8 MiB */
-	int log_level;            /* LOG_* from log.h */
+	int log_level;		  /* LOG_* from log.h */
 	int conformance_fixtures; /* register the conformance fixture tools */
 };
 
 struct app {
 	struct app_config cfg;
-	struct kb *kb;           /* knowledge/: read-only at run time */
-	struct compiler *cc;     /* sandbox/: nvcc driver + artifact cache */
-	struct runner *runner;   /* sandbox/: job queue, GPU pool */
+	struct kb *kb;		 /* knowledge/: read-only at run time */
+	struct compiler *cc;	 /* sandbox/: nvcc driver + artifact cache */
+	struct runner *runner;	 /* sandbox/: job queue, GPU pool */
 	struct history *history; /* sandbox/: state.db runs */
 };
 

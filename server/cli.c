@@ -19,17 +19,10 @@
 
 /* Every command table, in the order `kforge --help` lists them. */
 static const struct cli_cmd *const TABLES[] = {
-	CLI_CORE,
-	CLI_SETUP,
-	CLI_DEMO,
-	CLI_OPS,
-	CLI_KB,
-	CLI_COMPILE,
-	CLI_RUNS,
-	CLI_GPU,
+	CLI_CORE, CLI_SETUP, CLI_DEMO, CLI_OPS, CLI_KB, CLI_COMPILE, CLI_RUNS, CLI_GPU,
 };
 
-#define TABLES_LEN (sizeof(TABLES) / sizeof(TABLES[0]))
+#define TABLES_LEN		(sizeof(TABLES) / sizeof(TABLES[0]))
 #define CLI_JSON_ARGS_MAX_BYTES (8u << 20)
 
 /* --- common options ---------------------------------------------------------- */
@@ -44,8 +37,7 @@ void cli_common_init(struct cli_common *co)
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]; returns 1 and sets
  * *val (advancing *i past a separate value), 0 when argv[*i] is not --name,
  * -1 when the value is missing. */
-static int opt_value(int argc, char **argv, int *i, const char *name,
-		     const char **val)
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 {
 	size_t n = strlen(name);
 
@@ -84,8 +76,7 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-int cli_common_parse(struct cli_common *co, int *argc, char **argv,
-		     struct kf_err *err)
+int cli_common_parse(struct cli_common *co, int *argc, char **argv, struct kf_err *err)
 {
 	int out = 1;
 
@@ -118,15 +109,17 @@ int cli_common_parse(struct cli_common *co, int *argc, char **argv,
 		} else if ((m = opt_value(*argc, argv, &i, "--log-level", &v)) != 0) {
 			int l = m > 0 ? log_level_parse(v) : -1;
 			if (l < 0)
-				return kf_err_set(err, KF_EINVAL,
-						  "--log-level must be debug, info, warn, error or off, not '%s'",
-						  m > 0 ? v : "");
+				return kf_err_set(
+					err, KF_EINVAL,
+					"--log-level must be debug, info, warn, error or off, not '%s'",
+					m > 0 ? v : "");
 			co->log_level = l;
 		} else if ((m = opt_value(*argc, argv, &i, "--max-message-bytes", &v)) != 0) {
 			if (m < 0 || parse_size(v, &co->max_message_bytes))
-				return kf_err_set(err, KF_EINVAL,
-						  "--max-message-bytes needs a size from 1 to 1G (e.g. 8M), not '%s'",
-						  m > 0 ? v : "");
+				return kf_err_set(
+					err, KF_EINVAL,
+					"--max-message-bytes needs a size from 1 to 1G (e.g. 8M), not '%s'",
+					m > 0 ? v : "");
 		} else if (strcmp(argv[i], "--json") == 0) {
 			co->json = 1;
 		} else if (strcmp(argv[i], "--conformance-fixtures") == 0) {
@@ -140,8 +133,7 @@ int cli_common_parse(struct cli_common *co, int *argc, char **argv,
 	return 0;
 }
 
-int cli_app_open(const struct cli_common *co, struct app **out,
-		 struct kf_err *err)
+int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *err)
 {
 	struct app_config cfg = {0};
 	int rc;
@@ -178,8 +170,8 @@ int cli_exit_code(int kf_code)
 
 static int exit_of_name(const char *name)
 {
-	static const int codes[] = {KF_ENOGPU, KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
-				    KF_ECANCELED, KF_ESANDBOX, KF_EDB, KF_EIO};
+	static const int codes[] = {KF_ENOGPU,	  KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
+				    KF_ECANCELED, KF_ESANDBOX,	KF_EDB,	  KF_EIO};
 
 	for (size_t i = 0; name && i < sizeof(codes) / sizeof(codes[0]); i++)
 		if (strcmp(name, kf_err_name(codes[i])) == 0)
@@ -379,9 +371,7 @@ static const char SERVE_USAGE[] =
 	"  --max-message-bytes N   cap one JSON-RPC message / request body\n"
 	"                          (default 8M; K and M suffixes)\n"
 	"  --conformance-fixtures  register the MCP conformance-suite test tools,\n"
-	"                          resources and prompts (tests only)\n"
-	CLI_COMMON_HELP
-	"\n"
+	"                          resources and prompts (tests only)\n" CLI_COMMON_HELP "\n"
 	"Exit status: 0 after a clean shutdown (EOF on stdin, SIGINT/SIGTERM),\n"
 	"2 for a bad command line, 5 when it cannot start (port in use, data dir\n"
 	"not writable), 1 on other failures.\n"
@@ -443,26 +433,29 @@ static int cmd_serve(int argc, char **argv)
 			http = 0;
 		} else if ((m = opt_value(argc, argv, &i, "--http", &v)) != 0) {
 			if (m < 0 || parse_addr_port(v, addr, sizeof(addr), &ho.port))
-				return cli_usage_error("serve",
-						       "--http needs [ADDR:]PORT with PORT 0-65535, not '%s'",
-						       m > 0 ? v : "");
+				return cli_usage_error(
+					"serve",
+					"--http needs [ADDR:]PORT with PORT 0-65535, not '%s'",
+					m > 0 ? v : "");
 			http = 1;
 		} else if ((m = opt_value(argc, argv, &i, "--token-env", &v)) != 0) {
 			if (m < 0 || !*v)
-				return cli_usage_error("serve", "--token-env needs a variable name");
+				return cli_usage_error("serve",
+						       "--token-env needs a variable name");
 			ho.token_env = v;
 		} else if ((m = opt_value(argc, argv, &i, "--allow-origin", &v)) != 0) {
 			if (m < 0 || !*v || norigins >= SERVE_ORIGINS_MAX)
-				return cli_usage_error("serve",
-						       "--allow-origin needs an origin such as http://localhost:3000 (at most %d)",
-						       SERVE_ORIGINS_MAX);
+				return cli_usage_error(
+					"serve",
+					"--allow-origin needs an origin such as http://localhost:3000 (at most %d)",
+					SERVE_ORIGINS_MAX);
 			origins[norigins++] = v;
 		} else if ((m = opt_value(argc, argv, &i, "--session-idle", &v)) != 0) {
 			char *end;
 			long s = m > 0 ? strtol(v, &end, 10) : -1;
 			if (m < 0 || *end || s < 1 || s > 86400 * 7)
-				return cli_usage_error("serve",
-						       "--session-idle needs seconds from 1 to 604800");
+				return cli_usage_error(
+					"serve", "--session-idle needs seconds from 1 to 604800");
 			ho.session_idle_s = (unsigned)s;
 		} else if (strncmp(argv[i], "--max-sessions", 14) == 0 ||
 			   strncmp(argv[i], "--max-inflight", 14) == 0 ||
@@ -476,8 +469,8 @@ static int cmd_serve(int argc, char **argv)
 				return cli_usage_error("serve", "unknown option '%s'", argv[i]);
 			n = m > 0 ? strtol(v, &end, 10) : -1;
 			if (m < 0 || *end || n < 1 || n > 1000000)
-				return cli_usage_error("serve", "%s needs a count from 1 to 1000000",
-						       name);
+				return cli_usage_error("serve",
+						       "%s needs a count from 1 to 1000000", name);
 			if (strcmp(name, "--max-sessions") == 0)
 				ho.max_sessions = (unsigned)n;
 			else if (strcmp(name, "--max-inflight") == 0)
@@ -494,8 +487,9 @@ static int cmd_serve(int argc, char **argv)
 	}
 	if (!http && (ho.token_env || norigins || ho.port_file || ho.max_sessions ||
 		      ho.max_inflight || ho.threads || ho.session_idle_s))
-		return cli_usage_error("serve",
-				       "--token-env, --allow-origin, --port-file, --session-idle, --max-sessions, --max-inflight and --http-threads need --http");
+		return cli_usage_error(
+			"serve",
+			"--token-env, --allow-origin, --port-file, --session-idle, --max-sessions, --max-inflight and --http-threads need --http");
 
 	rc = cli_app_open(&co, &app, &err);
 	if (rc) {
@@ -570,7 +564,8 @@ static int cmd_tools(int argc, char **argv)
 			printf("%s\n", t->name);
 		else
 			printf("%-20s %-10s %s\n", t->name,
-			       t->annotations & TOOL_READ_ONLY ? "read-only" : "", t->title ? t->title : "");
+			       t->annotations & TOOL_READ_ONLY ? "read-only" : "",
+			       t->title ? t->title : "");
 	}
 	return CLI_EXIT_OK;
 }
@@ -581,9 +576,7 @@ static const char CALL_USAGE[] =
 	"Calls any MCP tool by name with a JSON object of arguments (from the\n"
 	"command line, or from stdin with '-'), exactly as an agent would, and\n"
 	"prints the result as a table (or JSON with --json).\n"
-	"\n"
-	CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge call get_gpu_specs '{\"gpu\": \"H100\"}'\n"
 	"  kforge call check_kernel - < spec.json\n";
@@ -623,8 +616,7 @@ static json_t *read_json_stdin(struct kf_err *err)
 	}
 	v = json_loadb(buf, used, 0, &jerr);
 	if (!v)
-		kf_err_set(err, KF_EINVAL, "stdin: not JSON: %s (line %d)", jerr.text,
-			   jerr.line);
+		kf_err_set(err, KF_EINVAL, "stdin: not JSON: %s (line %d)", jerr.text, jerr.line);
 out:
 	free(buf);
 	return v;
@@ -705,11 +697,10 @@ static void print_help(FILE *f)
 	for (size_t t = 0; t < TABLES_LEN; t++)
 		for (const struct cli_cmd *c = TABLES[t]; c->name; c++)
 			fprintf(f, "  %-14s %s\n", c->name, c->summary);
-	fprintf(f,
-		"\n"
-		"Exit status: 0 ok, 1 failed, 2 bad usage, 3 no GPU, 4 not found,\n"
-		"5 cannot start (data dir, knowledge base, sandbox, port), 6 busy or\n"
-		"timed out (retry), 130 interrupted. See docs/cli.md.\n");
+	fprintf(f, "\n"
+		   "Exit status: 0 ok, 1 failed, 2 bad usage, 3 no GPU, 4 not found,\n"
+		   "5 cannot start (data dir, knowledge base, sandbox, port), 6 busy or\n"
+		   "timed out (retry), 130 interrupted. See docs/cli.md.\n");
 }
 
 int cli_main(int argc, char **argv)
@@ -729,7 +720,8 @@ int cli_main(int argc, char **argv)
 		if (argc > 2) {
 			c = cli_find(argv[2]);
 			if (!c) {
-				fprintf(stderr, "kforge: unknown command '%s' (run `kforge --help`)\n",
+				fprintf(stderr,
+					"kforge: unknown command '%s' (run `kforge --help`)\n",
 					argv[2]);
 				return CLI_EXIT_USAGE;
 			}

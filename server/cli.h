@@ -15,15 +15,15 @@
 
 /* Exit codes of every kforge command (documented in docs/cli.md). */
 enum {
-	CLI_EXIT_OK = 0,       /* success */
-	CLI_EXIT_FAIL = 1,     /* the operation failed (tool error, wrong kernel,
+	CLI_EXIT_OK = 0,	/* success */
+	CLI_EXIT_FAIL = 1,	/* the operation failed (tool error, wrong kernel,
 				* compile error, I/O) */
-	CLI_EXIT_USAGE = 2,    /* bad command line: unknown option, missing arg */
-	CLI_EXIT_NOGPU = 3,    /* needs a GPU and this host has none usable */
-	CLI_EXIT_NOTFOUND = 4, /* unknown GPU, guide, run, artifact or tool */
-	CLI_EXIT_ENV = 5,      /* could not start: data dir, knowledge base,
+	CLI_EXIT_USAGE = 2,	/* bad command line: unknown option, missing arg */
+	CLI_EXIT_NOGPU = 3,	/* needs a GPU and this host has none usable */
+	CLI_EXIT_NOTFOUND = 4,	/* unknown GPU, guide, run, artifact or tool */
+	CLI_EXIT_ENV = 5,	/* could not start: data dir, knowledge base,
 				* sandbox, port in use */
-	CLI_EXIT_BUSY = 6,     /* queue full or timed out: retry later */
+	CLI_EXIT_BUSY = 6,	/* queue full or timed out: retry later */
 	CLI_EXIT_CANCELED = 130 /* interrupted (SIGINT) */
 };
 
@@ -39,39 +39,39 @@ struct cli_cmd {
 
 /* Subcommand tables, one per owner file, each ended by {NULL}.
  * Declared here, defined there; cli.c lists those that exist. */
-extern const struct cli_cmd CLI_CORE[];    /* cli.c: serve, tools, call, version */
-extern const struct cli_cmd CLI_KB[];      /* cli_kb.c */
+extern const struct cli_cmd CLI_CORE[];	   /* cli.c: serve, tools, call, version */
+extern const struct cli_cmd CLI_KB[];	   /* cli_kb.c */
 extern const struct cli_cmd CLI_COMPILE[]; /* cli_compile.c */
-extern const struct cli_cmd CLI_GPU[];     /* cli_gpu.c: check, bench, calibrate */
-extern const struct cli_cmd CLI_RUNS[];    /* cli_runs.c */
+extern const struct cli_cmd CLI_GPU[];	   /* cli_gpu.c: check, bench, calibrate */
+extern const struct cli_cmd CLI_RUNS[];	   /* cli_runs.c */
 extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
-extern const struct cli_cmd CLI_DEMO[];    /* cli_demo.c: demo */
-extern const struct cli_cmd CLI_OPS[];     /* cli_ops.c: ops */
+extern const struct cli_cmd CLI_DEMO[];	   /* cli_demo.c: demo */
+extern const struct cli_cmd CLI_OPS[];	   /* cli_ops.c: ops */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {
-	const char *data_dir;     /* --data-dir DIR; NULL = $XDG_DATA_HOME/kforge */
-	const char *kb_path;      /* --kb FILE; NULL = $KFORGE_KB or next to the binary */
+	const char *data_dir;	  /* --data-dir DIR; NULL = $XDG_DATA_HOME/kforge */
+	const char *kb_path;	  /* --kb FILE; NULL = $KFORGE_KB or next to the binary */
 	enum app_sandbox sandbox; /* --sandbox=bwrap|none */
-	int log_level;            /* --log-level LEVEL (LOG_*), default warn for
+	int log_level;		  /* --log-level LEVEL (LOG_*), default warn for
 				   * commands, info for serve */
-	int json;                 /* --json: print structuredContent as JSON */
+	int json;		  /* --json: print structuredContent as JSON */
 	size_t max_message_bytes; /* --max-message-bytes N */
 	int conformance_fixtures; /* --conformance-fixtures */
 };
 
 /* Help text for the common options, to paste into a command's usage. */
-#define CLI_COMMON_HELP                                                        \
-	"Common options:\n"                                                    \
+#define CLI_COMMON_HELP                                                       \
+	"Common options:\n"                                                   \
 	"  --data-dir DIR       state.db and caches (default "                \
-	"$XDG_DATA_HOME/kforge,\n"                                             \
-	"                       or ~/.local/share/kforge)\n"                   \
-	"  --kb FILE            knowledge.db (default $KFORGE_KB, then next "  \
-	"to the binary)\n"                                                     \
-	"  --sandbox=bwrap|none run compiles and GPU jobs in bubblewrap "      \
-	"(default) or not\n"                                                   \
-	"  --log-level LEVEL    debug, info, warn, error, off (logs go to "    \
-	"stderr)\n"                                                            \
+	"$XDG_DATA_HOME/kforge,\n"                                            \
+	"                       or ~/.local/share/kforge)\n"                  \
+	"  --kb FILE            knowledge.db (default $KFORGE_KB, then next " \
+	"to the binary)\n"                                                    \
+	"  --sandbox=bwrap|none run compiles and GPU jobs in bubblewrap "     \
+	"(default) or not\n"                                                  \
+	"  --log-level LEVEL    debug, info, warn, error, off (logs go to "   \
+	"stderr)\n"                                                           \
 	"  --json               print the result as JSON instead of a table\n"
 
 /* Sets co to the defaults (log level warn). */
@@ -82,13 +82,13 @@ void cli_common_init(struct cli_common *co);
  * --conformance-fixtures) out of argv[1..], shifting the rest down in order
  * and updating *argc; argv[0] stays. Returns 0, or KF_EINVAL with err
  * naming the bad option and value. */
-int cli_common_parse(struct cli_common *co, int *argc, char **argv,
-		     struct kf_err *err) __attribute__((warn_unused_result));
+int cli_common_parse(struct cli_common *co, int *argc, char **argv, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Sets the log level and opens the app from co (tools_init included).
  * Returns 0 and *out (free with app_close), or a KF_E* code with err set. */
-int cli_app_open(const struct cli_common *co, struct app **out,
-		 struct kf_err *err) __attribute__((warn_unused_result));
+int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Prints a tool's structuredContent: with json, compact JSON and a newline;
  * otherwise the summary line, then the other members as "key: value" lines,
@@ -107,8 +107,7 @@ int cli_exit_code(int kf_code);
 
 /* Prints "kforge CMD: <message>\n" and the command's synopsis hint to
  * stderr; returns CLI_EXIT_USAGE. */
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Finds a command by name in every table. Returns borrowed or NULL. */
 const struct cli_cmd *cli_find(const char *name);

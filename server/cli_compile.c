@@ -25,8 +25,7 @@ static const char COMPILE_USAGE[] =
 	"                   (e.g. \"-O3 --use_fast_math -maxrregcount=64 -D TILE=32\")\n"
 	"  --ptx            keep the PTX; prints its kforge://artifacts/ID/ptx link\n"
 	"  --sass           SASS summary (where cuobjdump exists)\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge compile rmsnorm.cu --arch sm_90a\n"
 	"  kforge compile k.cu --flags \"-lineinfo -Xptxas -O3\" --json\n";
@@ -97,16 +96,19 @@ static void print_kernels(FILE *f, const json_t *ks)
 		if (json_is_array(oc)) {
 			size_t j, n = 0;
 			json_t *o;
-			json_array_foreach(oc, j, o) n += (size_t)snprintf(occ + n, sizeof occ - n, "%s%.0f%%",
-						   j ? "/" : "", 100 * json_number_value(json_object_get(o, "occupancy")));
+			json_array_foreach(oc, j, o)
+				n += (size_t)snprintf(
+					occ + n, sizeof occ - n, "%s%.0f%%", j ? "/" : "",
+					100 * json_number_value(json_object_get(o, "occupancy")));
 		}
 		fprintf(f, "%-32.64s %5lld %9lld %7s %7lld %5lld/%-5lld %-9s %s\n",
 			json_string_value(json_object_get(k, "name")),
 			(long long)json_integer_value(json_object_get(k, "registers")),
-			(long long)json_integer_value(json_object_get(k, "shared_static_bytes")), cm,
-			(long long)json_integer_value(json_object_get(k, "local_bytes")),
+			(long long)json_integer_value(json_object_get(k, "shared_static_bytes")),
+			cm, (long long)json_integer_value(json_object_get(k, "local_bytes")),
 			(long long)json_integer_value(json_object_get(k, "spill_store_bytes")),
-			(long long)json_integer_value(json_object_get(k, "spill_load_bytes")), bounds, occ);
+			(long long)json_integer_value(json_object_get(k, "spill_load_bytes")),
+			bounds, occ);
 	}
 }
 
@@ -137,7 +139,8 @@ static int compile_main(int argc, char **argv)
 		} else if (a[0] == '-' && a[1]) {
 			return cli_usage_error("compile", "unknown option '%s'", a);
 		} else if (file) {
-			return cli_usage_error("compile", "one source file at a time ('%s' and '%s')", file, a);
+			return cli_usage_error(
+				"compile", "one source file at a time ('%s' and '%s')", file, a);
 		} else {
 			file = a;
 		}
@@ -207,12 +210,15 @@ static int compile_main(int argc, char **argv)
 				size_t j;
 				json_t *h;
 				json_array_foreach(json_object_get(k, "hints"), j, h)
-					fprintf(out, "sass %s: %s\n", json_string_value(json_object_get(k, "name")),
+					fprintf(out, "sass %s: %s\n",
+						json_string_value(json_object_get(k, "name")),
 						json_string_value(h));
 			}
-			fprintf(out, "sass listing: %s\n", json_string_value(json_object_get(sass, "listing")));
+			fprintf(out, "sass listing: %s\n",
+				json_string_value(json_object_get(sass, "listing")));
 		} else {
-			fprintf(out, "sass: %s\n", json_string_value(json_object_get(sass, "reason")));
+			fprintf(out, "sass: %s\n",
+				json_string_value(json_object_get(sass, "reason")));
 		}
 	}
 	json_t *ptx = json_object_get(res, "ptx");

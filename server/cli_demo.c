@@ -16,7 +16,7 @@
 
 #include "cli.h"
 
-#define DEMO_LINE_MAX (8u << 20)
+#define DEMO_LINE_MAX	     (8u << 20)
 #define DEMO_STEP_TIMEOUT_MS (10 * 60 * 1000)
 
 /* The plain RMSNorm a user writes first: one block per row, a shared-memory
@@ -147,8 +147,8 @@ static char *child_line(struct child *c, int timeout_ms)
 static json_t *request(struct child *c, const char *method, json_t *params)
 {
 	int id = c->next_id++;
-	json_t *msg = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id,
-				"method", method, "params", params);
+	json_t *msg = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method",
+				method, "params", params);
 	char *text = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
 	if (!text)
@@ -222,13 +222,12 @@ static void print_short(const json_t *sc)
 
 /* Calls a tool and prints its summary and structured result. Returns the
  * structuredContent (new) or NULL when the protocol itself failed. */
-static json_t *step(struct child *c, int n, const char *title, const char *tool,
-		    json_t *args)
+static json_t *step(struct child *c, int n, const char *title, const char *tool, json_t *args)
 {
 	printf("\n== %d. %s  (tools/call %s)\n", n, title, tool);
 	fflush(stdout);
-	json_t *resp = request(c, "tools/call",
-			       json_pack("{s:s, s:o}", "name", tool, "arguments", args));
+	json_t *resp =
+		request(c, "tools/call", json_pack("{s:s, s:o}", "name", tool, "arguments", args));
 	if (!resp) {
 		printf("   no answer from the server\n");
 		return NULL;
@@ -252,13 +251,12 @@ static json_t *step(struct child *c, int n, const char *title, const char *tool,
 
 static json_t *demo_spec(void)
 {
-	return json_pack(
-		"{s:s, s:s, s:s, s:s, s:[{s:i, s:i}, {s:i, s:i}], "
-		"s:[{s:s, s:[s], s:[i], s:[s,s,s,s,s,s]}]}",
-		"op", "rmsnorm", "dtype", "bf16", "source", DEMO_SOURCE, "arch", "sm_90",
-		"sizes", "T", 4096, "D", 4096, "T", 7, "D", 1000,
-		"launch", "kernel", "demo_rmsnorm", "grid", "T", "block", 256,
-		"args", "y", "x", "w", "T", "D", "eps");
+	return json_pack("{s:s, s:s, s:s, s:s, s:[{s:i, s:i}, {s:i, s:i}], "
+			 "s:[{s:s, s:[s], s:[i], s:[s,s,s,s,s,s]}]}",
+			 "op", "rmsnorm", "dtype", "bf16", "source", DEMO_SOURCE, "arch", "sm_90",
+			 "sizes", "T", 4096, "D", 4096, "T", 7, "D", 1000, "launch", "kernel",
+			 "demo_rmsnorm", "grid", "T", "block", 256, "args", "y", "x", "w", "T", "D",
+			 "eps");
 }
 
 static const char DEMO_USAGE[] =

@@ -83,8 +83,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
  * spec's folder) instead of embedding it as a JSON string: the CLI reads the
  * file and sends "source", so the tools never read host paths. obj may be
  * NULL or not an object (nothing to do). Returns 0 or -1 after a message. */
-static int inline_source(const char *cmd, const char *spec_path, json_t *obj,
-			 const char *where)
+static int inline_source(const char *cmd, const char *spec_path, json_t *obj, const char *where)
 {
 	const char *file = json_string_value(json_object_get(obj, "source_file"));
 	char path[4096];
@@ -97,10 +96,9 @@ static int inline_source(const char *cmd, const char *spec_path, json_t *obj,
 		return -1;
 	}
 	const char *slash = strrchr(spec_path, '/');
-	int n = file[0] == '/' || !slash
-			? snprintf(path, sizeof(path), "%s", file)
-			: snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - spec_path), spec_path,
-				   file);
+	int n = file[0] == '/' || !slash ? snprintf(path, sizeof(path), "%s", file)
+					 : snprintf(path, sizeof(path), "%.*s/%s",
+						    (int)(slash - spec_path), spec_path, file);
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		fprintf(stderr, "kforge %s: %ssource_file: path too long\n", cmd, where);
 		return -1;
@@ -115,15 +113,16 @@ static int inline_source(const char *cmd, const char *spec_path, json_t *obj,
 	size_t len = buf ? fread(buf, 1, SPEC_MAX_SOURCE_BYTES + 1, f) : 0;
 	fclose(f);
 	if (!buf || len > SPEC_MAX_SOURCE_BYTES) {
-		fprintf(stderr, "kforge %s: %ssource_file: %s is larger than %u bytes\n", cmd, where,
-			path, SPEC_MAX_SOURCE_BYTES);
+		fprintf(stderr, "kforge %s: %ssource_file: %s is larger than %u bytes\n", cmd,
+			where, path, SPEC_MAX_SOURCE_BYTES);
 		free(buf);
 		return -1;
 	}
 	json_t *src = json_stringn(buf, len);
 	free(buf);
 	if (!src) {
-		fprintf(stderr, "kforge %s: %ssource_file: %s is not UTF-8 text\n", cmd, where, path);
+		fprintf(stderr, "kforge %s: %ssource_file: %s is not UTF-8 text\n", cmd, where,
+			path);
 		return -1;
 	}
 	json_object_set_new(obj, "source", src);
@@ -194,8 +193,7 @@ static void sizes_label(const json_t *sz, char *buf, size_t cap)
 	json_t *v;
 	size_t n = 0;
 	buf[0] = 0;
-	json_object_foreach((json_t *)sz, k, v)
-	{
+	json_object_foreach((json_t *)sz, k, v) {
 		if (n >= cap)
 			break;
 		n += (size_t)snprintf(buf + n, cap - n, "%s%s=%" JSON_INTEGER_FORMAT, n ? "," : "",
@@ -214,19 +212,16 @@ static void print_check(FILE *f, const json_t *r)
 			"max abs", "max rel", "rel L2", "safeguards");
 		size_t i;
 		json_t *row;
-		json_array_foreach(sizes, i, row)
-		{
+		json_array_foreach(sizes, i, row) {
 			char label[128], sg[256] = "";
 			double ma = 0, mr = 0, l2 = 0;
 			size_t n = 0, t;
 			json_t *tr;
 			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
-			json_array_foreach(json_object_get(row, "trials"), t, tr)
-			{
+			json_array_foreach(json_object_get(row, "trials"), t, tr) {
 				const char *k;
 				json_t *o;
-				json_object_foreach(json_object_get(tr, "outputs"), k, o)
-				{
+				json_object_foreach(json_object_get(tr, "outputs"), k, o) {
 					double a = json_number_value(
 						json_object_get(o, "max_abs_err"));
 					double b = json_number_value(
@@ -239,8 +234,7 @@ static void print_check(FILE *f, const json_t *r)
 				}
 				size_t q;
 				json_t *g;
-				json_array_foreach(json_object_get(tr, "safeguards"), q, g)
-				{
+				json_array_foreach(json_object_get(tr, "safeguards"), q, g) {
 					const char *nm = str(g, "name");
 					if (!strstr(sg, nm) && n < sizeof sg)
 						n += (size_t)snprintf(sg + n, sizeof sg - n, "%s%s",
@@ -284,8 +278,7 @@ static void print_bench(FILE *f, const json_t *r)
 			"floor us", "verified");
 		size_t i;
 		json_t *row;
-		json_array_foreach(sizes, i, row)
-		{
+		json_array_foreach(sizes, i, row) {
 			char label[128], cand[64] = "-", base[32] = "-", sp[64] = "-";
 			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
 			const json_t *c = json_object_get(row, "candidate");
@@ -315,8 +308,9 @@ static void print_bench(FILE *f, const json_t *r)
 				fprintf(f, "  %s: %s\n", str(g, "name"), str(g, "message"));
 			json_array_foreach(
 				json_object_get(json_object_get(row, "verification"), "safeguards"),
-				q, g) fprintf(f, "  after timing, %s: %s\n", str(g, "name"),
-					      str(g, "message"));
+				q, g)
+				fprintf(f, "  after timing, %s: %s\n", str(g, "name"),
+					str(g, "message"));
 		}
 	}
 	const char *k;
@@ -333,7 +327,7 @@ static void print_bench(FILE *f, const json_t *r)
 static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		    void (*print)(FILE *, const json_t *))
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct app *app = NULL;
 	int rc = cli_app_open(co, &app, &err);
 	if (rc) {
@@ -360,8 +354,8 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		print(stdout, res);
 	int exit = CLI_EXIT_OK;
 	if (is_error) {
-		static const int codes[] = { KF_ENOGPU,	   KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
-					     KF_ECANCELED, KF_ESANDBOX,	 KF_EDB,   KF_EIO };
+		static const int codes[] = {KF_ENOGPU,	  KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
+					    KF_ECANCELED, KF_ESANDBOX,	KF_EDB,	  KF_EIO};
 		exit = CLI_EXIT_FAIL;
 		for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
 			if (strcmp(code, kf_err_name(codes[i])) == 0)
@@ -375,7 +369,7 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 static int check_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("check", "%s", err.msg);
@@ -449,7 +443,7 @@ static int check_main(int argc, char **argv)
 static int bench_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("bench", "%s", err.msg);
@@ -504,7 +498,7 @@ static int bench_main(int argc, char **argv)
 static int calibrate_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("calibrate", "%s", err.msg);
@@ -549,11 +543,9 @@ static int calibrate_main(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_GPU[] = {
-	{ "check", "check a kernel spec against its reference on the GPU", CHECK_USAGE,
-	  check_main },
-	{ "bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE,
-	  bench_main },
-	{ "calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
-	  calibrate_main },
-	{ NULL, NULL, NULL, NULL },
+	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE, check_main},
+	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE, bench_main},
+	{"calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
+	 calibrate_main},
+	{NULL, NULL, NULL, NULL},
 };

@@ -31,8 +31,7 @@ static const char GPU_USAGE[] =
 	"                   sm_90a on Hopper, sm_100a on B200...)\n"
 	"  --block N        occupancy for blocks of N threads, with --regs R\n"
 	"                   registers per thread and --smem BYTES shared memory per block\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge gpu h100\n"
 	"  kforge gpu --compare a100 h100 h200\n"
@@ -50,8 +49,7 @@ static const char GUIDE_USAGE[] =
 	"  --limit N        at most N hits (1-50, default 10)\n"
 	"  read ID          one guide, whole, with its sources\n"
 	"  list             every guide id and title\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge guide search \"bank conflicts\"\n"
 	"  kforge guide search wgmma --arch sm_90\n"
@@ -59,8 +57,8 @@ static const char GUIDE_USAGE[] =
 
 /* Calls tool with args (taken) in an app opened from co. Returns the exit
  * code; on success or tool error sets *res (new) and *is_error. */
-static int call(const struct cli_common *co, const char *tool, json_t *args,
-		json_t **res, int *is_error)
+static int call(const struct cli_common *co, const char *tool, json_t *args, json_t **res,
+		int *is_error)
 {
 	struct app *app = NULL;
 	struct kf_err err = {0};
@@ -85,7 +83,8 @@ static int call(const struct cli_common *co, const char *tool, json_t *args,
 /* The exit code and message of a tool-level error. */
 static int tool_error(const json_t *res, int json)
 {
-	const char *code = json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	const char *code =
+		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
 	if (json) {
 		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		if (s)
@@ -165,13 +164,14 @@ static void print_gpu(const json_t *g)
 	printf("\n%-38s %14s %-12s %s\n", "derived figure", "value", "unit", "formula");
 	json_object_foreach(json_object_get(g, "derived"), key, f) {
 		value_str(json_object_get(f, "value"), v, sizeof v);
-		printf("%-38.38s %14.14s %-12s %s\n", json_string_value(json_object_get(f, "label")),
-		       v, sget(f, "unit"),
+		printf("%-38.38s %14.14s %-12s %s\n",
+		       json_string_value(json_object_get(f, "label")), v, sget(f, "unit"),
 		       json_string_value(json_object_get(f, "formula")));
 	}
 	printf("\n%-10s %-7s %s\n", "feature", "usable", "rule (derived)");
 	json_object_foreach(json_object_get(g, "features"), key, f)
-		printf("%-10s %-7s %s\n", key, json_is_true(json_object_get(f, "usable")) ? "yes" : "no",
+		printf("%-10s %-7s %s\n", key,
+		       json_is_true(json_object_get(f, "usable")) ? "yes" : "no",
 		       json_string_value(json_object_get(f, "rule")));
 	printf("\nnotes: %s\n", json_string_value(json_object_get(g, "notes")));
 	printf("sources (product): %s\n", json_string_value(json_object_get(g, "sources_product")));
@@ -209,8 +209,11 @@ static void print_list(const json_t *res)
 	size_t i;
 	json_t *g;
 	char c[6][24];
-	static const char *const cols[] = {"sm_count", "memory_gb", "memory_bandwidth_gbs",
-					   "peak_fp32_tflops", "fp16_bf16_tensor_dense_tflops",
+	static const char *const cols[] = {"sm_count",
+					   "memory_gb",
+					   "memory_bandwidth_gbs",
+					   "peak_fp32_tflops",
+					   "fp16_bf16_tensor_dense_tflops",
 					   "fp8_tensor_dense_tflops"};
 	printf("%-14s %-44s %-5s %5s %6s %7s %7s %8s %8s\n", "id", "name", "CC", "SMs", "GB",
 	       "GB/s", "FP32", "BF16 TC", "FP8 TC");
@@ -220,8 +223,8 @@ static void print_list(const json_t *res)
 		printf("%-14s %-44.44s %-5s %5s %6s %7s %7s %8s %8s\n",
 		       json_string_value(json_object_get(g, "id")),
 		       json_string_value(json_object_get(g, "name")),
-		       json_string_value(json_object_get(g, "compute_capability")), c[0], c[1], c[2],
-		       c[3], c[4], c[5]);
+		       json_string_value(json_object_get(g, "compute_capability")), c[0], c[1],
+		       c[2], c[3], c[4], c[5]);
 	}
 	printf("(TFLOPS dense; '-' = not confirmed by a source; kforge gpu ID for sources)\n");
 }
@@ -253,7 +256,8 @@ static int int_opt(const char *cmd, const char *name, const char *v, long lo, lo
 	char *end;
 	long n = strtol(v, &end, 10);
 	if (!*v || *end || n < lo || n > hi)
-		return cli_usage_error(cmd, "%s: '%s' is not a number from %ld to %ld", name, v, lo, hi);
+		return cli_usage_error(cmd, "%s: '%s' is not a number from %ld to %ld", name, v, lo,
+				       hi);
 	*out = n;
 	return 0;
 }
@@ -295,7 +299,9 @@ static int gpu_main(int argc, char **argv)
 			const char *key = strcmp(a, "--block") == 0  ? "block_threads"
 					  : strcmp(a, "--regs") == 0 ? "regs_per_thread"
 								     : "smem_per_block_bytes";
-			long hi = strcmp(a, "--block") == 0 ? 1024 : strcmp(a, "--regs") == 0 ? 255 : 1048576;
+			long hi = strcmp(a, "--block") == 0  ? 1024
+				  : strcmp(a, "--regs") == 0 ? 255
+							     : 1048576;
 			if ((rc = int_opt("gpu", a, next, strcmp(a, "--block") == 0, hi, &n)))
 				goto fail;
 			json_object_set_new(occ, key, json_integer(n));
@@ -308,7 +314,8 @@ static int gpu_main(int argc, char **argv)
 	}
 	size_t nn = json_array_size(names);
 	if (list + compare > 1 || (list && nn) || (!list && !compare && nn != 1)) {
-		rc = cli_usage_error("gpu", "give one GPU name, --list, or --compare with 2-4 names");
+		rc = cli_usage_error("gpu",
+				     "give one GPU name, --list, or --compare with 2-4 names");
 		goto fail;
 	}
 	if (compare && (nn < 2 || nn > 4)) {
@@ -358,7 +365,8 @@ static int gpu_main(int argc, char **argv)
 				if (g)
 					print_gpu(g);
 				else
-					printf("%s\n", json_string_value(json_object_get(d, "no_match")));
+					printf("%s\n",
+					       json_string_value(json_object_get(d, "no_match")));
 			}
 		} else {
 			json_t *amb = json_object_get(res, "ambiguous");
@@ -421,14 +429,16 @@ static int guide_main(int argc, char **argv)
 				int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
 				if (w < 0 || (size_t)w >= sizeof q - at) {
 					json_decref(args);
-					return cli_usage_error("guide", "the query is longer than 512 bytes");
+					return cli_usage_error(
+						"guide", "the query is longer than 512 bytes");
 				}
 				at += (size_t)w;
 			}
 		}
 		if (!at) {
 			json_decref(args);
-			return cli_usage_error("guide", "search needs words, e.g. \"bank conflicts\"");
+			return cli_usage_error("guide",
+					       "search needs words, e.g. \"bank conflicts\"");
 		}
 		json_object_set_new(args, "query", json_string(q));
 	} else if (strcmp(sub, "read") == 0) {
@@ -451,7 +461,8 @@ static int guide_main(int argc, char **argv)
 		for (size_t i = 0; i < tools_resource_count(); i++)
 			if (strcmp(tools_resource_at(i)->uri_template, "kforge://guides/{id}") == 0)
 				r = tools_resource_at(i);
-		rc = r && r->list ? r->list(app, arr, &err) : kf_err_set(&err, KF_EINTERNAL, "no guides resource");
+		rc = r && r->list ? r->list(app, arr, &err)
+				  : kf_err_set(&err, KF_EINTERNAL, "no guides resource");
 		app_close(app);
 		if (rc) {
 			json_decref(arr);
@@ -466,14 +477,15 @@ static int guide_main(int argc, char **argv)
 				puts(s);
 			free(s);
 		} else
-			json_array_foreach(arr, i, g) printf("%-28s %s\n",
-							     json_string_value(json_object_get(g, "name")),
-							     json_string_value(json_object_get(g, "title")));
+			json_array_foreach(arr, i, g)
+				printf("%-28s %s\n", json_string_value(json_object_get(g, "name")),
+				       json_string_value(json_object_get(g, "title")));
 		json_decref(arr);
 		return CLI_EXIT_OK;
 	} else {
 		json_decref(args);
-		return cli_usage_error("guide", "unknown subcommand '%s' (search, read, list)", sub);
+		return cli_usage_error("guide", "unknown subcommand '%s' (search, read, list)",
+				       sub);
 	}
 	(void)tool;
 	if ((rc = call(&co, tool, args, &res, &is_error)))
@@ -493,7 +505,8 @@ static int guide_main(int argc, char **argv)
 		json_t *h;
 		printf("%s\n", json_string_value(json_object_get(res, "summary")));
 		json_array_foreach(json_object_get(res, "hits"), i, h) {
-			printf("\n%2zu. %s — %s\n", i + 1, json_string_value(json_object_get(h, "id")),
+			printf("\n%2zu. %s — %s\n", i + 1,
+			       json_string_value(json_object_get(h, "id")),
 			       json_string_value(json_object_get(h, "title")));
 			printf("    %s\n", json_string_value(json_object_get(h, "snippet")));
 		}

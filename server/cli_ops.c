@@ -86,8 +86,10 @@ static void param(FILE *f, const json_t *tmpl, const char *arg, int first)
 	} else {
 		/* a size expression: i32 unless typed ":i64" */
 		int is64 = colon && strcmp(colon + 1, "i64") == 0;
-		int plain = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") ==
-			    strlen(name);
+		int plain =
+			strspn(name,
+			       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") ==
+			strlen(name);
 		fprintf(f, "%s %s", is64 ? "long long" : "int", plain ? name : "size_arg");
 	}
 }
@@ -124,9 +126,10 @@ static int print_spec(const struct op_template *op, const char *dt, const json_t
 		json_t *a;
 		json_array_foreach(json_object_get(l, "args"), j, a)
 			param(f, tmpl, json_string_value(a), j == 0);
-		fprintf(f, ")\n{\n\t// Write the op here. The launch list below is the shape of kforge's\n"
-			   "\t// own kernel; a plain first version can use a simpler one (e.g. one\n"
-			   "\t// block per row): change grid, block and shared_bytes to match.\n}\n\n");
+		fprintf(f,
+			")\n{\n\t// Write the op here. The launch list below is the shape of kforge's\n"
+			"\t// own kernel; a plain first version can use a simpler one (e.g. one\n"
+			"\t// block per row): change grid, block and shared_bytes to match.\n}\n\n");
 	}
 	fclose(f);
 	json_t *spec = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "op", op->name, "dtype", dt,
@@ -186,7 +189,8 @@ static int run_ops(int argc, char **argv)
 							      json_object_get(j, "dtypes")));
 			json_decref(j);
 		}
-		json_t *res = json_pack("{s:s, s:o}", "summary", "kforge's built-in ops", "ops", list);
+		json_t *res =
+			json_pack("{s:s, s:o}", "summary", "kforge's built-in ops", "ops", list);
 		cli_print_result(stdout, res, json);
 		json_decref(res);
 		return CLI_EXIT_OK;
@@ -208,7 +212,8 @@ static int run_ops(int argc, char **argv)
 		json_array_foreach(dts, i, d)
 			has_bf16 |= strcmp(json_string_value(d), "bf16") == 0;
 		if (!has_bf16 && json_string_value(json_array_get(dts, 0)))
-			snprintf(first_dt, sizeof(first_dt), "%s", json_string_value(json_array_get(dts, 0)));
+			snprintf(first_dt, sizeof(first_dt), "%s",
+				 json_string_value(json_array_get(dts, 0)));
 		json_decref(j);
 		dt = first_dt;
 	}
@@ -230,7 +235,6 @@ static int run_ops(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_OPS[] = {
-	{"ops", "list kforge's built-in ops, or print a starting spec for one", OPS_USAGE,
-	 run_ops},
+	{"ops", "list kforge's built-in ops, or print a starting spec for one", OPS_USAGE, run_ops},
 	{NULL, NULL, NULL, NULL},
 };

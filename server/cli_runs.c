@@ -26,8 +26,7 @@ static const char RUNS_USAGE[] =
 	"                   speedup of B over A with its 95% interval, or \"no\n"
 	"                   measurable difference\"; for compiles the resource\n"
 	"                   changes per kernel; for checks pass/fail and errors\n"
-	"\n" CLI_COMMON_HELP
-	"\n"
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge runs --kind bench --since 1d\n"
 	"  kforge runs show r0jf3k9q2mzx7c4a\n"
@@ -36,8 +35,7 @@ static const char RUNS_USAGE[] =
 /* Takes the value of option name from argv[*i] ("--name V" or "--name=V").
  * Returns the value (borrowed) or NULL when argv[*i] is not that option;
  * sets *missing when the option has no value. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-			     int *missing)
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
 {
 	size_t n = strlen(name);
 	const char *a = argv[*i];
@@ -57,11 +55,13 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name,
 
 static int run_list(const struct cli_common *co, int argc, char **argv)
 {
+	/* clang-format off */
 	static const char *const string_opts[][2] = {
 		{ "--kind", "kind" },     { "--kernel", "kernel" },
 		{ "--status", "status" }, { "--since", "since" },
 		{ "--cursor", "cursor" },
 	};
+	/* clang-format on */
 	json_t *args = json_object();
 
 	for (int i = 1; i < argc; i++) {
@@ -73,8 +73,7 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 			if (missing)
 				break;
 			if (v) {
-				json_object_set_new(args, string_opts[k][1],
-						    json_string(v));
+				json_object_set_new(args, string_opts[k][1], json_string(v));
 				matched = 1;
 				break;
 			}
@@ -87,9 +86,9 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 
 				if (*end || n < 1 || n > 500) {
 					json_decref(args);
-					return cli_usage_error("runs",
-							       "--limit: '%s' is not a number from 1 to 500",
-							       v);
+					return cli_usage_error(
+						"runs",
+						"--limit: '%s' is not a number from 1 to 500", v);
 				}
 				json_object_set_new(args, "limit", json_integer(n));
 				matched = 1;
@@ -101,8 +100,7 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 		}
 		if (!matched) {
 			json_decref(args);
-			return cli_usage_error("runs", "unknown option or argument '%s'",
-					       argv[i]);
+			return cli_usage_error("runs", "unknown option or argument '%s'", argv[i]);
 		}
 	}
 	return cli_tool_run(co, "list_runs", args);
@@ -111,7 +109,7 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 static int runs_main(int argc, char **argv)
 {
 	struct cli_common co;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
@@ -131,7 +129,7 @@ static int runs_main(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_RUNS[] = {
-	{ "runs", "list, show and compare past compiles, checks and benchmarks",
-	  RUNS_USAGE, runs_main },
-	{ NULL, NULL, NULL, NULL },
+	{"runs", "list, show and compare past compiles, checks and benchmarks", RUNS_USAGE,
+	 runs_main},
+	{NULL, NULL, NULL, NULL},
 };

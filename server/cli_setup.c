@@ -16,9 +16,9 @@
 
 #include "cli.h"
 
-#define MANIFEST ".kforge-skill-manifest"
+#define MANIFEST	     ".kforge-skill-manifest"
 #define MAX_SKILL_FILE_BYTES (4u << 20)
-#define MAX_SKILL_FILES 512
+#define MAX_SKILL_FILES	     512
 
 /* ---- mcp-config ---------------------------------------------------------- */
 
@@ -67,7 +67,7 @@ static const char MCP_CONFIG_USAGE[] =
 
 /* Benchmarks queue behind other GPU jobs and repeat until their error target:
  * ten minutes covers a full check plus benchmark of a large kernel. */
-#define CODEX_TOOL_TIMEOUT_S 600
+#define CODEX_TOOL_TIMEOUT_S	600
 #define CODEX_STARTUP_TIMEOUT_S 30
 
 static int run_mcp_config(int argc, char **argv)
@@ -92,7 +92,8 @@ static int run_mcp_config(int argc, char **argv)
 	if (token_env && !url)
 		return cli_usage_error("mcp-config", "--token-env needs --http URL");
 	if (url && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return cli_usage_error("mcp-config", "--http '%s': expected an http:// or https:// URL", url);
+		return cli_usage_error("mcp-config",
+				       "--http '%s': expected an http:// or https:// URL", url);
 	if (self_path(exe, sizeof(exe)) != 0) {
 		fprintf(stderr, "kforge mcp-config: cannot resolve this binary's path: %s\n",
 			strerror(errno));
@@ -124,8 +125,8 @@ static int run_mcp_config(int argc, char **argv)
 				printf("\n");
 			}
 		}
-		printf("startup_timeout_sec = %d\ntool_timeout_sec = %d\n",
-		       CODEX_STARTUP_TIMEOUT_S, CODEX_TOOL_TIMEOUT_S);
+		printf("startup_timeout_sec = %d\ntool_timeout_sec = %d\n", CODEX_STARTUP_TIMEOUT_S,
+		       CODEX_TOOL_TIMEOUT_S);
 	} else if (strcmp(client, "json") == 0) {
 		printf("{\n  \"mcpServers\": {\n    \"kforge\": {\n");
 		if (!url) {
@@ -142,7 +143,8 @@ static int run_mcp_config(int argc, char **argv)
 		}
 		printf("    }\n  }\n}\n");
 	} else {
-		return cli_usage_error("mcp-config", "unknown client '%s': expected claude, codex or json",
+		return cli_usage_error("mcp-config",
+				       "unknown client '%s': expected claude, codex or json",
 				       client);
 	}
 	return CLI_EXIT_OK;
@@ -213,8 +215,7 @@ static struct {
 	int overflow;
 } walk;
 
-static int collect(const char *path, const struct stat *st, int type,
-		   struct FTW *ftw)
+static int collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -385,7 +386,8 @@ static int run_skill(int argc, char **argv)
 		goto out;
 	}
 	if (walk.overflow) {
-		fprintf(stderr, "kforge skill: more than %d files under %s\n", MAX_SKILL_FILES, skill_dir);
+		fprintf(stderr, "kforge skill: more than %d files under %s\n", MAX_SKILL_FILES,
+			skill_dir);
 		goto out;
 	}
 
@@ -437,7 +439,8 @@ static int run_skill(int argc, char **argv)
 		snprintf(from, sizeof(from), "%s/%s", src, walk.files[i].rel);
 		snprintf(to, sizeof(to), "%s/%s", dest, walk.files[i].rel);
 		if (read_file(from, &buf, &len) != 0) {
-			fprintf(stderr, "kforge skill: cannot read %s: %s\n", from, strerror(errno));
+			fprintf(stderr, "kforge skill: cannot read %s: %s\n", from,
+				strerror(errno));
 			fclose(mf);
 			goto out;
 		}
@@ -474,7 +477,7 @@ out:
 const struct cli_cmd CLI_SETUP[] = {
 	{"mcp-config", "print the line that registers kforge in Claude Code, Codex or .mcp.json",
 	 MCP_CONFIG_USAGE, run_mcp_config},
-	{"skill", "install the kforge agent skill for Claude Code, Codex or any agent",
-	 SKILL_USAGE, run_skill},
+	{"skill", "install the kforge agent skill for Claude Code, Codex or any agent", SKILL_USAGE,
+	 run_skill},
 	{NULL, NULL, NULL, NULL},
 };

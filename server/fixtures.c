@@ -37,64 +37,58 @@ static int content_only(struct tool_ctx *ctx, json_t *content)
 
 /* --- tools -------------------------------------------------------------------- */
 
-static int t_simple_text(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int t_simple_text(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
 	(void)err;
-	return content_only(ctx, json_pack("[o]", text_block(
-		"This is a simple text response for testing.")));
+	return content_only(
+		ctx, json_pack("[o]", text_block("This is a simple text response for testing.")));
 }
 
-static int t_image(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		   struct kf_err *err)
+static int t_image(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
 	(void)err;
-	return content_only(ctx, json_pack("[{s:s,s:s,s:s}]", "type", "image", "data",
-					   PNG_B64, "mimeType", "image/png"));
+	return content_only(ctx, json_pack("[{s:s,s:s,s:s}]", "type", "image", "data", PNG_B64,
+					   "mimeType", "image/png"));
 }
 
-static int t_audio(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		   struct kf_err *err)
+static int t_audio(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
 	(void)err;
-	return content_only(ctx, json_pack("[{s:s,s:s,s:s}]", "type", "audio", "data",
-					   WAV_B64, "mimeType", "audio/wav"));
+	return content_only(ctx, json_pack("[{s:s,s:s,s:s}]", "type", "audio", "data", WAV_B64,
+					   "mimeType", "audio/wav"));
 }
 
-static int t_embedded(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		      struct kf_err *err)
+static int t_embedded(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
 	(void)err;
-	return content_only(ctx, json_pack("[{s:s,s:{s:s,s:s,s:s}}]", "type", "resource",
-					   "resource", "uri", "test://embedded-resource",
-					   "mimeType", "text/plain", "text",
-					   "This is an embedded resource content."));
+	return content_only(ctx,
+			    json_pack("[{s:s,s:{s:s,s:s,s:s}}]", "type", "resource", "resource",
+				      "uri", "test://embedded-resource", "mimeType", "text/plain",
+				      "text", "This is an embedded resource content."));
 }
 
-static int t_mixed(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		   struct kf_err *err)
+static int t_mixed(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
 	(void)err;
-	return content_only(ctx, json_pack(
-		"[o,{s:s,s:s,s:s},{s:s,s:{s:s,s:s,s:s}}]",
-		text_block("Multiple content types test:"), "type", "image", "data",
-		PNG_B64, "mimeType", "image/png", "type", "resource", "resource", "uri",
-		"test://mixed-content-resource", "mimeType", "application/json", "text",
-		"{\"test\":\"data\",\"value\":123}"));
+	return content_only(
+		ctx, json_pack("[o,{s:s,s:s,s:s},{s:s,s:{s:s,s:s,s:s}}]",
+			       text_block("Multiple content types test:"), "type", "image", "data",
+			       PNG_B64, "mimeType", "image/png", "type", "resource", "resource",
+			       "uri", "test://mixed-content-resource", "mimeType",
+			       "application/json", "text", "{\"test\":\"data\",\"value\":123}"));
 }
 
-static int t_logging(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		     struct kf_err *err)
+static int t_logging(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
@@ -104,12 +98,11 @@ static int t_logging(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	tool_ctx_log(ctx, "info", "Tool processing data");
 	sleep_ms(50);
 	tool_ctx_log(ctx, "info", "Tool execution completed");
-	return content_only(ctx, json_pack("[o]", text_block(
-		"Tool with logging executed successfully")));
+	return content_only(
+		ctx, json_pack("[o]", text_block("Tool with logging executed successfully")));
 }
 
-static int t_progress(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		      struct kf_err *err)
+static int t_progress(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
@@ -122,23 +115,21 @@ static int t_progress(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		 * chunk would otherwise retire the progress handler first. */
 		sleep_ms(step < 2 ? 50 : 20);
 	}
-	return content_only(ctx, json_pack("[o]", text_block(
-		"Tool with progress executed successfully")));
+	return content_only(
+		ctx, json_pack("[o]", text_block("Tool with progress executed successfully")));
 }
 
-static int t_error(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		   struct kf_err *err)
+static int t_error(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)out;
-	tool_ctx_set_content(ctx, json_pack("[o]", text_block(
-		"This tool intentionally returns an error for testing")));
-	return kf_err_set(err, KF_EINVAL,
-			  "This tool intentionally returns an error for testing");
+	tool_ctx_set_content(
+		ctx, json_pack("[o]",
+			       text_block("This tool intentionally returns an error for testing")));
+	return kf_err_set(err, KF_EINVAL, "This tool intentionally returns an error for testing");
 }
 
-static int t_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		      struct kf_err *err)
+static int t_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	const char *prompt = json_string_value(json_object_get(args, "prompt"));
 	json_t *res = NULL;
@@ -150,9 +141,9 @@ static int t_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		return kf_err_set(err, KF_EPERM,
 				  "the client did not declare the sampling capability");
 	rc = tool_ctx_request(ctx, "sampling/createMessage",
-			      json_pack("{s:[{s:s,s:{s:s,s:s}}],s:i}", "messages", "role",
-					"user", "content", "type", "text", "text", prompt,
-					"maxTokens", 100),
+			      json_pack("{s:[{s:s,s:{s:s,s:s}}],s:i}", "messages", "role", "user",
+					"content", "type", "text", "text", prompt, "maxTokens",
+					100),
 			      CLIENT_TIMEOUT_MS, &res, err);
 	if (rc)
 		return rc;
@@ -165,8 +156,8 @@ static int t_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 /* Sends elicitation/create with schema (taken) and answers with prefix and
  * the client's action and content. */
-static int elicit(struct tool_ctx *ctx, const char *message, json_t *schema,
-		  const char *prefix, struct kf_err *err)
+static int elicit(struct tool_ctx *ctx, const char *message, json_t *schema, const char *prefix,
+		  struct kf_err *err)
 {
 	json_t *res = NULL;
 	char *content;
@@ -179,8 +170,7 @@ static int elicit(struct tool_ctx *ctx, const char *message, json_t *schema,
 				  "the client did not declare the elicitation capability");
 	}
 	rc = tool_ctx_request(ctx, "elicitation/create",
-			      json_pack("{s:s,s:o}", "message", message,
-					"requestedSchema", schema),
+			      json_pack("{s:s,s:o}", "message", message, "requestedSchema", schema),
 			      CLIENT_TIMEOUT_MS, &res, err);
 	if (rc)
 		return rc;
@@ -193,21 +183,19 @@ static int elicit(struct tool_ctx *ctx, const char *message, json_t *schema,
 	return content_only(ctx, json_pack("[o]", text_block(buf)));
 }
 
-static int t_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int t_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)out;
 	return elicit(ctx, json_string_value(json_object_get(args, "message")),
-		      json_pack("{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}", "type",
-				"object", "properties", "username", "type", "string",
-				"description", "User's response", "email", "type",
-				"string", "description", "User's email address",
-				"required", "username", "email"),
+		      json_pack("{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}", "type", "object",
+				"properties", "username", "type", "string", "description",
+				"User's response", "email", "type", "string", "description",
+				"User's email address", "required", "username", "email"),
 		      "User response: ", err);
 }
 
-static int t_elicit_defaults(struct tool_ctx *ctx, const json_t *args,
-			     json_t **out, struct kf_err *err)
+static int t_elicit_defaults(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			     struct kf_err *err)
 {
 	json_t *schema = json_loads(
 		"{\"type\":\"object\",\"properties\":{"
@@ -220,8 +208,8 @@ static int t_elicit_defaults(struct tool_ctx *ctx, const json_t *args,
 
 	(void)args;
 	(void)out;
-	return elicit(ctx, "Please review and update the form fields with defaults",
-		      schema, "Elicitation completed: ", err);
+	return elicit(ctx, "Please review and update the form fields with defaults", schema,
+		      "Elicitation completed: ", err);
 }
 
 static int t_elicit_enums(struct tool_ctx *ctx, const json_t *args, json_t **out,
@@ -250,8 +238,7 @@ static int t_elicit_enums(struct tool_ctx *ctx, const json_t *args, json_t **out
 		      "Elicitation completed: ", err);
 }
 
-static int t_schema_2020(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int t_schema_2020(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	char *s = json_dumps(args, JSON_COMPACT);
 	char buf[1024];
@@ -270,15 +257,14 @@ static int t_reconnection(struct tool_ctx *ctx, const json_t *args, json_t **out
 	(void)out;
 	(void)err;
 	sleep_ms(100);
-	return content_only(ctx, json_pack("[o]", text_block(
-		"Reconnection test completed")));
+	return content_only(ctx, json_pack("[o]", text_block("Reconnection test completed")));
 }
 
 #define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
 
 static const struct tool_def FIXTURE_TOOLS[] = {
-	{"test_simple_text", "Simple text", "Returns a simple text response.", NO_ARGS,
-	 NULL, TOOL_READ_ONLY | TOOL_FAST, t_simple_text},
+	{"test_simple_text", "Simple text", "Returns a simple text response.", NO_ARGS, NULL,
+	 TOOL_READ_ONLY | TOOL_FAST, t_simple_text},
 	{"test_image_content", "Image content", "Returns a 1x1 PNG image.", NO_ARGS, NULL,
 	 TOOL_READ_ONLY | TOOL_FAST, t_image},
 	{"test_audio_content", "Audio content", "Returns a short WAV clip.", NO_ARGS, NULL,
@@ -286,12 +272,12 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	{"test_embedded_resource", "Embedded resource", "Returns an embedded text resource.",
 	 NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_FAST, t_embedded},
 	{"test_multiple_content_types", "Mixed content",
-	 "Returns text, an image and an embedded resource.", NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_FAST,
-	 t_mixed},
-	{"test_tool_with_logging", "Logging", "Sends three info log notifications.",
-	 NO_ARGS, NULL, TOOL_READ_ONLY, t_logging},
-	{"test_tool_with_progress", "Progress", "Reports progress 0, 50 and 100 of 100.",
-	 NO_ARGS, NULL, TOOL_READ_ONLY, t_progress},
+	 "Returns text, an image and an embedded resource.", NO_ARGS, NULL,
+	 TOOL_READ_ONLY | TOOL_FAST, t_mixed},
+	{"test_tool_with_logging", "Logging", "Sends three info log notifications.", NO_ARGS, NULL,
+	 TOOL_READ_ONLY, t_logging},
+	{"test_tool_with_progress", "Progress", "Reports progress 0, 50 and 100 of 100.", NO_ARGS,
+	 NULL, TOOL_READ_ONLY, t_progress},
 	{"test_error_handling", "Error", "Always fails with isError.", NO_ARGS, NULL,
 	 TOOL_READ_ONLY | TOOL_FAST, t_error},
 	{"test_sampling", "Sampling", "Asks the client's LLM to answer a prompt.",
@@ -306,8 +292,7 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	 "Elicits a form whose fields carry defaults (SEP-1034).", NO_ARGS, NULL, 0,
 	 t_elicit_defaults},
 	{"test_elicitation_sep1330_enums", "Elicitation enums",
-	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL, 0,
-	 t_elicit_enums},
+	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL, 0, t_elicit_enums},
 	{"json_schema_2020_12_tool", "JSON Schema 2020-12",
 	 "Tool with JSON Schema 2020-12 features",
 	 "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
@@ -323,28 +308,25 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 
 /* --- resources ------------------------------------------------------------------ */
 
-static int r_static_text(struct app *app, const char *uri, json_t **contents,
-			 struct kf_err *err)
+static int r_static_text(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	(void)app;
 	(void)err;
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/plain",
-			      "text", "This is the content of the static text resource.");
+	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/plain", "text",
+			      "This is the content of the static text resource.");
 	return 0;
 }
 
-static int r_static_binary(struct app *app, const char *uri, json_t **contents,
-			   struct kf_err *err)
+static int r_static_binary(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	(void)app;
 	(void)err;
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "image/png",
-			      "blob", PNG_B64);
+	*contents =
+		json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "image/png", "blob", PNG_B64);
 	return 0;
 }
 
-static int r_template(struct app *app, const char *uri, json_t **contents,
-		      struct kf_err *err)
+static int r_template(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	const char *p = "test://template/";
 	size_t n = strlen(p), idlen;
@@ -358,18 +340,17 @@ static int r_template(struct app *app, const char *uri, json_t **contents,
 	id[idlen] = '\0';
 	snprintf(text, sizeof(text),
 		 "{\"id\":\"%s\",\"templateTest\":true,\"data\":\"Data for ID: %s\"}", id, id);
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType",
-			      "application/json", "text", text);
+	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "application/json", "text",
+			      text);
 	return 0;
 }
 
-static int r_watched(struct app *app, const char *uri, json_t **contents,
-		     struct kf_err *err)
+static int r_watched(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	(void)app;
 	(void)err;
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/plain",
-			      "text", "Watched resource content");
+	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/plain", "text",
+			      "Watched resource content");
 	return 0;
 }
 
@@ -381,8 +362,8 @@ static int complete_from(const char *const *words, const char *prefix, json_t *a
 	return 0;
 }
 
-static int r_template_complete(struct app *app, const char *var, const char *prefix,
-			       json_t *arr, struct kf_err *err)
+static int r_template_complete(struct app *app, const char *var, const char *prefix, json_t *arr,
+			       struct kf_err *err)
 {
 	static const char *const IDS[] = {"1", "2", "3", "123", "456", NULL};
 
@@ -393,13 +374,13 @@ static int r_template_complete(struct app *app, const char *var, const char *pre
 }
 
 static const struct resource_def FIXTURE_RESOURCES[] = {
-	{"test://static-text", "static-text", "Static text", "A static text resource",
-	 "text/plain", NULL, r_static_text, NULL},
-	{"test://static-binary", "static-binary", "Static binary",
-	 "A static binary resource (PNG)", "image/png", NULL, r_static_binary, NULL},
+	{"test://static-text", "static-text", "Static text", "A static text resource", "text/plain",
+	 NULL, r_static_text, NULL},
+	{"test://static-binary", "static-binary", "Static binary", "A static binary resource (PNG)",
+	 "image/png", NULL, r_static_binary, NULL},
 	{"test://template/{id}/data", "template-data", "Template data",
-	 "Data for an id, substituted into the text", "application/json", NULL,
-	 r_template, r_template_complete},
+	 "Data for an id, substituted into the text", "application/json", NULL, r_template,
+	 r_template_complete},
 	{"test://watched-resource", "watched-resource", "Watched resource",
 	 "A resource clients can subscribe to", "text/plain", NULL, r_watched, NULL},
 };
@@ -411,8 +392,7 @@ static json_t *user_msg(json_t *content)
 	return json_pack("{s:s,s:o}", "role", "user", "content", content);
 }
 
-static int p_simple(struct app *app, const json_t *args, json_t **messages,
-		    struct kf_err *err)
+static int p_simple(struct app *app, const json_t *args, json_t **messages, struct kf_err *err)
 {
 	(void)app;
 	(void)args;
@@ -421,8 +401,7 @@ static int p_simple(struct app *app, const json_t *args, json_t **messages,
 	return 0;
 }
 
-static int p_args(struct app *app, const json_t *args, json_t **messages,
-		  struct kf_err *err)
+static int p_args(struct app *app, const json_t *args, json_t **messages, struct kf_err *err)
 {
 	char buf[1024];
 
@@ -435,8 +414,8 @@ static int p_args(struct app *app, const json_t *args, json_t **messages,
 	return 0;
 }
 
-static int p_args_complete(struct app *app, const char *arg, const char *prefix,
-			   json_t *arr, struct kf_err *err)
+static int p_args_complete(struct app *app, const char *arg, const char *prefix, json_t *arr,
+			   struct kf_err *err)
 {
 	static const char *const A1[] = {"paris", "park", "party", "test", "testValue1", NULL};
 	static const char *const A2[] = {"world", "work", "testValue2", NULL};
@@ -446,30 +425,28 @@ static int p_args_complete(struct app *app, const char *arg, const char *prefix,
 	return complete_from(strcmp(arg, "arg1") == 0 ? A1 : A2, prefix, arr);
 }
 
-static int p_embedded(struct app *app, const json_t *args, json_t **messages,
-		      struct kf_err *err)
+static int p_embedded(struct app *app, const json_t *args, json_t **messages, struct kf_err *err)
 {
 	(void)app;
 	(void)err;
 	*messages = json_pack(
 		"[o,o]",
-		user_msg(json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "resource", "resource",
-				   "uri", json_string_value(json_object_get(args, "resourceUri")),
+		user_msg(json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "resource", "resource", "uri",
+				   json_string_value(json_object_get(args, "resourceUri")),
 				   "mimeType", "text/plain", "text",
 				   "Embedded resource content for testing.")),
 		user_msg(text_block("Please process the embedded resource above.")));
 	return 0;
 }
 
-static int p_image(struct app *app, const json_t *args, json_t **messages,
-		   struct kf_err *err)
+static int p_image(struct app *app, const json_t *args, json_t **messages, struct kf_err *err)
 {
 	(void)app;
 	(void)args;
 	(void)err;
 	*messages = json_pack("[o,o]",
-			      user_msg(json_pack("{s:s,s:s,s:s}", "type", "image", "data",
-						 PNG_B64, "mimeType", "image/png")),
+			      user_msg(json_pack("{s:s,s:s,s:s}", "type", "image", "data", PNG_B64,
+						 "mimeType", "image/png")),
 			      user_msg(text_block("Please analyze the image above.")));
 	return 0;
 }
@@ -485,18 +462,18 @@ static const struct prompt_arg ARGS_URI[] = {
 };
 
 static const struct prompt_def FIXTURE_PROMPTS[] = {
-	{"test_simple_prompt", "Simple prompt", "A simple prompt without arguments",
-	 NULL, p_simple, NULL},
+	{"test_simple_prompt", "Simple prompt", "A simple prompt without arguments", NULL, p_simple,
+	 NULL},
 	{"test_prompt_with_arguments", "Prompt with arguments",
 	 "A prompt with two required arguments", ARGS_TWO, p_args, p_args_complete},
 	{"test_prompt_with_embedded_resource", "Prompt with embedded resource",
 	 "A prompt that embeds a resource", ARGS_URI, p_embedded, NULL},
-	{"test_prompt_with_image", "Prompt with image", "A prompt with an image",
-	 NULL, p_image, NULL},
+	{"test_prompt_with_image", "Prompt with image", "A prompt with an image", NULL, p_image,
+	 NULL},
 };
 
 const struct tool_group TOOLS_FIXTURES = {
-	FIXTURE_TOOLS, sizeof(FIXTURE_TOOLS) / sizeof(FIXTURE_TOOLS[0]),
+	FIXTURE_TOOLS,	   sizeof(FIXTURE_TOOLS) / sizeof(FIXTURE_TOOLS[0]),
 	FIXTURE_RESOURCES, sizeof(FIXTURE_RESOURCES) / sizeof(FIXTURE_RESOURCES[0]),
-	FIXTURE_PROMPTS, sizeof(FIXTURE_PROMPTS) / sizeof(FIXTURE_PROMPTS[0]),
+	FIXTURE_PROMPTS,   sizeof(FIXTURE_PROMPTS) / sizeof(FIXTURE_PROMPTS[0]),
 };

@@ -95,7 +95,7 @@ static enum MHD_Result rest_answer(struct rest_job *j)
 enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
 				const char *method, struct hreq *rq)
 {
-	struct rest_req req = { method, url, query_value, conn, rq->body, rq->len };
+	struct rest_req req = {method, url, query_value, conn, rq->body, rq->len};
 	struct rest_job *j;
 	json_t *body = NULL;
 	const char *allow = NULL;

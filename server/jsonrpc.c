@@ -37,15 +37,15 @@ static int max_depth(const char *s, size_t len, int limit)
 	return max;
 }
 
-static int fail(struct jsonrpc_msg *msg, int rpc_code, int kf_code,
-		struct kf_err *err, const char *what)
+static int fail(struct jsonrpc_msg *msg, int rpc_code, int kf_code, struct kf_err *err,
+		const char *what)
 {
 	msg->rpc_code = rpc_code;
 	return kf_err_set(err, kf_code, "%s", what);
 }
 
-int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
-		  struct jsonrpc_msg *msg, struct kf_err *err)
+int jsonrpc_parse(const char *text, size_t len, size_t max_bytes, struct jsonrpc_msg *msg,
+		  struct kf_err *err)
 {
 	json_error_t jerr;
 	json_t *root, *v, *id;
@@ -55,27 +55,27 @@ int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
 		max_bytes = JSONRPC_MAX_MESSAGE_BYTES_DEFAULT;
 	if (len > max_bytes) {
 		msg->rpc_code = JSONRPC_INVALID_REQUEST;
-		return kf_err_set(err, KF_ETOOBIG,
-				  "message of %zu bytes is over the %zu-byte limit (--max-message-bytes)",
-				  len, max_bytes);
+		return kf_err_set(
+			err, KF_ETOOBIG,
+			"message of %zu bytes is over the %zu-byte limit (--max-message-bytes)",
+			len, max_bytes);
 	}
 	if (max_depth(text, len, JSONRPC_MAX_DEPTH) > JSONRPC_MAX_DEPTH) {
 		msg->rpc_code = JSONRPC_PARSE_ERROR;
-		return kf_err_set(err, KF_EINVAL,
-				  "Parse error: nesting deeper than %d levels",
+		return kf_err_set(err, KF_EINVAL, "Parse error: nesting deeper than %d levels",
 				  JSONRPC_MAX_DEPTH);
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root) {
 		msg->rpc_code = JSONRPC_PARSE_ERROR;
-		return kf_err_set(err, KF_EINVAL,
-				  "Parse error: %s (line %d, column %d)", jerr.text,
+		return kf_err_set(err, KF_EINVAL, "Parse error: %s (line %d, column %d)", jerr.text,
 				  jerr.line, jerr.column);
 	}
 	msg->root = root;
 	if (json_is_array(root))
-		return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
-			    "Invalid Request: batch requests (JSON arrays) are not supported; send one JSON-RPC object per message");
+		return fail(
+			msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
+			"Invalid Request: batch requests (JSON arrays) are not supported; send one JSON-RPC object per message");
 	if (!json_is_object(root))
 		return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
 			    "Invalid Request: a message must be a JSON object");
@@ -98,8 +98,9 @@ int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
 			return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
 				    "Invalid Request: \"method\" must be a non-empty string");
 		if (json_object_get(root, "result") || json_object_get(root, "error"))
-			return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
-				    "Invalid Request: a request cannot carry \"result\" or \"error\"");
+			return fail(
+				msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
+				"Invalid Request: a request cannot carry \"result\" or \"error\"");
 		msg->method = json_string_value(v);
 		v = json_object_get(root, "params");
 		if (v && !json_is_object(v) && !json_is_array(v))
@@ -117,15 +118,17 @@ int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
 	msg->result = json_object_get(root, "result");
 	msg->error = json_object_get(root, "error");
 	if (!msg->result == !msg->error)
-		return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
-			    "Invalid Request: a message needs \"method\", or exactly one of \"result\" and \"error\"");
+		return fail(
+			msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
+			"Invalid Request: a message needs \"method\", or exactly one of \"result\" and \"error\"");
 	if (!id)
 		return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
 			    "Invalid Request: a response needs an \"id\"");
-	if (msg->error && (!json_is_object(msg->error) ||
-			   !json_is_integer(json_object_get(msg->error, "code"))))
-		return fail(msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
-			    "Invalid Request: \"error\" must be an object with an integer \"code\"");
+	if (msg->error &&
+	    (!json_is_object(msg->error) || !json_is_integer(json_object_get(msg->error, "code"))))
+		return fail(
+			msg, JSONRPC_INVALID_REQUEST, KF_EINVAL, err,
+			"Invalid Request: \"error\" must be an object with an integer \"code\"");
 	msg->id = id;
 	msg->kind = msg->result ? JSONRPC_RESPONSE : JSONRPC_ERROR_REPLY;
 	json_decref(msg->bad_id);
@@ -179,8 +182,7 @@ char *jsonrpc_result(const json_t *id, json_t *result, size_t *len)
 	return finish(o, len);
 }
 
-char *jsonrpc_error(const json_t *id, int code, const char *message,
-		    json_t *data, size_t *len)
+char *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data, size_t *len)
 {
 	json_t *o = envelope(id), *e = json_object();
 
@@ -214,8 +216,7 @@ char *jsonrpc_notification(const char *method, json_t *params, size_t *len)
 	return finish(o, len);
 }
 
-char *jsonrpc_request(const json_t *id, const char *method, json_t *params,
-		      size_t *len)
+char *jsonrpc_request(const json_t *id, const char *method, json_t *params, size_t *len)
 {
 	json_t *o = envelope(id);
 

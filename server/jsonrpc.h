@@ -19,7 +19,7 @@ enum {
 };
 
 #define JSONRPC_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
-#define JSONRPC_MAX_DEPTH 64 /* nesting allowed in a message */
+#define JSONRPC_MAX_DEPTH		  64 /* nesting allowed in a message */
 
 enum jsonrpc_kind {
 	JSONRPC_REQUEST = 0,  /* method + id */
@@ -30,16 +30,16 @@ enum jsonrpc_kind {
 
 struct jsonrpc_msg {
 	enum jsonrpc_kind kind;
-	json_t *root;       /* the whole message; owned (jsonrpc_msg_fini) */
-	json_t *id;         /* borrowed from root: string or integer; NULL for a
+	json_t *root;	    /* the whole message; owned (jsonrpc_msg_fini) */
+	json_t *id;	    /* borrowed from root: string or integer; NULL for a
 			     * notification */
 	const char *method; /* borrowed from root; NULL for responses */
-	json_t *params;     /* borrowed from root: object or array, or NULL */
-	json_t *result;     /* borrowed: a response's result */
-	json_t *error;      /* borrowed: an error reply's error object */
+	json_t *params;	    /* borrowed from root: object or array, or NULL */
+	json_t *result;	    /* borrowed: a response's result */
+	json_t *error;	    /* borrowed: an error reply's error object */
 	/* On failure: */
-	int rpc_code;       /* JSONRPC_PARSE_ERROR or JSONRPC_INVALID_REQUEST */
-	json_t *bad_id;     /* new reference to the id when one could be read
+	int rpc_code;	/* JSONRPC_PARSE_ERROR or JSONRPC_INVALID_REQUEST */
+	json_t *bad_id; /* new reference to the id when one could be read
 			     * from a faulty message, else NULL (reply with null) */
 };
 
@@ -54,9 +54,8 @@ struct jsonrpc_msg {
  *     (JSONRPC_INVALID_REQUEST).
  * err names the problem ("batch requests are not supported: send one JSON
  * object per message"). */
-int jsonrpc_parse(const char *text, size_t len, size_t max_bytes,
-		  struct jsonrpc_msg *msg, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int jsonrpc_parse(const char *text, size_t len, size_t max_bytes, struct jsonrpc_msg *msg,
+		  struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Releases what msg holds. Safe on a zeroed or failed msg. */
 void jsonrpc_msg_fini(struct jsonrpc_msg *msg);
@@ -70,8 +69,8 @@ char *jsonrpc_error(const json_t *id, int code, const char *message,
 		    json_t *data /* takes, may be NULL */, size_t *len);
 char *jsonrpc_notification(const char *method, json_t *params /* takes, may be NULL */,
 			   size_t *len);
-char *jsonrpc_request(const json_t *id, const char *method,
-		      json_t *params /* takes, may be NULL */, size_t *len);
+char *jsonrpc_request(const json_t *id, const char *method, json_t *params /* takes, may be NULL */,
+		      size_t *len);
 
 /* The standard message of a JSON-RPC error code ("Parse error", ...). */
 const char *jsonrpc_code_message(int code);

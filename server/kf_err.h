@@ -10,19 +10,19 @@
 
 enum {
 	KF_OK = 0,
-	KF_EINVAL = -1,    /* bad argument or input: names the field and reason */
-	KF_ENOMEM = -2,    /* allocation failed */
-	KF_EIO = -3,       /* file, pipe or socket error */
+	KF_EINVAL = -1,	   /* bad argument or input: names the field and reason */
+	KF_ENOMEM = -2,	   /* allocation failed */
+	KF_EIO = -3,	   /* file, pipe or socket error */
 	KF_ENOTFOUND = -4, /* unknown id, name, path */
 	KF_ETOOBIG = -5,   /* input or output over its cap */
 	KF_ETIMEOUT = -6,  /* a job ran past its wall-clock limit */
 	KF_ECANCELED = -7, /* the request was cancelled */
-	KF_EBUSY = -8,     /* queue full: retry later */
-	KF_ENOGPU = -9,    /* no usable GPU on this host */
+	KF_EBUSY = -8,	   /* queue full: retry later */
+	KF_ENOGPU = -9,	   /* no usable GPU on this host */
 	KF_ESANDBOX = -10, /* the sandbox could not be set up */
 	KF_ECOMPILE = -11, /* the compiler rejected the source */
-	KF_EDB = -12,      /* sqlite error */
-	KF_EPERM = -13,    /* refused: not allowed (flag, path, auth) */
+	KF_EDB = -12,	   /* sqlite error */
+	KF_EPERM = -13,	   /* refused: not allowed (flag, path, auth) */
 	KF_EFAULT = -14,   /* the untrusted job crashed or faulted */
 	KF_EINTERNAL = -15 /* a bug in kforge */
 };

@@ -60,11 +60,9 @@ void log_vwrite(int level, const char *module, const char *fmt, va_list ap)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	k = snprintf(line, sizeof(line),
-		     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ kforge[%ld] %s %s%s",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L, (long)getpid(),
-		     LEVEL_TAGS[level], module ? module : "",
+	k = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ kforge[%ld] %s %s%s",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     ts.tv_nsec / 1000000L, (long)getpid(), LEVEL_TAGS[level], module ? module : "",
 		     module ? ": " : "");
 	n = k < 0 ? 0 : (size_t)k;
 	if (n < sizeof(line) - 1) {

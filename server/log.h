@@ -41,8 +41,8 @@ void log_vwrite(int level, const char *module, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
 
 #define log_debug(mod, ...) log_write(LOG_DEBUG, (mod), __VA_ARGS__)
-#define log_info(mod, ...) log_write(LOG_INFO, (mod), __VA_ARGS__)
-#define log_warn(mod, ...) log_write(LOG_WARN, (mod), __VA_ARGS__)
+#define log_info(mod, ...)  log_write(LOG_INFO, (mod), __VA_ARGS__)
+#define log_warn(mod, ...)  log_write(LOG_WARN, (mod), __VA_ARGS__)
 #define log_error(mod, ...) log_write(LOG_ERROR, (mod), __VA_ARGS__)
 
 #endif

@@ -16,14 +16,10 @@
 #include "schema.h"
 #include "version.h"
 
+const char *const MCP_VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 
-
-const char *const MCP_VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26",
-				    NULL};
-
-const char *const MCP_LOG_LEVELS[] = {"debug", "info", "notice", "warning",
-				      "error", "critical", "alert", "emergency",
-				      NULL};
+const char *const MCP_LOG_LEVELS[] = {"debug",	  "info",  "notice",	"warning", "error",
+				      "critical", "alert", "emergency", NULL};
 
 static const char INSTRUCTIONS[] =
 	"kforge is a CUDA kernel workbench: GPU facts, optimization guides, a "
@@ -59,14 +55,14 @@ int mcp_log_level_index(const char *name)
 
 /* --- sending -------------------------------------------------------------- */
 
-void mcp_send_text(struct mcp_session *s, void *call, int final,
-		   const json_t *id, char *text, size_t len)
+void mcp_send_text(struct mcp_session *s, void *call, int final, const json_t *id, char *text,
+		   size_t len)
 {
 	if (!text) {
 		if (!final)
 			return;
-		text = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR,
-				     "Internal error: out of memory", NULL, &len);
+		text = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory",
+				     NULL, &len);
 		if (!text) {
 			/* Still owe the transport its final send. */
 			static const char oom[] =
@@ -83,8 +79,8 @@ void mcp_send_text(struct mcp_session *s, void *call, int final,
 	free(text);
 }
 
-void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id,
-		     int code, const char *fmt, ...)
+void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id, int code, const char *fmt,
+		     ...)
 {
 	char msg[512];
 	va_list ap;
@@ -98,8 +94,7 @@ void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id,
 	mcp_send_text(s, call, 1, id, text, len);
 }
 
-void mcp_reply(struct mcp_session *s, void *call, const json_t *id,
-		  json_t *result)
+void mcp_reply(struct mcp_session *s, void *call, const json_t *id, json_t *result)
 {
 	size_t len;
 	char *text = jsonrpc_result(id, result, &len);
@@ -117,8 +112,7 @@ static void notify(struct mcp_session *s, const char *method, json_t *params)
 
 /* --- session -------------------------------------------------------------- */
 
-struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send,
-				    void *arg)
+struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send, void *arg)
 {
 	struct mcp_session *s = calloc(1, sizeof(*s));
 	pthread_condattr_t ca;
@@ -214,19 +208,16 @@ static json_t *capabilities(void)
 	json_object_set_new(caps, "tools", json_pack("{s:b}", "listChanged", 0));
 	if (tools_resource_count() > 0)
 		json_object_set_new(caps, "resources",
-				    json_pack("{s:b,s:b}", "subscribe", 1,
-					      "listChanged", 0));
+				    json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 0));
 	if (tools_prompt_count() > 0)
-		json_object_set_new(caps, "prompts",
-				    json_pack("{s:b}", "listChanged", 0));
+		json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 0));
 	json_object_set_new(caps, "logging", json_object());
 	if (tools_resource_count() > 0 || tools_prompt_count() > 0)
 		json_object_set_new(caps, "completions", json_object());
 	return caps;
 }
 
-static void do_initialize(struct mcp_session *s, const json_t *id,
-			  const json_t *params, void *call)
+static void do_initialize(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	json_t *pv = json_object_get(params, "protocolVersion");
 	json_t *caps = json_object_get(params, "capabilities");
@@ -234,9 +225,10 @@ static void do_initialize(struct mcp_session *s, const json_t *id,
 	json_t *result;
 
 	if (!json_is_string(pv)) {
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: initialize needs params.protocolVersion (a string such as \"%s\")",
-				MCP_VERSIONS[0]);
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: initialize needs params.protocolVersion (a string such as \"%s\")",
+			MCP_VERSIONS[0]);
 		return;
 	}
 	if (caps && !json_is_object(caps)) {
@@ -260,12 +252,11 @@ static void do_initialize(struct mcp_session *s, const json_t *id,
 	s->client_caps = caps ? json_deep_copy(caps) : json_object();
 	pthread_mutex_unlock(&s->lock);
 	if (strcmp(want, version) != 0)
-		log_info("mcp", "client asked for protocol %s; offering %s", want,
-			 version);
-	result = json_pack("{s:s,s:o,s:{s:s,s:s,s:s},s:s}", "protocolVersion",
-			   version, "capabilities", capabilities(), "serverInfo",
-			   "name", "kforge", "title", "kforge CUDA kernel workbench",
-			   "version", KFORGE_VERSION, "instructions", INSTRUCTIONS);
+		log_info("mcp", "client asked for protocol %s; offering %s", want, version);
+	result = json_pack("{s:s,s:o,s:{s:s,s:s,s:s},s:s}", "protocolVersion", version,
+			   "capabilities", capabilities(), "serverInfo", "name", "kforge", "title",
+			   "kforge CUDA kernel workbench", "version", KFORGE_VERSION,
+			   "instructions", INSTRUCTIONS);
 	mcp_reply(s, call, id, result);
 }
 
@@ -273,9 +264,8 @@ static void do_initialize(struct mcp_session *s, const json_t *id,
 
 /* Reads params.cursor into *start. Returns 0, or -1 after replying
  * Invalid params. Cursors are "c<offset>"; clients treat them as opaque. */
-int mcp_page_start(struct mcp_session *s, const json_t *id,
-		      const json_t *params, void *call, size_t total,
-		      size_t *start)
+int mcp_page_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
+		   size_t total, size_t *start)
 {
 	json_t *c = json_object_get(params, "cursor");
 	const char *t;
@@ -329,14 +319,11 @@ static json_t *tool_json(const struct tool_def *t)
 	if (out)
 		json_object_set(o, "outputSchema", schema_json(out));
 	mcp_set_str(ann, "title", t->title);
-	json_object_set_new(ann, "readOnlyHint",
-			    json_boolean(t->annotations & TOOL_READ_ONLY));
+	json_object_set_new(ann, "readOnlyHint", json_boolean(t->annotations & TOOL_READ_ONLY));
 	json_object_set_new(ann, "destructiveHint",
 			    json_boolean(t->annotations & TOOL_DESTRUCTIVE));
-	json_object_set_new(ann, "idempotentHint",
-			    json_boolean(t->annotations & TOOL_IDEMPOTENT));
-	json_object_set_new(ann, "openWorldHint",
-			    json_boolean(t->annotations & TOOL_OPEN_WORLD));
+	json_object_set_new(ann, "idempotentHint", json_boolean(t->annotations & TOOL_IDEMPOTENT));
+	json_object_set_new(ann, "openWorldHint", json_boolean(t->annotations & TOOL_OPEN_WORLD));
 	json_object_set_new(o, "annotations", ann);
 	return o;
 }
@@ -353,8 +340,8 @@ static struct {
 } list_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Sends {"jsonrpc":"2.0","id":ID,"result":RESULT} with RESULT as text. */
-static void reply_raw(struct mcp_session *s, void *call, const json_t *id,
-		      const char *result, size_t result_len)
+static void reply_raw(struct mcp_session *s, void *call, const json_t *id, const char *result,
+		      size_t result_len)
 {
 	char *ids = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
 	size_t len = 0;
@@ -364,8 +351,9 @@ static void reply_raw(struct mcp_session *s, void *call, const json_t *id,
 		len = strlen(ids) + result_len + 40;
 		text = malloc(len);
 		if (text) {
-			int n = snprintf(text, len, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%.*s}",
-					 ids, (int)result_len, result);
+			int n = snprintf(text, len,
+					 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%.*s}", ids,
+					 (int)result_len, result);
 			len = n > 0 ? (size_t)n : 0;
 		}
 	}
@@ -385,8 +373,7 @@ static json_t *tools_page(size_t start, size_t total)
 	return result;
 }
 
-static void do_tools_list(struct mcp_session *s, const json_t *id,
-			  const json_t *params, void *call)
+static void do_tools_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	size_t total = tools_count(), start;
 	const void *first = tools_at(0), *last = total ? tools_at(total - 1) : NULL;
@@ -428,15 +415,15 @@ static void do_tools_list(struct mcp_session *s, const json_t *id,
 
 /* --- logging ------------------------------------------------------------------ */
 
-static void do_set_level(struct mcp_session *s, const json_t *id,
-			 const json_t *params, void *call)
+static void do_set_level(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	const char *level = json_string_value(json_object_get(params, "level"));
 	int i = level ? mcp_log_level_index(level) : -1;
 
 	if (i < 0) {
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: params.level must be one of debug, info, notice, warning, error, critical, alert, emergency");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: params.level must be one of debug, info, notice, warning, error, critical, alert, emergency");
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -447,8 +434,7 @@ static void do_set_level(struct mcp_session *s, const json_t *id,
 
 /* --- dispatch ------------------------------------------------------------------ */
 
-static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m,
-			   void *call)
+static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m, void *call)
 {
 	const char *method = m->method;
 	const json_t *id = m->id, *params = m->params;
@@ -471,8 +457,9 @@ static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m,
 	initialized = s->initialized;
 	pthread_mutex_unlock(&s->lock);
 	if (!initialized) {
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_REQUEST,
-				"Invalid Request: the session is not initialized; send initialize first (only ping is allowed before it)");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_REQUEST,
+			"Invalid Request: the session is not initialized; send initialize first (only ping is allowed before it)");
 		return;
 	}
 	if (strcmp(method, "tools/call") == 0)
@@ -509,8 +496,7 @@ static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m,
 	}
 	return;
 unknown:
-	mcp_reply_error(s, call, id, JSONRPC_METHOD_NOT_FOUND,
-			"Method not found: %.100s", method);
+	mcp_reply_error(s, call, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
 }
 
 static void handle_notification(struct mcp_session *s, struct jsonrpc_msg *m)
@@ -546,15 +532,13 @@ static void handle_response(struct mcp_session *s, struct jsonrpc_msg *m)
 		log_debug("mcp", "response to unknown request id ignored");
 }
 
-enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg,
-			       size_t len, void *call)
+enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg, size_t len, void *call)
 {
 	struct jsonrpc_msg m;
 	struct kf_err err = {0};
 	enum mcp_in kind;
 
-	if (jsonrpc_parse(msg, len, s->app ? s->app->cfg.max_message_bytes : 0,
-			  &m, &err)) {
+	if (jsonrpc_parse(msg, len, s->app ? s->app->cfg.max_message_bytes : 0, &m, &err)) {
 		mcp_reply_error(s, call, m.bad_id, m.rpc_code, "%s", err.msg);
 		jsonrpc_msg_fini(&m);
 		return MCP_IN_ERROR;

@@ -25,23 +25,21 @@ extern const char *const MCP_VERSIONS[];
  * final is 1 for the response that ends that request: after it, call is
  * never passed again. Called from any thread, never concurrently for one
  * session (the session serializes). */
-typedef void (*mcp_send_fn)(void *arg, void *call, int final,
-			    const char *json, size_t len);
+typedef void (*mcp_send_fn)(void *arg, void *call, int final, const char *json, size_t len);
 
 enum mcp_in {
-	MCP_IN_REQUEST = 0,   /* exactly one final send with this call will follow
+	MCP_IN_REQUEST = 0,  /* exactly one final send with this call will follow
 			       * (perhaps already made, perhaps from a worker) */
-	MCP_IN_NOTIFICATION,  /* nothing will be sent for this call */
-	MCP_IN_RESPONSE,      /* a client response; nothing will be sent */
-	MCP_IN_ERROR          /* malformed: the final error response (id null
+	MCP_IN_NOTIFICATION, /* nothing will be sent for this call */
+	MCP_IN_RESPONSE,     /* a client response; nothing will be sent */
+	MCP_IN_ERROR	     /* malformed: the final error response (id null
 			       * when unknown) was already sent with this call */
 };
 
 /* Returns a new session (free with mcp_session_free) bound to app
  * (borrowed, must outlive it) that sends through send(arg, ...), or NULL on
  * allocation failure. */
-struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send,
-				    void *arg);
+struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send, void *arg);
 
 /* Cancels every request still running, waits for their workers, frees the
  * session. NULL is a no-op. */
@@ -50,8 +48,7 @@ void mcp_session_free(struct mcp_session *s);
 /* Handles one incoming message of len bytes (borrowed). call is an opaque
  * transport pointer passed back to send for the messages that belong to this
  * one. A JSON array (batch) is answered with an Invalid Request error. */
-enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg,
-			       size_t len, void *call);
+enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg, size_t len, void *call);
 
 /* The protocol revision negotiated by initialize, or NULL before it.
  * Returns borrowed, static. */
@@ -71,8 +68,7 @@ void mcp_resource_updated(const char *uri);
  * *is_error to 1 for a tool-level failure (its "error" member says why).
  * Returns KF_ENOTFOUND for an unknown tool and KF_EINVAL for arguments that
  * fail the schema, with err naming the field. */
-int mcp_tool_call(struct app *app, const char *name, const json_t *args,
-		  json_t **result, int *is_error, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,
+		  int *is_error, struct kf_err *err) __attribute__((warn_unused_result));
 
 #endif

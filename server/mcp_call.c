@@ -18,8 +18,8 @@
 #include "mcp_int.h"
 #include "schema.h"
 
-#define POOL_QUEUE_MAX 256 /* queued calls across all sessions */
-#define POOL_THREADS_MAX 64
+#define POOL_QUEUE_MAX	     256 /* queued calls across all sessions */
+#define POOL_THREADS_MAX     64
 #define MCP_RESULT_MAX_BYTES (2u << 20) /* structuredContent as JSON */
 
 static struct {
@@ -37,8 +37,8 @@ static struct {
 
 static json_t *error_object(int code, const char *msg)
 {
-	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code",
-			 kf_err_name(code), "message", msg);
+	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(code),
+			 "message", msg);
 }
 
 /* Returns obj (taken) with "summary" as its first member, inserting
@@ -89,8 +89,7 @@ static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 	rc = c->tool->handler(c, c->args, &out, &err);
 	if (rc) {
 		if (!err.code)
-			kf_err_set(&err, rc, "%s failed (%s)", c->tool->name,
-				   kf_err_name(rc));
+			kf_err_set(&err, rc, "%s failed (%s)", c->tool->name, kf_err_name(rc));
 		if (!json_is_object(out)) {
 			json_decref(out);
 			*sc = error_object(rc, err.msg);
@@ -139,9 +138,10 @@ static json_t *mcp_result(struct tool_ctx *c, json_t *sc, int is_error)
 			/* A client must never receive an unbounded answer; large
 			 * artifacts belong in resources. */
 			char msg[200];
-			snprintf(msg, sizeof(msg),
-				 "internal error: %s produced a %zu-byte result, over the %u-byte cap",
-				 c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
+			snprintf(
+				msg, sizeof(msg),
+				"internal error: %s produced a %zu-byte result, over the %u-byte cap",
+				c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
 			log_error("mcp", "%s", msg);
 			free(text);
 			json_decref(sc);
@@ -149,9 +149,9 @@ static json_t *mcp_result(struct tool_ctx *c, json_t *sc, int is_error)
 			is_error = 1;
 			text = json_dumps(sc, JSON_COMPACT);
 		}
-		json_object_set_new(r, "content",
-				    json_pack("[{s:s,s:s}]", "type", "text", "text",
-					      text ? text : "{}"));
+		json_object_set_new(
+			r, "content",
+			json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"));
 		free(text);
 	}
 	if (sc)
@@ -286,8 +286,7 @@ static void reply_busy(struct mcp_session *s, struct tool_ctx *c, const char *wh
 	mcp_send_text(s, c->tcall, 1, c->id, text, len);
 }
 
-void mcp_call_start(struct mcp_session *s, const json_t *id,
-		    const json_t *params, void *call)
+void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
@@ -314,8 +313,9 @@ void mcp_call_start(struct mcp_session *s, const json_t *id,
 		return;
 	}
 	if (token && !json_is_string(token) && !json_is_integer(token)) {
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: _meta.progressToken must be a string or an integer");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: _meta.progressToken must be a string or an integer");
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -341,7 +341,9 @@ void mcp_call_start(struct mcp_session *s, const json_t *id,
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (full) {
-		reply_busy(s, c, "busy: this session has too many calls in flight; retry when some finish");
+		reply_busy(
+			s, c,
+			"busy: this session has too many calls in flight; retry when some finish");
 		call_free(c);
 		return;
 	}
@@ -392,8 +394,7 @@ const volatile int *tool_ctx_cancel_flag(struct tool_ctx *ctx)
 	return &ctx->cancelled;
 }
 
-void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total,
-		       const char *message)
+void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, const char *message)
 {
 	json_t *p;
 	size_t len;
@@ -401,8 +402,7 @@ void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total,
 
 	if (!ctx->s || !ctx->progress_token)
 		return;
-	p = json_pack("{s:O,s:f}", "progressToken", ctx->progress_token,
-		      "progress", progress);
+	p = json_pack("{s:O,s:f}", "progressToken", ctx->progress_token, "progress", progress);
 	if (!p)
 		return;
 	if (total > 0)
@@ -425,7 +425,10 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (!ctx->s) {
-		log_write(li <= 0 ? LOG_DEBUG : li <= 2 ? LOG_INFO : li == 3 ? LOG_WARN : LOG_ERROR,
+		log_write(li <= 0   ? LOG_DEBUG
+			  : li <= 2 ? LOG_INFO
+			  : li == 3 ? LOG_WARN
+				    : LOG_ERROR,
 			  ctx->tool ? ctx->tool->name : "tool", "%s", msg);
 		return;
 	}
@@ -435,9 +438,8 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 	if (li < 0 || li < want)
 		return;
 	text = jsonrpc_notification("notifications/message",
-				    json_pack("{s:s,s:s,s:s}", "level", level,
-					      "logger", ctx->tool ? ctx->tool->name : "kforge",
-					      "data", msg),
+				    json_pack("{s:s,s:s,s:s}", "level", level, "logger",
+					      ctx->tool ? ctx->tool->name : "kforge", "data", msg),
 				    &len);
 	mcp_send_text(ctx->s, ctx->tcall, 0, NULL, text, len);
 }
@@ -462,8 +464,8 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
 	return yes;
 }
 
-int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
-		     int timeout_ms, json_t **result, struct kf_err *err)
+int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
+		     json_t **result, struct kf_err *err)
 {
 	struct mcp_session *s = ctx->s;
 	struct mcp_pending p = {0}, **pp;
@@ -476,8 +478,7 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
 	*result = NULL;
 	if (!s) {
 		json_decref(params);
-		return kf_err_set(err, KF_ENOTFOUND,
-				  "%s needs an MCP client session", method);
+		return kf_err_set(err, KF_ENOTFOUND, "%s needs an MCP client session", method);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;
@@ -510,14 +511,12 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
 	if (!p.done) {
 		if (ctx->cancelled || s->closing)
 			return kf_err_set(err, KF_ECANCELED, "%s: cancelled", method);
-		return kf_err_set(err, KF_ETIMEOUT,
-				  "%s: the client did not answer within %d ms", method,
-				  timeout_ms);
+		return kf_err_set(err, KF_ETIMEOUT, "%s: the client did not answer within %d ms",
+				  method, timeout_ms);
 	}
 	if (p.error) {
 		const char *m = json_string_value(json_object_get(p.error, "message"));
-		rc = kf_err_set(err, KF_EINVAL, "%s: the client answered error %lld: %s",
-				method,
+		rc = kf_err_set(err, KF_EINVAL, "%s: the client answered error %lld: %s", method,
 				(long long)json_integer_value(json_object_get(p.error, "code")),
 				m ? m : "(no message)");
 		json_decref(p.error);
@@ -530,8 +529,8 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
 
 /* --- outside a session ------------------------------------------------------------ */
 
-int mcp_tool_call(struct app *app, const char *name, const json_t *args,
-		  json_t **result, int *is_error, struct kf_err *err)
+int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,
+		  int *is_error, struct kf_err *err)
 {
 	struct tool_ctx c = {0};
 	const struct schema *in;
@@ -541,8 +540,7 @@ int mcp_tool_call(struct app *app, const char *name, const json_t *args,
 	*is_error = 0;
 	c.tool = name ? tools_find(name) : NULL;
 	if (!c.tool)
-		return kf_err_set(err, KF_ENOTFOUND, "unknown tool '%s'",
-				  name ? name : "(null)");
+		return kf_err_set(err, KF_ENOTFOUND, "unknown tool '%s'", name ? name : "(null)");
 	if (args && !json_is_object(args))
 		return kf_err_set(err, KF_EINVAL, "arguments: expected object");
 	c.args = args ? json_incref((json_t *)args) : json_object();

@@ -62,8 +62,7 @@ static int rpc_code_of(int kf)
 	}
 }
 
-void mcp_resources_list(struct mcp_session *s, const json_t *id,
-			      const json_t *params, void *call)
+void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	json_t *all = json_array(), *page, *result;
 	struct kf_err err = {0};
@@ -77,16 +76,15 @@ void mcp_resources_list(struct mcp_session *s, const json_t *id,
 			json_t *part = json_array();
 			int rc = r->list(s->app, part, &err);
 			if (rc) {
-				log_warn("mcp", "resources/list: skipping %s: %s",
-					 r->uri_template, err.msg);
+				log_warn("mcp", "resources/list: skipping %s: %s", r->uri_template,
+					 err.msg);
 				kf_err_clear(&err);
 			} else {
 				json_array_extend(all, part);
 			}
 			json_decref(part);
 		} else if (!is_template(r)) {
-			json_t *o = json_pack("{s:s,s:s}", "uri", r->uri_template,
-					      "name", r->name);
+			json_t *o = json_pack("{s:s,s:s}", "uri", r->uri_template, "name", r->name);
 			mcp_set_str(o, "title", r->title);
 			mcp_set_str(o, "description", r->description);
 			mcp_set_str(o, "mimeType", r->mime_type);
@@ -107,8 +105,7 @@ void mcp_resources_list(struct mcp_session *s, const json_t *id,
 	mcp_reply(s, call, id, result);
 }
 
-void mcp_templates_list(struct mcp_session *s, const json_t *id,
-			      const json_t *params, void *call)
+void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	json_t *all = json_array(), *page, *result;
 	size_t start, i, total;
@@ -118,8 +115,7 @@ void mcp_templates_list(struct mcp_session *s, const json_t *id,
 		json_t *o;
 		if (!is_template(r))
 			continue;
-		o = json_pack("{s:s,s:s}", "uriTemplate", r->uri_template, "name",
-			      r->name);
+		o = json_pack("{s:s,s:s}", "uriTemplate", r->uri_template, "name", r->name);
 		mcp_set_str(o, "title", r->title);
 		mcp_set_str(o, "description", r->description);
 		mcp_set_str(o, "mimeType", r->mime_type);
@@ -139,8 +135,8 @@ void mcp_templates_list(struct mcp_session *s, const json_t *id,
 	mcp_reply(s, call, id, result);
 }
 
-static const char *need_uri(struct mcp_session *s, const json_t *id,
-			    const json_t *params, void *call)
+static const char *need_uri(struct mcp_session *s, const json_t *id, const json_t *params,
+			    void *call)
 {
 	const char *uri = json_string_value(json_object_get(params, "uri"));
 
@@ -150,8 +146,7 @@ static const char *need_uri(struct mcp_session *s, const json_t *id,
 	return uri && *uri ? uri : NULL;
 }
 
-void mcp_resources_read(struct mcp_session *s, const json_t *id,
-			      const json_t *params, void *call)
+void mcp_resources_read(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	const char *uri = need_uri(s, id, params, call);
 	const struct resource_def *r;
@@ -164,8 +159,7 @@ void mcp_resources_read(struct mcp_session *s, const json_t *id,
 	r = resource_for(uri);
 	if (!r || !r->read) {
 		size_t len;
-		char *text = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND,
-					   "Resource not found",
+		char *text = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found",
 					   json_pack("{s:s}", "uri", uri), &len);
 		mcp_send_text(s, call, 1, id, text, len);
 		return;
@@ -175,24 +169,23 @@ void mcp_resources_read(struct mcp_session *s, const json_t *id,
 		json_decref(contents);
 		if (!rc)
 			kf_err_set(&err, KF_EINTERNAL, "reader returned no contents array");
-		mcp_reply_error(s, call, id, rpc_code_of(rc),
-				"%s: %s", rc == KF_ENOTFOUND ? "Resource not found" : "Cannot read resource",
+		mcp_reply_error(s, call, id, rpc_code_of(rc), "%s: %s",
+				rc == KF_ENOTFOUND ? "Resource not found" : "Cannot read resource",
 				err.msg[0] ? err.msg : uri);
 		return;
 	}
 	mcp_reply(s, call, id, json_pack("{s:o}", "contents", contents));
 }
 
-void mcp_subscribe(struct mcp_session *s, const json_t *id,
-			 const json_t *params, void *call, int on)
+void mcp_subscribe(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
+		   int on)
 {
 	const char *uri = need_uri(s, id, params, call);
 
 	if (!uri)
 		return;
 	if (on && !resource_for(uri)) {
-		mcp_reply_error(s, call, id, MCP_RESOURCE_NOT_FOUND,
-				"Resource not found: %s", uri);
+		mcp_reply_error(s, call, id, MCP_RESOURCE_NOT_FOUND, "Resource not found: %s", uri);
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -206,8 +199,7 @@ void mcp_subscribe(struct mcp_session *s, const json_t *id,
 
 /* --- prompts ------------------------------------------------------------------ */
 
-void mcp_prompts_list(struct mcp_session *s, const json_t *id,
-			    const json_t *params, void *call)
+void mcp_prompts_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	size_t total = tools_prompt_count(), start, i;
 	json_t *arr, *result;
@@ -221,8 +213,8 @@ void mcp_prompts_list(struct mcp_session *s, const json_t *id,
 		mcp_set_str(o, "title", p->title);
 		mcp_set_str(o, "description", p->description);
 		for (const struct prompt_arg *a = p->args; a && a->name; a++) {
-			json_t *ao = json_pack("{s:s,s:b}", "name", a->name,
-					       "required", a->required);
+			json_t *ao =
+				json_pack("{s:s,s:b}", "name", a->name, "required", a->required);
 			mcp_set_str(ao, "description", a->description);
 			json_array_append_new(args, ao);
 		}
@@ -234,8 +226,7 @@ void mcp_prompts_list(struct mcp_session *s, const json_t *id,
 	mcp_reply(s, call, id, result);
 }
 
-void mcp_prompts_get(struct mcp_session *s, const json_t *id,
-			   const json_t *params, void *call)
+void mcp_prompts_get(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments"), *messages = NULL;
@@ -246,8 +237,9 @@ void mcp_prompts_get(struct mcp_session *s, const json_t *id,
 	int rc;
 
 	if (!name) {
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: params.name must be a prompt name (see prompts/list)");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: params.name must be a prompt name (see prompts/list)");
 		return;
 	}
 	p = tools_prompt_find(name);
@@ -267,8 +259,8 @@ void mcp_prompts_get(struct mcp_session *s, const json_t *id,
 			a++;
 		if (!a || !a->name) {
 			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-					"Invalid params: prompt '%s' has no argument '%s'",
-					name, key);
+					"Invalid params: prompt '%s' has no argument '%s'", name,
+					key);
 			return;
 		}
 		if (!json_is_string(v)) {
@@ -280,8 +272,8 @@ void mcp_prompts_get(struct mcp_session *s, const json_t *id,
 	for (const struct prompt_arg *a = p->args; a && a->name; a++)
 		if (a->required && !json_object_get(args, a->name)) {
 			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-					"Invalid params: prompt '%s' needs argument '%s'",
-					name, a->name);
+					"Invalid params: prompt '%s' needs argument '%s'", name,
+					a->name);
 			return;
 		}
 	v = args ? json_incref(args) : json_object();
@@ -314,8 +306,7 @@ static int template_has_var(const char *t, const char *var)
 	return 0;
 }
 
-void mcp_complete(struct mcp_session *s, const json_t *id,
-			const json_t *params, void *call)
+void mcp_complete(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
 	json_t *ref = json_object_get(params, "ref");
 	json_t *arg = json_object_get(params, "argument");
@@ -329,8 +320,9 @@ void mcp_complete(struct mcp_session *s, const json_t *id,
 
 	if (!type || !an || !value) {
 		json_decref(values);
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: completion/complete needs ref.type, argument.name and argument.value (strings)");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: completion/complete needs ref.type, argument.name and argument.value (strings)");
 		return;
 	}
 	if (strcmp(type, "ref/prompt") == 0) {
@@ -342,8 +334,9 @@ void mcp_complete(struct mcp_session *s, const json_t *id,
 		if (!p || !a || !a->name) {
 			json_decref(values);
 			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-					"Invalid params: %s '%s'%s%s", p ? "prompt" : "unknown prompt",
-					pn ? pn : "", p ? " has no argument " : "", p ? an : "");
+					"Invalid params: %s '%s'%s%s",
+					p ? "prompt" : "unknown prompt", pn ? pn : "",
+					p ? " has no argument " : "", p ? an : "");
 			return;
 		}
 		if (p->complete)
@@ -356,17 +349,20 @@ void mcp_complete(struct mcp_session *s, const json_t *id,
 				r = tools_resource_at(i);
 		if (!r || !template_has_var(r->uri_template, an)) {
 			json_decref(values);
-			mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-					"Invalid params: %s%s%s", r ? "no variable '" : "unknown resource template '",
-					r ? an : (uri ? uri : ""), r ? "' in that template" : "' (see resources/templates/list)");
+			mcp_reply_error(
+				s, call, id, JSONRPC_INVALID_PARAMS, "Invalid params: %s%s%s",
+				r ? "no variable '" : "unknown resource template '",
+				r ? an : (uri ? uri : ""),
+				r ? "' in that template" : "' (see resources/templates/list)");
 			return;
 		}
 		if (r->complete)
 			rc = r->complete(s->app, an, value, values, &err);
 	} else {
 		json_decref(values);
-		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
-				"Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\"");
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\"");
 		return;
 	}
 	if (rc) {
@@ -378,8 +374,7 @@ void mcp_complete(struct mcp_session *s, const json_t *id,
 	total = json_array_size(values);
 	while (json_array_size(values) > MCP_COMPLETION_MAX)
 		json_array_remove(values, json_array_size(values) - 1);
-	result = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", values,
-			   "total", (json_int_t)total, "hasMore",
-			   total > MCP_COMPLETION_MAX);
+	result = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", values, "total",
+			   (json_int_t)total, "hasMore", total > MCP_COMPLETION_MAX);
 	mcp_reply(s, call, id, result);
 }

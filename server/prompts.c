@@ -95,13 +95,15 @@ static int prompt_optimize(struct app *app, const json_t *args, json_t **message
 		int is_error = 0;
 		struct kf_err rerr;
 		kf_err_clear(&rerr);
-		if (args_run && mcp_tool_call(app, "get_run", args_run, &res, &is_error, &rerr) == 0 &&
+		if (args_run &&
+		    mcp_tool_call(app, "get_run", args_run, &res, &is_error, &rerr) == 0 &&
 		    !is_error)
 			fprintf(f, "## Where it stands (run %s)\n\n%s\n\n", run,
 				json_string_value(json_object_get(res, "summary")));
 		else
-			fprintf(f, "## Where it stands\n\nRun '%s' was not found in the history; "
-				   "call list_runs {\"kind\": \"bench\"} to pick one.\n\n",
+			fprintf(f,
+				"## Where it stands\n\nRun '%s' was not found in the history; "
+				"call list_runs {\"kind\": \"bench\"} to pick one.\n\n",
 				run);
 		json_decref(res);
 		json_decref(args_run);
@@ -160,7 +162,8 @@ static int prompt_integrate(struct app *app, const json_t *args, json_t **messag
 		fw = "pytorch";
 	if (strcmp(fw, "pytorch") != 0 && strcmp(fw, "transformers") != 0 &&
 	    strcmp(fw, "diffusers") != 0)
-		return kf_err_set(err, KF_EINVAL, "framework: '%s' is not one of %s", fw, FRAMEWORKS);
+		return kf_err_set(err, KF_EINVAL, "framework: '%s' is not one of %s", fw,
+				  FRAMEWORKS);
 	if ((rc = check_len("op", op, err)) || (rc = check_len("gpu", gpu, err)))
 		return rc;
 	FILE *f = open_memstream(&text, &len);
@@ -199,13 +202,12 @@ static int prompt_integrate(struct app *app, const json_t *args, json_t **messag
 			   "Call the op from Python through the package's function; keep the "
 			   "eager formula as a fallback for dtypes or devices the kernel does "
 			   "not cover.\n\n");
-	fprintf(f,
-		"## 3. Prove it in place\n\n"
-		"Compare the patched model's outputs with the original's on real inputs "
-		"(relative L2 of the logits or images; bf16 lands near 1e-3), then time the "
-		"whole model: a kernel that wins alone can lose inside the model when it "
-		"breaks fusion.\n\n"
-		"## Guides\n\n");
+	fprintf(f, "## 3. Prove it in place\n\n"
+		   "Compare the patched model's outputs with the original's on real inputs "
+		   "(relative L2 of the logits or images; bf16 lands near 1e-3), then time the "
+		   "whole model: a kernel that wins alone can lose inside the model when it "
+		   "breaks fusion.\n\n"
+		   "## Guides\n\n");
 	struct seen seen = {.n = 0};
 	guide_links(f, app->kb, &seen, "torch library custom op register_fake torch.compile", NULL,
 		    1);

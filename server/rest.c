@@ -347,6 +347,7 @@ void rest_plan_fini(struct rest_plan *plan)
 /* The HTTP status for a tool-level error code name. */
 static int status_of_code(const char *code)
 {
+	/* clang-format off */
 	static const struct {
 		const char *code;
 		int status;
@@ -356,6 +357,7 @@ static int status_of_code(const char *code)
 		{ "cancelled", 499 }, { "refused", 403 },   { "compile_error", 422 },
 		{ "fault", 422 },
 	};
+	/* clang-format on */
 	for (size_t i = 0; code && i < sizeof(MAP) / sizeof(MAP[0]); i++)
 		if (!strcmp(MAP[i].code, code))
 			return MAP[i].status;
@@ -365,7 +367,7 @@ static int status_of_code(const char *code)
 int rest_run(struct app *app, const struct rest_plan *plan, const struct rest_info *info,
 	     json_t **body)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	json_t *result = NULL;
 	int is_error = 0, rc;
 

@@ -18,10 +18,9 @@ struct schema {
 static const char *const TYPE_NAMES[] = {"integer", "number", "string", "boolean",
 					 "object",  "array",  "null"};
 
-static const char *const ANNOTATIONS[] = {"$schema",  "$id",        "$comment",
-					  "title",    "description", "default",
-					  "examples", "deprecated", "readOnly",
-					  "writeOnly", "format"};
+static const char *const ANNOTATIONS[] = {"$schema",	 "$id",	      "$comment", "title",
+					  "description", "default",   "examples", "deprecated",
+					  "readOnly",	 "writeOnly", "format"};
 
 static int is_type_name(const char *s)
 {
@@ -71,8 +70,7 @@ static json_t *resolve_ref(const json_t *root, const json_t *ref)
 	return json_object_get(json_object_get(root, "$defs"), r + 8);
 }
 
-static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
-			 struct kf_err *err)
+static int check_keyword(json_t *root, const char *key, json_t *v, char *path, struct kf_err *err)
 {
 	int rc = 0;
 	size_t mark;
@@ -80,21 +78,23 @@ static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 	if (strcmp(key, "type") == 0) {
 		if (json_is_string(v)) {
 			if (!is_type_name(json_string_value(v)))
-				return kf_err_set(err, KF_EINVAL,
-						  "%s.type: unknown type '%s' (use integer, number, string, boolean, object, array or null)",
-						  path, json_string_value(v));
+				return kf_err_set(
+					err, KF_EINVAL,
+					"%s.type: unknown type '%s' (use integer, number, string, boolean, object, array or null)",
+					path, json_string_value(v));
 			return 0;
 		}
 		if (!json_is_array(v) || json_array_size(v) == 0)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s.type: expected a type name or a non-empty array of them",
-					  path);
+			return kf_err_set(
+				err, KF_EINVAL,
+				"%s.type: expected a type name or a non-empty array of them", path);
 		for (size_t i = 0; i < json_array_size(v); i++) {
 			json_t *t = json_array_get(v, i);
 			if (!json_is_string(t) || !is_type_name(json_string_value(t)))
-				return kf_err_set(err, KF_EINVAL,
-						  "%s.type[%zu]: expected a type name (integer, number, string, boolean, object, array, null)",
-						  path, i);
+				return kf_err_set(
+					err, KF_EINVAL,
+					"%s.type[%zu]: expected a type name (integer, number, string, boolean, object, array, null)",
+					path, i);
 		}
 		return 0;
 	}
@@ -120,9 +120,10 @@ static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 					  "%s.required: expected an array of property names", path);
 		for (size_t i = 0; i < json_array_size(v); i++)
 			if (!json_is_string(json_array_get(v, i)))
-				return kf_err_set(err, KF_EINVAL,
-						  "%s.required[%zu]: expected a property name (string)",
-						  path, i);
+				return kf_err_set(
+					err, KF_EINVAL,
+					"%s.required[%zu]: expected a property name (string)", path,
+					i);
 		return 0;
 	}
 	if (strcmp(key, "enum") == 0) {
@@ -133,15 +134,14 @@ static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 	}
 	if (strcmp(key, "minimum") == 0 || strcmp(key, "maximum") == 0) {
 		if (!json_is_number(v))
-			return kf_err_set(err, KF_EINVAL, "%s.%s: expected a number",
-					  path, key);
+			return kf_err_set(err, KF_EINVAL, "%s.%s: expected a number", path, key);
 		return 0;
 	}
 	if (strcmp(key, "minLength") == 0 || strcmp(key, "maxLength") == 0 ||
 	    strcmp(key, "minItems") == 0 || strcmp(key, "maxItems") == 0) {
 		if (!is_count(v))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s.%s: expected a non-negative integer", path, key);
+			return kf_err_set(err, KF_EINVAL, "%s.%s: expected a non-negative integer",
+					  path, key);
 		return 0;
 	}
 	if (strcmp(key, "items") == 0) {
@@ -163,8 +163,8 @@ static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 		json_t *sub;
 
 		if (!json_is_object(v))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s.$defs: expected an object of schemas", path);
+			return kf_err_set(err, KF_EINVAL, "%s.$defs: expected an object of schemas",
+					  path);
 		json_object_foreach(v, name, sub) {
 			mark = path_push(path, ".$defs.%s", name, 0);
 			rc = check_schema(root, sub, path, err);
@@ -176,16 +176,18 @@ static int check_keyword(json_t *root, const char *key, json_t *v, char *path,
 	}
 	if (strcmp(key, "$ref") == 0) {
 		if (!resolve_ref(root, v))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s.$ref: only local references \"#/$defs/NAME\" to an existing definition are supported",
-					  path);
+			return kf_err_set(
+				err, KF_EINVAL,
+				"%s.$ref: only local references \"#/$defs/NAME\" to an existing definition are supported",
+				path);
 		return 0;
 	}
 	if (is_annotation(key))
 		return 0;
-	return kf_err_set(err, KF_EINVAL,
-			  "%s: unsupported keyword '%s' (the validator knows type, $defs, $ref, properties, required, enum, minimum, maximum, minLength, maxLength, items, additionalProperties, minItems, maxItems)",
-			  path, key);
+	return kf_err_set(
+		err, KF_EINVAL,
+		"%s: unsupported keyword '%s' (the validator knows type, $defs, $ref, properties, required, enum, minimum, maximum, minLength, maxLength, items, additionalProperties, minItems, maxItems)",
+		path, key);
 }
 
 static int check_schema(json_t *root, json_t *s, char *path, struct kf_err *err)
@@ -195,8 +197,7 @@ static int check_schema(json_t *root, json_t *s, char *path, struct kf_err *err)
 	int rc;
 
 	if (!json_is_object(s))
-		return kf_err_set(err, KF_EINVAL, "%s: expected a schema object",
-				  path);
+		return kf_err_set(err, KF_EINVAL, "%s: expected a schema object", path);
 	json_object_foreach(s, key, v) {
 		rc = check_keyword(root, key, v, path, err);
 		if (rc)
@@ -205,8 +206,7 @@ static int check_schema(json_t *root, json_t *s, char *path, struct kf_err *err)
 	v = json_object_get(s, "minimum");
 	if (v && json_object_get(s, "maximum") &&
 	    json_number_value(v) > json_number_value(json_object_get(s, "maximum")))
-		return kf_err_set(err, KF_EINVAL, "%s: minimum is above maximum",
-				  path);
+		return kf_err_set(err, KF_EINVAL, "%s: minimum is above maximum", path);
 	return 0;
 }
 
@@ -239,8 +239,7 @@ int schema_parse(const char *text, struct schema **out, struct kf_err *err)
 		return kf_err_set(err, KF_EINVAL, "schema: no text");
 	doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc)
-		return kf_err_set(err, KF_EINVAL,
-				  "schema: not valid JSON at line %d column %d: %s",
+		return kf_err_set(err, KF_EINVAL, "schema: not valid JSON at line %d column %d: %s",
 				  jerr.line, jerr.column, jerr.text);
 	rc = schema_from_json(doc, out, err);
 	json_decref(doc);
@@ -328,11 +327,10 @@ static int values_equal(const json_t *a, const json_t *b)
 	return json_equal((json_t *)a, (json_t *)b);
 }
 
-static int validate(const json_t *root, const json_t *s, const json_t *v,
-		    char *path, struct kf_err *err);
+static int validate(const json_t *root, const json_t *s, const json_t *v, char *path,
+		    struct kf_err *err);
 
-static int validate_type(const json_t *s, const json_t *v, const char *path,
-			 struct kf_err *err)
+static int validate_type(const json_t *s, const json_t *v, const char *path, struct kf_err *err)
 {
 	json_t *t = json_object_get(s, "type");
 	char want[128] = "";
@@ -352,12 +350,10 @@ static int validate_type(const json_t *s, const json_t *v, const char *path,
 			return 0;
 		snprintf(want + n, sizeof(want) - n, "%s%s", i ? " or " : "", name);
 	}
-	return kf_err_set(err, KF_EINVAL, "%s: expected %s, got %s", path, want,
-			  value_type(v));
+	return kf_err_set(err, KF_EINVAL, "%s: expected %s, got %s", path, want, value_type(v));
 }
 
-static int validate_enum(const json_t *e, const json_t *v, const char *path,
-			 struct kf_err *err)
+static int validate_enum(const json_t *e, const json_t *v, const char *path, struct kf_err *err)
 {
 	char got[64], list[160] = "";
 
@@ -375,12 +371,11 @@ static int validate_enum(const json_t *e, const json_t *v, const char *path,
 		snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", one);
 	}
 	show(v, got, sizeof(got));
-	return kf_err_set(err, KF_EINVAL, "%s: %s is not one of %s", path, got,
-			  list);
+	return kf_err_set(err, KF_EINVAL, "%s: %s is not one of %s", path, got, list);
 }
 
-static int validate_object(const json_t *root, const json_t *s,
-			   const json_t *v, char *path, struct kf_err *err)
+static int validate_object(const json_t *root, const json_t *s, const json_t *v, char *path,
+			   struct kf_err *err)
 {
 	json_t *props = json_object_get(s, "properties");
 	json_t *req = json_object_get(s, "required");
@@ -393,8 +388,8 @@ static int validate_object(const json_t *root, const json_t *s,
 	for (size_t i = 0; i < json_array_size(req); i++) {
 		const char *name = json_string_value(json_array_get(req, i));
 		if (!json_object_get(v, name))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: missing required property '%s'", path, name);
+			return kf_err_set(err, KF_EINVAL, "%s: missing required property '%s'",
+					  path, name);
 	}
 	json_object_foreach((json_t *)v, key, sub) {
 		json_t *ps = props ? json_object_get(props, key) : NULL;
@@ -414,8 +409,8 @@ static int validate_object(const json_t *root, const json_t *s,
 						 n ? ", " : "", pk);
 				}
 				return kf_err_set(err, KF_EINVAL,
-						  "%s: unknown property '%s' (allowed: %s)",
-						  path, key, known[0] ? known : "none");
+						  "%s: unknown property '%s' (allowed: %s)", path,
+						  key, known[0] ? known : "none");
 			}
 			if (!json_is_object(addl))
 				continue;
@@ -430,8 +425,8 @@ static int validate_object(const json_t *root, const json_t *s,
 	return 0;
 }
 
-static int validate_array(const json_t *root, const json_t *s,
-			  const json_t *v, char *path, struct kf_err *err)
+static int validate_array(const json_t *root, const json_t *s, const json_t *v, char *path,
+			  struct kf_err *err)
 {
 	json_t *items = json_object_get(s, "items");
 	json_t *lim;
@@ -440,13 +435,11 @@ static int validate_array(const json_t *root, const json_t *s,
 
 	lim = json_object_get(s, "minItems");
 	if (lim && n < (size_t)json_integer_value(lim))
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: expected at least %lld items, got %zu", path,
+		return kf_err_set(err, KF_EINVAL, "%s: expected at least %lld items, got %zu", path,
 				  (long long)json_integer_value(lim), n);
 	lim = json_object_get(s, "maxItems");
 	if (lim && n > (size_t)json_integer_value(lim))
-		return kf_err_set(err, KF_EINVAL,
-				  "%s: expected at most %lld items, got %zu", path,
+		return kf_err_set(err, KF_EINVAL, "%s: expected at most %lld items, got %zu", path,
 				  (long long)json_integer_value(lim), n);
 	if (!items)
 		return 0;
@@ -460,8 +453,8 @@ static int validate_array(const json_t *root, const json_t *s,
 	return 0;
 }
 
-static int validate(const json_t *root, const json_t *s, const json_t *v,
-		    char *path, struct kf_err *err)
+static int validate(const json_t *root, const json_t *s, const json_t *v, char *path,
+		    struct kf_err *err)
 {
 	json_t *k;
 	int rc;
@@ -472,8 +465,7 @@ static int validate(const json_t *root, const json_t *s, const json_t *v,
 		static __thread int ref_depth;
 		const json_t *t = resolve_ref(root, k);
 		if (!t || ref_depth >= 32)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: unresolvable or cyclic $ref", path);
+			return kf_err_set(err, KF_EINVAL, "%s: unresolvable or cyclic $ref", path);
 		ref_depth++;
 		rc = validate(root, t, v, path, err);
 		ref_depth--;
@@ -491,13 +483,11 @@ static int validate(const json_t *root, const json_t *s, const json_t *v,
 		double d = json_number_value(v);
 		k = json_object_get(s, "minimum");
 		if (k && d < json_number_value(k))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: %g is below the minimum %g", path, d,
+			return kf_err_set(err, KF_EINVAL, "%s: %g is below the minimum %g", path, d,
 					  json_number_value(k));
 		k = json_object_get(s, "maximum");
 		if (k && d > json_number_value(k))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s: %g is above the maximum %g", path, d,
+			return kf_err_set(err, KF_EINVAL, "%s: %g is above the maximum %g", path, d,
 					  json_number_value(k));
 	}
 	if (json_is_string(v)) {
@@ -505,13 +495,13 @@ static int validate(const json_t *root, const json_t *s, const json_t *v,
 		k = json_object_get(s, "minLength");
 		if (k && n < (size_t)json_integer_value(k))
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: expected at least %lld characters, got %zu",
-					  path, (long long)json_integer_value(k), n);
+					  "%s: expected at least %lld characters, got %zu", path,
+					  (long long)json_integer_value(k), n);
 		k = json_object_get(s, "maxLength");
 		if (k && n > (size_t)json_integer_value(k))
 			return kf_err_set(err, KF_EINVAL,
-					  "%s: expected at most %lld characters, got %zu",
-					  path, (long long)json_integer_value(k), n);
+					  "%s: expected at most %lld characters, got %zu", path,
+					  (long long)json_integer_value(k), n);
 	}
 	if (json_is_object(v))
 		return validate_object(root, s, v, path, err);
@@ -520,8 +510,8 @@ static int validate(const json_t *root, const json_t *s, const json_t *v,
 	return 0;
 }
 
-int schema_validate(const struct schema *s, const json_t *value,
-		    const char *root, struct kf_err *err)
+int schema_validate(const struct schema *s, const json_t *value, const char *root,
+		    struct kf_err *err)
 {
 	char path[PATH_MAX_BYTES];
 

@@ -40,8 +40,7 @@ json_t *schema_json(const struct schema *s);
  * failing path and what was expected: "arguments.flags[2]: expected string,
  * got integer", "arguments: missing required property 'source'",
  * "arguments.arch: 'sm_99' is not one of \"sm_80\", \"sm_90\"". */
-int schema_validate(const struct schema *s, const json_t *value,
-		    const char *root, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int schema_validate(const struct schema *s, const json_t *value, const char *root,
+		    struct kf_err *err) __attribute__((warn_unused_result));
 
 #endif

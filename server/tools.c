@@ -14,15 +14,11 @@
 /* The domain groups, in the order tools/list shows them. Add one line per
  * tools_*.c once the file exists. */
 static const struct tool_group *const GROUPS[] = {
-	&TOOLS_KB,
-	&TOOLS_COMPILE,
-	&TOOLS_GPU,
-	&TOOLS_RUNS,
-	&TOOLS_PROMPTS,
-	NULL /* keeps the array non-empty; skipped */
+	&TOOLS_KB,   &TOOLS_COMPILE, &TOOLS_GPU,
+	&TOOLS_RUNS, &TOOLS_PROMPTS, NULL /* keeps the array non-empty; skipped */
 };
 
-#define GROUPS_LEN (sizeof(GROUPS) / sizeof(GROUPS[0]))
+#define GROUPS_LEN     (sizeof(GROUPS) / sizeof(GROUPS[0]))
 #define REG_MAX_GROUPS 16
 
 struct entry {
@@ -60,15 +56,14 @@ static int name_ok(const char *s)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
 			return 0;
 	}
 	return 1;
 }
 
-static int load_tool(const struct tool_def *t, struct entry *e,
-		     struct kf_err *err)
+static int load_tool(const struct tool_def *t, struct entry *e, struct kf_err *err)
 {
 	struct kf_err sub = {0};
 	json_t *type;
@@ -79,25 +74,20 @@ static int load_tool(const struct tool_def *t, struct entry *e,
 				  "tool '%s': name must be 1-128 characters of A-Z a-z 0-9 _ - .",
 				  t->name ? t->name : "(null)");
 	if (!t->handler || !t->description)
-		return kf_err_set(err, KF_EINVAL,
-				  "tool '%s': needs a description and a handler", t->name);
-	if (schema_parse(t->input_schema ? t->input_schema : "{\"type\":\"object\"}",
-			 &e->in, &sub))
-		return kf_err_set(err, KF_EINVAL, "tool '%s': inputSchema: %s",
-				  t->name, sub.msg);
+		return kf_err_set(err, KF_EINVAL, "tool '%s': needs a description and a handler",
+				  t->name);
+	if (schema_parse(t->input_schema ? t->input_schema : "{\"type\":\"object\"}", &e->in, &sub))
+		return kf_err_set(err, KF_EINVAL, "tool '%s': inputSchema: %s", t->name, sub.msg);
 	type = json_object_get(schema_json(e->in), "type");
 	if (!json_is_string(type) || strcmp(json_string_value(type), "object") != 0)
 		return kf_err_set(err, KF_EINVAL,
-				  "tool '%s': inputSchema must have \"type\": \"object\"",
-				  t->name);
+				  "tool '%s': inputSchema must have \"type\": \"object\"", t->name);
 	if (t->output_schema) {
 		if (schema_parse(t->output_schema, &e->out, &sub))
-			return kf_err_set(err, KF_EINVAL,
-					  "tool '%s': outputSchema: %s", t->name,
+			return kf_err_set(err, KF_EINVAL, "tool '%s': outputSchema: %s", t->name,
 					  sub.msg);
 		type = json_object_get(schema_json(e->out), "type");
-		if (!json_is_string(type) ||
-		    strcmp(json_string_value(type), "object") != 0)
+		if (!json_is_string(type) || strcmp(json_string_value(type), "object") != 0)
 			return kf_err_set(err, KF_EINVAL,
 					  "tool '%s': outputSchema must have \"type\": \"object\"",
 					  t->name);
@@ -105,8 +95,7 @@ static int load_tool(const struct tool_def *t, struct entry *e,
 	return 0;
 }
 
-int tools_load_groups(const struct tool_group *const *groups, size_t n,
-		      struct kf_err *err)
+int tools_load_groups(const struct tool_group *const *groups, size_t n, struct kf_err *err)
 {
 	size_t nt = 0, nr = 0, np = 0;
 	int rc = 0;
@@ -133,8 +122,8 @@ int tools_load_groups(const struct tool_group *const *groups, size_t n,
 		for (size_t i = 0; i < gr->tools_len; i++) {
 			const struct tool_def *t = &gr->tools[i];
 			if (t->name && tools_find(t->name)) {
-				rc = kf_err_set(err, KF_EINVAL,
-						"tool '%s' is registered twice", t->name);
+				rc = kf_err_set(err, KF_EINVAL, "tool '%s' is registered twice",
+						t->name);
 				goto out;
 			}
 			rc = load_tool(t, &reg.tools[reg.tools_len], err);
@@ -145,8 +134,9 @@ int tools_load_groups(const struct tool_group *const *groups, size_t n,
 		for (size_t i = 0; i < gr->resources_len; i++) {
 			const struct resource_def *r = &gr->resources[i];
 			if (!r->uri_template || !r->name) {
-				rc = kf_err_set(err, KF_EINVAL,
-						"resource %zu of a group has no uri_template or name", i);
+				rc = kf_err_set(
+					err, KF_EINVAL,
+					"resource %zu of a group has no uri_template or name", i);
 				goto out;
 			}
 			reg.res[reg.res_len++] = r;
@@ -154,14 +144,15 @@ int tools_load_groups(const struct tool_group *const *groups, size_t n,
 		for (size_t i = 0; i < gr->prompts_len; i++) {
 			const struct prompt_def *p = &gr->prompts[i];
 			if (!name_ok(p->name) || !p->get) {
-				rc = kf_err_set(err, KF_EINVAL,
-						"prompt '%s': needs a valid name and a get callback",
-						p->name ? p->name : "(null)");
+				rc = kf_err_set(
+					err, KF_EINVAL,
+					"prompt '%s': needs a valid name and a get callback",
+					p->name ? p->name : "(null)");
 				goto out;
 			}
 			if (tools_prompt_find(p->name)) {
-				rc = kf_err_set(err, KF_EINVAL,
-						"prompt '%s' is registered twice", p->name);
+				rc = kf_err_set(err, KF_EINVAL, "prompt '%s' is registered twice",
+						p->name);
 				goto out;
 			}
 			reg.prompts[reg.prompts_len++] = p;

@@ -21,7 +21,7 @@ enum {
 	TOOL_DESTRUCTIVE = 1u << 1, /* destructiveHint */
 	TOOL_IDEMPOTENT = 1u << 2,  /* idempotentHint */
 	TOOL_OPEN_WORLD = 1u << 3,  /* openWorldHint: reaches outside kforge */
-	TOOL_FAST = 1u << 4         /* not a hint: the handler finishes in
+	TOOL_FAST = 1u << 4	    /* not a hint: the handler finishes in
 				     * microseconds and never blocks (no I/O, no
 				     * locks held long, no client requests), so
 				     * the server may run it on the transport's
@@ -36,16 +36,16 @@ enum {
  * *out to a structured result (diagnostics, mismatches) and the server
  * answers isError: true with it; without *out the server builds
  * {"summary": msg, "error": {"code": name, "message": msg}}. */
-typedef int (*tool_handler_fn)(struct tool_ctx *ctx, const json_t *args,
-			       json_t **out, struct kf_err *err);
+typedef int (*tool_handler_fn)(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			       struct kf_err *err);
 
 struct tool_def {
-	const char *name;          /* MCP tool name, e.g. "get_gpu_specs" */
-	const char *title;         /* human title */
+	const char *name;	   /* MCP tool name, e.g. "get_gpu_specs" */
+	const char *title;	   /* human title */
 	const char *description;   /* what it does, for the model */
 	const char *input_schema;  /* JSON Schema text (the validator's subset) */
 	const char *output_schema; /* JSON Schema text of structuredContent, or NULL */
-	unsigned annotations;      /* TOOL_* bits */
+	unsigned annotations;	   /* TOOL_* bits */
 	tool_handler_fn handler;
 };
 
@@ -62,10 +62,9 @@ struct resource_def {
 	const char *description;
 	const char *mime_type;
 	int (*list)(struct app *app, json_t *arr, struct kf_err *err);
-	int (*read)(struct app *app, const char *uri, json_t **contents,
-		    struct kf_err *err);
-	int (*complete)(struct app *app, const char *var, const char *prefix,
-			json_t *arr, struct kf_err *err);
+	int (*read)(struct app *app, const char *uri, json_t **contents, struct kf_err *err);
+	int (*complete)(struct app *app, const char *var, const char *prefix, json_t *arr,
+			struct kf_err *err);
 };
 
 struct prompt_arg {
@@ -81,10 +80,9 @@ struct prompt_def {
 	const char *title;
 	const char *description;
 	const struct prompt_arg *args; /* terminated by an entry with name NULL */
-	int (*get)(struct app *app, const json_t *args, json_t **messages,
-		   struct kf_err *err);
-	int (*complete)(struct app *app, const char *arg, const char *prefix,
-			json_t *arr, struct kf_err *err);
+	int (*get)(struct app *app, const json_t *args, json_t **messages, struct kf_err *err);
+	int (*complete)(struct app *app, const char *arg, const char *prefix, json_t *arr,
+			struct kf_err *err);
 };
 
 /* Each domain's table: an array and its length, defined in its tools_*.c. */
@@ -103,8 +101,7 @@ struct app *tool_ctx_app(struct tool_ctx *ctx);
 
 /* Reports progress to the client (notifications/progress) when it sent a
  * progressToken; otherwise does nothing. total <= 0 means unknown. */
-void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total,
-		       const char *message);
+void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
 
 /* Returns a pointer to a flag that becomes nonzero once the client cancels
  * the request or the session ends. Borrowed, valid for the call. Pass it down
@@ -133,9 +130,8 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
  * KF_ENOTFOUND when there is no client session (REST, CLI), KF_ETIMEOUT,
  * KF_ECANCELED (request cancelled or session ended), KF_EINVAL when the
  * client answered with an error (its message in err). */
-int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params,
-		     int timeout_ms, json_t **result, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
+		     json_t **result, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* The registry. tools_find returns borrowed or NULL. The *_all functions
  * return the concatenation of every group's entries; the pointers are
@@ -148,12 +144,11 @@ void tools_init(int fixtures);
  * tool names are unique and match [A-Za-z0-9_.-]{1,128}. Returns 0, or
  * KF_EINVAL naming the tool and the schema path. Call once at startup,
  * before any session; a later call replaces the registry (tests only). */
-int tools_load(int fixtures, struct kf_err *err)
-	__attribute__((warn_unused_result));
+int tools_load(int fixtures, struct kf_err *err) __attribute__((warn_unused_result));
 /* The same over an explicit list of groups (tests). groups: borrowed, must
  * stay valid while the registry is used. */
-int tools_load_groups(const struct tool_group *const *groups, size_t n,
-		      struct kf_err *err) __attribute__((warn_unused_result));
+int tools_load_groups(const struct tool_group *const *groups, size_t n, struct kf_err *err)
+	__attribute__((warn_unused_result));
 /* The parsed schemas of a registered tool (t from tools_find/tools_at).
  * Borrowed, valid until the next tools_load. output may be NULL. */
 struct schema;
@@ -169,11 +164,11 @@ const struct prompt_def *tools_prompt_at(size_t i);
 const struct prompt_def *tools_prompt_find(const char *name);
 
 /* Groups, one per domain file (declared here, defined there). */
-extern const struct tool_group TOOLS_KB;      /* tools_kb.c */
-extern const struct tool_group TOOLS_COMPILE; /* tools_compile.c */
-extern const struct tool_group TOOLS_GPU;     /* tools_gpu.c: check, bench */
-extern const struct tool_group TOOLS_RUNS;    /* tools_runs.c */
-extern const struct tool_group TOOLS_PROMPTS; /* prompts.c: optimize, integrate */
+extern const struct tool_group TOOLS_KB;       /* tools_kb.c */
+extern const struct tool_group TOOLS_COMPILE;  /* tools_compile.c */
+extern const struct tool_group TOOLS_GPU;      /* tools_gpu.c: check, bench */
+extern const struct tool_group TOOLS_RUNS;     /* tools_runs.c */
+extern const struct tool_group TOOLS_PROMPTS;  /* prompts.c: optimize, integrate */
 extern const struct tool_group TOOLS_FIXTURES; /* fixtures.c (tests only) */
 
 #endif

@@ -14,19 +14,20 @@
 #include "sandbox/history.h"
 #include "tools.h"
 
-#define ARTIFACT_URI "kforge://artifacts/"
+#define ARTIFACT_URI	  "kforge://artifacts/"
 #define ARTIFACT_READ_CAP (32u << 20)
 
 static int need_cc(struct app *app, struct kf_err *err)
 {
 	if (!app || !app->cc)
-		return kf_err_set(err, KF_ESANDBOX, "the compiler is not available (nvcc not found at startup)");
+		return kf_err_set(err, KF_ESANDBOX,
+				  "the compiler is not available (nvcc not found at startup)");
 	return 0;
 }
 
 /* Records the call in the run history; returns the run id ("" if none). */
-static void record(struct app *app, const json_t *args, const char *src, size_t src_len,
-		   int rc, json_t *result)
+static void record(struct app *app, const json_t *args, const char *src, size_t src_len, int rc,
+		   json_t *result)
 {
 	if (!app->history || !result)
 		return;
@@ -36,7 +37,8 @@ static void record(struct app *app, const json_t *args, const char *src, size_t 
 	json_array_foreach(json_object_get(result, "kernels"), i, k) {
 		const char *name = json_string_value(json_object_get(k, "name"));
 		if (name && n + strlen(name) + 2 < sizeof kernels)
-			n += (size_t)snprintf(kernels + n, sizeof kernels - n, "%s%s", n ? "," : "", name);
+			n += (size_t)snprintf(kernels + n, sizeof kernels - n, "%s%s", n ? "," : "",
+					      name);
 	}
 	struct cache_sha256 s;
 	cache_sha256_init(&s);
@@ -44,7 +46,9 @@ static void record(struct app *app, const json_t *args, const char *src, size_t 
 	cache_sha256_final_hex(&s, hash);
 	struct history_run run = {
 		.kind = HISTORY_COMPILE,
-		.status = rc == 0 ? HISTORY_OK : rc == KF_ECOMPILE ? HISTORY_FAILED : HISTORY_ERROR,
+		.status = rc == 0	      ? HISTORY_OK
+			  : rc == KF_ECOMPILE ? HISTORY_FAILED
+					      : HISTORY_ERROR,
 		.duration_ms = json_integer_value(json_object_get(result, "compile_ms")),
 		.kernels = kernels,
 		.source_hash = hash,
@@ -81,7 +85,8 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 		if (json_array_size(jf) > COMPILE_FLAGS_MAX)
 			return kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d",
 					  json_array_size(jf), COMPILE_FLAGS_MAX);
-		json_array_foreach(jf, i, v) flags[nflags++] = json_string_value(v);
+		json_array_foreach(jf, i, v)
+			flags[nflags++] = json_string_value(v);
 	}
 	struct compile_req req = {
 		.source = src,
@@ -104,11 +109,13 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 			/* The PTX travels as a resource link, never inline. */
 			char *txt = json_dumps(res.json, JSON_COMPACT);
 			json_t *content = json_array();
-			json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", txt ? txt : ""));
-			json_array_append_new(content, json_pack("{s:s,s:O,s:s,s:s,s:O}", "type", "resource_link",
-								  "uri", json_object_get(ptx, "uri"), "name", "kernel.ptx",
-								  "mimeType", "text/plain", "size",
-								  json_object_get(ptx, "bytes")));
+			json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text",
+								 "text", txt ? txt : ""));
+			json_array_append_new(
+				content, json_pack("{s:s,s:O,s:s,s:s,s:O}", "type", "resource_link",
+						   "uri", json_object_get(ptx, "uri"), "name",
+						   "kernel.ptx", "mimeType", "text/plain", "size",
+						   json_object_get(ptx, "bytes")));
 			free(txt);
 			tool_ctx_set_content(ctx, content);
 		}
@@ -134,9 +141,10 @@ static int art_read(struct app *app, const char *uri, json_t **contents, struct 
 	const char *id = uri + strlen(ARTIFACT_URI);
 	const char *slash = strchr(id, '/');
 	if (!slash || slash - id != CACHE_ID_LEN)
-		return kf_err_set(err, KF_ENOTFOUND,
-				  "artifact uri '%.120s': expected kforge://artifacts/<64-hex id>/<ptx|sass|log|source>",
-				  uri);
+		return kf_err_set(
+			err, KF_ENOTFOUND,
+			"artifact uri '%.120s': expected kforge://artifacts/<64-hex id>/<ptx|sass|log|source>",
+			uri);
 	char idbuf[CACHE_ID_LEN + 1];
 	memcpy(idbuf, id, CACHE_ID_LEN);
 	idbuf[CACHE_ID_LEN] = 0;
@@ -146,13 +154,15 @@ static int art_read(struct app *app, const char *uri, json_t **contents, struct 
 		if (!strcmp(kind, KINDS[k]))
 			break;
 	if (k == sizeof KINDS / sizeof KINDS[0])
-		return kf_err_set(err, KF_ENOTFOUND, "artifact part '%.32s' unknown: ptx, sass, log or source", kind);
+		return kf_err_set(err, KF_ENOTFOUND,
+				  "artifact part '%.32s' unknown: ptx, sass, log or source", kind);
 	char *data = NULL;
 	size_t len = 0;
 	rc = compile_artifact_read(app->cc, idbuf, kind, ARTIFACT_READ_CAP, &data, &len, err);
 	if (rc)
 		return rc == KF_EINVAL ? KF_ENOTFOUND : rc;
-	*contents = json_pack("[{s:s,s:s,s:s%}]", "uri", uri, "mimeType", MIMES[k], "text", data, len);
+	*contents =
+		json_pack("[{s:s,s:s,s:s%}]", "uri", uri, "mimeType", MIMES[k], "text", data, len);
 	free(data);
 	if (!*contents)
 		return kf_err_set(err, KF_EIO, "artifact %s/%s is not text", idbuf, kind);
@@ -221,9 +231,10 @@ static const struct resource_def COMPILE_RESOURCES[] = {
 		.uri_template = "kforge://artifacts/{id}/{kind}",
 		.name = "artifact",
 		.title = "Compile artifact",
-		.description = "A compile artifact by id (from compile_kernel): kind ptx (the PTX), "
-			       "sass (cuobjdump -sass listing, after want_sass), log (compiler output, "
-			       "paths rewritten) or source",
+		.description =
+			"A compile artifact by id (from compile_kernel): kind ptx (the PTX), "
+			"sass (cuobjdump -sass listing, after want_sass), log (compiler output, "
+			"paths rewritten) or source",
 		.mime_type = "text/plain",
 		.list = NULL,
 		.read = art_read,
@@ -232,7 +243,10 @@ static const struct resource_def COMPILE_RESOURCES[] = {
 };
 
 const struct tool_group TOOLS_COMPILE = {
-	COMPILE_TOOLS, sizeof COMPILE_TOOLS / sizeof COMPILE_TOOLS[0],
-	COMPILE_RESOURCES, sizeof COMPILE_RESOURCES / sizeof COMPILE_RESOURCES[0],
-	NULL, 0,
+	COMPILE_TOOLS,
+	sizeof COMPILE_TOOLS / sizeof COMPILE_TOOLS[0],
+	COMPILE_RESOURCES,
+	sizeof COMPILE_RESOURCES / sizeof COMPILE_RESOURCES[0],
+	NULL,
+	0,
 };

@@ -48,7 +48,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
-	struct progress pr = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
 	struct check_opts o = {
 		.trials = (int)json_integer_value(json_object_get(args, "trials")),
 		.no_odd_size = json_is_false(odd),
@@ -77,7 +77,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
-	struct progress pr = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
 	struct bench_opts o = {
 		.target_rel_se = json_number_value(json_object_get(args, "target_rel_se")),
 		.budget_ms = json_number_value(json_object_get(args, "budget_ms")),

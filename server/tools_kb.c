@@ -15,15 +15,15 @@
 #include "tools.h"
 #include "tools_kb_int.h"
 
-
 /* ---- helpers ---------------------------------------------------------------- */
 
 int tools_kb_need(struct app *app, struct kb **kb, struct kf_err *err)
 {
 	if (!app || !app->kb)
-		return kf_err_set(err, KF_EIO,
-				  "knowledge base not loaded (%s): build it with `make` or pass --kb FILE",
-				  app && app->cfg.kb_path ? app->cfg.kb_path : "no path");
+		return kf_err_set(
+			err, KF_EIO,
+			"knowledge base not loaded (%s): build it with `make` or pass --kb FILE",
+			app && app->cfg.kb_path ? app->cfg.kb_path : "no path");
 	*kb = app->kb;
 	return 0;
 }
@@ -58,9 +58,9 @@ json_t *tools_kb_split(const char *s, char sep)
 }
 
 static const char *const FEATURE_FIELD[KB_FEAT_COUNT] = {
-	"feat_cp_async_sm80",       "feat_tma_sm90",         "feat_wgmma_sm90a",
-	"feat_clusters_dsmem_sm90", "feat_fp8_tensor_sm89",  "feat_tcgen05_tmem_sm100a",
-	"feat_bf16_sm80",           "feat_fp4_tensor"};
+	"feat_cp_async_sm80",	    "feat_tma_sm90",	    "feat_wgmma_sm90a",
+	"feat_clusters_dsmem_sm90", "feat_fp8_tensor_sm89", "feat_tcgen05_tmem_sm100a",
+	"feat_bf16_sm80",	    "feat_fp4_tensor"};
 
 static const char *STATUS[] = {"known", "unknown", "n/a"};
 
@@ -73,8 +73,8 @@ static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 {
 	json_t *o = json_object();
 	if (f->status == KB_FIG_KNOWN)
-		json_object_set_new(o, "value", f->is_number ? num(f->value)
-							     : json_string(f->text));
+		json_object_set_new(o, "value",
+				    f->is_number ? num(f->value) : json_string(f->text));
 	else
 		json_object_set_new(o, "value", json_null());
 	if (f->unit[0])
@@ -130,21 +130,18 @@ static json_t *features_json(const struct kb_gpu *g, const struct kb_arch *t)
 	return o;
 }
 
-static json_t *occupancy_json(const struct kb_cc_limits *L,
-			      const struct kb_occupancy *o, int bt, int regs,
-			      int smem)
+static json_t *occupancy_json(const struct kb_cc_limits *L, const struct kb_occupancy *o, int bt,
+			      int regs, int smem)
 {
 	return json_pack(
 		"{s:i,s:i,s:i,s:i,s:i,s:f,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:b,s:s,s:b,s:s,s:s}",
 		"block_threads", bt, "regs_per_thread", regs, "smem_per_block_bytes", smem,
-		"blocks_per_sm", o->blocks_per_sm, "active_warps_per_sm",
-		o->active_warps_per_sm, "occupancy", o->occupancy, "limiting",
-		o->limiting_name, "limits", "warps", o->limit_warps, "blocks",
-		o->limit_blocks, "registers", o->limit_regs, "shared_memory",
-		o->limit_smem, "regs_per_warp_alloc", o->regs_per_warp_alloc,
-		"smem_per_block_alloc_bytes", o->smem_per_block_alloc_bytes,
-		"needs_smem_optin", o->needs_optin, "reason", o->reason, "derived", 1,
-		"formula",
+		"blocks_per_sm", o->blocks_per_sm, "active_warps_per_sm", o->active_warps_per_sm,
+		"occupancy", o->occupancy, "limiting", o->limiting_name, "limits", "warps",
+		o->limit_warps, "blocks", o->limit_blocks, "registers", o->limit_regs,
+		"shared_memory", o->limit_smem, "regs_per_warp_alloc", o->regs_per_warp_alloc,
+		"smem_per_block_alloc_bytes", o->smem_per_block_alloc_bytes, "needs_smem_optin",
+		o->needs_optin, "reason", o->reason, "derived", 1, "formula",
 		"min over: warps floor(max_warps/warps_per_block); blocks max_blocks_per_sm; "
 		"registers floor(floor(regs_per_sm/4 / roundup(regs*32,256))*4 / "
 		"warps_per_block); shared memory floor(smem_per_sm / roundup(smem+reserved, unit))",
@@ -158,8 +155,7 @@ static json_t *occupancy_json(const struct kb_cc_limits *L,
 }
 
 /* The whole record of one GPU. target: feature target (NULL = best). */
-json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g,
-			const struct kb_arch *target)
+json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g, const struct kb_arch *target)
 {
 	json_t *o = json_object(), *figs = json_object(), *der = json_object(),
 	       *srcs = json_object(), *conf = json_array();
@@ -181,8 +177,7 @@ json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g,
 		for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
 			const struct kb_source *s = kb_source_find(kb, k);
 			if (s && !json_object_get(srcs, k))
-				json_object_set_new(srcs, k,
-						    json_string(s->title));
+				json_object_set_new(srcs, k, json_string(s->title));
 		}
 	}
 	json_object_set_new(o, "figures", figs);
@@ -199,17 +194,15 @@ json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g,
 	json_object_set_new(o, "notes", json_string(g->notes));
 	json_object_set_new(o, "derived_in_source", json_string(g->derived_fields));
 	json_object_set_new(o, "sources_product", json_string(g->sources_product));
-	json_object_set_new(o, "sources_per_cc_limits",
-			    json_string(g->sources_per_cc_limits));
+	json_object_set_new(o, "sources_per_cc_limits", json_string(g->sources_per_cc_limits));
 	char cl[64];
 	snprintf(cl, sizeof cl, "%s", g->conflicts);
 	char *save = NULL;
 	for (char *c = strtok_r(cl, ",", &save); c; c = strtok_r(NULL, ",", &save))
 		for (size_t i = 0; i < kb_conflict_count(kb); i++)
 			if (strcmp(kb_conflict_at(kb, i)->id, c) == 0)
-				json_array_append_new(conf,
-						      json_pack("{s:s,s:s}", "id", c, "text",
-								kb_conflict_at(kb, i)->text));
+				json_array_append_new(conf, json_pack("{s:s,s:s}", "id", c, "text",
+								      kb_conflict_at(kb, i)->text));
 	json_object_set_new(o, "conflicts", conf);
 	json_object_set_new(o, "sources", srcs);
 	json_object_set_new(o, "aliases", tools_kb_split(g->aliases, ','));
@@ -243,8 +236,8 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 }
 
 /* An unknown GPU: isError with the closest names. */
-static int gpu_not_found(const struct kb *kb, const char *name, json_t **out,
-			 int rc, struct kf_err *err)
+static int gpu_not_found(const struct kb *kb, const char *name, json_t **out, int rc,
+			 struct kf_err *err)
 {
 	const char *ids[4];
 	size_t n = kb_gpu_suggest(kb, name, ids, 4);
@@ -257,8 +250,8 @@ static int gpu_not_found(const struct kb *kb, const char *name, json_t **out,
 
 /* ---- get_gpu_specs ---------------------------------------------------------- */
 
-static int specs_one(struct kb *kb, const char *name, const json_t *args,
-		     json_t **out, struct kf_err *err)
+static int specs_one(struct kb *kb, const char *name, const json_t *args, json_t **out,
+		     struct kf_err *err)
 {
 	const struct kb_gpu *m[KB_MAX_MATCHES];
 	size_t n = 0;
@@ -295,12 +288,12 @@ static int specs_one(struct kb *kb, const char *name, const json_t *args,
 		json_t *ids = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(ids, json_string(m[i]->id));
-		json_object_set_new(res, "ambiguous",
-				    json_pack("{s:s,s:o,s:s}", "query", name, "matches", ids,
-					      "rule",
-					      "an alias naming several GPUs resolves to its canonical "
-					      "pick (the flagship datacenter part); ask for one of "
-					      "matches by id for another"));
+		json_object_set_new(
+			res, "ambiguous",
+			json_pack("{s:s,s:o,s:s}", "query", name, "matches", ids, "rule",
+				  "an alias naming several GPUs resolves to its canonical "
+				  "pick (the flagship datacenter part); ask for one of "
+				  "matches by id for another"));
 	}
 	json_t *occ = json_object_get(args, "occupancy");
 	if (occ) {
@@ -328,7 +321,9 @@ static int specs_one(struct kb *kb, const char *name, const json_t *args,
 static int specs_list(struct kb *kb, json_t **out)
 {
 	json_t *arr = json_array();
-	static const char *const cols[] = {"sm_count", "memory_gb", "memory_bandwidth_gbs",
+	static const char *const cols[] = {"sm_count",
+					   "memory_gb",
+					   "memory_bandwidth_gbs",
 					   "peak_fp32_tflops",
 					   "fp16_bf16_tensor_dense_tflops",
 					   "fp8_tensor_dense_tflops"};
@@ -342,22 +337,23 @@ static int specs_list(struct kb *kb, json_t **out)
 			double v = fig_value(g, cols[c], &k);
 			const struct kb_figure *f = kb_gpu_figure(g, cols[c]);
 			json_object_set_new(o, cols[c],
-					    k ? num(v)
+					    k				  ? num(v)
 					    : f && f->status == KB_FIG_NA ? json_string("n/a")
-									   : json_null());
+									  : json_null());
 		}
 		json_array_append_new(arr, o);
 	}
 	char sum[96];
-	snprintf(sum, sizeof sum, "%zu GPUs; ask for one by id or alias for every figure with its source",
+	snprintf(sum, sizeof sum,
+		 "%zu GPUs; ask for one by id or alias for every figure with its source",
 		 kb_gpu_count(kb));
-	*out = json_pack("{s:s,s:o,s:s}", "summary", sum, "gpus", arr, "note",
-			 "null = not confirmed from a source, \"n/a\" = does not exist on that GPU; figures per GPU carry their sources");
+	*out = json_pack(
+		"{s:s,s:o,s:s}", "summary", sum, "gpus", arr, "note",
+		"null = not confirmed from a source, \"n/a\" = does not exist on that GPU; figures per GPU carry their sources");
 	return 0;
 }
 
-static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
-			 struct kf_err *err)
+static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struct kf_err *err)
 {
 	const struct kb_gpu *g[KB_COMPARE_MAX];
 	const char *nm[KB_COMPARE_MAX];
@@ -377,14 +373,14 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
 	char sum[320] = "compare:";
 	size_t at = strlen(sum);
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(hdr, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", g[i]->id, "name",
-						     g[i]->name, "uri", "", "sources_product",
-						     g[i]->sources_product, "sources_per_cc_limits",
-						     g[i]->sources_per_cc_limits));
+		json_array_append_new(
+			hdr, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", g[i]->id, "name", g[i]->name,
+				       "uri", "", "sources_product", g[i]->sources_product,
+				       "sources_per_cc_limits", g[i]->sources_per_cc_limits));
 		json_object_set_new(json_array_get(hdr, i), "uri",
 				    json_sprintf(GPU_URI "%s", g[i]->id));
-		at += (size_t)snprintf(sum + at, sizeof sum - at > 0 ? sizeof sum - at : 0,
-				       "%s %s", i ? "," : "", g[i]->id);
+		at += (size_t)snprintf(sum + at, sizeof sum - at > 0 ? sizeof sum - at : 0, "%s %s",
+				       i ? "," : "", g[i]->id);
 		if (at >= sizeof sum)
 			at = sizeof sum - 1;
 	}
@@ -401,10 +397,10 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
 			json_array_append_new(keys, k ? json_incref(k) : json_array());
 			json_decref(fj);
 		}
-		json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:b,s:o,s:o}", "field",
-						      f0->field, "label", f0->label, "unit",
-						      f0->unit, "derived", 0, "values", vals,
-						      "source_keys", keys));
+		json_array_append_new(rows,
+				      json_pack("{s:s,s:s,s:s,s:b,s:o,s:o}", "field", f0->field,
+						"label", f0->label, "unit", f0->unit, "derived", 0,
+						"values", vals, "source_keys", keys));
 	}
 	struct kb_derived d[KB_COMPARE_MAX][KB_MAX_DERIVED];
 	size_t nd = 0;
@@ -413,7 +409,8 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out,
 	for (size_t k = 0; k < nd; k++) {
 		json_t *vals = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(vals, d[i][k].known ? num(d[i][k].value) : json_null());
+			json_array_append_new(vals,
+					      d[i][k].known ? num(d[i][k].value) : json_null());
 		json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:b,s:o,s:s}", "field",
 						      d[0][k].name, "label", d[0][k].label, "unit",
 						      d[0][k].unit, "derived", 1, "values", vals,
@@ -457,12 +454,12 @@ static int specs_local(struct kb *kb, json_t **out, struct kf_err *err)
 			const struct kb_gpu *m[1];
 			size_t nm = 0;
 			int exact = kb_gpu_resolve(kb, d->name, m, 1, &nm, NULL, NULL) == 0;
-			json_object_set_new(o, "match",
-					    json_pack("{s:s,s:b,s:s}", "id", g->id, "by_name", exact,
-						      "rule",
-						      exact ? "the driver's name is an alias of this row"
-							    : "closest row with the same compute capability, "
-							      "then SM count, then memory size"));
+			json_object_set_new(
+				o, "match",
+				json_pack("{s:s,s:b,s:s}", "id", g->id, "by_name", exact, "rule",
+					  exact ? "the driver's name is an alias of this row"
+						: "closest row with the same compute capability, "
+						  "then SM count, then memory size"));
 			json_object_set_new(o, "gpu", tools_kb_gpu_json(kb, g, NULL));
 			int k;
 			double sms = fig_value(g, "sm_count", &k);
@@ -530,11 +527,11 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 		return rc;
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:s,s:f}", "id", hits[i].id,
-						     "title", hits[i].title, "uri",
-						     json_sprintf(GUIDE_URI "%s", hits[i].id),
-						     "snippet", hits[i].snippet, "score",
-						     hits[i].score));
+		json_array_append_new(arr,
+				      json_pack("{s:s,s:s,s:o,s:s,s:f}", "id", hits[i].id, "title",
+						hits[i].title, "uri",
+						json_sprintf(GUIDE_URI "%s", hits[i].id), "snippet",
+						hits[i].snippet, "score", hits[i].score));
 	char sum[320];
 	if (n)
 		snprintf(sum, sizeof sum, "%zu guide%s; best: %s (%s)", n, n == 1 ? "" : "s",
@@ -547,22 +544,22 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 		json_object_set_new(filters, "arch", json_string(q.arch));
 	if (q.tag)
 		json_object_set_new(filters, "tag", json_string(q.tag));
-	*out = json_pack("{s:s,s:s,s:o,s:o}", "summary", sum, "query", q.query, "filters",
-			 filters, "hits", arr);
+	*out = json_pack("{s:s,s:s,s:o,s:o}", "summary", sum, "query", q.query, "filters", filters,
+			 "hits", arr);
 	return 0;
 }
 
 static json_t *guide_json(const struct kb_guide *g)
 {
-	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title",
-			 g->title, "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
-			 tools_kb_split(g->tags, ','), "archs", tools_kb_split(g->archs, ','), "sources",
-			 tools_kb_split(g->sources, '\n'), "links", tools_kb_split(g->links, ','),
-			 "related", tools_kb_split(g->related, ','), "markdown", g->body);
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title", g->title,
+			 "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
+			 tools_kb_split(g->tags, ','), "archs", tools_kb_split(g->archs, ','),
+			 "sources", tools_kb_split(g->sources, '\n'), "links",
+			 tools_kb_split(g->links, ','), "related", tools_kb_split(g->related, ','),
+			 "markdown", g->body);
 }
 
-static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			struct kf_err *err)
+static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(tool_ctx_app(ctx), &kb, err);
@@ -660,7 +657,7 @@ static const struct tool_def KB_TOOLS[] = {
 };
 
 const struct tool_group TOOLS_KB = {
-	KB_TOOLS,     sizeof KB_TOOLS / sizeof KB_TOOLS[0],
+	KB_TOOLS,	    sizeof KB_TOOLS / sizeof KB_TOOLS[0],
 	TOOLS_KB_RESOURCES, sizeof TOOLS_KB_RESOURCES / sizeof TOOLS_KB_RESOURCES[0],
 	TOOLS_KB_PROMPTS,   sizeof TOOLS_KB_PROMPTS / sizeof TOOLS_KB_PROMPTS[0],
 };

@@ -10,7 +10,7 @@
 #include "tools.h"
 
 #define GUIDE_URI "kforge://guides/"
-#define GPU_URI "kforge://gpus/"
+#define GPU_URI	  "kforge://gpus/"
 
 struct app;
 

@@ -31,8 +31,7 @@ static int res_guides_list(struct app *app, json_t *arr, struct kf_err *err)
 	return 0;
 }
 
-static int res_guides_read(struct app *app, const char *uri, json_t **contents,
-			   struct kf_err *err)
+static int res_guides_read(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	struct kb_guide *g = NULL;
@@ -47,7 +46,8 @@ static int res_guides_read(struct app *app, const char *uri, json_t **contents,
 	size_t len = strlen(g->body) + 256;
 	size_t i;
 	json_t *v;
-	json_array_foreach(src, i, v) len += json_string_length(v) + 8;
+	json_array_foreach(src, i, v)
+		len += json_string_length(v) + 8;
 	char *text = malloc(len);
 	if (!text) {
 		json_decref(src);
@@ -55,18 +55,18 @@ static int res_guides_read(struct app *app, const char *uri, json_t **contents,
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	}
 	size_t at = (size_t)snprintf(text, len, "%s\n\n## Sources\n\n", g->body);
-	json_array_foreach(src, i, v) at += (size_t)snprintf(text + at, len - at, "- %s\n",
-							    json_string_value(v));
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/markdown",
-			      "text", text);
+	json_array_foreach(src, i, v)
+		at += (size_t)snprintf(text + at, len - at, "- %s\n", json_string_value(v));
+	*contents =
+		json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "text/markdown", "text", text);
 	free(text);
 	json_decref(src);
 	kb_guide_free(g);
 	return 0;
 }
 
-static int res_guides_complete(struct app *app, const char *var, const char *prefix,
-			       json_t *arr, struct kf_err *err)
+static int res_guides_complete(struct app *app, const char *var, const char *prefix, json_t *arr,
+			       struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	struct kb_guide_entry *e = NULL;
@@ -90,16 +90,15 @@ static int res_gpus_list(struct app *app, json_t *arr, struct kf_err *err)
 		return rc;
 	for (size_t i = 0; i < kb_gpu_count(kb); i++) {
 		const struct kb_gpu *g = kb_gpu_at(kb, i);
-		json_array_append_new(arr, json_pack("{s:o,s:s,s:s,s:s}", "uri",
-						     json_sprintf(GPU_URI "%s", g->id), "name",
-						     g->id, "title", g->name, "mimeType",
-						     "application/json"));
+		json_array_append_new(arr,
+				      json_pack("{s:o,s:s,s:s,s:s}", "uri",
+						json_sprintf(GPU_URI "%s", g->id), "name", g->id,
+						"title", g->name, "mimeType", "application/json"));
 	}
 	return 0;
 }
 
-static int res_gpus_read(struct app *app, const char *uri, json_t **contents,
-			 struct kf_err *err)
+static int res_gpus_read(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	const struct kb_gpu *g = NULL;
@@ -115,14 +114,14 @@ static int res_gpus_read(struct app *app, const char *uri, json_t **contents,
 	json_decref(o);
 	if (!text)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "application/json",
-			      "text", text);
+	*contents = json_pack("[{s:s,s:s,s:s}]", "uri", uri, "mimeType", "application/json", "text",
+			      text);
 	free(text);
 	return 0;
 }
 
-static int res_gpus_complete(struct app *app, const char *var, const char *prefix,
-			     json_t *arr, struct kf_err *err)
+static int res_gpus_complete(struct app *app, const char *var, const char *prefix, json_t *arr,
+			     struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(app, &kb, err);
@@ -186,19 +185,26 @@ static int prompt_write_kernel(struct app *app, const json_t *args, json_t **mes
 		op, g->name, g->architecture, g->compute_capability, g->best_target);
 	const struct op_template *t = op_find(op);
 	if (t)
-		bprintf(&b, "kforge has a reference and a baseline for this op: %s\n"
-			    "Use `\"reference\": {\"op\": \"%s\"}` (or the op shorthand) in the kernel spec.\n\n",
+		bprintf(&b,
+			"kforge has a reference and a baseline for this op: %s\n"
+			"Use `\"reference\": {\"op\": \"%s\"}` (or the op shorthand) in the kernel spec.\n\n",
 			t->summary, op);
 	else
-		bprintf(&b, "kforge has no built-in op named '%s'; write a plain reference kernel "
-			    "first and check the fast one against it.\n\n",
+		bprintf(&b,
+			"kforge has no built-in op named '%s'; write a plain reference kernel "
+			"first and check the fast one against it.\n\n",
 			op);
 	bprintf(&b, "## GPU facts (sourced; see get_gpu_specs for every figure)\n\n");
-	static const char *const keys[] = {"sm_count", "memory_bandwidth_gbs", "l2_cache_mb",
-					   "peak_fp32_tflops", "fp16_bf16_tensor_dense_tflops",
-					   "fp8_tensor_dense_tflops", "smem_per_sm_kb",
+	static const char *const keys[] = {"sm_count",
+					   "memory_bandwidth_gbs",
+					   "l2_cache_mb",
+					   "peak_fp32_tflops",
+					   "fp16_bf16_tensor_dense_tflops",
+					   "fp8_tensor_dense_tflops",
+					   "smem_per_sm_kb",
 					   "max_smem_per_block_optin_kb",
-					   "max_threads_per_sm", "max_resident_blocks_per_sm"};
+					   "max_threads_per_sm",
+					   "max_resident_blocks_per_sm"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		const struct kb_figure *f = kb_gpu_figure(g, keys[i]);
 		if (!f)
@@ -208,7 +214,8 @@ static int prompt_write_kernel(struct app *app, const json_t *args, json_t **mes
 				f->source_keys);
 		else
 			bprintf(&b, "- %s: %s\n", f->label,
-				f->status == KB_FIG_NA ? "n/a on this GPU" : "unknown (not confirmed)");
+				f->status == KB_FIG_NA ? "n/a on this GPU"
+						       : "unknown (not confirmed)");
 	}
 	struct kb_derived d[KB_MAX_DERIVED];
 	size_t nd = kb_gpu_derived(g, d, KB_MAX_DERIVED);
@@ -263,8 +270,8 @@ static int prompt_write_kernel(struct app *app, const json_t *args, json_t **mes
 	return *messages ? 0 : kf_err_set(err, KF_ENOMEM, "out of memory");
 }
 
-static int prompt_complete(struct app *app, const char *arg, const char *prefix,
-			   json_t *arr, struct kf_err *err)
+static int prompt_complete(struct app *app, const char *arg, const char *prefix, json_t *arr,
+			   struct kf_err *err)
 {
 	size_t pl = strlen(prefix);
 	if (strcmp(arg, "gpu") == 0)
@@ -278,8 +285,8 @@ static int prompt_complete(struct app *app, const char *arg, const char *prefix,
 
 const struct resource_def TOOLS_KB_RESOURCES[2] = {
 	{"kforge://guides/{id}", "guide", "Optimization guide",
-	 "A CUDA optimization guide (Markdown) with its sources", "text/markdown",
-	 res_guides_list, res_guides_read, res_guides_complete},
+	 "A CUDA optimization guide (Markdown) with its sources", "text/markdown", res_guides_list,
+	 res_guides_read, res_guides_complete},
 	{"kforge://gpus/{id}", "gpu", "GPU specifications",
 	 "Every sourced figure of one GPU, derived figures marked (JSON)", "application/json",
 	 res_gpus_list, res_gpus_read, res_gpus_complete},
@@ -298,4 +305,3 @@ const struct prompt_def TOOLS_KB_PROMPTS[1] = {
 	 "compile/check/benchmark workflow.",
 	 WRITE_KERNEL_ARGS, prompt_write_kernel, prompt_complete},
 };
-

@@ -17,9 +17,9 @@
 #include "tools.h"
 #include "tools_runs_int.h"
 
-#define INLINE_SPEC_MAX 16384   /* spec JSON bytes shown inline by get_run */
+#define INLINE_SPEC_MAX	  16384 /* spec JSON bytes shown inline by get_run */
 #define INLINE_RESULT_MAX 32768 /* result JSON bytes shown inline */
-#define RESOURCE_LIST_MAX 20    /* runs listed by resources/list */
+#define RESOURCE_LIST_MAX 20	/* runs listed by resources/list */
 
 int64_t runs_now_ms(void)
 {
@@ -65,8 +65,7 @@ static void add_name(char *buf, size_t cap, const char *name)
 	memcpy(buf + len, name, n + 1);
 }
 
-static void kernel_names(const json_t *args, const json_t *result, char *buf,
-			 size_t cap)
+static void kernel_names(const json_t *args, const json_t *result, char *buf, size_t cap)
 {
 	const json_t *ks = result ? json_object_get(result, "kernels") : NULL;
 	const json_t *launch = args ? json_object_get(args, "launch") : NULL;
@@ -78,13 +77,11 @@ static void kernel_names(const json_t *args, const json_t *result, char *buf,
 		if (json_is_string(v))
 			add_name(buf, cap, json_string_value(v));
 		else if (json_is_string(json_object_get(v, "name")))
-			add_name(buf, cap,
-				 json_string_value(json_object_get(v, "name")));
+			add_name(buf, cap, json_string_value(json_object_get(v, "name")));
 	}
 	json_array_foreach(launch, i, v)
 		if (json_is_string(json_object_get(v, "kernel")))
-			add_name(buf, cap,
-				 json_string_value(json_object_get(v, "kernel")));
+			add_name(buf, cap, json_string_value(json_object_get(v, "kernel")));
 	if (!buf[0] && args && json_is_string(json_object_get(args, "op")))
 		add_name(buf, cap, json_string_value(json_object_get(args, "op")));
 }
@@ -92,9 +89,8 @@ static void kernel_names(const json_t *args, const json_t *result, char *buf,
 static enum history_status status_of(int rc, const json_t *result)
 {
 	if (rc == 0)
-		return json_is_false(json_object_get(result, "passed"))
-			       ? HISTORY_FAILED
-			       : HISTORY_OK;
+		return json_is_false(json_object_get(result, "passed")) ? HISTORY_FAILED
+									: HISTORY_OK;
 	/* The kernel's fault; anything else (no_gpu, a bad spec, busy,
 	 * cancelled) is an error even when the result says "passed": false. */
 	if (rc == KF_ECOMPILE || rc == KF_EFAULT || rc == KF_ETIMEOUT)
@@ -102,12 +98,11 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
-int runs_record(struct app *app, enum history_kind kind, const json_t *args,
-		json_t *result, int rc, const char *err_msg, int gpu,
-		int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
+		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
 {
-	struct history_run run = { 0 };
-	struct kf_err err = { 0 };
+	struct history_run run = {0};
+	struct kf_err err = {0};
 	char kernels[1024], hash[CACHE_ID_LEN + 1];
 	const json_t *src = args ? json_object_get(args, "source") : NULL;
 	const json_t *sum = result ? json_object_get(result, "summary") : NULL;
@@ -129,8 +124,7 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args,
 		struct cache_sha256 s;
 
 		cache_sha256_init(&s);
-		cache_sha256_update(&s, json_string_value(src),
-				    json_string_length(src));
+		cache_sha256_update(&s, json_string_value(src), json_string_length(src));
 		cache_sha256_final_hex(&s, hash);
 		run.source_hash = hash;
 	}
@@ -142,7 +136,7 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args,
 	 * run lost; so is a result over the history's cap. */
 	snprintf(summary, sizeof(summary), "%s",
 		 json_is_string(sum) ? json_string_value(sum)
-		 : err_msg           ? err_msg
+		 : err_msg	     ? err_msg
 				     : kf_err_name(rc));
 	if (strlen(summary) == sizeof(summary) - 1) {
 		size_t n = sizeof(summary) - 1;
@@ -162,16 +156,14 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args,
 		run.spec = stored_spec;
 	}
 	if (result && json_size(result) > HISTORY_JSON_MAX) {
-		stored = json_pack("{s:s, s:b, s:I}", "summary", summary,
-				   "truncated", 1, "bytes",
+		stored = json_pack("{s:s, s:b, s:I}", "summary", summary, "truncated", 1, "bytes",
 				   (json_int_t)json_size(result));
 		run.result = stored;
 	} else if (result) {
 		run.result = result;
 	} else {
-		stored = json_pack("{s:s, s:{s:s, s:s}}", "summary", summary,
-				   "error", "code", kf_err_name(rc), "message",
-				   err_msg ? err_msg : "");
+		stored = json_pack("{s:s, s:{s:s, s:s}}", "summary", summary, "error", "code",
+				   kf_err_name(rc), "message", err_msg ? err_msg : "");
 		run.result = stored;
 	}
 	ret = history_add(app->history, &run, &err);
@@ -223,22 +215,20 @@ static json_t *row_json(const struct history_run *r)
 	char when[32];
 
 	iso_time(r->created_ms, when, sizeof(when));
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id,
-			 "kind", history_kind_name(r->kind), "status",
-			 history_status_name(r->status), "created", when,
-			 "kernels", kernels_array(r->kernels), "device",
-			 r->device_name, "duration_ms", (json_int_t)r->duration_ms,
-			 "summary", r->summary ? r->summary : "");
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id, "kind",
+			 history_kind_name(r->kind), "status", history_status_name(r->status),
+			 "created", when, "kernels", kernels_array(r->kernels), "device",
+			 r->device_name, "duration_ms", (json_int_t)r->duration_ms, "summary",
+			 r->summary ? r->summary : "");
 }
 
-static json_t *res_link(const char *id, const char *part, const char *what,
-		    size_t bytes)
+static json_t *res_link(const char *id, const char *part, const char *what, size_t bytes)
 {
 	char uri[96];
 
 	snprintf(uri, sizeof(uri), "kforge://runs/%s/%s", id, part);
-	return json_pack("{s:s, s:s, s:I}", "resource", uri, "what", what,
-			 "bytes", (json_int_t)bytes);
+	return json_pack("{s:s, s:s, s:I}", "resource", uri, "what", what, "bytes",
+			 (json_int_t)bytes);
 }
 
 /* The whole record. With inline_all zero, a big spec loses its source and a
@@ -249,12 +239,10 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 	size_t spec_bytes = json_size(r->spec), result_bytes = json_size(r->result);
 
 	json_object_set_new(o, "created_ms", json_integer(r->created_ms));
-	json_object_set_new(o, "source_hash", r->source_hash
-						      ? json_string(r->source_hash)
-						      : json_null());
-	json_object_set_new(o, "device_uuid", r->device_uuid
-						      ? json_string(r->device_uuid)
-						      : json_null());
+	json_object_set_new(o, "source_hash",
+			    r->source_hash ? json_string(r->source_hash) : json_null());
+	json_object_set_new(o, "device_uuid",
+			    r->device_uuid ? json_string(r->device_uuid) : json_null());
 	if (!r->spec) {
 		json_object_set_new(o, "spec", json_null());
 	} else if (inline_all || spec_bytes <= INLINE_SPEC_MAX) {
@@ -266,7 +254,7 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 		if (json_is_string(src)) {
 			json_object_set_new(spec, "source",
 					    res_link(r->id, "source", "the kernel source",
-						 json_string_length(src)));
+						     json_string_length(src)));
 		}
 		if (json_size(spec) > INLINE_SPEC_MAX) {
 			json_decref(spec);
@@ -279,9 +267,9 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 	else if (inline_all || result_bytes <= INLINE_RESULT_MAX)
 		json_object_set(o, "result", r->result);
 	else
-		json_object_set_new(o, "result",
-				    res_link(r->id, "result", "the tool's full result",
-					 result_bytes));
+		json_object_set_new(
+			o, "result",
+			res_link(r->id, "result", "the tool's full result", result_bytes));
 	return o;
 }
 
@@ -295,10 +283,10 @@ static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
 
 	memset(&tm, 0, sizeof(tm));
 	v = strtod(s, &end);
-	if (end != s && end[0] && !end[1] && v >= 0 && isfinite(v) &&
-	    strchr("smhdw", end[0]) && !strchr(s, '-')) {
+	if (end != s && end[0] && !end[1] && v >= 0 && isfinite(v) && strchr("smhdw", end[0]) &&
+	    !strchr(s, '-')) {
 		static const char units[] = "smhdw";
-		static const double secs[] = { 1, 60, 3600, 86400, 604800 };
+		static const double secs[] = {1, 60, 3600, 86400, 604800};
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -314,17 +302,17 @@ static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
 		end = strptime(s, "%Y-%m-%d", &tm);
 	}
 	if (!end || (*end && strcmp(end, "Z") != 0))
-		return kf_err_set(err, KF_EINVAL,
-				  "since: '%.40s' is not a time: use 2026-11-30, 2026-11-30T09:00:00Z, or an age like 30m, 6h, 7d",
-				  s);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"since: '%.40s' is not a time: use 2026-11-30, 2026-11-30T09:00:00Z, or an age like 30m, 6h, 7d",
+			s);
 	*ms = (int64_t)timegm(&tm) * 1000;
 	return 0;
 }
 
 /* ---- list_runs --------------------------------------------------------- */
 
-static int list_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		     struct kf_err *err)
+static int list_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct history *h = hist(ctx, err);
 	struct history_filter f;
@@ -360,21 +348,19 @@ static int list_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		snprintf(summary, sizeof(summary), "no runs match%s",
 			 f.cursor ? " (end of the listing)" : "");
 	else
-		snprintf(summary, sizeof(summary), "%zu run%s, newest first%s",
-			 page.len, page.len == 1 ? "" : "s",
+		snprintf(summary, sizeof(summary), "%zu run%s, newest first%s", page.len,
+			 page.len == 1 ? "" : "s",
 			 page.next_cursor[0] ? "; more with cursor next_cursor" : "");
 	*out = json_pack("{s:s, s:o}", "summary", summary, "runs", rows);
 	if (page.next_cursor[0])
-		json_object_set_new(*out, "next_cursor",
-				    json_string(page.next_cursor));
+		json_object_set_new(*out, "next_cursor", json_string(page.next_cursor));
 	history_page_fini(&page);
 	return 0;
 }
 
 /* ---- get_run ----------------------------------------------------------- */
 
-static int get_run(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		   struct kf_err *err)
+static int get_run(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct history *h = hist(ctx, err);
 	struct history_run r;
@@ -383,13 +369,11 @@ static int get_run(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 	if (!h)
 		return KF_EINTERNAL;
-	rc = history_get(h, json_string_value(json_object_get(args, "id")), &r,
-			 err);
+	rc = history_get(h, json_string_value(json_object_get(args, "id")), &r, err);
 	if (rc)
 		return rc;
-	snprintf(summary, sizeof(summary), "%s %s (%s): %s",
-		 history_kind_name(r.kind), r.id, history_status_name(r.status),
-		 r.summary ? r.summary : "");
+	snprintf(summary, sizeof(summary), "%s %s (%s): %s", history_kind_name(r.kind), r.id,
+		 history_status_name(r.status), r.summary ? r.summary : "");
 	*out = json_pack("{s:s, s:o}", "summary", summary, "run", run_json(&r, 0));
 	history_run_fini(&r);
 	return 0;
@@ -401,14 +385,12 @@ static json_t *side_json(const struct history_run *r)
 {
 	json_t *o = row_json(r);
 
-	json_object_set_new(o, "source_hash", r->source_hash
-						      ? json_string(r->source_hash)
-						      : json_null());
+	json_object_set_new(o, "source_hash",
+			    r->source_hash ? json_string(r->source_hash) : json_null());
 	return o;
 }
 
-static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			struct kf_err *err)
+static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct history *h = hist(ctx, err);
 	struct history_run a, b;
@@ -428,20 +410,17 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	if (a.kind != b.kind) {
 		rc = kf_err_set(err, KF_EINVAL,
 				"b: run %s is a %s and run %s a %s: compare two runs of one kind",
-				a.id, history_kind_name(a.kind), b.id,
-				history_kind_name(b.kind));
+				a.id, history_kind_name(a.kind), b.id, history_kind_name(b.kind));
 		goto out;
 	}
-	res = json_pack("{s:s, s:s, s:o, s:o}", "summary", "", "kind",
-			history_kind_name(a.kind), "a", side_json(&a), "b",
-			side_json(&b));
+	res = json_pack("{s:s, s:s, s:o, s:o}", "summary", "", "kind", history_kind_name(a.kind),
+			"a", side_json(&a), "b", side_json(&b));
 	rc = runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
 	if (rc) {
 		json_decref(res);
 		goto out;
 	}
-	if (a.device_uuid && b.device_uuid &&
-	    strcmp(a.device_uuid, b.device_uuid) != 0) {
+	if (a.device_uuid && b.device_uuid && strcmp(a.device_uuid, b.device_uuid) != 0) {
 		snprintf(note, sizeof(note),
 			 "different GPUs (%s %s vs %s %s): timings are not comparable",
 			 a.device_name ? a.device_name : "?", a.device_uuid,
@@ -451,8 +430,8 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	if (a.source_hash && b.source_hash)
 		json_object_set_new(res, "same_source",
 				    json_boolean(strcmp(a.source_hash, b.source_hash) == 0));
-	snprintf(summary, sizeof(summary), "%s %s vs %s: %s",
-		 history_kind_name(a.kind), a.id, b.id, detail);
+	snprintf(summary, sizeof(summary), "%s %s vs %s: %s", history_kind_name(a.kind), a.id, b.id,
+		 detail);
 	json_object_set_new(res, "summary", json_string(summary));
 	*out = res;
 out:
@@ -481,20 +460,17 @@ static int runs_list_resources(struct app *app, json_t *arr, struct kf_err *err)
 		char uri[64], title[256];
 
 		snprintf(uri, sizeof(uri), "kforge://runs/%s", r->id);
-		snprintf(title, sizeof(title), "%s %s: %.200s",
-			 history_kind_name(r->kind), history_status_name(r->status),
-			 r->summary ? r->summary : "");
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "uri",
-						     uri, "name", r->id, "title",
-						     title, "mimeType",
-						     "application/json"));
+		snprintf(title, sizeof(title), "%s %s: %.200s", history_kind_name(r->kind),
+			 history_status_name(r->status), r->summary ? r->summary : "");
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name", r->id,
+						"title", title, "mimeType", "application/json"));
 	}
 	history_page_fini(&page);
 	return 0;
 }
 
-static int runs_read(struct app *app, const char *uri, json_t **contents,
-		     struct kf_err *err)
+static int runs_read(struct app *app, const char *uri, json_t **contents, struct kf_err *err)
 {
 	static const char prefix[] = "kforge://runs/";
 	char id[HISTORY_ID_BYTES + 1];
@@ -511,12 +487,11 @@ static int runs_read(struct app *app, const char *uri, json_t **contents,
 	slash = strchr(rest, '/');
 	if ((slash ? (size_t)(slash - rest) : strlen(rest)) >= sizeof(id))
 		return kf_err_set(err, KF_ENOTFOUND, "no run at %s", uri);
-	snprintf(id, sizeof(id), "%.*s",
-		 (int)(slash ? (size_t)(slash - rest) : strlen(rest)), rest);
+	snprintf(id, sizeof(id), "%.*s", (int)(slash ? (size_t)(slash - rest) : strlen(rest)),
+		 rest);
 	if (slash)
 		part = slash + 1;
-	if (part && strcmp(part, "source") && strcmp(part, "spec") &&
-	    strcmp(part, "result"))
+	if (part && strcmp(part, "source") && strcmp(part, "spec") && strcmp(part, "result"))
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "%s: a run has the parts source, spec and result", uri);
 	rc = history_get(app->history, id, &r, err);
@@ -533,8 +508,7 @@ static int runs_read(struct app *app, const char *uri, json_t **contents,
 
 		if (!json_is_string(src)) {
 			history_run_fini(&r);
-			return kf_err_set(err, KF_ENOTFOUND,
-					  "run %s stored no source", id);
+			return kf_err_set(err, KF_ENOTFOUND, "run %s stored no source", id);
 		}
 		text = strdup(json_string_value(src));
 		mime = "text/x-cuda";
@@ -545,14 +519,13 @@ static int runs_read(struct app *app, const char *uri, json_t **contents,
 	history_run_fini(&r);
 	if (!text)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	*contents = json_pack("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", mime,
-			      "text", text);
+	*contents = json_pack("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", mime, "text", text);
 	free(text);
 	return *contents ? 0 : kf_err_set(err, KF_ENOMEM, "out of memory");
 }
 
-static int runs_complete(struct app *app, const char *var, const char *prefix,
-			 json_t *arr, struct kf_err *err)
+static int runs_complete(struct app *app, const char *var, const char *prefix, json_t *arr,
+			 struct kf_err *err)
 {
 	struct history_filter f;
 	struct history_page page;
@@ -561,8 +534,7 @@ static int runs_complete(struct app *app, const char *var, const char *prefix,
 	if (strcmp(var, "id") != 0) {
 		if (!strcmp(var, "part"))
 			for (int i = 0; i < 3; i++) {
-				static const char *const parts[] = { "source", "spec",
-								     "result" };
+				static const char *const parts[] = {"source", "spec", "result"};
 				if (!strncmp(parts[i], prefix, strlen(prefix)))
 					json_array_append_new(arr, json_string(parts[i]));
 			}
@@ -582,10 +554,10 @@ static int runs_complete(struct app *app, const char *var, const char *prefix,
 
 /* ---- the table --------------------------------------------------------- */
 
-#define KIND_ENUM "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
+#define KIND_ENUM   "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
 #define STATUS_ENUM "[\"ok\", \"failed\", \"error\"]"
-#define RUN_ID_SCHEMA(what)                                                   \
-	"{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16, "       \
+#define RUN_ID_SCHEMA(what)                                             \
+	"{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16, " \
 	"\"description\": \"" what "\"}"
 
 static const struct tool_def RUNS_TOOLS[] = {
@@ -630,8 +602,10 @@ static const struct tool_def RUNS_TOOLS[] = {
 			"Two runs of one kind side by side. Benchmarks: the speedup of b over a (a's median / b's median) with its 95% interval from each run's median uncertainty, and \"no measurable difference\" when the intervals overlap. Compiles: per kernel, the registers, shared memory, local memory and spills that changed. Checks: pass/fail, failing cases, safeguards that fired and errors. Calibrations: each measured ceiling and its ratio.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
-			"\"a\": " RUN_ID_SCHEMA("the earlier / reference run") ","
-			"\"b\": " RUN_ID_SCHEMA("the run compared against a") "}}",
+			"\"a\": " RUN_ID_SCHEMA(
+				"the earlier / reference run") ","
+							       "\"b\": " RUN_ID_SCHEMA(
+								       "the run compared against a") "}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"kind\", \"a\", \"b\"], \"properties\": {"
 			"\"summary\": {\"type\": \"string\"}, \"kind\": {\"type\": \"string\"},"
@@ -647,7 +621,8 @@ static const struct resource_def RUNS_RESOURCES[] = {
 		.uri_template = "kforge://runs/{id}/{part}",
 		.name = "run-part",
 		.title = "Part of a run",
-		.description = "One part of a run: source (the kernel source), spec or result (JSON).",
+		.description =
+			"One part of a run: source (the kernel source), spec or result (JSON).",
 		.mime_type = "application/json",
 		.read = runs_read,
 		.complete = runs_complete,
@@ -656,7 +631,8 @@ static const struct resource_def RUNS_RESOURCES[] = {
 		.uri_template = "kforge://runs/{id}",
 		.name = "run",
 		.title = "Run",
-		.description = "A compile, check, benchmark or calibration from the run history, whole, as JSON.",
+		.description =
+			"A compile, check, benchmark or calibration from the run history, whole, as JSON.",
 		.mime_type = "application/json",
 		.list = runs_list_resources,
 		.read = runs_read,

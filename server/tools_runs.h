@@ -37,9 +37,8 @@ struct app;
  * Returns 0, or the KF_E* code of history_add (the failure is logged; the
  * tool's own result is still valid, so callers normally carry on). Writes
  * the id into id_out when it is not NULL. Thread-safe. */
-int runs_record(struct app *app, enum history_kind kind, const json_t *args,
-		json_t *result, int rc, const char *err_msg, int gpu,
-		int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
+int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
+		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
 
 /* Monotonic milliseconds, for duration_ms. */
 int64_t runs_now_ms(void);

@@ -441,7 +441,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-static int stop_pipe[2] = { -1, -1 };
+static int stop_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
 {
@@ -644,7 +644,7 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 		 srv->listen, srv->token_len ? "; bearer token required" : "");
 
 	for (;;) {
-		struct pollfd p = { .fd = stop_pipe[0], .events = POLLIN };
+		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
 		int r = poll(&p, 1, 1000);
 		if (r > 0) {
 			unsigned char b;

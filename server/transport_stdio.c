@@ -37,13 +37,12 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* The session serializes calls, so writes never interleave. */
-static void send_line(void *arg, void *call, int final, const char *json,
-		      size_t len)
+static void send_line(void *arg, void *call, int final, const char *json, size_t len)
 {
 	struct out *o = arg;
 
 	(void)call;
-	(void)final;
+	(void) final;
 	if (o->broken)
 		return;
 	if (memchr(json, '\n', len)) {
@@ -75,9 +74,10 @@ static void reply_oversize(struct out *o, size_t cap)
 	size_t len;
 	char *text;
 
-	snprintf(msg, sizeof(msg),
-		 "Invalid Request: message over the %zu-byte limit (--max-message-bytes); it was dropped",
-		 cap);
+	snprintf(
+		msg, sizeof(msg),
+		"Invalid Request: message over the %zu-byte limit (--max-message-bytes); it was dropped",
+		cap);
 	text = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST, msg, NULL, &len);
 	if (text)
 		send_line(o, NULL, 1, text, len);
@@ -85,8 +85,7 @@ static void reply_oversize(struct out *o, size_t cap)
 	log_warn("stdio", "dropped a message over %zu bytes", cap);
 }
 
-int transport_stdio_run(struct app *app, int in_fd, int out_fd,
-			struct kf_err *err)
+int transport_stdio_run(struct app *app, int in_fd, int out_fd, struct kf_err *err)
 {
 	size_t cap = app->cfg.max_message_bytes ? app->cfg.max_message_bytes
 						: JSONRPC_MAX_MESSAGE_BYTES_DEFAULT;
@@ -122,8 +121,7 @@ int transport_stdio_run(struct app *app, int in_fd, int out_fd,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rc = kf_err_set(err, KF_EIO, "stdio: read failed: %s",
-					strerror(errno));
+			rc = kf_err_set(err, KF_EIO, "stdio: read failed: %s", strerror(errno));
 			break;
 		}
 		if (n == 0) {

@@ -70,7 +70,8 @@ static double run_cmd(const char *dir, char *const argv[])
 static char src_variant[8192];
 static const char *variant(int i)
 {
-	snprintf(src_variant, sizeof src_variant, "// variant %d %ld\n%s", i, (long)getpid(), KERNEL);
+	snprintf(src_variant, sizeof src_variant, "// variant %d %ld\n%s", i, (long)getpid(),
+		 KERNEL);
 	return src_variant;
 }
 
@@ -146,8 +147,10 @@ int main(int argc, char **argv)
 	snprintf(lib, sizeof lib, "%s/lib64/libnvrtc.so", jail_cuda_home(jl));
 
 	char *nvcc_c[] = {nvcc, "-c", "-arch=sm_90", "-o", "k.o", "k.cu", NULL};
-	char *nvcc_cubin[] = {nvcc, "--cubin", "-arch=sm_90", "-Xptxas", "-v", "-o", "k.cubin", "k.cu", NULL};
-	char *nvrtc[] = {helper, lib, "k.cu", "k.cubin", "k.ptx", "-arch=sm_90", "--ptxas-options=-v", NULL};
+	char *nvcc_cubin[] = {nvcc, "--cubin", "-arch=sm_90", "-Xptxas", "-v",
+			      "-o", "k.cubin", "k.cu",	      NULL};
+	char *nvrtc[] = {
+		helper, lib, "k.cu", "k.cubin", "k.ptx", "-arch=sm_90", "--ptxas-options=-v", NULL};
 	double t_c = time_tool(dir, nvcc_c, 1);
 	double t_cubin = time_tool(dir, nvcc_cubin, 1);
 	double t_rtc = access(helper, X_OK) == 0 ? time_tool(dir, nvrtc, 1) : -1;
@@ -196,29 +199,36 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_compile: cannot write %s: %s\n", report, strerror(errno));
 		return 1;
 	}
-	fprintf(f, "# Compile benchmark\n\n"
-		   "Written by `make bench` (tests/bench_compile.c) on %s: %ld CPUs, nvcc %s,\n"
-		   "sandbox %s. One small kernel (axpy, sm_90), median of %d runs each; the\n"
-		   "kforge rows compile a fresh variant of the source every run (never a\n"
-		   "cache hit) and include the bubblewrap jail, parsing and storing the\n"
-		   "artifact. Wall-clock times on a shared machine: compare rows, not runs.\n\n",
+	fprintf(f,
+		"# Compile benchmark\n\n"
+		"Written by `make bench` (tests/bench_compile.c) on %s: %ld CPUs, nvcc %s,\n"
+		"sandbox %s. One small kernel (axpy, sm_90), median of %d runs each; the\n"
+		"kforge rows compile a fresh variant of the source every run (never a\n"
+		"cache hit) and include the bubblewrap jail, parsing and storing the\n"
+		"artifact. Wall-clock times on a shared machine: compare rows, not runs.\n\n",
 		when, ncpu, compile_compiler_version(c_auto), jail_mode_name(jl), RUNS);
 	fprintf(f, "| what | median ms | vs `nvcc -c` |\n| --- | ---: | ---: |\n");
 	fprintf(f, "| `nvcc -c` (host + device object), no jail | %.0f | 1.00 |\n", t_c);
-	fprintf(f, "| `nvcc --cubin -Xptxas -v`, no jail | %.0f | %.2f |\n", t_cubin, t_cubin / t_c);
+	fprintf(f, "| `nvcc --cubin -Xptxas -v`, no jail | %.0f | %.2f |\n", t_cubin,
+		t_cubin / t_c);
 	if (t_rtc > 0)
-		fprintf(f, "| kforge-nvrtc helper (NVRTC), no jail | %.0f | %.2f |\n", t_rtc, t_rtc / t_c);
-	fprintf(f, "| kforge cold compile, nvcc backend, in the jail | %.0f | %.2f |\n", k_nvcc, k_nvcc / t_c);
+		fprintf(f, "| kforge-nvrtc helper (NVRTC), no jail | %.0f | %.2f |\n", t_rtc,
+			t_rtc / t_c);
+	fprintf(f, "| kforge cold compile, nvcc backend, in the jail | %.0f | %.2f |\n", k_nvcc,
+		k_nvcc / t_c);
 	fprintf(f, "| kforge cold compile, %s backend, in the jail | %.0f | %.2f |\n",
 		compile_backend_name(c_auto), k_auto, k_auto / t_c);
-	fprintf(f, "\nCache hit (same source, flags, arch), %d calls: median %.3f ms, p99 %.3f ms "
-		   "(target < 5 ms).\n\n", HITS, h_med, h_p99);
+	fprintf(f,
+		"\nCache hit (same source, flags, arch), %d calls: median %.3f ms, p99 %.3f ms "
+		"(target < 5 ms).\n\n",
+		HITS, h_med, h_p99);
 	fprintf(f, "Target: a cold compile in at most half the time of `nvcc -c`: %s (%.2f).\n",
 		k_auto <= t_c / 2 ? "met" : "NOT met", k_auto / t_c);
 	fclose(f);
 	printf("bench_compile: nvcc -c %.0f ms, --cubin %.0f ms, nvrtc %.0f ms, kforge nvcc %.0f ms, "
 	       "kforge %s %.0f ms, hit median %.3f ms p99 %.3f ms -> %s\n",
-	       t_c, t_cubin, t_rtc, k_nvcc, compile_backend_name(c_auto), k_auto, h_med, h_p99, report);
+	       t_c, t_cubin, t_rtc, k_nvcc, compile_backend_name(c_auto), k_auto, h_med, h_p99,
+	       report);
 	compile_close(c_nvcc);
 	compile_close(c_auto);
 	jail_close(jl);

@@ -31,8 +31,20 @@ struct result {
 	double median_us, p90_us;
 };
 
-enum op { GPU_ALIAS, GPU_NAME, GPU_UNKNOWN, DERIVED, LIMITS_OCC, PEAKS, SEARCH_SHORT,
-	  SEARCH_QUESTION, SEARCH_FILTERED, SEARCH_HOSTILE, GUIDE_READ, OP_COUNT };
+enum op {
+	GPU_ALIAS,
+	GPU_NAME,
+	GPU_UNKNOWN,
+	DERIVED,
+	LIMITS_OCC,
+	PEAKS,
+	SEARCH_SHORT,
+	SEARCH_QUESTION,
+	SEARCH_FILTERED,
+	SEARCH_HOSTILE,
+	GUIDE_READ,
+	OP_COUNT
+};
 
 static const char *const NAMES[OP_COUNT] = {
 	"gpu lookup by alias (\"h100\")",
@@ -55,12 +67,9 @@ static int run(struct kb *kb, enum op op)
 	size_t n = 0;
 	int rc = 0;
 	switch (op) {
-	case GPU_ALIAS:
-		return kb_gpu_find(kb, "h100", &g, NULL);
-	case GPU_NAME:
-		return kb_gpu_find(kb, "NVIDIA GeForce RTX 4090", &g, NULL);
-	case GPU_UNKNOWN:
-		return kb_gpu_find(kb, "h1000", &g, NULL) == KF_ENOTFOUND ? 0 : -1;
+	case GPU_ALIAS: return kb_gpu_find(kb, "h100", &g, NULL);
+	case GPU_NAME: return kb_gpu_find(kb, "NVIDIA GeForce RTX 4090", &g, NULL);
+	case GPU_UNKNOWN: return kb_gpu_find(kb, "h1000", &g, NULL) == KF_ENOTFOUND ? 0 : -1;
 	case DERIVED: {
 		struct kb_derived d[KB_MAX_DERIVED];
 		rc = kb_gpu_find(kb, "b200", &g, NULL);
@@ -84,7 +93,8 @@ static int run(struct kb *kb, enum op op)
 		q.query = op == SEARCH_SHORT ? "bank conflicts"
 			  : op == SEARCH_QUESTION
 				  ? "why are my shared memory loads slow when threads read a column"
-			  : op == SEARCH_FILTERED ? "tensor cores" : "NEAR(\"a\" *) title: -x (((";
+			  : op == SEARCH_FILTERED ? "tensor cores"
+						  : "NEAR(\"a\" *) title: -x (((";
 		if (op == SEARCH_FILTERED) {
 			q.arch = "sm_90";
 			q.tag = "gemm";
@@ -109,8 +119,7 @@ static int run(struct kb *kb, enum op op)
 		kb_guide_free(gd);
 		return rc;
 	}
-	default:
-		return -1;
+	default: return -1;
 	}
 }
 
@@ -186,14 +195,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_kb: cannot write %s\n", argv[2]);
 			return 1;
 		}
-		fprintf(f, "# Knowledge base benchmark (in-process)\n\n"
-			   "Written by `make bench` (tests/bench_kb.c); do not edit by hand.\n\n"
-			   "- when: %s\n- machine: %s, %ld CPUs online (shared with other jobs)\n"
-			   "- knowledge base: %zu GPUs, %zu guides\n"
-			   "- method: each call timed alone with CLOCK_MONOTONIC, %d iterations "
-			   "after 50 warm-up calls, one thread\n"
-			   "- target (issue 3): lookups and searches under 1 ms median: **%s**\n\n"
-			   "| operation | median (us) | p90 (us) |\n|---|---:|---:|\n",
+		fprintf(f,
+			"# Knowledge base benchmark (in-process)\n\n"
+			"Written by `make bench` (tests/bench_kb.c); do not edit by hand.\n\n"
+			"- when: %s\n- machine: %s, %ld CPUs online (shared with other jobs)\n"
+			"- knowledge base: %zu GPUs, %zu guides\n"
+			"- method: each call timed alone with CLOCK_MONOTONIC, %d iterations "
+			"after 50 warm-up calls, one thread\n"
+			"- target (issue 3): lookups and searches under 1 ms median: **%s**\n\n"
+			"| operation | median (us) | p90 (us) |\n|---|---:|---:|\n",
 			date, host, sysconf(_SC_NPROCESSORS_ONLN), ngpus, nguides, iters,
 			over ? "missed" : "met");
 		for (int i = 0; i < nres; i++)

@@ -123,7 +123,7 @@ out:
 int main(int argc, char **argv)
 {
 	int to_child[2], from_child[2];
-	struct conn c = { 0 };
+	struct conn c = {0};
 	long n = argc > 3 ? strtol(argv[3], NULL, 10) : 100000;
 	long window = argc > 4 ? strtol(argv[4], NULL, 10) : 32;
 	pid_t pid;

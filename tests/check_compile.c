@@ -21,8 +21,11 @@ static struct compiler *cc;
 
 static void open_compiler(unsigned timeout_ms, int force_nvcc)
 {
-	struct compile_config cfg = {.data_dir = data_dir, .jail = jl, .timeout_ms = timeout_ms,
-				     .force_nvcc = force_nvcc, .default_arch = "sm_90"};
+	struct compile_config cfg = {.data_dir = data_dir,
+				     .jail = jl,
+				     .timeout_ms = timeout_ms,
+				     .force_nvcc = force_nvcc,
+				     .default_arch = "sm_90"};
 	struct kf_err err = {0};
 	ck_assert_msg(compile_open(&cfg, &cc, &err) == 0, "compile_open: %s", err.msg);
 }
@@ -52,8 +55,8 @@ static void teardown(void)
 static int compile_src(const char *src, const char *const *flags, size_t nflags,
 		       struct compile_result *res, struct kf_err *err)
 {
-	struct compile_req req = {.source = src, .source_len = strlen(src), .flags = flags,
-				  .flags_len = nflags};
+	struct compile_req req = {
+		.source = src, .source_len = strlen(src), .flags = flags, .flags_len = nflags};
 	return compile_kernel(cc, &req, res, err);
 }
 
@@ -67,15 +70,14 @@ static json_t *kernel_named(json_t *result, const char *name)
 	return NULL;
 }
 
-static const char *GOOD =
-	"extern \"C\" __global__ void add(float *y, const float *x, int n) {\n"
-	"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-	"  if (i < n) y[i] += x[i];\n"
-	"}\n"
-	"template <typename T> __global__ void scale(T *y, T a, int n) {\n"
-	"  int i = threadIdx.x; if (i < n) y[i] *= a;\n"
-	"}\n"
-	"template __global__ void scale<float>(float *, float, int);\n";
+static const char *GOOD = "extern \"C\" __global__ void add(float *y, const float *x, int n) {\n"
+			  "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+			  "  if (i < n) y[i] += x[i];\n"
+			  "}\n"
+			  "template <typename T> __global__ void scale(T *y, T a, int n) {\n"
+			  "  int i = threadIdx.x; if (i < n) y[i] *= a;\n"
+			  "}\n"
+			  "template __global__ void scale<float>(float *, float, int);\n";
 
 START_TEST(compile_reports_kernels_and_resources)
 {
@@ -100,7 +102,9 @@ START_TEST(compile_reports_kernels_and_resources)
 
 	char *cubin = NULL;
 	size_t len = 0;
-	ck_assert_int_eq(compile_artifact_read(cc, res.artifact_id, "cubin", 1 << 24, &cubin, &len, &err), 0);
+	ck_assert_int_eq(
+		compile_artifact_read(cc, res.artifact_id, "cubin", 1 << 24, &cubin, &len, &err),
+		0);
 	ck_assert_int_gt(len, 4);
 	ck_assert_int_eq(memcmp(cubin, "\177ELF", 4), 0);
 	free(cubin);
@@ -126,7 +130,8 @@ START_TEST(syntax_error_gives_diagnostic_at_the_line)
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "line")), 3);
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "column")), 3);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "severity")), "error");
-	ck_assert(strstr(json_string_value(json_object_get(d, "message")), "expected a \";\"") != NULL);
+	ck_assert(strstr(json_string_value(json_object_get(d, "message")), "expected a \";\"") !=
+		  NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "source_line")), "  x[i] = 1;");
 	ck_assert(strstr(json_string_value(json_object_get(j, "summary")), "kernel.cu:3") != NULL);
 	ck_assert(strstr(err.msg, "kernel.cu:3") != NULL);
@@ -148,7 +153,8 @@ START_TEST(ptxas_shared_memory_overflow_is_a_structured_error)
 	ck_assert_ptr_nonnull(d);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "file")), "ptxas");
 	ck_assert_str_eq(json_string_value(json_object_get(d, "severity")), "error");
-	ck_assert(strstr(json_string_value(json_object_get(d, "message")), "too much shared data") != NULL);
+	ck_assert(strstr(json_string_value(json_object_get(d, "message")),
+			 "too much shared data") != NULL);
 	compile_result_fini(&res);
 }
 END_TEST
@@ -185,19 +191,21 @@ START_TEST(spilling_kernel_gets_a_warning)
 		if (strstr(json_string_value(s), "'spill' spills registers"))
 			found = 1;
 	ck_assert_msg(found, "no spill warning in %s", json_dumps(w, 0));
-	ck_assert(strstr(json_string_value(json_object_get(res.json, "summary")), "SPILLS") != NULL);
+	ck_assert(strstr(json_string_value(json_object_get(res.json, "summary")), "SPILLS") !=
+		  NULL);
 	compile_result_fini(&res);
 }
 END_TEST
 
 START_TEST(constant_and_shared_memory_are_reported)
 {
-	const char *src = "__constant__ float coef[64];\n"
-			  "__global__ void __launch_bounds__(256, 2) sm(float *x, float a) {\n"
-			  "  __shared__ float t[1024];\n"
-			  "  t[threadIdx.x] = x[threadIdx.x] * coef[threadIdx.x % 64] * a; __syncthreads();\n"
-			  "  x[threadIdx.x] = t[(threadIdx.x + 1) % 1024];\n"
-			  "}\n";
+	const char *src =
+		"__constant__ float coef[64];\n"
+		"__global__ void __launch_bounds__(256, 2) sm(float *x, float a) {\n"
+		"  __shared__ float t[1024];\n"
+		"  t[threadIdx.x] = x[threadIdx.x] * coef[threadIdx.x % 64] * a; __syncthreads();\n"
+		"  x[threadIdx.x] = t[(threadIdx.x + 1) % 1024];\n"
+		"}\n";
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_msg(compile_src(src, NULL, 0, &res, &err) == 0, "%s", err.msg);
@@ -227,8 +235,10 @@ static void assert_no_leak(const struct compile_result *res, const char *marker)
 		char *data = NULL;
 		size_t len = 0;
 		struct kf_err err = {0};
-		if (compile_artifact_read(cc, res->artifact_id, kinds[i], 1 << 26, &data, &len, &err) == 0) {
-			ck_assert_msg(strstr(data, marker) == NULL, "'%s' leaked into %s", marker, kinds[i]);
+		if (compile_artifact_read(cc, res->artifact_id, kinds[i], 1 << 26, &data, &len,
+					  &err) == 0) {
+			ck_assert_msg(strstr(data, marker) == NULL, "'%s' leaked into %s", marker,
+				      kinds[i]);
 			free(data);
 		}
 	}
@@ -249,12 +259,14 @@ START_TEST(secret_includes_leak_no_byte)
 
 	const char *targets[] = {"/etc/shadow", secret, "/proc/self/environ", "/proc/1/environ"};
 	for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
-		snprintf(src, sizeof src, "#include \"%s\"\n__global__ void f(int *x) { *x = %zu; }\n",
-			 targets[t], t);
+		snprintf(src, sizeof src,
+			 "#include \"%s\"\n__global__ void f(int *x) { *x = %zu; }\n", targets[t],
+			 t);
 		struct compile_result res;
 		struct kf_err err = {0};
 		int rc = compile_src(src, NULL, 0, &res, &err);
-		ck_assert_msg(rc == 0 || rc == KF_ECOMPILE, "%s: rc %d %s", targets[t], rc, err.msg);
+		ck_assert_msg(rc == 0 || rc == KF_ECOMPILE, "%s: rc %d %s", targets[t], rc,
+			      err.msg);
 		assert_no_leak(&res, marker);
 		assert_no_leak(&res, "root:");
 		ck_assert_msg(strstr(err.msg, marker) == NULL, "leak in err");
@@ -287,8 +299,9 @@ START_TEST(endless_compile_times_out_and_the_next_one_works)
 	ck_assert(strstr(err.msg, "timed out") != NULL);
 	ck_assert_ptr_nonnull(res.json);
 	ck_assert(json_is_true(json_object_get(res.json, "timed_out")));
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.json, "error"), "code")),
-			 "timeout");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(res.json, "error"), "code")),
+		"timeout");
 	compile_result_fini(&res);
 	kf_err_clear(&err);
 	ck_assert_msg(compile_src(GOOD, NULL, 0, &res, &err) == 0, "%s", err.msg);
@@ -304,9 +317,10 @@ START_TEST(output_flood_is_capped)
 	char *src = malloc(cap + 256);
 	ck_assert_ptr_nonnull(src);
 	for (int i = 0; n + 200 < cap; i++)
-		n += (size_t)snprintf(src + n, cap + 256 - n,
-				      "#warning flood %06d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
-				      i);
+		n += (size_t)snprintf(
+			src + n, cap + 256 - n,
+			"#warning flood %06d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+			i);
 	n += (size_t)snprintf(src + n, cap + 256 - n, "__global__ void f(int *x) { *x = 1; }\n");
 	struct compile_req req = {.source = src, .source_len = n};
 	struct compile_result res;
@@ -344,7 +358,8 @@ static void *par_compile(void *arg)
 	p->rc = compile_kernel(cc, &req, &res, &err);
 	p->ok = res.ok;
 	json_t *k = json_array_get(json_object_get(res.json, "kernels"), 0);
-	snprintf(p->name, sizeof p->name, "%s", k ? json_string_value(json_object_get(k, "name")) : "");
+	snprintf(p->name, sizeof p->name, "%s",
+		 k ? json_string_value(json_object_get(k, "name")) : "");
 	snprintf(p->id, sizeof p->id, "%s", res.artifact_id);
 	compile_result_fini(&res);
 	return NULL;
@@ -430,11 +445,27 @@ END_TEST
 
 START_TEST(allowed_flags_pass_and_compile)
 {
-	const char *flags[] = {"-O3", "--use_fast_math", "-lineinfo", "-maxrregcount=64",
-			       "-Xptxas", "-v", "-Xptxas", "-O2", "-D", "TILE=32", "-DUSE_X",
-			       "-std=c++17", "--extra-device-vectorization", "--ftz=true",
-			       "--prec-div=false", "--prec-sqrt=false", "--fmad=true",
-			       "--restrict", "--expt-relaxed-constexpr", "-I.", "-w"};
+	const char *flags[] = {"-O3",
+			       "--use_fast_math",
+			       "-lineinfo",
+			       "-maxrregcount=64",
+			       "-Xptxas",
+			       "-v",
+			       "-Xptxas",
+			       "-O2",
+			       "-D",
+			       "TILE=32",
+			       "-DUSE_X",
+			       "-std=c++17",
+			       "--extra-device-vectorization",
+			       "--ftz=true",
+			       "--prec-div=false",
+			       "--prec-sqrt=false",
+			       "--fmad=true",
+			       "--restrict",
+			       "--expt-relaxed-constexpr",
+			       "-I.",
+			       "-w"};
 	size_t n = sizeof flags / sizeof flags[0];
 	struct kf_err err = {0};
 	ck_assert_msg(compile_check_flags(flags, n, &err) == 0, "%s", err.msg);
@@ -451,7 +482,8 @@ START_TEST(bad_arch_and_source_are_rejected)
 {
 	static const char *bad[] = {"sm_9", "compute_90", "sm_90x", "gfx90a", "sm_900", "sm_"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct compile_req req = {.source = GOOD, .source_len = strlen(GOOD), .arch = bad[i]};
+		struct compile_req req = {
+			.source = GOOD, .source_len = strlen(GOOD), .arch = bad[i]};
 		struct compile_result res;
 		struct kf_err err = {0};
 		ck_assert_int_eq(compile_kernel(cc, &req, &res, &err), KF_EINVAL);
@@ -499,7 +531,8 @@ START_TEST(cache_hit_returns_the_same_artifact)
 	ck_assert_int_eq(b.cache_hit, 1);
 	ck_assert(json_is_true(json_object_get(b.json, "cache_hit")));
 	ck_assert_str_eq(a.artifact_id, b.artifact_id);
-	ck_assert(json_equal(json_object_get(a.json, "kernels"), json_object_get(b.json, "kernels")));
+	ck_assert(
+		json_equal(json_object_get(a.json, "kernels"), json_object_get(b.json, "kernels")));
 	const char *fl[] = {"-lineinfo"};
 	ck_assert_int_eq(compile_src(GOOD, fl, 1, &c, &err), 0);
 	ck_assert_int_eq(c.cache_hit, 0);
@@ -513,7 +546,8 @@ START_TEST(cache_hit_returns_the_same_artifact)
 	ck_assert_int_eq(compile_src(bad, NULL, 0, &a, &err), KF_ECOMPILE);
 	ck_assert_int_eq(compile_src(bad, NULL, 0, &b, &err), KF_ECOMPILE);
 	ck_assert_int_eq(b.cache_hit, 1);
-	ck_assert(json_equal(json_object_get(a.json, "diagnostics"), json_object_get(b.json, "diagnostics")));
+	ck_assert(json_equal(json_object_get(a.json, "diagnostics"),
+			     json_object_get(b.json, "diagnostics")));
 	compile_result_fini(&a);
 	compile_result_fini(&b);
 }
@@ -534,7 +568,8 @@ START_TEST(ptx_is_a_resource_link_not_inline)
 	free(txt);
 	char *data;
 	size_t len;
-	ck_assert_int_eq(compile_artifact_read(cc, res.artifact_id, "ptx", 1 << 24, &data, &len, &err), 0);
+	ck_assert_int_eq(
+		compile_artifact_read(cc, res.artifact_id, "ptx", 1 << 24, &data, &len, &err), 0);
 	ck_assert(strstr(data, ".entry add") != NULL);
 	free(data);
 	compile_result_fini(&res);
@@ -554,10 +589,12 @@ START_TEST(sass_summary_or_a_reason_why_not)
 	if (access(cuobjdump, X_OK) == 0) {
 		ck_assert(json_is_true(json_object_get(s, "available")));
 		json_t *k = json_array_get(json_object_get(s, "kernels"), 0);
-		ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(k, "local"), "stl")), 0);
+		ck_assert_int_gt(
+			json_integer_value(json_object_get(json_object_get(k, "local"), "stl")), 0);
 	} else {
 		ck_assert(json_is_false(json_object_get(s, "available")));
-		ck_assert(strstr(json_string_value(json_object_get(s, "reason")), "cuobjdump") != NULL);
+		ck_assert(strstr(json_string_value(json_object_get(s, "reason")), "cuobjdump") !=
+			  NULL);
 	}
 	compile_result_fini(&res);
 }
@@ -582,7 +619,8 @@ START_TEST(artifact_lookup_errors_name_the_problem)
 	char *d;
 	size_t n;
 	struct kf_err err = {0};
-	ck_assert_int_eq(compile_artifact_read(cc, "../../etc", "ptx", 100, &d, &n, &err), KF_EINVAL);
+	ck_assert_int_eq(compile_artifact_read(cc, "../../etc", "ptx", 100, &d, &n, &err),
+			 KF_EINVAL);
 	ck_assert(strstr(err.msg, "64 lowercase hex") != NULL);
 	kf_err_clear(&err);
 	char zero[65];
@@ -598,7 +636,8 @@ END_TEST
 START_TEST(cancelled_compile_stops)
 {
 	volatile int flag = 1;
-	struct compile_req req = {.source = FOREVER, .source_len = strlen(FOREVER), .cancel = &flag};
+	struct compile_req req = {
+		.source = FOREVER, .source_len = strlen(FOREVER), .cancel = &flag};
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_kernel(cc, &req, &res, &err), KF_ECANCELED);

@@ -8,58 +8,58 @@
 
 #include "sandbox/expr.h"
 
-static const char *const NAMES[] = { "T", "D", "N", "Z", "BIG" };
-static const int64_t VALUES[] = { 4096, 1000, 7, 0, INT64_MAX / 2 };
-static const struct expr_env ENV = { NAMES, VALUES, 5 };
+static const char *const NAMES[] = {"T", "D", "N", "Z", "BIG"};
+static const int64_t VALUES[] = {4096, 1000, 7, 0, INT64_MAX / 2};
+static const struct expr_env ENV = {NAMES, VALUES, 5};
 
 static const struct {
 	const char *text;
 	int64_t want;
 } GOOD[] = {
-	{ "1", 1 },
-	{ "T", 4096 },
-	{ "T * D", 4096000 },
-	{ "1 + 2 * 3", 7 },
-	{ "(1 + 2) * 3", 9 },
-	{ "10 - 3 - 2", 5 },
-	{ "100 / 7 / 2", 7 },
-	{ "17 % 5", 2 },
-	{ "-7 / 2", -3 },
-	{ "-N", -7 },
-	{ "--N", 7 },
-	{ "+N", 7 },
-	{ "ceil_div(T, 256)", 16 },
-	{ "ceil_div(D, 256)", 4 },
-	{ "ceil_div(0, 3)", 0 },
-	{ "ceil_div(-7, 2)", -3 },
-	{ "min(T, D)", 1000 },
-	{ "max(T, D, N)", 4096 },
-	{ "min(N, 3, 9, 1)", 1 },
-	{ "D % 2 == 0", 1 },
-	{ "N % 2 == 0", 0 },
-	{ "N != 7", 0 },
-	{ "N < 8", 1 },
-	{ "N <= 7", 1 },
-	{ "N > 7", 0 },
-	{ "N >= 7", 1 },
-	{ "D > 0 && T > 0", 1 },
-	{ "2 && 3", 1 },
-	{ "0 || 5", 1 },
-	{ "0 || 0", 0 },
-	{ "!Z", 1 },
-	{ "!N", 0 },
+	{"1", 1},
+	{"T", 4096},
+	{"T * D", 4096000},
+	{"1 + 2 * 3", 7},
+	{"(1 + 2) * 3", 9},
+	{"10 - 3 - 2", 5},
+	{"100 / 7 / 2", 7},
+	{"17 % 5", 2},
+	{"-7 / 2", -3},
+	{"-N", -7},
+	{"--N", 7},
+	{"+N", 7},
+	{"ceil_div(T, 256)", 16},
+	{"ceil_div(D, 256)", 4},
+	{"ceil_div(0, 3)", 0},
+	{"ceil_div(-7, 2)", -3},
+	{"min(T, D)", 1000},
+	{"max(T, D, N)", 4096},
+	{"min(N, 3, 9, 1)", 1},
+	{"D % 2 == 0", 1},
+	{"N % 2 == 0", 0},
+	{"N != 7", 0},
+	{"N < 8", 1},
+	{"N <= 7", 1},
+	{"N > 7", 0},
+	{"N >= 7", 1},
+	{"D > 0 && T > 0", 1},
+	{"2 && 3", 1},
+	{"0 || 5", 1},
+	{"0 || 0", 0},
+	{"!Z", 1},
+	{"!N", 0},
 	/* short-circuit: the right side would divide by zero */
-	{ "Z != 0 && D / Z > 1", 0 },
-	{ "Z == 0 || D / Z > 1", 1 },
-	{ "1 + 2 == 3 && 4 < 5", 1 },
-	{ "ceil_div(T * D, 256 * 4) + min(1, 2) * max(3, 4)", 4004 },
-	{ "9223372036854775807", INT64_MAX },
-	{ "  T\t*\n2 ", 8192 },
+	{"Z != 0 && D / Z > 1", 0},
+	{"Z == 0 || D / Z > 1", 1},
+	{"1 + 2 == 3 && 4 < 5", 1},
+	{"ceil_div(T * D, 256 * 4) + min(1, 2) * max(3, 4)", 4004},
+	{"9223372036854775807", INT64_MAX},
+	{"  T\t*\n2 ", 8192},
 };
 
 START_TEST(eval_computes_every_operator_with_c_precedence)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct expr *e = NULL;
 	ck_assert_msg(expr_parse(GOOD[_i].text, &e, &err) == 0, "%s: %s", GOOD[_i].text, err.msg);
 	int64_t v = -12345;
@@ -75,32 +75,32 @@ static const struct {
 	int code;
 	const char *msg; /* substring of the message */
 } BAD_PARSE[] = {
-	{ "", KF_EINVAL, "empty expression" },
-	{ "   ", KF_EINVAL, "empty expression" },
-	{ "T *", KF_EINVAL, "unexpected end, expected a number, name or '(' at position 4" },
-	{ "T * * 2", KF_EINVAL, "expected a number, name or '(' at position 5" },
-	{ "(T + 1", KF_EINVAL, "expected ')'" },
-	{ "T + 1)", KF_EINVAL, "unexpected character at position 6" },
-	{ "T = 1", KF_EINVAL, "unknown operator (use ==, &&, ||)" },
-	{ "T & 1", KF_EINVAL, "unknown operator" },
-	{ "T | 1", KF_EINVAL, "unknown operator" },
-	{ "T ^ 1", KF_EINVAL, "unexpected character at position 3" },
-	{ "1.5", KF_EINVAL, "only decimal integers" },
-	{ "0x10", KF_EINVAL, "only decimal integers" },
-	{ "99999999999999999999", KF_EINVAL, "integer literal out of int64 range" },
-	{ "sqrt(4)", KF_EINVAL, "unknown function 'sqrt'" },
-	{ "ceil_div(4)", KF_EINVAL, "ceil_div takes exactly 2 arguments" },
-	{ "ceil_div(4, 2, 1)", KF_EINVAL, "ceil_div takes exactly 2 arguments" },
-	{ "min(4)", KF_EINVAL, "min and max take at least 2 arguments" },
-	{ "max()", KF_EINVAL, "function needs arguments" },
-	{ "min(1 2)", KF_EINVAL, "expected ',' or ')'" },
-	{ "T 2", KF_EINVAL, "unexpected character at position 3" },
-	{ "\"T\"", KF_EINVAL, "expected a number, name or '(' at position 1" },
+	{"", KF_EINVAL, "empty expression"},
+	{"   ", KF_EINVAL, "empty expression"},
+	{"T *", KF_EINVAL, "unexpected end, expected a number, name or '(' at position 4"},
+	{"T * * 2", KF_EINVAL, "expected a number, name or '(' at position 5"},
+	{"(T + 1", KF_EINVAL, "expected ')'"},
+	{"T + 1)", KF_EINVAL, "unexpected character at position 6"},
+	{"T = 1", KF_EINVAL, "unknown operator (use ==, &&, ||)"},
+	{"T & 1", KF_EINVAL, "unknown operator"},
+	{"T | 1", KF_EINVAL, "unknown operator"},
+	{"T ^ 1", KF_EINVAL, "unexpected character at position 3"},
+	{"1.5", KF_EINVAL, "only decimal integers"},
+	{"0x10", KF_EINVAL, "only decimal integers"},
+	{"99999999999999999999", KF_EINVAL, "integer literal out of int64 range"},
+	{"sqrt(4)", KF_EINVAL, "unknown function 'sqrt'"},
+	{"ceil_div(4)", KF_EINVAL, "ceil_div takes exactly 2 arguments"},
+	{"ceil_div(4, 2, 1)", KF_EINVAL, "ceil_div takes exactly 2 arguments"},
+	{"min(4)", KF_EINVAL, "min and max take at least 2 arguments"},
+	{"max()", KF_EINVAL, "function needs arguments"},
+	{"min(1 2)", KF_EINVAL, "expected ',' or ')'"},
+	{"T 2", KF_EINVAL, "unexpected character at position 3"},
+	{"\"T\"", KF_EINVAL, "expected a number, name or '(' at position 1"},
 };
 
 START_TEST(parse_rejects_malformed_text_with_position)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct expr *e = (struct expr *)1;
 	int rc = expr_parse(BAD_PARSE[_i].text, &e, &err);
 	ck_assert_int_eq(rc, BAD_PARSE[_i].code);
@@ -115,21 +115,21 @@ static const struct {
 	const char *text;
 	const char *msg;
 } BAD_EVAL[] = {
-	{ "T / Z", "division by zero at position 3" },
-	{ "T % Z", "modulo by zero at position 3" },
-	{ "ceil_div(T, Z)", "ceil_div by zero or negative divisor" },
-	{ "ceil_div(T, 0 - 1)", "ceil_div by zero or negative divisor" },
-	{ "BIG * 3", "integer overflow in '*' at position 5" },
-	{ "BIG + BIG + BIG", "integer overflow in '+'" },
-	{ "0 - BIG - BIG - BIG", "integer overflow in '-'" },
-	{ "-(0 - 9223372036854775807 - 1)", "integer overflow in 'unary -'" },
-	{ "(0 - 9223372036854775807 - 1) / (0 - 1)", "integer overflow in '/'" },
-	{ "T * M", "unknown variable 'M' at position 5" },
+	{"T / Z", "division by zero at position 3"},
+	{"T % Z", "modulo by zero at position 3"},
+	{"ceil_div(T, Z)", "ceil_div by zero or negative divisor"},
+	{"ceil_div(T, 0 - 1)", "ceil_div by zero or negative divisor"},
+	{"BIG * 3", "integer overflow in '*' at position 5"},
+	{"BIG + BIG + BIG", "integer overflow in '+'"},
+	{"0 - BIG - BIG - BIG", "integer overflow in '-'"},
+	{"-(0 - 9223372036854775807 - 1)", "integer overflow in 'unary -'"},
+	{"(0 - 9223372036854775807 - 1) / (0 - 1)", "integer overflow in '/'"},
+	{"T * M", "unknown variable 'M' at position 5"},
 };
 
 START_TEST(eval_reports_runtime_errors_with_position)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct expr *e = NULL;
 	ck_assert_msg(expr_parse(BAD_EVAL[_i].text, &e, &err) == 0, "%s", err.msg);
 	int64_t v = 0;
@@ -142,7 +142,7 @@ END_TEST
 
 START_TEST(parse_rejects_too_long_and_too_deep)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct expr *e = NULL;
 	char *long_text = malloc(EXPR_MAX_TEXT + 10);
 	memset(long_text, '1', EXPR_MAX_TEXT + 5);
@@ -174,7 +174,7 @@ END_TEST
 
 START_TEST(parsed_expression_lists_its_variables_and_evaluates_many_times)
 {
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	struct expr *e = NULL;
 	ck_assert_int_eq(expr_parse("ceil_div(T, 4) * D + T", &e, &err), 0);
 	ck_assert_uint_eq(expr_var_count(e), 2);
@@ -183,10 +183,10 @@ START_TEST(parsed_expression_lists_its_variables_and_evaluates_many_times)
 	ck_assert_ptr_null(expr_var_at(e, 2));
 	ck_assert_int_eq(expr_is_const(e), 0);
 	ck_assert_str_eq(expr_text(e), "ceil_div(T, 4) * D + T");
-	const char *names[] = { "D", "T" };
+	const char *names[] = {"D", "T"};
 	for (int64_t t = 1; t < 50; t++) {
-		int64_t vals[] = { 3, t }, v;
-		ck_assert_int_eq(expr_eval(e, &(struct expr_env){ names, vals, 2 }, &v, &err), 0);
+		int64_t vals[] = {3, t}, v;
+		ck_assert_int_eq(expr_eval(e, &(struct expr_env){names, vals, 2}, &v, &err), 0);
 		ck_assert_int_eq(v, ((t + 3) / 4) * 3 + t);
 	}
 	expr_free(e);
@@ -220,7 +220,7 @@ START_TEST(min_max_with_many_arguments_use_deep_stacks)
 		n += (size_t)snprintf(text + n, sizeof text - n, "%s%d", k ? "," : "", k % 37);
 	snprintf(text + n, sizeof text - n, ")");
 	int64_t v;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(expr_eval_text(text, NULL, &v, &err), 0);
 	ck_assert_int_eq(v, 36);
 }

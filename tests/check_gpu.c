@@ -24,14 +24,13 @@ static int driver_present(void)
 START_TEST(probe_finds_the_gpus_or_says_why_not)
 {
 	const struct gpu_host *h = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int rc = gpu_probe(&h, &err);
 
 	if (!driver_present()) {
 		ck_assert_int_eq(rc, KF_ENOGPU);
 		ck_assert_ptr_null(h);
-		ck_assert_str_eq(err.msg,
-				 "libcuda.so.1 not found: no NVIDIA driver on this host");
+		ck_assert_str_eq(err.msg, "libcuda.so.1 not found: no NVIDIA driver on this host");
 		ck_assert_int_eq(gpu_count(), 0);
 		ck_assert_ptr_null(gpu_get(0));
 		ck_assert_str_eq(gpu_no_gpu_reason(), err.msg);
@@ -66,10 +65,9 @@ END_TEST
 START_TEST(missing_library_is_named_in_the_reason)
 {
 	struct gpu_host h;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
-	ck_assert_int_eq(gpu_probe_uncached("libkforge-no-such-cuda.so.1", &h, &err),
-			 KF_ENOGPU);
+	ck_assert_int_eq(gpu_probe_uncached("libkforge-no-such-cuda.so.1", &h, &err), KF_ENOGPU);
 	ck_assert_str_eq(err.msg,
 			 "libkforge-no-such-cuda.so.1 not found: no NVIDIA driver on this host");
 	ck_assert_int_eq(h.count, 0);
@@ -79,7 +77,7 @@ END_TEST
 START_TEST(library_without_driver_entry_points_is_refused)
 {
 	struct gpu_host h;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	ck_assert_int_eq(gpu_probe_uncached("libm.so.6", &h, &err), KF_ENOGPU);
 	ck_assert_ptr_nonnull(strstr(err.msg, "libm.so.6 lacks the CUDA driver API"));
@@ -90,7 +88,7 @@ START_TEST(toolkit_stub_library_fails_cuinit_with_its_name)
 {
 	static const char stub[] = "/usr/local/cuda/lib64/stubs/libcuda.so";
 	struct gpu_host h;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	if (access(stub, R_OK) != 0) {
 		/* No toolkit here: nothing to load; the missing-library case
@@ -108,12 +106,11 @@ START_TEST(environment_can_force_no_gpu)
 {
 	struct gpu_host h;
 	const struct gpu_host *hp = NULL;
-	struct kf_err err = { 0 }, err2 = { 0 };
+	struct kf_err err = {0}, err2 = {0};
 
 	setenv("KFORGE_NO_GPU", "1", 1);
 	ck_assert_int_eq(gpu_probe_uncached(NULL, &h, &err), KF_ENOGPU);
-	ck_assert_str_eq(err.msg,
-			 "no GPU: disabled by KFORGE_NO_GPU in the environment");
+	ck_assert_str_eq(err.msg, "no GPU: disabled by KFORGE_NO_GPU in the environment");
 	/* the cached probe (first call in this forked test) agrees */
 	ck_assert_int_eq(gpu_probe(&hp, &err2), KF_ENOGPU);
 	ck_assert_str_eq(err2.msg, err.msg);
@@ -124,7 +121,7 @@ END_TEST
 static void *probe_thread(void *arg)
 {
 	const struct gpu_host *h = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int *rc = arg;
 
 	*rc = gpu_probe(&h, &err);

@@ -36,18 +36,17 @@ static void teardown(void)
 static struct history *open_ok(void)
 {
 	struct history *h = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	ck_assert_msg(history_open(path, &h, &err) == 0, "%s", err.msg);
 	return h;
 }
 
-static void add_ok(struct history *h, enum history_kind kind,
-		   enum history_status status, const char *kernels,
-		   int64_t created_ms, char id_out[HISTORY_ID_BYTES])
+static void add_ok(struct history *h, enum history_kind kind, enum history_status status,
+		   const char *kernels, int64_t created_ms, char id_out[HISTORY_ID_BYTES])
 {
-	struct history_run run = { 0 };
-	struct kf_err err = { 0 };
+	struct history_run run = {0};
+	struct kf_err err = {0};
 
 	run.kind = kind;
 	run.status = status;
@@ -62,8 +61,8 @@ static void add_ok(struct history *h, enum history_kind kind,
 START_TEST(add_then_get_returns_every_field)
 {
 	struct history *h = open_ok();
-	struct history_run run = { 0 }, got;
-	struct kf_err err = { 0 };
+	struct history_run run = {0}, got;
+	struct kf_err err = {0};
 	json_t *spec = json_pack("{s:s, s:[i,i]}", "arch", "sm_90", "sizes", 7, 9);
 	json_t *result = json_pack("{s:s, s:f}", "summary", "passed", "median_us", 12.5);
 
@@ -105,7 +104,7 @@ END_TEST
 START_TEST(absent_fields_come_back_null)
 {
 	struct history *h = open_ok();
-	struct history_run run = { 0 }, got;
+	struct history_run run = {0}, got;
 
 	run.kind = HISTORY_COMPILE;
 	run.status = HISTORY_FAILED;
@@ -143,14 +142,12 @@ START_TEST(get_rejects_malformed_and_unknown_ids)
 {
 	struct history *h = open_ok();
 	struct history_run got;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
-	ck_assert_int_eq(history_get(h, "run-1; DROP TABLE runs", &got, &err),
-			 KF_EINVAL);
+	ck_assert_int_eq(history_get(h, "run-1; DROP TABLE runs", &got, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "is not a run id"));
 	kf_err_clear(&err);
-	ck_assert_int_eq(history_get(h, "r000000000000000", &got, &err),
-			 KF_ENOTFOUND);
+	ck_assert_int_eq(history_get(h, "r000000000000000", &got, &err), KF_ENOTFOUND);
 	ck_assert_str_eq(err.msg, "no run with id r000000000000000");
 	history_close(h);
 }
@@ -159,8 +156,8 @@ END_TEST
 START_TEST(add_rejects_bad_kind_status_and_oversize_fields)
 {
 	struct history *h = open_ok();
-	struct history_run run = { 0 };
-	struct kf_err err = { 0 };
+	struct history_run run = {0};
+	struct kf_err err = {0};
 	char *big = malloc(HISTORY_TEXT_MAX + 2);
 	json_t *huge;
 
@@ -168,7 +165,7 @@ START_TEST(add_rejects_bad_kind_status_and_oversize_fields)
 	ck_assert_int_eq(history_add(h, &run, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "kind 7"));
 	run.kind = HISTORY_CHECK;
-	run.status = (enum history_status)-1;
+	run.status = (enum history_status) - 1;
 	kf_err_clear(&err);
 	ck_assert_int_eq(history_add(h, &run, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "status -1"));
@@ -211,7 +208,7 @@ START_TEST(list_filters_by_kind_status_kernel_and_since)
 	ck_assert_uint_eq(p.len, 5);
 	ck_assert_str_eq(p.runs[0].summary, "a run");
 	ck_assert_int_eq(p.runs[0].kind, HISTORY_CALIBRATE); /* newest first */
-	ck_assert_ptr_null(p.runs[0].result);                /* listings are light */
+	ck_assert_ptr_null(p.runs[0].result);		     /* listings are light */
 	ck_assert_str_eq(p.next_cursor, "");
 	history_page_fini(&p);
 
@@ -286,7 +283,7 @@ START_TEST(list_rejects_bad_kind_status_and_cursor)
 	struct history *h = open_ok();
 	struct history_filter f;
 	struct history_page p;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	history_filter_init(&f);
 	f.kind = 9;
@@ -347,7 +344,7 @@ START_TEST(opening_a_version_1_database_migrates_it_and_keeps_runs)
 {
 	struct history *h;
 	struct history_run got;
-	struct history_ceilings c = { 0 };
+	struct history_ceilings c = {0};
 	struct history_filter f;
 	struct history_page p;
 
@@ -377,7 +374,7 @@ END_TEST
 START_TEST(newer_schema_is_refused)
 {
 	struct history *h = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	raw_exec("PRAGMA user_version = 99");
 	ck_assert_int_eq(history_open(path, &h, &err), KF_EDB);
@@ -389,7 +386,7 @@ END_TEST
 START_TEST(open_in_missing_dir_fails_with_the_path)
 {
 	struct history *h = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	char bad[400];
 
 	snprintf(bad, sizeof(bad), "%s/no/such/dir/state.db", dir);
@@ -419,8 +416,8 @@ END_TEST
 START_TEST(ceilings_round_trip_replace_and_report_missing)
 {
 	struct history *h = open_ok();
-	struct history_ceilings c = { 0 }, got;
-	struct kf_err err = { 0 };
+	struct history_ceilings c = {0}, got;
+	struct kf_err err = {0};
 
 	snprintf(c.gpu_uuid, sizeof(c.gpu_uuid), "GPU-abc");
 	snprintf(c.device_name, sizeof(c.device_name), "NVIDIA H200");
@@ -442,8 +439,7 @@ START_TEST(ceilings_round_trip_replace_and_report_missing)
 	ck_assert_int_eq(history_set_ceilings(h, &c, &err), 0);
 	ck_assert_int_eq(history_get_ceilings(h, "GPU-abc", &got, &err), 0);
 	ck_assert(got.copy_gbps == 4200);
-	ck_assert_int_eq(history_get_ceilings(h, "GPU-other", &got, &err),
-			 KF_ENOTFOUND);
+	ck_assert_int_eq(history_get_ceilings(h, "GPU-other", &got, &err), KF_ENOTFOUND);
 	ck_assert_ptr_nonnull(strstr(err.msg, "run kforge calibrate"));
 	c.gpu_uuid[0] = '\0';
 	kf_err_clear(&err);
@@ -458,7 +454,7 @@ static void *writer_thread(void *arg)
 	struct history *h = arg;
 
 	for (int i = 0; i < 20; i++) {
-		struct history_run run = { 0 };
+		struct history_run run = {0};
 
 		run.kind = HISTORY_COMPILE;
 		run.status = HISTORY_OK;
@@ -476,7 +472,9 @@ static int count_rows(void)
 	int n = -1;
 
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(DISTINCT id) FROM runs", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db, "SELECT count(DISTINCT id) FROM runs", -1, &st, NULL),
+		SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -535,14 +533,14 @@ START_TEST(sigkill_mid_stream_loses_no_committed_run)
 	ck_assert_int_ge(kid, 0);
 	if (kid == 0) {
 		struct history *hc = NULL;
-		json_t *result = json_pack("{s:s, s:[f,f,f]}", "summary", "x",
-					   "samples", 1.0, 2.0, 3.0);
+		json_t *result =
+			json_pack("{s:s, s:[f,f,f]}", "summary", "x", "samples", 1.0, 2.0, 3.0);
 
 		close(fds[0]);
 		if (history_open(path, &hc, NULL) != 0)
 			_exit(2);
 		for (;;) {
-			struct history_run run = { 0 };
+			struct history_run run = {0};
 			char line[HISTORY_ID_BYTES + 1];
 
 			run.kind = HISTORY_BENCH;
@@ -570,7 +568,8 @@ START_TEST(sigkill_mid_stream_loses_no_committed_run)
 	ck_assert_int_ge(n, 40);
 
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL),
+			 SQLITE_OK);
 	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
 	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
 	sqlite3_finalize(st);
@@ -580,8 +579,8 @@ START_TEST(sigkill_mid_stream_loses_no_committed_run)
 	for (int i = 0; i < n; i++) {
 		struct history_run got;
 
-		ck_assert_msg(history_get(h, ids[i], &got, NULL) == 0,
-			      "run %s (#%d of %d) lost", ids[i], i, n);
+		ck_assert_msg(history_get(h, ids[i], &got, NULL) == 0, "run %s (#%d of %d) lost",
+			      ids[i], i, n);
 		ck_assert(json_is_object(got.result));
 		history_run_fini(&got);
 	}

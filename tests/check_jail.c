@@ -45,8 +45,8 @@ static void teardown(void)
 }
 
 /* Runs sh -c script in the jail with the given wall limit. */
-static int run_sh(struct jail *j, const char *script, unsigned wall_ms,
-		  struct jail_result *res, struct kf_err *err)
+static int run_sh(struct jail *j, const char *script, unsigned wall_ms, struct jail_result *res,
+		  struct kf_err *err)
 {
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct jail_job job = {.argv = argv, .job_dir = job_dir, .wall_ms = wall_ms};
@@ -80,8 +80,11 @@ START_TEST(job_dir_is_the_only_writable_place)
 {
 	struct jail_result r;
 	struct kf_err err = {0};
-	ck_assert_int_eq(run_sh(jl, "pwd; echo data > made.txt; touch /usr/include/kf-x 2>/dev/null && echo WROTE-USR; true",
-				0, &r, &err), 0);
+	ck_assert_int_eq(
+		run_sh(jl,
+		       "pwd; echo data > made.txt; touch /usr/include/kf-x 2>/dev/null && echo WROTE-USR; true",
+		       0, &r, &err),
+		0);
 	ck_assert_str_eq(r.out, JAIL_JOB_DIR "\n");
 	char p[128];
 	snprintf(p, sizeof p, "%s/made.txt", job_dir);
@@ -101,9 +104,11 @@ START_TEST(host_files_outside_the_allowlist_are_invisible)
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "%s\n", marker);
 	fclose(f);
-	snprintf(script, sizeof script,
-		 "cat %s; cat /etc/shadow; cat /etc/passwd; ls / /root /home /work /etc; cat /proc/1/environ; "
-		 "cat /proc/self/environ", secret);
+	snprintf(
+		script, sizeof script,
+		"cat %s; cat /etc/shadow; cat /etc/passwd; ls / /root /home /work /etc; cat /proc/1/environ; "
+		"cat /proc/self/environ",
+		secret);
 	struct jail_result r;
 	struct kf_err err = {0};
 	ck_assert_int_eq(run_sh(jl, script, 0, &r, &err), 0);
@@ -119,7 +124,8 @@ START_TEST(tmp_is_private_and_bounded)
 {
 	struct jail_result r;
 	struct kf_err err = {0};
-	ck_assert_int_eq(run_sh(jl, "echo x > /tmp/kf-jail-private-probe; df -k /tmp", 0, &r, &err), 0);
+	ck_assert_int_eq(run_sh(jl, "echo x > /tmp/kf-jail-private-probe; df -k /tmp", 0, &r, &err),
+			 0);
 	ck_assert_msg(contains(r.out, r.out_len, "1048576"), "df: %s %s", r.out, r.errout);
 	ck_assert_int_ne(access("/tmp/kf-jail-private-probe", F_OK), 0);
 	jail_result_fini(&r);
@@ -211,9 +217,11 @@ END_TEST
 
 START_TEST(output_flood_is_capped_and_reported)
 {
-	const char *argv[] = {"/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero >&2", NULL};
-	struct jail_job job = {.argv = argv, .job_dir = job_dir,
-			       .stdout_cap_bytes = 1000, .stderr_cap_bytes = 50};
+	const char *argv[] = {
+		"/bin/sh", "-c",
+		"head -c 3000000 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero >&2", NULL};
+	struct jail_job job = {
+		.argv = argv, .job_dir = job_dir, .stdout_cap_bytes = 1000, .stderr_cap_bytes = 50};
 	struct jail_result r;
 	struct kf_err err = {0};
 	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
@@ -289,7 +297,8 @@ START_TEST(passed_fd_reaches_the_job_as_fd_3)
 	int p[2];
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	const char *argv[] = {"/bin/sh", "-c", "echo report >&3", NULL};
-	struct jail_job job = {.argv = argv, .job_dir = job_dir, .pass_fds = &p[1], .pass_fds_len = 1};
+	struct jail_job job = {
+		.argv = argv, .job_dir = job_dir, .pass_fds = &p[1], .pass_fds_len = 1};
 	struct jail_result r;
 	struct kf_err err = {0};
 	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
@@ -335,15 +344,18 @@ START_TEST(gpu_is_bound_only_when_asked)
 	FILE *f = fopen(probe, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("#include <cuda.h>\n#include <stdio.h>\nint main(void) { int n = 0; CUresult r = cuInit(0);\n"
-	      "if (r == CUDA_SUCCESS) cuDeviceGetCount(&n); printf(\"init=%d count=%d\\n\", (int)r, n); return 0; }\n", f);
+	      "if (r == CUDA_SUCCESS) cuDeviceGetCount(&n); printf(\"init=%d count=%d\\n\", (int)r, n); return 0; }\n",
+	      f);
 	fclose(f);
-	snprintf(cmd, sizeof cmd, "cd %s && %s/bin/nvcc -o probe probe.cu -lcuda", job_dir, jail_cuda_home(jl));
+	snprintf(cmd, sizeof cmd, "cd %s && %s/bin/nvcc -o probe probe.cu -lcuda", job_dir,
+		 jail_cuda_home(jl));
 	ck_assert_int_eq(system(cmd), 0);
 	/* The job sees its dir as /job: run it by that name. */
 	const char *jargv[] = {"/job/probe", NULL};
 	struct jail_job job = {.argv = jargv, .job_dir = job_dir, .want_gpu = 1};
 	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
-	ck_assert_msg(contains(r.out, r.out_len, "init=0 count="), "with GPU: %s %s", r.out, r.errout);
+	ck_assert_msg(contains(r.out, r.out_len, "init=0 count="), "with GPU: %s %s", r.out,
+		      r.errout);
 	ck_assert(!contains(r.out, r.out_len, "count=0"));
 	jail_result_fini(&r);
 	job.want_gpu = 0;
@@ -372,14 +384,17 @@ START_TEST(bad_jobs_are_rejected_with_a_reason)
 
 	kf_err_clear(&err);
 	int fds[JAIL_MAX_PASS_FDS + 1] = {0};
-	struct jail_job many = {.argv = ok, .job_dir = job_dir, .pass_fds = fds,
+	struct jail_job many = {.argv = ok,
+				.job_dir = job_dir,
+				.pass_fds = fds,
 				.pass_fds_len = JAIL_MAX_PASS_FDS + 1};
 	ck_assert_int_eq(jail_run(jl, &many, &r, &err), KF_EINVAL);
 	jail_result_fini(&r);
 
 	kf_err_clear(&err);
 	struct jail_bind b = {.src = "/nonexistent/kf-bind"};
-	struct jail_job badbind = {.argv = ok, .job_dir = job_dir, .ro_binds = &b, .ro_binds_len = 1};
+	struct jail_job badbind = {
+		.argv = ok, .job_dir = job_dir, .ro_binds = &b, .ro_binds_len = 1};
 	ck_assert_int_eq(jail_run(jl, &badbind, &r, &err), KF_EINVAL);
 	ck_assert(strstr(err.msg, "kf-bind") != NULL);
 	jail_result_fini(&r);

@@ -15,11 +15,15 @@ struct good_case {
 
 static const struct good_case GOOD[] = {
 	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_REQUEST, "ping"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/list\",\"params\":{}}", JSONRPC_REQUEST, "tools/list"},
-	{"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", JSONRPC_NOTIFICATION, "notifications/initialized"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/list\",\"params\":{}}",
+	 JSONRPC_REQUEST, "tools/list"},
+	{"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", JSONRPC_NOTIFICATION,
+	 "notifications/initialized"},
 	{"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", JSONRPC_RESPONSE, NULL},
-	{"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-1,\"message\":\"x\"}}", JSONRPC_ERROR_REPLY, NULL},
-	{"  {\"method\":\"m\",\"jsonrpc\":\"2.0\",\"params\":[1,2],\"id\":0}\n", JSONRPC_REQUEST, "m"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-1,\"message\":\"x\"}}",
+	 JSONRPC_ERROR_REPLY, NULL},
+	{"  {\"method\":\"m\",\"jsonrpc\":\"2.0\",\"params\":[1,2],\"id\":0}\n", JSONRPC_REQUEST,
+	 "m"},
 };
 
 START_TEST(parse_classifies_valid_messages)
@@ -43,29 +47,42 @@ struct bad_case {
 	const char *text;
 	int rpc_code;
 	int kf_code;
-	int has_id;        /* the reply can carry the id */
+	int has_id;	   /* the reply can carry the id */
 	const char *words; /* expected in the message */
 };
 
 static const struct bad_case BAD[] = {
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":", JSONRPC_PARSE_ERROR, KF_EINVAL, 0, "Parse error"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":", JSONRPC_PARSE_ERROR, KF_EINVAL, 0,
+	 "Parse error"},
 	{"not json", JSONRPC_PARSE_ERROR, KF_EINVAL, 0, "Parse error"},
 	{"", JSONRPC_PARSE_ERROR, KF_EINVAL, 0, "Parse error"},
-	{"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0, "batch"},
+	{"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", JSONRPC_INVALID_REQUEST, KF_EINVAL,
+	 0, "batch"},
 	{"42", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0, "JSON object"},
 	{"{\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "\"jsonrpc\""},
-	{"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "\"2.0\""},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "method"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "method"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0, "\"id\""},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0, "\"id\""},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\"x\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "params"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"result\":{}}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "result"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":1}}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "exactly one"},
+	{"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL,
+	 1, "\"2.0\""},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1,
+	 "method"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1,
+	 "method"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL,
+	 0, "\"id\""},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST, KF_EINVAL,
+	 0, "\"id\""},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\"x\"}",
+	 JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "params"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"result\":{}}",
+	 JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "result"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":1}}",
+	 JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "exactly one"},
 	{"{\"jsonrpc\":\"2.0\",\"id\":1}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "exactly one"},
-	{"{\"jsonrpc\":\"2.0\",\"result\":{}}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0, "needs an \"id\""},
-	{"{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"message\":\"m\"}}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "integer \"code\""},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", JSONRPC_PARSE_ERROR, KF_EINVAL, 0, "duplicate"},
+	{"{\"jsonrpc\":\"2.0\",\"result\":{}}", JSONRPC_INVALID_REQUEST, KF_EINVAL, 0,
+	 "needs an \"id\""},
+	{"{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"message\":\"m\"}}",
+	 JSONRPC_INVALID_REQUEST, KF_EINVAL, 1, "integer \"code\""},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", JSONRPC_PARSE_ERROR,
+	 KF_EINVAL, 0, "duplicate"},
 };
 
 START_TEST(parse_rejects_malformed_messages_with_the_right_code)
@@ -77,8 +94,7 @@ START_TEST(parse_rejects_malformed_messages_with_the_right_code)
 	ck_assert_int_eq(jsonrpc_parse(c->text, strlen(c->text), 0, &m, &err), c->kf_code);
 	ck_assert_int_eq(m.rpc_code, c->rpc_code);
 	ck_assert_int_eq(m.bad_id != NULL, c->has_id);
-	ck_assert_msg(strstr(err.msg, c->words), "case %d: '%s' lacks '%s'", _i,
-		      err.msg, c->words);
+	ck_assert_msg(strstr(err.msg, c->words), "case %d: '%s' lacks '%s'", _i, err.msg, c->words);
 	jsonrpc_msg_fini(&m);
 }
 END_TEST
@@ -105,7 +121,8 @@ START_TEST(parse_refuses_nesting_deeper_than_the_limit)
 	struct jsonrpc_msg m;
 	struct kf_err err = {0};
 
-	len = (size_t)snprintf(t, 64, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
+	len = (size_t)snprintf(t, 64,
+			       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
 	memset(t + len, '[', n);
 	memset(t + len + n, ']', n);
 	len += 2 * n;
@@ -124,7 +141,9 @@ START_TEST(parse_ignores_brackets_inside_strings_for_depth)
 	char t[400];
 	struct jsonrpc_msg m;
 	struct kf_err err = {0};
-	int n = snprintf(t, sizeof(t), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"s\":\"%0100d\"}}", 0);
+	int n = snprintf(
+		t, sizeof(t),
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"s\":\"%0100d\"}}", 0);
 
 	for (int i = 0; i < 100; i++)
 		t[n - 103 + i] = '[';
@@ -144,10 +163,14 @@ START_TEST(builders_write_compact_json_with_the_id)
 	ck_assert_uint_eq(len, strlen(s));
 	free(s);
 	s = jsonrpc_error(NULL, JSONRPC_METHOD_NOT_FOUND, NULL, NULL, &len);
-	ck_assert_str_eq(s, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}");
+	ck_assert_str_eq(
+		s,
+		"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}");
 	free(s);
 	s = jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "bad", json_pack("{s:s}", "f", "x"), &len);
-	ck_assert_str_eq(s, "{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"error\":{\"code\":-32602,\"message\":\"bad\",\"data\":{\"f\":\"x\"}}}");
+	ck_assert_str_eq(
+		s,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"error\":{\"code\":-32602,\"message\":\"bad\",\"data\":{\"f\":\"x\"}}}");
 	free(s);
 	s = jsonrpc_notification("notifications/message", NULL, &len);
 	ck_assert_str_eq(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}");
@@ -176,8 +199,7 @@ static Suite *jsonrpc_suite(void)
 	Suite *s = suite_create("jsonrpc");
 	TCase *tc = tcase_create("parse");
 
-	tcase_add_loop_test(tc, parse_classifies_valid_messages, 0,
-			    sizeof(GOOD) / sizeof(GOOD[0]));
+	tcase_add_loop_test(tc, parse_classifies_valid_messages, 0, sizeof(GOOD) / sizeof(GOOD[0]));
 	tcase_add_loop_test(tc, parse_rejects_malformed_messages_with_the_right_code, 0,
 			    sizeof(BAD) / sizeof(BAD[0]));
 	tcase_add_test(tc, parse_refuses_a_message_over_the_cap);

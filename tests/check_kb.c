@@ -17,9 +17,9 @@
 #include "knowledge/kb_build.h"
 #include "knowledge/kb_int.h"
 
-static char g_src[512];   /* repo root */
-static char g_dir[512];   /* temp knowledge source dir (fixture guides) */
-static char g_db[600];    /* the fixture database */
+static char g_src[512]; /* repo root */
+static char g_dir[512]; /* temp knowledge source dir (fixture guides) */
+static char g_db[600];	/* the fixture database */
 static struct kb *g_kb;
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -440,6 +440,7 @@ END_TEST
 
 /* ---- features and targets ------------------------------------------------------ */
 
+/* clang-format off */
 static const struct {
 	const char *arch;
 	int feature, usable;
@@ -454,6 +455,7 @@ static const struct {
 	{"sm_90", KB_FEAT_CLUSTERS, 1},  {"sm_89", KB_FEAT_CLUSTERS, 0},
 	{"sm_120", KB_FEAT_CLUSTERS, 1}, {"sm_75", KB_FEAT_BF16, 0},
 };
+/* clang-format on */
 
 START_TEST(feature_usability_follows_the_target)
 {
@@ -517,11 +519,11 @@ END_TEST
 START_TEST(driver_devices_match_table_rows)
 {
 	const struct kb_gpu *g = NULL;
-	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85e9, &g,
-					     NULL), 0);
+	ck_assert_int_eq(
+		kb_gpu_match_device(g_kb, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85e9, &g, NULL), 0);
 	ck_assert_str_eq(g->id, "h100-sxm");
-	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H200", 9, 0, 132, 150754820096ull, &g,
-					     NULL), 0);
+	ck_assert_int_eq(
+		kb_gpu_match_device(g_kb, "NVIDIA H200", 9, 0, 132, 150754820096ull, &g, NULL), 0);
 	ck_assert_str_eq(g->id, "h200");
 	/* not an alias: same CC, same SMs, closest memory (94 GB: 80 not 141) */
 	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H100 NVL", 9, 0, 132, 94e9, &g, NULL),
@@ -943,7 +945,8 @@ START_TEST(retrieval_puts_the_right_guide_in_the_top_three)
 	struct kb *kb = NULL;
 	struct kf_err err = {0};
 	if (!path || access(path, R_OK) != 0) {
-		fprintf(stderr, "check_kb: retrieval skipped: no built knowledge.db ($KFORGE_KB)\n");
+		fprintf(stderr,
+			"check_kb: retrieval skipped: no built knowledge.db ($KFORGE_KB)\n");
 		return;
 	}
 	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
@@ -981,7 +984,8 @@ START_TEST(index_questions_rank_their_guide_in_the_top_three)
 	struct kf_err err = {0};
 	snprintf(ipath, sizeof ipath, "%s/knowledge/guides/INDEX.md", g_src);
 	if (!path || access(path, R_OK) != 0 || access(ipath, R_OK) != 0) {
-		fprintf(stderr, "check_kb: INDEX.md retrieval skipped: no knowledge.db or INDEX.md\n");
+		fprintf(stderr,
+			"check_kb: INDEX.md retrieval skipped: no knowledge.db or INDEX.md\n");
 		return;
 	}
 	ck_assert_int_eq(kb_read_file(ipath, 1 << 20, &text, &len, &err), 0);
@@ -1007,7 +1011,8 @@ START_TEST(index_questions_rank_their_guide_in_the_top_three)
 			found |= strcmp(h[i].id, id) == 0;
 		if (!found) {
 			fprintf(stderr, "INDEX.md: '%s' wants %s, got %s %s %s\n", line + 2, id,
-				n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-", n > 2 ? h[2].id : "-");
+				n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-",
+				n > 2 ? h[2].id : "-");
 			failed++;
 		}
 		asked++;

@@ -20,9 +20,9 @@
 struct cap {
 	pthread_mutex_t m;
 	pthread_cond_t c;
-	json_t *msgs;  /* every message sent, parsed */
-	int finals;    /* sends with final = 1 */
-	int nonjson;   /* sends that were not one JSON object */
+	json_t *msgs; /* every message sent, parsed */
+	int finals;   /* sends with final = 1 */
+	int nonjson;  /* sends that were not one JSON object */
 };
 
 static struct cap cap;
@@ -147,11 +147,14 @@ static const char *err_msg(const json_t *reply)
 static json_t *result(const json_t *reply)
 {
 	json_t *r = json_object_get(reply, "result");
-	ck_assert_msg(r != NULL, "expected a result, got %s", err_msg(reply) ? err_msg(reply) : "?");
+	ck_assert_msg(r != NULL, "expected a result, got %s",
+		      err_msg(reply) ? err_msg(reply) : "?");
 	return r;
 }
 
-#define INIT_PARAMS(v) "{\"protocolVersion\":\"" v "\",\"capabilities\":{\"sampling\":{}},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}"
+#define INIT_PARAMS(v)              \
+	"{\"protocolVersion\":\"" v \
+	"\",\"capabilities\":{\"sampling\":{}},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}"
 
 static void initialize(void)
 {
@@ -164,19 +167,16 @@ static void initialize(void)
 
 static volatile int slow_saw_cancel;
 
-static int t_echo(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		  struct kf_err *err)
+static int t_echo(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)ctx;
 	(void)err;
 	/* Deliberately without summary first: the server must reorder. */
-	*out = json_pack("{s:O,s:s}", "echo", json_object_get(args, "text"), "summary",
-			 "echoed");
+	*out = json_pack("{s:O,s:s}", "echo", json_object_get(args, "text"), "summary", "echoed");
 	return 0;
 }
 
-static int t_fail(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		  struct kf_err *err)
+static int t_fail(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)ctx;
 	(void)args;
@@ -184,8 +184,7 @@ static int t_fail(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return kf_err_set(err, KF_ENOGPU, "no GPU on this host: run where one is");
 }
 
-static int t_fail_detail(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int t_fail_detail(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)ctx;
 	(void)args;
@@ -193,8 +192,7 @@ static int t_fail_detail(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return kf_err_set(err, KF_EFAULT, "2 elements wrong");
 }
 
-static int t_slow(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		  struct kf_err *err)
+static int t_slow(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	const volatile int *cancel = tool_ctx_cancel_flag(ctx);
 
@@ -211,8 +209,7 @@ static int t_slow(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return 0;
 }
 
-static int t_log(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		 struct kf_err *err)
+static int t_log(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)args;
 	(void)err;
@@ -224,15 +221,14 @@ static int t_log(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return 0;
 }
 
-static int t_ask(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		 struct kf_err *err)
+static int t_ask(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	json_t *res = NULL;
 	int rc;
 
 	rc = tool_ctx_request(ctx, "sampling/createMessage", json_pack("{s:i}", "maxTokens", 5),
-			      (int)json_integer_value(json_object_get(args, "timeout_ms")),
-			      &res, err);
+			      (int)json_integer_value(json_object_get(args, "timeout_ms")), &res,
+			      err);
 	if (rc)
 		return rc;
 	*out = json_pack("{s:s,s:o,s:b}", "summary", "asked", "answer", res, "sampling",
@@ -240,8 +236,7 @@ static int t_ask(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return 0;
 }
 
-static int t_badout(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		    struct kf_err *err)
+static int t_badout(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)ctx;
 	(void)args;
@@ -250,8 +245,7 @@ static int t_badout(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return 0;
 }
 
-static int t_huge(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		  struct kf_err *err)
+static int t_huge(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	size_t n = 3u << 20;
 	char *big = malloc(n + 1);
@@ -276,7 +270,8 @@ static const struct tool_def TEST_TOOLS[] = {
 	{"slow", "Slow", "runs 5 s unless cancelled", NULL, NULL, 0, t_slow},
 	{"log", "Log", "logs at four levels", NULL, NULL, 0, t_log},
 	{"ask", "Ask", "asks the client",
-	 "{\"type\":\"object\",\"properties\":{\"timeout_ms\":{\"type\":\"integer\"}}}", NULL, 0, t_ask},
+	 "{\"type\":\"object\",\"properties\":{\"timeout_ms\":{\"type\":\"integer\"}}}", NULL, 0,
+	 t_ask},
 	{"badout", "Bad output", "breaks its output schema", NULL,
 	 "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}", 0, t_badout},
 };
@@ -286,8 +281,7 @@ static const struct tool_def TEST_TOOLS[] = {
 static struct tool_def many_tools[MANY];
 static char many_names[MANY][16];
 
-static int r_fail_read(struct app *a, const char *uri, json_t **contents,
-		       struct kf_err *err)
+static int r_fail_read(struct app *a, const char *uri, json_t **contents, struct kf_err *err)
 {
 	(void)a;
 	(void)uri;
@@ -303,12 +297,14 @@ static int r_fail_list(struct app *a, json_t *arr, struct kf_err *err)
 }
 
 static const struct resource_def TEST_RESOURCES[] = {
-	{"kftest://broken", "broken", "Broken", "fails to read", "text/plain", NULL, r_fail_read, NULL},
-	{"kftest://items/{x}", "items", "Items", "fails to list", "text/plain", r_fail_list, r_fail_read, NULL},
+	{"kftest://broken", "broken", "Broken", "fails to read", "text/plain", NULL, r_fail_read,
+	 NULL},
+	{"kftest://items/{x}", "items", "Items", "fails to list", "text/plain", r_fail_list,
+	 r_fail_read, NULL},
 };
 
-static const struct tool_group TEST_GROUP = {TEST_TOOLS, sizeof(TEST_TOOLS) / sizeof(TEST_TOOLS[0]),
-					     TEST_RESOURCES, 2, NULL, 0};
+static const struct tool_group TEST_GROUP = {
+	TEST_TOOLS, sizeof(TEST_TOOLS) / sizeof(TEST_TOOLS[0]), TEST_RESOURCES, 2, NULL, 0};
 
 static void setup_with(int many)
 {
@@ -320,7 +316,7 @@ static void setup_with(int many)
 		for (int i = 0; i < MANY; i++) {
 			snprintf(many_names[i], sizeof(many_names[i]), "gen_%03d", i);
 			many_tools[i] = (struct tool_def){many_names[i], "gen", "generated", NULL,
-							  NULL, 0, t_echo};
+							  NULL,		 0,	t_echo};
 		}
 		many_group = (struct tool_group){many_tools, MANY, NULL, 0, NULL, 0};
 		groups[2] = &many_group;
@@ -371,11 +367,8 @@ START_TEST(requests_before_initialize_are_refused_but_ping_works)
 END_TEST
 
 static const char *const OFFERED[][2] = {
-	{"2025-11-25", "2025-11-25"},
-	{"2025-06-18", "2025-06-18"},
-	{"2025-03-26", "2025-03-26"},
-	{"2024-11-05", "2025-11-25"},
-	{"9999-01-01", "2025-11-25"},
+	{"2025-11-25", "2025-11-25"}, {"2025-06-18", "2025-06-18"}, {"2025-03-26", "2025-03-26"},
+	{"2024-11-05", "2025-11-25"}, {"9999-01-01", "2025-11-25"},
 };
 
 START_TEST(initialize_negotiates_the_protocol_version)
@@ -383,15 +376,19 @@ START_TEST(initialize_negotiates_the_protocol_version)
 	char params[256];
 	json_t *r;
 
-	snprintf(params, sizeof(params),
-		 "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}",
-		 OFFERED[_i][0]);
+	snprintf(
+		params, sizeof(params),
+		"{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}",
+		OFFERED[_i][0]);
 	r = result(req(1, "initialize", params));
 	ck_assert_str_eq(json_string_value(json_object_get(r, "protocolVersion")), OFFERED[_i][1]);
 	ck_assert_str_eq(mcp_session_version(S), OFFERED[_i][1]);
 	ck_assert_int_eq(mcp_session_initialized(S), 1);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "serverInfo"), "name")), "kforge");
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "instructions")), "benchmark"));
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(r, "serverInfo"), "name")),
+		"kforge");
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(r, "instructions")), "benchmark"));
 	r = json_object_get(r, "capabilities");
 	ck_assert_ptr_nonnull(json_object_get(r, "tools"));
 	ck_assert_ptr_nonnull(json_object_get(r, "logging"));
@@ -404,7 +401,9 @@ START_TEST(initialize_twice_or_without_version_is_refused)
 {
 	ck_assert_int_eq(err_code(req(1, "initialize", "{\"capabilities\":{}}")), -32602);
 	ck_assert_int_eq(err_code(req(2, "initialize", "{\"protocolVersion\":5}")), -32602);
-	ck_assert_int_eq(err_code(req(3, "initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":[]}")), -32602);
+	ck_assert_int_eq(err_code(req(3, "initialize",
+				      "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":[]}")),
+			 -32602);
 	initialize();
 	ck_assert_int_eq(err_code(req(4, "initialize", INIT_PARAMS("2025-11-25"))), -32600);
 }
@@ -422,9 +421,15 @@ START_TEST(protocol_faults_get_their_error_codes)
 	ck_assert_int_eq(err_code(req(2, "tools/list", "[1,2]")), -32602);
 	ck_assert_int_eq(err_code(req(3, "tools/call", "{\"name\":\"nope\"}")), -32602);
 	ck_assert_int_eq(err_code(req(4, "tools/call", "{}")), -32602);
-	ck_assert_int_eq(err_code(req(5, "tools/call", "{\"name\":\"echo\",\"arguments\":[]}")), -32602);
-	ck_assert_int_eq(err_code(req(6, "tools/call", "{\"name\":\"echo\",\"arguments\":{},\"_meta\":{\"progressToken\":{}}}")), -32602);
-	ck_assert_int_eq(err_code(req(7, "resources/read", "{\"uri\":\"kftest://broken\"}")), -32603);
+	ck_assert_int_eq(err_code(req(5, "tools/call", "{\"name\":\"echo\",\"arguments\":[]}")),
+			 -32602);
+	ck_assert_int_eq(
+		err_code(req(
+			6, "tools/call",
+			"{\"name\":\"echo\",\"arguments\":{},\"_meta\":{\"progressToken\":{}}}")),
+		-32602);
+	ck_assert_int_eq(err_code(req(7, "resources/read", "{\"uri\":\"kftest://broken\"}")),
+			 -32603);
 	ck_assert_ptr_nonnull(strstr(err_msg(wait_reply(7)), "disk on fire"));
 
 	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":"), MCP_IN_ERROR);
@@ -459,10 +464,15 @@ START_TEST(notifications_and_stray_responses_get_no_reply)
 
 	initialize();
 	before = json_array_size(cap.msgs);
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}"), MCP_IN_NOTIFICATION);
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}"), MCP_IN_NOTIFICATION);
+	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}"),
+			 MCP_IN_NOTIFICATION);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}"),
+		MCP_IN_NOTIFICATION);
 	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{}}"), MCP_IN_RESPONSE);
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":78,\"error\":{\"code\":1,\"message\":\"m\"}}"), MCP_IN_RESPONSE);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"id\":78,\"error\":{\"code\":1,\"message\":\"m\"}}"),
+		MCP_IN_RESPONSE);
 	ck_assert_uint_eq(json_array_size(cap.msgs), before);
 }
 END_TEST
@@ -504,7 +514,8 @@ START_TEST(tools_list_describes_each_tool)
 	t = json_array_get(json_object_get(r, "tools"), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(t, "name")), "echo");
 	ck_assert_str_eq(json_string_value(json_object_get(t, "description")), "echoes text");
-	ck_assert(json_is_false(json_object_get(json_object_get(t, "inputSchema"), "additionalProperties")));
+	ck_assert(json_is_false(
+		json_object_get(json_object_get(t, "inputSchema"), "additionalProperties")));
 	ck_assert(json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint")));
 	ck_assert_ptr_null(json_object_get(r, "nextCursor"));
 }
@@ -522,7 +533,9 @@ START_TEST(tool_results_put_summary_first_and_mirror_it_as_text)
 	ck_assert_str_eq(first, "summary");
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "echo")), "hi");
 	ck_assert_ptr_null(json_object_get(r, "isError"));
-	text = json_loads(json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text")), 0, NULL);
+	text = json_loads(json_string_value(json_object_get(
+				  json_array_get(json_object_get(r, "content"), 0), "text")),
+			  0, NULL);
 	ck_assert(json_equal(text, sc));
 	json_decref(text);
 }
@@ -538,32 +551,40 @@ START_TEST(tool_failures_are_results_with_is_error)
 	sc = json_object_get(r, "structuredContent");
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "summary")),
 			 "arguments.text: expected string, got integer");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")), "invalid");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
+			 "invalid");
 
-	r = result(req(2, "tools/call", "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\",\"x\":1}}"));
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(r, "structuredContent"), "summary")),
+	r = result(
+		req(2, "tools/call", "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\",\"x\":1}}"));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(
+					     json_object_get(r, "structuredContent"), "summary")),
 				     "unknown property 'x'"));
 
 	r = result(req(3, "tools/call", "{\"name\":\"fail\"}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
 	sc = json_object_get(r, "structuredContent");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")), "no_gpu");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
+			 "no_gpu");
 
 	r = result(req(4, "tools/call", "{\"name\":\"fail_detail\"}"));
 	sc = json_object_get(r, "structuredContent");
 	ck_assert_str_eq(json_object_iter_key(json_object_iter(sc)), "summary");
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "summary")), "2 elements wrong");
 	ck_assert_uint_eq(json_array_size(json_object_get(sc, "mismatches")), 2);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")), "fault");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
+			 "fault");
 
 	r = result(req(6, "tools/call", "{\"name\":\"huge\"}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-			 "too_big");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
+		"too_big");
 
 	r = result(req(5, "tools/call", "{\"name\":\"badout\"}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(r, "structuredContent"), "summary")),
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(
+					     json_object_get(r, "structuredContent"), "summary")),
 				     "structuredContent.n: expected integer"));
 }
 END_TEST
@@ -573,14 +594,16 @@ START_TEST(content_only_tools_return_their_blocks)
 	json_t *r, *c;
 
 	initialize();
-	r = result(req(1, "tools/call", "{\"name\":\"test_multiple_content_types\",\"arguments\":{}}"));
+	r = result(req(1, "tools/call",
+		       "{\"name\":\"test_multiple_content_types\",\"arguments\":{}}"));
 	c = json_object_get(r, "content");
 	ck_assert_uint_eq(json_array_size(c), 3);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(c, 1), "type")), "image");
 	ck_assert_ptr_null(json_object_get(r, "structuredContent"));
 	r = result(req(2, "tools/call", "{\"name\":\"test_error_handling\",\"arguments\":{}}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text")),
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(json_object_get(r, "content"), 0), "text")),
 			 "This tool intentionally returns an error for testing");
 }
 END_TEST
@@ -588,8 +611,9 @@ END_TEST
 START_TEST(fast_tools_answer_before_handle_returns)
 {
 	initialize();
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"test_simple_text\"}}"),
-			 MCP_IN_REQUEST);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"test_simple_text\"}}"),
+		MCP_IN_REQUEST);
 	/* No waiting: a TOOL_FAST handler ran on this thread. */
 	ck_assert_ptr_nonnull(find_reply(9));
 	ck_assert_int_eq(cap.finals, 2);
@@ -603,16 +627,20 @@ START_TEST(cancelled_notification_stops_the_handler)
 	json_t *r;
 
 	initialize();
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}"),
-			 MCP_IN_REQUEST);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}"),
+		MCP_IN_REQUEST);
 	usleep(50000); /* let the handler start */
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":5,\"reason\":\"user\"}}"),
-			 MCP_IN_NOTIFICATION);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":5,\"reason\":\"user\"}}"),
+		MCP_IN_NOTIFICATION);
 	r = result(wait_reply(5));
 	ck_assert_int_eq(slow_saw_cancel, 1);
 	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-			 "cancelled");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
+		"cancelled");
 }
 END_TEST
 
@@ -621,8 +649,9 @@ START_TEST(progress_is_sent_only_with_a_token)
 	json_t *n;
 
 	initialize();
-	ck_assert_int_eq(in("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"_meta\":{\"progressToken\":\"tok\"}}}"),
-			 MCP_IN_REQUEST);
+	ck_assert_int_eq(
+		in("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"_meta\":{\"progressToken\":\"tok\"}}}"),
+		MCP_IN_REQUEST);
 	n = wait_method("notifications/progress", 1);
 	ck_assert_ptr_nonnull(n);
 	n = json_object_get(n, "params");
@@ -673,22 +702,40 @@ START_TEST(completion_offers_prompt_args_and_template_variables)
 	json_t *r;
 
 	initialize();
-	r = result(req(1, "completion/complete",
-		       "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"test_prompt_with_arguments\"},\"argument\":{\"name\":\"arg1\",\"value\":\"par\"}}"));
+	r = result(req(
+		1, "completion/complete",
+		"{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"test_prompt_with_arguments\"},\"argument\":{\"name\":\"arg1\",\"value\":\"par\"}}"));
 	r = json_object_get(r, "completion");
 	ck_assert_uint_eq(json_array_size(json_object_get(r, "values")), 3);
-	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "values"), 0)), "paris");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "values"), 0)),
+			 "paris");
 	ck_assert(json_is_false(json_object_get(r, "hasMore")));
-	r = result(req(2, "completion/complete",
-		       "{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"test://template/{id}/data\"},\"argument\":{\"name\":\"id\",\"value\":\"12\"}}"));
-	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(json_object_get(r, "completion"), "values"), 0)), "123");
-	ck_assert_int_eq(err_code(req(3, "completion/complete",
-				      "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"nope\"},\"argument\":{\"name\":\"a\",\"value\":\"\"}}")), -32602);
-	ck_assert_int_eq(err_code(req(4, "completion/complete",
-				      "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"test_prompt_with_arguments\"},\"argument\":{\"name\":\"zzz\",\"value\":\"\"}}")), -32602);
-	ck_assert_int_eq(err_code(req(5, "completion/complete",
-				      "{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"test://template/{id}/data\"},\"argument\":{\"name\":\"nope\",\"value\":\"\"}}")), -32602);
-	ck_assert_int_eq(err_code(req(6, "completion/complete", "{\"ref\":{\"type\":\"ref/other\"},\"argument\":{\"name\":\"a\",\"value\":\"\"}}")), -32602);
+	r = result(req(
+		2, "completion/complete",
+		"{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"test://template/{id}/data\"},\"argument\":{\"name\":\"id\",\"value\":\"12\"}}"));
+	ck_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(json_object_get(r, "completion"), "values"), 0)),
+			 "123");
+	ck_assert_int_eq(
+		err_code(req(
+			3, "completion/complete",
+			"{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"nope\"},\"argument\":{\"name\":\"a\",\"value\":\"\"}}")),
+		-32602);
+	ck_assert_int_eq(
+		err_code(req(
+			4, "completion/complete",
+			"{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"test_prompt_with_arguments\"},\"argument\":{\"name\":\"zzz\",\"value\":\"\"}}")),
+		-32602);
+	ck_assert_int_eq(
+		err_code(req(
+			5, "completion/complete",
+			"{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"test://template/{id}/data\"},\"argument\":{\"name\":\"nope\",\"value\":\"\"}}")),
+		-32602);
+	ck_assert_int_eq(
+		err_code(req(
+			6, "completion/complete",
+			"{\"ref\":{\"type\":\"ref/other\"},\"argument\":{\"name\":\"a\",\"value\":\"\"}}")),
+		-32602);
 	ck_assert_int_eq(err_code(req(7, "completion/complete", "{}")), -32602);
 }
 END_TEST
@@ -702,28 +749,40 @@ START_TEST(resources_list_read_templates_and_subscriptions)
 	 * whole (not even the entry it added before failing). */
 	r = result(req(1, "resources/list", NULL));
 	ck_assert_uint_eq(json_array_size(json_object_get(r, "resources")), 4);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "resources"), 0), "uri")),
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(json_object_get(r, "resources"), 0), "uri")),
 			 "kftest://broken");
 	r = result(req(2, "resources/templates/list", NULL));
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "resourceTemplates"), 1), "uriTemplate")),
-			 "test://template/{id}/data");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(r, "resourceTemplates"), 1), "uriTemplate")),
+		"test://template/{id}/data");
 	r = result(req(3, "resources/read", "{\"uri\":\"test://template/42/data\"}"));
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(json_object_get(r, "contents"), 0), "text")),
-				     "Data for ID: 42"));
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(
+			       json_array_get(json_object_get(r, "contents"), 0), "text")),
+		       "Data for ID: 42"));
 	r = req(4, "resources/read", "{\"uri\":\"test://nothing\"}");
 	ck_assert_int_eq(err_code(r), -32002);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "error"), "data"), "uri")),
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(r, "error"), "data"), "uri")),
 			 "test://nothing");
-	ck_assert_int_eq(err_code(req(5, "resources/read", "{\"uri\":\"test://template//data\"}")), -32002);
+	ck_assert_int_eq(err_code(req(5, "resources/read", "{\"uri\":\"test://template//data\"}")),
+			 -32002);
 	ck_assert_int_eq(err_code(req(6, "resources/read", "{}")), -32602);
-	ck_assert_int_eq(json_object_size(result(req(7, "resources/subscribe", "{\"uri\":\"test://watched-resource\"}"))), 0);
+	ck_assert_int_eq(json_object_size(result(req(7, "resources/subscribe",
+						     "{\"uri\":\"test://watched-resource\"}"))),
+			 0);
 	mcp_resource_updated("test://watched-resource");
 	mcp_resource_updated("test://static-text");
 	ck_assert_uint_eq(count_method("notifications/resources/updated"), 1);
-	ck_assert_int_eq(json_object_size(result(req(8, "resources/unsubscribe", "{\"uri\":\"test://watched-resource\"}"))), 0);
+	ck_assert_int_eq(json_object_size(result(req(8, "resources/unsubscribe",
+						     "{\"uri\":\"test://watched-resource\"}"))),
+			 0);
 	mcp_resource_updated("test://watched-resource");
 	ck_assert_uint_eq(count_method("notifications/resources/updated"), 1);
-	ck_assert_int_eq(err_code(req(9, "resources/subscribe", "{\"uri\":\"test://nothing\"}")), -32002);
+	ck_assert_int_eq(err_code(req(9, "resources/subscribe", "{\"uri\":\"test://nothing\"}")),
+			 -32002);
 }
 END_TEST
 
@@ -734,14 +793,29 @@ START_TEST(prompts_check_their_arguments)
 	initialize();
 	r = result(req(1, "prompts/list", NULL));
 	ck_assert_uint_eq(json_array_size(json_object_get(r, "prompts")), 4);
-	r = result(req(2, "prompts/get", "{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":\"A\",\"arg2\":\"B\"}}"));
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(r, "messages"), 0), "content"), "text")),
+	r = result(req(
+		2, "prompts/get",
+		"{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":\"A\",\"arg2\":\"B\"}}"));
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_array_get(json_object_get(r, "messages"), 0),
+						 "content"),
+				 "text")),
 			 "Prompt with arguments: arg1='A', arg2='B'");
-	ck_assert_ptr_nonnull(strstr(err_msg(req(3, "prompts/get", "{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":\"A\"}}")),
-				     "needs argument 'arg2'"));
-	ck_assert_int_eq(err_code(req(4, "prompts/get", "{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":1,\"arg2\":\"B\"}}")), -32602);
+	ck_assert_ptr_nonnull(strstr(
+		err_msg(req(
+			3, "prompts/get",
+			"{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":\"A\"}}")),
+		"needs argument 'arg2'"));
+	ck_assert_int_eq(
+		err_code(req(
+			4, "prompts/get",
+			"{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":1,\"arg2\":\"B\"}}")),
+		-32602);
 	ck_assert_int_eq(err_code(req(5, "prompts/get", "{\"name\":\"nope\"}")), -32602);
-	ck_assert_int_eq(err_code(req(6, "prompts/get", "{\"name\":\"test_simple_prompt\",\"arguments\":{\"x\":\"1\"}}")), -32602);
+	ck_assert_int_eq(
+		err_code(req(6, "prompts/get",
+			     "{\"name\":\"test_simple_prompt\",\"arguments\":{\"x\":\"1\"}}")),
+		-32602);
 	ck_assert_int_eq(err_code(req(7, "prompts/get", "{}")), -32602);
 }
 END_TEST
@@ -761,19 +835,26 @@ START_TEST(tools_can_ask_the_client_and_get_its_answer)
 		 (long long)json_integer_value(json_object_get(q, "id")));
 	ck_assert_int_eq(in(buf), MCP_IN_RESPONSE);
 	r = json_object_get(result(wait_reply(5)), "structuredContent");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "answer"), "text")), "42");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "answer"), "text")),
+			 "42");
 	ck_assert(json_is_true(json_object_get(r, "sampling")));
 
 	in("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\",\"arguments\":{\"timeout_ms\":5000}}}");
 	q = wait_method("sampling/createMessage", 1);
-	snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-1,\"message\":\"user said no\"}}",
-		 (long long)json_integer_value(json_object_get(q, "id")));
+	snprintf(
+		buf, sizeof(buf),
+		"{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-1,\"message\":\"user said no\"}}",
+		(long long)json_integer_value(json_object_get(q, "id")));
 	in(buf);
 	r = json_object_get(result(wait_reply(6)), "structuredContent");
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "summary")), "user said no"));
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(r, "summary")), "user said no"));
 
-	r = json_object_get(result(req(7, "tools/call", "{\"name\":\"ask\",\"arguments\":{\"timeout_ms\":50}}")), "structuredContent");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "code")), "timeout");
+	r = json_object_get(result(req(7, "tools/call",
+				       "{\"name\":\"ask\",\"arguments\":{\"timeout_ms\":50}}")),
+			    "structuredContent");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+			 "timeout");
 }
 END_TEST
 
@@ -784,13 +865,18 @@ START_TEST(a_session_over_its_call_limit_is_told_busy)
 
 	initialize();
 	for (int i = 0; i < 64; i++) {
-		snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}", 100 + i);
+		snprintf(
+			buf, sizeof(buf),
+			"{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}",
+			100 + i);
 		ck_assert_int_eq(in(buf), MCP_IN_REQUEST);
 	}
 	r = result(req(1, "tools/call", "{\"name\":\"slow\"}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-			 "busy");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
+		"busy");
 	/* Pings are still answered while the calls run. */
 	result(req(2, "ping", NULL));
 }
@@ -801,7 +887,10 @@ START_TEST(freeing_a_session_cancels_and_answers_every_call)
 	initialize();
 	for (int i = 0; i < 10; i++) {
 		char buf[200];
-		snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}", 100 + i);
+		snprintf(
+			buf, sizeof(buf),
+			"{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}",
+			100 + i);
 		in(buf);
 	}
 	mcp_session_free(S);
@@ -840,7 +929,8 @@ START_TEST(tool_call_outside_a_session_validates_and_runs)
 	json_decref(res);
 	ck_assert_int_eq(mcp_tool_call(&app, "ask", NULL, &res, &is_error, &err), 0);
 	ck_assert_int_eq(is_error, 1);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")), "not_found");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 "not_found");
 	json_decref(res);
 	ck_assert_int_eq(mcp_tool_call(&app, "test_simple_text", NULL, &res, &is_error, &err), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(res, "summary")),

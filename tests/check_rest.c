@@ -26,7 +26,7 @@ static const char *qget(void *arg, const char *name)
 static int plan(const char *method, const char *path, struct q *q, const char *body,
 		struct rest_plan *p, json_t **err, const char **allow)
 {
-	struct rest_req r = { method, path, qget, q, body, body ? strlen(body) : 0 };
+	struct rest_req r = {method, path, qget, q, body, body ? strlen(body) : 0};
 	static struct q none;
 	if (!q)
 		r.qarg = &none;
@@ -42,14 +42,14 @@ struct route_case {
 };
 
 static const struct route_case ROUTE_CASES[] = {
-	{ "GET", "/v1/gpus", "get_gpu_specs", "{\"list\":true}" },
-	{ "GET", "/v1/gpus/h100", "get_gpu_specs", "{\"gpu\":\"h100\"}" },
-	{ "GET", "/v1/gpus/H100 SXM", "get_gpu_specs", "{\"gpu\":\"H100 SXM\"}" },
-	{ "GET", "/v1/guides/bank-conflicts", "read_guide", "{\"id\":\"bank-conflicts\"}" },
-	{ "GET", "/v1/runs", "list_runs", "{}" },
-	{ "GET", "/v1/runs/0123456789abcdef", "get_run", "{\"id\":\"0123456789abcdef\"}" },
-	{ "GET", "/v1/runs/", "list_runs", "{}" },
-	{ "GET", "//v1//gpus", "get_gpu_specs", "{\"list\":true}" },
+	{"GET", "/v1/gpus", "get_gpu_specs", "{\"list\":true}"},
+	{"GET", "/v1/gpus/h100", "get_gpu_specs", "{\"gpu\":\"h100\"}"},
+	{"GET", "/v1/gpus/H100 SXM", "get_gpu_specs", "{\"gpu\":\"H100 SXM\"}"},
+	{"GET", "/v1/guides/bank-conflicts", "read_guide", "{\"id\":\"bank-conflicts\"}"},
+	{"GET", "/v1/runs", "list_runs", "{}"},
+	{"GET", "/v1/runs/0123456789abcdef", "get_run", "{\"id\":\"0123456789abcdef\"}"},
+	{"GET", "/v1/runs/", "list_runs", "{}"},
+	{"GET", "//v1//gpus", "get_gpu_specs", "{\"list\":true}"},
 };
 
 START_TEST(plan_maps_each_route_onto_its_tool_and_arguments)
@@ -72,7 +72,7 @@ END_TEST
 
 START_TEST(plan_prefers_fixed_paths_over_patterns)
 {
-	struct q q = { { "ids" }, { "h100,a100,l4" } };
+	struct q q = {{"ids"}, {"h100,a100,l4"}};
 	struct rest_plan p;
 	json_t *err = NULL, *want = json_loads("{\"compare\":[\"h100\",\"a100\",\"l4\"]}", 0, NULL);
 	const char *allow;
@@ -87,7 +87,7 @@ END_TEST
 
 START_TEST(plan_takes_query_parameters_with_their_types)
 {
-	struct q q = { { "q", "arch", "limit" }, { "bank conflicts", "sm_90", "7" } };
+	struct q q = {{"q", "arch", "limit"}, {"bank conflicts", "sm_90", "7"}};
 	struct rest_plan p;
 	json_t *err = NULL;
 	const char *allow;
@@ -123,7 +123,7 @@ START_TEST(plan_answers_health_and_openapi_itself)
 	struct rest_plan p;
 	json_t *err = NULL, *body = NULL;
 	const char *allow;
-	struct rest_info info = { 3, 1, 12.0, "http://127.0.0.1:1", 0 };
+	struct rest_info info = {3, 1, 12.0, "http://127.0.0.1:1", 0};
 
 	ck_assert_int_eq(plan("GET", "/v1/health", NULL, NULL, &p, &err, &allow), 0);
 	ck_assert_int_eq(p.kind, REST_HEALTH);
@@ -149,28 +149,28 @@ struct err_case {
 };
 
 static const struct err_case ERR_CASES[] = {
-	{ "GET", "/v1/nope", { { 0 }, { 0 } }, NULL, 404, "no route" },
-	{ "GET", "/v1/gpus/a/b/c", { { 0 }, { 0 } }, NULL, 404, "no route" },
-	{ "GET", "/v1/a/b/c/d/e/f/g/h/i/j", { { 0 }, { 0 } }, NULL, 404, "no route" },
-	{ "POST", "/v1/gpus", { { 0 }, { 0 } }, NULL, 405, "GET only" },
-	{ "DELETE", "/v1/runs/x", { { 0 }, { 0 } }, NULL, 405, "GET only" },
-	{ "GET", "/v1/compile", { { 0 }, { 0 } }, NULL, 405, "POST only" },
-	{ "GET", "/v1/guides", { { 0 }, { 0 } }, NULL, 400, "'q' is required" },
-	{ "GET", "/v1/gpus/compare", { { 0 }, { 0 } }, NULL, 400, "'ids' is required" },
-	{ "GET", "/v1/gpus/compare", { { "ids" }, { "h100,,a100" } }, NULL, 400, "'ids'" },
-	{ "GET", "/v1/gpus/compare", { { "ids" }, { ",h100" } }, NULL, 400, "'ids'" },
-	{ "GET",
-	  "/v1/guides",
-	  { { "q", "limit" }, { "x", "ten" } },
-	  NULL,
-	  400,
-	  "'limit': 'ten' is not an integer" },
-	{ "GET", "/v1/runs", { { "limit" }, { "5x" } }, NULL, 400, "'limit'" },
-	{ "GET", "/v1/runs/compare", { { "a" }, { "x" } }, NULL, 400, "'b' is required" },
-	{ "POST", "/v1/compile", { { 0 }, { 0 } }, NULL, 400, "needs a JSON object body" },
-	{ "POST", "/v1/check", { { 0 }, { 0 } }, "{\"spec\":", 400, "not valid JSON" },
-	{ "POST", "/v1/bench", { { 0 }, { 0 } }, "[1]", 400, "must be a JSON object" },
-	{ "POST", "/v1/bench", { { 0 }, { 0 } }, "{\"a\":1,\"a\":2}", 400, "not valid JSON" },
+	{"GET", "/v1/nope", {{0}, {0}}, NULL, 404, "no route"},
+	{"GET", "/v1/gpus/a/b/c", {{0}, {0}}, NULL, 404, "no route"},
+	{"GET", "/v1/a/b/c/d/e/f/g/h/i/j", {{0}, {0}}, NULL, 404, "no route"},
+	{"POST", "/v1/gpus", {{0}, {0}}, NULL, 405, "GET only"},
+	{"DELETE", "/v1/runs/x", {{0}, {0}}, NULL, 405, "GET only"},
+	{"GET", "/v1/compile", {{0}, {0}}, NULL, 405, "POST only"},
+	{"GET", "/v1/guides", {{0}, {0}}, NULL, 400, "'q' is required"},
+	{"GET", "/v1/gpus/compare", {{0}, {0}}, NULL, 400, "'ids' is required"},
+	{"GET", "/v1/gpus/compare", {{"ids"}, {"h100,,a100"}}, NULL, 400, "'ids'"},
+	{"GET", "/v1/gpus/compare", {{"ids"}, {",h100"}}, NULL, 400, "'ids'"},
+	{"GET",
+	 "/v1/guides",
+	 {{"q", "limit"}, {"x", "ten"}},
+	 NULL,
+	 400,
+	 "'limit': 'ten' is not an integer"},
+	{"GET", "/v1/runs", {{"limit"}, {"5x"}}, NULL, 400, "'limit'"},
+	{"GET", "/v1/runs/compare", {{"a"}, {"x"}}, NULL, 400, "'b' is required"},
+	{"POST", "/v1/compile", {{0}, {0}}, NULL, 400, "needs a JSON object body"},
+	{"POST", "/v1/check", {{0}, {0}}, "{\"spec\":", 400, "not valid JSON"},
+	{"POST", "/v1/bench", {{0}, {0}}, "[1]", 400, "must be a JSON object"},
+	{"POST", "/v1/bench", {{0}, {0}}, "{\"a\":1,\"a\":2}", 400, "not valid JSON"},
 };
 
 START_TEST(plan_rejects_bad_requests_naming_the_problem)
@@ -201,11 +201,11 @@ END_TEST
 START_TEST(openapi_describes_every_route_once)
 {
 	json_t *doc = rest_openapi();
-	const char *const paths[] = { "/v1/health",	  "/v1/openapi.json", "/v1/gpus",
-				      "/v1/gpus/compare", "/v1/gpus/{id}",    "/v1/guides",
-				      "/v1/guides/{id}",  "/v1/compile",      "/v1/check",
-				      "/v1/bench",	  "/v1/runs",	      "/v1/runs/compare",
-				      "/v1/runs/{id}" };
+	const char *const paths[] = {"/v1/health",	 "/v1/openapi.json", "/v1/gpus",
+				     "/v1/gpus/compare", "/v1/gpus/{id}",    "/v1/guides",
+				     "/v1/guides/{id}",	 "/v1/compile",	     "/v1/check",
+				     "/v1/bench",	 "/v1/runs",	     "/v1/runs/compare",
+				     "/v1/runs/{id}"};
 	json_t *ps, *params;
 
 	ck_assert_ptr_nonnull(doc);

@@ -73,8 +73,8 @@ static const char *query_get(void *qarg, const char *name)
 /* GET path with query pairs; returns the HTTP status and the body (new). */
 static int get(const char *path, const char *const *kv, json_t **body)
 {
-	struct rest_req req = {.method = "GET", .path = path, .query = query_get,
-			       .qarg = (void *)kv};
+	struct rest_req req = {
+		.method = "GET", .path = path, .query = query_get, .qarg = (void *)kv};
 	struct rest_plan plan = {0};
 	const char *allow = NULL;
 	*body = NULL;
@@ -164,8 +164,11 @@ START_TEST(gpu_routes_answer_compare_unknown_and_no_gpu)
 END_TEST
 
 static const char *const HOSTILE[] = {
-	"\"", "NEAR(a b)", "*", "-bank", "title:bank", "(((", "bank AND", "OR NOT",
-	"'; DROP TABLE guides; --", "{title}: x", "^x", "a NEAR/1 b \"", "\\", "%00",
+	"\"",	      "NEAR(a b)",  "*",
+	"-bank",      "title:bank", "(((",
+	"bank AND",   "OR NOT",	    "'; DROP TABLE guides; --",
+	"{title}: x", "^x",	    "a NEAR/1 b \"",
+	"\\",	      "%00",
 };
 
 START_TEST(hostile_search_through_rest_answers_200)
@@ -177,8 +180,8 @@ START_TEST(hostile_search_through_rest_answers_200)
 	json_decref(b);
 	const char *ok[] = {"q", "bank conflicts", NULL};
 	ck_assert_int_eq(get("/v1/guides", ok, &b), 200);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(b, "hits"), 0),
-							   "id")),
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(json_object_get(b, "hits"), 0), "id")),
 			 "fx-bank");
 	json_decref(b);
 }

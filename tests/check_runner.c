@@ -15,7 +15,7 @@
 
 static void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
@@ -28,8 +28,7 @@ struct gate {
 	int gpu;
 };
 
-static int gate_job(void *arg, int gpu, const volatile int *stop,
-		    struct kf_err *err)
+static int gate_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	struct gate *g = arg;
 
@@ -54,8 +53,7 @@ struct tagged {
 	int tag;
 };
 
-static int order_job(void *arg, int gpu, const volatile int *stop,
-		     struct kf_err *err)
+static int order_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	(void)gpu, (void)stop, (void)err;
 	pthread_mutex_lock(&order_mu);
@@ -84,14 +82,14 @@ static void *caller_main(void *p)
 {
 	struct caller *c = p;
 
-	c->rc = runner_run(c->r, c->kind, c->fn, c->arg, c->progress,
-			   c->progress_arg, &c->cancel, &c->opts, &c->err);
+	c->rc = runner_run(c->r, c->kind, c->fn, c->arg, c->progress, c->progress_arg, &c->cancel,
+			   &c->opts, &c->err);
 	atomic_store(&c->finished, 1);
 	return NULL;
 }
 
-static void caller_start(struct caller *c, struct runner *r,
-			 enum runner_kind kind, runner_job_fn fn, void *arg)
+static void caller_start(struct caller *c, struct runner *r, enum runner_kind kind,
+			 runner_job_fn fn, void *arg)
 {
 	c->r = r;
 	c->kind = kind;
@@ -129,7 +127,7 @@ static void wait_entered(struct gate *g)
 static struct runner *new_runner(int gpus, int cpus, size_t max_queue)
 {
 	struct runner *r = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	ck_assert_int_eq(runner_new(gpus, cpus, max_queue, 0, NULL, &r, &err), 0);
 	runner_set_heartbeat_ms(r, 10);
@@ -139,8 +137,8 @@ static struct runner *new_runner(int gpus, int cpus, size_t max_queue)
 START_TEST(gpu_jobs_start_in_fifo_order)
 {
 	struct runner *r = new_runner(1, 2, 16);
-	struct gate blocker = { 0 };
-	struct caller cb = { 0 }, c[5];
+	struct gate blocker = {0};
+	struct caller cb = {0}, c[5];
 	struct tagged tags[5];
 
 	order_len = 0;
@@ -170,8 +168,7 @@ static atomic_int per_gpu[4];
 static atomic_int overall, overall_max, per_gpu_max;
 static atomic_int used[4];
 
-static int counting_job(void *arg, int gpu, const volatile int *stop,
-			struct kf_err *err)
+static int counting_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	int n, all;
 
@@ -237,8 +234,7 @@ static void log_progress(void *arg, const struct runner_progress *p)
 		l->e[l->n].position = p->position;
 		l->e[l->n].gpu = p->gpu;
 		l->e[l->n].progress = p->progress;
-		snprintf(l->e[l->n].message, sizeof(l->e[0].message), "%s",
-			 p->message);
+		snprintf(l->e[l->n].message, sizeof(l->e[0].message), "%s", p->message);
 		l->n++;
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -247,8 +243,8 @@ static void log_progress(void *arg, const struct runner_progress *p)
 START_TEST(queued_job_reports_its_position_then_running_on_its_gpu)
 {
 	struct runner *r = new_runner(1, 2, 16);
-	struct gate blocker = { 0 }, second = { 0 }, third = { 0 };
-	struct caller cb = { 0 }, c2 = { 0 }, c3 = { 0 };
+	struct gate blocker = {0}, second = {0}, third = {0};
+	struct caller cb = {0}, c2 = {0}, c3 = {0};
 	struct progress_log *log = calloc(1, sizeof(*log));
 	int saw2 = 0, saw1 = 0, saw_running = 0;
 
@@ -297,8 +293,7 @@ END_TEST
 
 static atomic_int never_called;
 
-static int must_not_run(void *arg, int gpu, const volatile int *stop,
-			struct kf_err *err)
+static int must_not_run(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	(void)arg, (void)gpu, (void)stop, (void)err;
 	atomic_store(&never_called, 1);
@@ -308,8 +303,8 @@ static int must_not_run(void *arg, int gpu, const volatile int *stop,
 START_TEST(cancel_removes_a_queued_job_without_running_it)
 {
 	struct runner *r = new_runner(1, 2, 16);
-	struct gate blocker = { 0 };
-	struct caller cb = { 0 }, cq = { 0 };
+	struct gate blocker = {0};
+	struct caller cb = {0}, cq = {0};
 	struct runner_status st;
 
 	atomic_store(&never_called, 0);
@@ -335,8 +330,8 @@ END_TEST
 START_TEST(cancel_stops_a_running_job_and_the_next_job_runs)
 {
 	struct runner *r = new_runner(1, 2, 16);
-	struct gate g = { 0 }, next = { 0 };
-	struct caller c = { 0 }, cn = { 0 };
+	struct gate g = {0}, next = {0};
+	struct caller c = {0}, cn = {0};
 
 	caller_start(&c, r, RUNNER_GPU, gate_job, &g);
 	wait_entered(&g);
@@ -357,8 +352,8 @@ END_TEST
 START_TEST(job_past_its_timeout_is_stopped_with_timeout)
 {
 	struct runner *r = new_runner(1, 2, 16);
-	struct gate g = { 0 };
-	struct caller c = { 0 };
+	struct gate g = {0};
+	struct caller c = {0};
 
 	c.opts.timeout_ms = 50;
 	caller_start(&c, r, RUNNER_GPU, gate_job, &g);
@@ -373,8 +368,8 @@ END_TEST
 START_TEST(default_timeout_applies_when_the_job_sets_none)
 {
 	struct runner *r = NULL;
-	struct gate g = { 0 };
-	struct caller c = { 0 };
+	struct gate g = {0};
+	struct caller c = {0};
 
 	ck_assert_int_eq(runner_new(1, 1, 4, 40, NULL, &r, NULL), 0);
 	caller_start(&c, r, RUNNER_GPU, gate_job, &g);
@@ -387,9 +382,9 @@ END_TEST
 START_TEST(full_queue_answers_busy_retry)
 {
 	struct runner *r = new_runner(1, 2, 2);
-	struct gate blocker = { 0 }, q1 = { 0 }, q2 = { 0 };
-	struct caller cb = { 0 }, c1 = { 0 }, c2 = { 0 };
-	struct kf_err err = { 0 };
+	struct gate blocker = {0}, q1 = {0}, q2 = {0};
+	struct caller cb = {0}, c1 = {0}, c2 = {0};
+	struct kf_err err = {0};
 	struct runner_status st;
 
 	atomic_store(&never_called, 0);
@@ -401,9 +396,9 @@ START_TEST(full_queue_answers_busy_retry)
 	wait_gpu_queued(r, 1);
 	caller_start(&c2, r, RUNNER_GPU, gate_job, &q2);
 	wait_gpu_queued(r, 2);
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL,
-				    NULL, NULL, NULL, &err),
-			 KF_EBUSY);
+	ck_assert_int_eq(
+		runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL, NULL, NULL, NULL, &err),
+		KF_EBUSY);
 	ck_assert_ptr_nonnull(strstr(err.msg, "busy, retry"));
 	runner_status(r, &st);
 	ck_assert_uint_eq(st.rejected_busy, 1);
@@ -421,26 +416,23 @@ END_TEST
 START_TEST(gpu_job_without_gpus_answers_no_gpu_with_the_reason)
 {
 	struct runner *r = NULL;
-	struct kf_err err = { 0 };
-	struct gate g = { 0 };
+	struct kf_err err = {0};
+	struct gate g = {0};
 
 	atomic_store(&never_called, 0);
 	ck_assert_int_eq(runner_new(0, 1, 4, 0,
-				    "libcuda.so.1 not found: no NVIDIA driver on this host",
-				    &r, &err),
+				    "libcuda.so.1 not found: no NVIDIA driver on this host", &r,
+				    &err),
 			 0);
 	ck_assert_int_eq(runner_gpu_count(r), 0);
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL,
-				    NULL, NULL, NULL, &err),
-			 KF_ENOGPU);
-	ck_assert_str_eq(err.msg,
-			 "libcuda.so.1 not found: no NVIDIA driver on this host");
+	ck_assert_int_eq(
+		runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL, NULL, NULL, NULL, &err),
+		KF_ENOGPU);
+	ck_assert_str_eq(err.msg, "libcuda.so.1 not found: no NVIDIA driver on this host");
 	ck_assert_int_eq(atomic_load(&never_called), 0);
 	/* compiles still work */
 	atomic_store(&g.open, 1);
-	ck_assert_int_eq(runner_run(r, RUNNER_CPU, gate_job, &g, NULL, NULL,
-				    NULL, NULL, NULL),
-			 0);
+	ck_assert_int_eq(runner_run(r, RUNNER_CPU, gate_job, &g, NULL, NULL, NULL, NULL, NULL), 0);
 	ck_assert_int_eq(g.gpu, -1);
 	runner_free(r);
 }
@@ -449,8 +441,8 @@ END_TEST
 START_TEST(cpu_jobs_run_while_every_gpu_is_busy)
 {
 	struct runner *r = new_runner(1, 2, 4);
-	struct gate blocker = { 0 }, c1g = { 0 }, c2g = { 0 };
-	struct caller cb = { 0 }, c1 = { 0 }, c2 = { 0 };
+	struct gate blocker = {0}, c1g = {0}, c2g = {0};
+	struct caller cb = {0}, c1 = {0}, c2 = {0};
 	struct runner_status st;
 
 	caller_start(&cb, r, RUNNER_GPU, gate_job, &blocker);
@@ -476,20 +468,17 @@ END_TEST
 START_TEST(pinned_job_runs_on_its_gpu_and_unknown_gpu_is_refused)
 {
 	struct runner *r = new_runner(2, 1, 4);
-	struct gate g = { 0 };
-	struct runner_opts o = { 0 };
-	struct kf_err err = { 0 };
+	struct gate g = {0};
+	struct runner_opts o = {0};
+	struct kf_err err = {0};
 
 	atomic_store(&g.open, 1);
 	o.pin_gpu = 1;
 	o.gpu = 1;
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, gate_job, &g, NULL, NULL,
-				    NULL, &o, &err),
-			 0);
+	ck_assert_int_eq(runner_run(r, RUNNER_GPU, gate_job, &g, NULL, NULL, NULL, &o, &err), 0);
 	ck_assert_int_eq(g.gpu, 1);
 	o.gpu = 2;
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL,
-				    NULL, NULL, &o, &err),
+	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL, NULL, NULL, &o, &err),
 			 KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "device 2 does not exist"));
 	runner_free(r);
@@ -499,8 +488,8 @@ END_TEST
 START_TEST(pinned_job_waiting_for_its_gpu_does_not_block_others)
 {
 	struct runner *r = new_runner(2, 1, 8);
-	struct gate blocker = { 0 }, pinned = { 0 }, any = { 0 };
-	struct caller cb = { 0 }, cp = { 0 }, ca = { 0 };
+	struct gate blocker = {0}, pinned = {0}, any = {0};
+	struct caller cb = {0}, cp = {0}, ca = {0};
 
 	cb.opts.pin_gpu = 1;
 	cb.opts.gpu = 0;
@@ -525,8 +514,7 @@ START_TEST(pinned_job_waiting_for_its_gpu_does_not_block_others)
 }
 END_TEST
 
-static int failing_job(void *arg, int gpu, const volatile int *stop,
-		       struct kf_err *err)
+static int failing_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	(void)arg, (void)gpu, (void)stop;
 	return kf_err_set(err, KF_EFAULT, "kernel faulted: illegal address");
@@ -535,18 +523,16 @@ static int failing_job(void *arg, int gpu, const volatile int *stop,
 START_TEST(job_error_comes_back_with_its_message)
 {
 	struct runner *r = new_runner(1, 1, 4);
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, failing_job, NULL, NULL, NULL,
-				    NULL, NULL, &err),
+	ck_assert_int_eq(runner_run(r, RUNNER_GPU, failing_job, NULL, NULL, NULL, NULL, NULL, &err),
 			 KF_EFAULT);
 	ck_assert_str_eq(err.msg, "kernel faulted: illegal address");
 	runner_free(r);
 }
 END_TEST
 
-static int slow_job(void *arg, int gpu, const volatile int *stop,
-		    struct kf_err *err)
+static int slow_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	(void)arg, (void)gpu, (void)stop, (void)err;
 	sleep_ms(120);
@@ -560,9 +546,8 @@ START_TEST(running_job_gets_heartbeats_that_increase)
 	int running = 0;
 
 	pthread_mutex_init(&log->mu, NULL);
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, slow_job, NULL, log_progress,
-				    log, NULL, NULL, NULL),
-			 0);
+	ck_assert_int_eq(
+		runner_run(r, RUNNER_GPU, slow_job, NULL, log_progress, log, NULL, NULL, NULL), 0);
 	for (int i = 0; i < log->n; i++) {
 		if (i)
 			ck_assert(log->e[i].progress > log->e[i - 1].progress);
@@ -588,9 +573,9 @@ static void *free_main(void *p)
 START_TEST(free_stops_running_jobs_and_cancels_queued_ones)
 {
 	struct runner *r = new_runner(1, 1, 4);
-	struct gate running = { 0 };
-	struct caller cr = { 0 }, cq = { 0 };
-	struct freer f = { 0 };
+	struct gate running = {0};
+	struct caller cr = {0}, cq = {0};
+	struct freer f = {0};
 
 	atomic_store(&never_called, 0);
 	caller_start(&cr, r, RUNNER_GPU, gate_job, &running);
@@ -613,16 +598,15 @@ END_TEST
 START_TEST(probed_pool_without_a_driver_answers_no_gpu_with_the_probe_reason)
 {
 	struct runner *r = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	/* Forcing "no GPU" is the one override the probe honours. */
 	setenv("KFORGE_NO_GPU", "1", 1);
 	ck_assert_int_eq(runner_new(RUNNER_GPUS_PROBE, 1, 4, 0, NULL, &r, &err), 0);
-	ck_assert_int_eq(runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL,
-				    NULL, NULL, NULL, &err),
-			 KF_ENOGPU);
-	ck_assert_str_eq(err.msg,
-			 "no GPU: disabled by KFORGE_NO_GPU in the environment");
+	ck_assert_int_eq(
+		runner_run(r, RUNNER_GPU, must_not_run, NULL, NULL, NULL, NULL, NULL, &err),
+		KF_ENOGPU);
+	ck_assert_str_eq(err.msg, "no GPU: disabled by KFORGE_NO_GPU in the environment");
 	ck_assert_int_eq(runner_gpu_count(r), 0);
 	runner_free(r);
 }
@@ -631,10 +615,9 @@ END_TEST
 START_TEST(bad_gpu_count_is_refused)
 {
 	struct runner *r = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
-	ck_assert_int_eq(runner_new(RUNNER_MAX_GPUS + 1, 1, 4, 0, NULL, &r, &err),
-			 KF_EINVAL);
+	ck_assert_int_eq(runner_new(RUNNER_MAX_GPUS + 1, 1, 4, 0, NULL, &r, &err), KF_EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.msg, "gpu_count"));
 }
@@ -644,12 +627,12 @@ START_TEST(cancel_set_before_queueing_runs_nothing)
 {
 	struct runner *r = new_runner(1, 1, 4);
 	volatile int cancel = 1;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	atomic_store(&never_called, 0);
-	ck_assert_int_eq(runner_run(r, RUNNER_CPU, must_not_run, NULL, NULL, NULL,
-				    &cancel, NULL, &err),
-			 KF_ECANCELED);
+	ck_assert_int_eq(
+		runner_run(r, RUNNER_CPU, must_not_run, NULL, NULL, NULL, &cancel, NULL, &err),
+		KF_ECANCELED);
 	ck_assert_int_eq(atomic_load(&never_called), 0);
 	runner_free(r);
 }
@@ -659,8 +642,7 @@ END_TEST
 static atomic_int stress_on[4]; /* GPUs 0-2, then the CPU slots */
 static atomic_int stress_overlap;
 
-static int stress_job(void *arg, int gpu, const volatile int *stop,
-		      struct kf_err *err)
+static int stress_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	int slot = gpu < 0 ? 3 : gpu, limit = gpu < 0 ? 2 : 1; /* CPU: 2 slots */
 
@@ -686,16 +668,15 @@ START_TEST(many_jobs_with_cancels_all_return_and_leave_the_pool_idle)
 	int ok = 0, cancelled = 0;
 
 	for (int i = 0; i < 48; i++)
-		caller_start(&c[i], r, i % 5 == 4 ? RUNNER_CPU : RUNNER_GPU,
-			     stress_job, NULL);
+		caller_start(&c[i], r, i % 5 == 4 ? RUNNER_CPU : RUNNER_GPU, stress_job, NULL);
 	for (int i = 0; i < 48; i += 3) {
 		sleep_ms(1);
 		__atomic_store_n(&c[i].cancel, 1, __ATOMIC_RELEASE);
 	}
 	for (int i = 0; i < 48; i++) {
 		caller_join(&c[i]);
-		ck_assert_msg(c[i].rc == 0 || c[i].rc == KF_ECANCELED,
-			      "job %d: %d %s", i, c[i].rc, c[i].err.msg);
+		ck_assert_msg(c[i].rc == 0 || c[i].rc == KF_ECANCELED, "job %d: %d %s", i, c[i].rc,
+			      c[i].err.msg);
 		ok += c[i].rc == 0;
 		cancelled += c[i].rc == KF_ECANCELED;
 	}

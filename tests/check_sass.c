@@ -96,7 +96,8 @@ START_TEST(wmma_kernel_uses_hmma_and_is_not_flagged)
 	ck_assert_int_eq(k->hmma, 10);
 	ck_assert(!has_hint(k, "without tensor-core instructions"));
 	json_t *j = sass_kernel_json(k);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "tensor_core"), "hmma")), 10);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(json_object_get(j, "tensor_core"), "hmma")), 10);
 	json_decref(j);
 	free(t);
 }

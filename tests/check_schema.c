@@ -32,7 +32,8 @@ static const struct bad_schema BAD_SCHEMAS[] = {
 	{"{\"items\":{\"type\":\"x\"}}", "schema.items.type"},
 	{"{\"additionalProperties\":3}", "schema.additionalProperties: expected a schema"},
 	{"{\"pattern\":\"^a\"}", "unsupported keyword 'pattern'"},
-	{"{\"properties\":{\"a\":{\"oneOf\":[]}}}", "schema.properties.a: unsupported keyword 'oneOf'"},
+	{"{\"properties\":{\"a\":{\"oneOf\":[]}}}",
+	 "schema.properties.a: unsupported keyword 'oneOf'"},
 	{"{\"$ref\":\"#/$defs/missing\"}", "schema.$ref"},
 	{"{\"$ref\":\"http://x/y\"}", "schema.$ref"},
 	{"{\"$defs\":{\"a\":{\"type\":1}}}", "schema.$defs.a.type"},
@@ -46,8 +47,7 @@ START_TEST(parse_refuses_bad_schemas_naming_the_keyword)
 
 	ck_assert_int_eq(schema_parse(c->text, &s, &err), KF_EINVAL);
 	ck_assert_ptr_null(s);
-	ck_assert_msg(strstr(err.msg, c->words), "case %d: '%s' lacks '%s'", _i,
-		      err.msg, c->words);
+	ck_assert_msg(strstr(err.msg, c->words), "case %d: '%s' lacks '%s'", _i, err.msg, c->words);
 }
 END_TEST
 
@@ -73,32 +73,41 @@ struct val_case {
 
 static const struct val_case VALUES[] = {
 	{"{\"source\":\"k\"}", NULL},
-	{"{\"source\":\"k\",\"arch\":\"sm_90\",\"n\":100,\"x\":1.5,\"opt\":null,\"flag\":true,\"flags\":[\"-O3\"]}", NULL},
+	{"{\"source\":\"k\",\"arch\":\"sm_90\",\"n\":100,\"x\":1.5,\"opt\":null,\"flag\":true,\"flags\":[\"-O3\"]}",
+	 NULL},
 	{"{\"source\":\"k\",\"n\":3.0}", NULL},
 	{"{\"source\":\"k\",\"x\":3}", NULL},
 	{"{\"source\":\"k\",\"opt\":\"s\"}", NULL},
-	{"{\"source\":\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\"}", NULL},
+	{"{\"source\":\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\"}",
+	 NULL},
 	{"{\"source\":\"k\",\"sizes\":[{\"T\":1,\"D\":2}]}", NULL},
 	{"{\"source\":\"k\",\"addr\":{\"city\":\"Oslo\"}}", NULL},
 	{"{}", "arguments: missing required property 'source'"},
 	{"[]", "arguments: expected object, got array"},
 	{"{\"source\":5}", "arguments.source: expected string, got integer"},
 	{"{\"source\":\"\"}", "arguments.source: expected at least 1 characters, got 0"},
-	{"{\"source\":\"12345678901\"}", "arguments.source: expected at most 10 characters, got 11"},
-	{"{\"source\":\"k\",\"arch\":\"sm_99\"}", "arguments.arch: \"sm_99\" is not one of \"sm_80\", \"sm_90\""},
+	{"{\"source\":\"12345678901\"}",
+	 "arguments.source: expected at most 10 characters, got 11"},
+	{"{\"source\":\"k\",\"arch\":\"sm_99\"}",
+	 "arguments.arch: \"sm_99\" is not one of \"sm_80\", \"sm_90\""},
 	{"{\"source\":\"k\",\"n\":0}", "arguments.n: 0 is below the minimum 1"},
 	{"{\"source\":\"k\",\"n\":101}", "arguments.n: 101 is above the maximum 100"},
 	{"{\"source\":\"k\",\"n\":1.5}", "arguments.n: expected integer, got number"},
 	{"{\"source\":\"k\",\"x\":\"1\"}", "arguments.x: expected number, got string"},
 	{"{\"source\":\"k\",\"opt\":1}", "arguments.opt: expected string or null, got integer"},
 	{"{\"source\":\"k\",\"flag\":\"yes\"}", "arguments.flag: expected boolean, got string"},
-	{"{\"source\":\"k\",\"flags\":[\"a\",\"b\",3]}", "arguments.flags[2]: expected string, got integer"},
+	{"{\"source\":\"k\",\"flags\":[\"a\",\"b\",3]}",
+	 "arguments.flags[2]: expected string, got integer"},
 	{"{\"source\":\"k\",\"flags\":[]}", "arguments.flags: expected at least 1 items, got 0"},
-	{"{\"source\":\"k\",\"flags\":[\"a\",\"b\",\"c\",\"d\"]}", "arguments.flags: expected at most 3 items, got 4"},
-	{"{\"source\":\"k\",\"sizes\":[{\"T\":1},{\"D\":\"x\"}]}", "arguments.sizes[1].D: expected integer, got string"},
-	{"{\"source\":\"k\",\"extra\":1}", "arguments: unknown property 'extra' (allowed: source, arch, n, x, opt, flag, flags, sizes, addr)"},
+	{"{\"source\":\"k\",\"flags\":[\"a\",\"b\",\"c\",\"d\"]}",
+	 "arguments.flags: expected at most 3 items, got 4"},
+	{"{\"source\":\"k\",\"sizes\":[{\"T\":1},{\"D\":\"x\"}]}",
+	 "arguments.sizes[1].D: expected integer, got string"},
+	{"{\"source\":\"k\",\"extra\":1}",
+	 "arguments: unknown property 'extra' (allowed: source, arch, n, x, opt, flag, flags, sizes, addr)"},
 	{"{\"source\":\"k\",\"addr\":{}}", "arguments.addr: missing required property 'city'"},
-	{"{\"source\":\"k\",\"addr\":{\"city\":1}}", "arguments.addr.city: expected string, got integer"},
+	{"{\"source\":\"k\",\"addr\":{\"city\":1}}",
+	 "arguments.addr.city: expected string, got integer"},
 };
 
 START_TEST(validate_names_the_failing_field)
@@ -112,12 +121,12 @@ START_TEST(validate_names_the_failing_field)
 	ck_assert_ptr_nonnull(v);
 	ck_assert_int_eq(schema_parse(TOOL_SCHEMA, &s, &err), 0);
 	if (!c->words) {
-		ck_assert_msg(schema_validate(s, v, "arguments", &err) == 0,
-			      "case %d: %s", _i, err.msg);
+		ck_assert_msg(schema_validate(s, v, "arguments", &err) == 0, "case %d: %s", _i,
+			      err.msg);
 	} else {
 		ck_assert_int_eq(schema_validate(s, v, "arguments", &err), KF_EINVAL);
-		ck_assert_msg(strcmp(err.msg, c->words) == 0, "case %d: got '%s' want '%s'",
-			      _i, err.msg, c->words);
+		ck_assert_msg(strcmp(err.msg, c->words) == 0, "case %d: got '%s' want '%s'", _i,
+			      err.msg, c->words);
 	}
 	json_decref(v);
 	schema_free(s);
@@ -130,8 +139,10 @@ START_TEST(validate_stops_a_cyclic_ref)
 	struct kf_err err = {0};
 	json_t *v = json_integer(1);
 
-	ck_assert_int_eq(schema_parse("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}",
-				      &s, &err), 0);
+	ck_assert_int_eq(
+		schema_parse("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}",
+			     &s, &err),
+		0);
 	ck_assert_int_eq(schema_validate(s, v, "v", &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "cyclic"));
 	json_decref(v);
@@ -144,10 +155,13 @@ START_TEST(schema_keeps_annotations_and_the_document)
 	struct schema *s = NULL;
 	struct kf_err err = {0};
 
-	ck_assert_int_eq(schema_parse("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-				      "\"title\":\"t\",\"description\":\"d\",\"type\":\"object\","
-				      "\"properties\":{\"a\":{\"type\":\"string\",\"default\":\"x\",\"format\":\"uri\"}}}",
-				      &s, &err), 0);
+	ck_assert_int_eq(
+		schema_parse(
+			"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
+			"\"title\":\"t\",\"description\":\"d\",\"type\":\"object\","
+			"\"properties\":{\"a\":{\"type\":\"string\",\"default\":\"x\",\"format\":\"uri\"}}}",
+			&s, &err),
+		0);
 	ck_assert_str_eq(json_string_value(json_object_get(schema_json(s), "title")), "t");
 	schema_free(s);
 	schema_free(NULL);
@@ -156,8 +170,7 @@ END_TEST
 
 /* --- the registry ---------------------------------------------------------- */
 
-static int noop(struct tool_ctx *ctx, const json_t *args, json_t **out,
-		struct kf_err *err)
+static int noop(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	(void)ctx;
 	(void)args;
@@ -168,7 +181,8 @@ static int noop(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 static const struct tool_def GOOD_TOOLS[] = {
 	{"a_tool", "A", "does a", "{\"type\":\"object\"}", NULL, TOOL_READ_ONLY, noop},
-	{"b.tool-2", "B", "does b", NULL, "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\"}}}", 0, noop},
+	{"b.tool-2", "B", "does b", NULL,
+	 "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\"}}}", 0, noop},
 };
 static const struct tool_group GOOD_GROUP = {GOOD_TOOLS, 2, NULL, 0, NULL, 0};
 
@@ -178,10 +192,13 @@ struct bad_table {
 };
 
 static const struct bad_table BAD_TABLES[] = {
-	{{"t", "T", "d", "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"nope\"}}}", NULL, 0, noop},
+	{{"t", "T", "d", "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"nope\"}}}", NULL,
+	  0, noop},
 	 "tool 't': inputSchema: schema.properties.a.type: unknown type 'nope'"},
-	{{"t", "T", "d", "{\"type\":\"string\"}", NULL, 0, noop}, "inputSchema must have \"type\": \"object\""},
-	{{"t", "T", "d", "{\"type\":\"object\"}", "{\"minLength\":\"x\"}", 0, noop}, "tool 't': outputSchema"},
+	{{"t", "T", "d", "{\"type\":\"string\"}", NULL, 0, noop},
+	 "inputSchema must have \"type\": \"object\""},
+	{{"t", "T", "d", "{\"type\":\"object\"}", "{\"minLength\":\"x\"}", 0, noop},
+	 "tool 't': outputSchema"},
 	{{"bad name", "T", "d", NULL, NULL, 0, noop}, "name must be"},
 	{{"t", "T", NULL, NULL, NULL, 0, noop}, "needs a description and a handler"},
 	{{"t", "T", "d", NULL, NULL, 0, NULL}, "needs a description and a handler"},
@@ -195,8 +212,8 @@ START_TEST(tools_load_refuses_a_bad_table_at_startup)
 	struct kf_err err = {0};
 
 	ck_assert_int_eq(tools_load_groups(groups, 2, &err), KF_EINVAL);
-	ck_assert_msg(strstr(err.msg, BAD_TABLES[_i].words), "case %d: '%s' lacks '%s'",
-		      _i, err.msg, BAD_TABLES[_i].words);
+	ck_assert_msg(strstr(err.msg, BAD_TABLES[_i].words), "case %d: '%s' lacks '%s'", _i,
+		      err.msg, BAD_TABLES[_i].words);
 	ck_assert_uint_eq(tools_count(), 0);
 }
 END_TEST

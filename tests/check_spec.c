@@ -83,7 +83,7 @@ START_TEST(valid_spec_parses_every_field)
 {
 	json_t *j = base_json();
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_msg(spec_parse(j, NULL, NULL, &s, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(s->arch, "sm_90");
 	ck_assert_uint_eq(s->vars_len, 2);
@@ -116,7 +116,7 @@ START_TEST(valid_spec_parses_every_field)
 	ck_assert_uint_eq(s->constraints_len, 2);
 
 	struct spec_bound b;
-	int64_t vals[] = { 1000, 4 };
+	int64_t vals[] = {1000, 4};
 	ck_assert_int_eq(spec_bind(s, vals, NULL, "sizes[0]", &b, &err), 0);
 	ck_assert_uint_eq(b.elems[y], 4000);
 	ck_assert_uint_eq(b.bytes[y], 16000);
@@ -142,137 +142,135 @@ static const struct {
 	int code;
 	const char *msg; /* substring of the rejection */
 } BAD[] = {
-	{ "bogus", "1", KF_EINVAL, "spec: unknown key 'bogus'" },
-	{ "source", NULL, KF_EINVAL, "source: required" },
-	{ "source", "42", KF_EINVAL, "source: must be a string" },
-	{ "source", "\"\"", KF_EINVAL, "source: empty" },
-	{ "arch", "\"90\"", KF_EINVAL, "arch: '90' is not an arch" },
-	{ "arch", "\"sm_9x\"", KF_EINVAL, "arch: 'sm_9x' is not an arch" },
-	{ "sizes", "[]", KF_EINVAL, "sizes: must be a non-empty array" },
-	{ "sizes", "{\"N\": 4}", KF_EINVAL, "sizes: must be a non-empty array" },
-	{ "sizes.0", "[1]", KF_EINVAL, "sizes[0]: must be an object" },
-	{ "sizes.1", "5", KF_EINVAL, "sizes[1]: must be an object" },
-	{ "sizes.1.N", "0", KF_EINVAL, "sizes[1].N: must be a positive integer" },
-	{ "sizes.1.N", "-3", KF_EINVAL, "sizes[1].N: must be a positive integer" },
-	{ "sizes.1.N", "2.5", KF_EINVAL, "sizes[1].N: must be a positive integer" },
-	{ "sizes.1.Q", "3", KF_EINVAL, "sizes[1]: 'Q' is not in sizes[0]" },
-	{ "sizes.1.M", NULL, KF_EINVAL, "sizes[1]: missing 'M' (sizes[0] defines it)" },
-	{ "sizes.1", "{\"N\": 1000, \"M\": 4}", KF_EINVAL, "sizes[1]: same as sizes[0]" },
-	{ "sizes.0.x-y", "3", KF_EINVAL, "sizes[0]: 'x-y' is not a valid size name" },
-	{ "sizes.1.M", "3", KF_EINVAL, "sizes[1]: constraint 'M % 2 == 0' fails for M=3" },
-	{ "tensors", NULL, KF_EINVAL, "tensors: required" },
-	{ "tensors", "{}", KF_EINVAL, "tensors: required" },
-	{ "tensors.y.role", "\"input\"", KF_EINVAL, "tensors: no tensor has role output" },
-	{ "tensors.y.role", "\"result\"", KF_EINVAL, "tensors.y.role: 'result' is not a role" },
-	{ "tensors.y.role", NULL, KF_EINVAL, "tensors.y.role: must be input, output or inout" },
-	{ "tensors.y.dtype", "\"fp32\"", KF_EINVAL, "tensors.y.dtype: 'fp32' is not a dtype" },
-	{ "tensors.y.dtype", NULL, KF_EINVAL, "tensors.y.dtype: missing" },
-	{ "tensors.y.shape", "\"N\"", KF_EINVAL, "tensors.y.shape: must be an array" },
-	{ "tensors.y.shape.1", "\"K\"", KF_EINVAL,
-	  "tensors.y.shape[1]: size 'K' is not defined by any entry of sizes" },
-	{ "tensors.y.shape.1", "\"M *\"", KF_EINVAL, "tensors.y.shape[1]: expression 'M *'" },
-	{ "tensors.y.shape.1", "1.5", KF_EINVAL,
-	  "tensors.y.shape[1]: must be an integer expression" },
-	{ "tensors.y.shape.1", "\"M - 4\"", KF_EINVAL,
-	  "sizes[0]: tensors.y.shape[1]: 'M - 4' is 0, must be at least 1" },
-	{ "tensors.y.shape.1", "\"M / (M - 4)\"", KF_EINVAL, "division by zero" },
-	{ "tensors.y.shape", "[1,1,1,1,1,1,1,1,1]", KF_ETOOBIG,
-	  "tensors.y.shape: rank 9, at most 8" },
-	{ "tensors.y.shape", "[\"N * 1000000000000\", \"N * 1000000000\"]", KF_ETOOBIG,
-	  "tensors.y: shape overflows int64" },
-	{ "tensors.y.shape", "[\"N * 3000000\"]", KF_ETOOBIG,
-	  "tensors.y: 3000000000 elements, over the cap" },
-	{ "tensors.y.shap", "[1]", KF_EINVAL, "tensors.y: unknown key 'shap'" },
-	{ "tensors.y.init", "\"normal\"", KF_EINVAL, "tensors.y.init: an output is poisoned" },
-	{ "tensors.x.init", "\"zeros\"", KF_EINVAL, "tensors.x.init: 'zeros' is not an init" },
-	{ "tensors.ids.init_max", NULL, KF_EINVAL,
-	  "tensors.ids.init_max: init 'index' needs init_max" },
-	{ "tensors.ids.init_max", "\"M - 4\"", KF_EINVAL, "tensors.ids.init_max: 'M - 4' is 0" },
-	{ "tensors.x.init_max", "3", KF_EINVAL,
-	  "tensors.x.init_max: only meaningful with init 'index'" },
-	{ "tensors.ids.dtype", "\"f32\"", KF_EINVAL,
-	  "tensors.ids: init 'index' needs an integer dtype" },
-	{ "tensors.N", "{\"dtype\": \"f32\", \"shape\": [1], \"role\": \"input\"}", KF_EINVAL,
-	  "tensors.N: the name is also a size variable" },
-	{ "tensors.x y", "{}", KF_EINVAL, "tensors: 'x y' is not a valid name" },
-	{ "tensors.z", "3", KF_EINVAL, "tensors.z: must be an object" },
-	{ "scalars", "[]", KF_EINVAL, "scalars: must be an object" },
-	{ "scalars.alpha.value", "\"2\"", KF_EINVAL, "scalars.alpha.value: must be a number" },
-	{ "scalars.alpha.dtype", "\"i8\"", KF_EINVAL, "scalars.alpha.dtype: scalars are f32" },
-	{ "scalars.alpha.dtype", NULL, KF_EINVAL, "scalars.alpha.dtype: missing" },
-	{ "scalars.k.value", "2.5", KF_EINVAL,
-	  "scalars.k.value: must be an integer for dtype i32" },
-	{ "scalars.k.value", "4294967296", KF_EINVAL,
-	  "scalars.k.value: 4294967296 does not fit in i32" },
-	{ "scalars.k.unit", "1", KF_EINVAL, "scalars.k: unknown key 'unit'" },
-	{ "scalars.x", "{\"dtype\": \"f32\", \"value\": 1}", KF_EINVAL,
-	  "scalars.x: the name is also a size or a tensor" },
-	{ "scalars.q", "5", KF_EINVAL, "scalars.q: must be an object" },
-	{ "launch", NULL, KF_EINVAL, "launch: must be a non-empty list" },
-	{ "launch", "[]", KF_EINVAL, "launch: must be a non-empty list" },
-	{ "launch.0", "3", KF_EINVAL, "launch[0]: must be an object" },
-	{ "launch.0.kernel", "\"my kernel\"", KF_EINVAL, "launch[0].kernel: must be the extern" },
-	{ "launch.0.grid", NULL, KF_EINVAL, "launch[0].grid: must be a list of 1 to 3" },
-	{ "launch.0.grid", "[1,1,1,1]", KF_EINVAL, "launch[0].grid: must be a list of 1 to 3" },
-	{ "launch.0.grid.0", "\"ceil_div(N, Z)\"", KF_EINVAL,
-	  "launch[0].grid[0]: size 'Z' is not defined by any entry of sizes" },
-	{ "launch.0.grid.0", "\"N - 1000\"", KF_EINVAL,
-	  "sizes[0]: launch k.grid[0]: 'N - 1000' is 0, must be in [1," },
-	{ "launch.0.grid", "[1, 70000]", KF_EINVAL,
-	  "launch k.grid[1]: '70000' is 70000, must be in [1, 65535]" },
-	{ "launch.0.block", "[2048]", KF_EINVAL,
-	  "launch k.block[0]: '2048' is 2048, must be in [1, 1024]" },
-	{ "launch.0.block", "[64, 64]", KF_EINVAL, "block has 4096 threads, at most 1024" },
-	{ "launch.0.shared_bytes", "\"0 - 1\"", KF_EINVAL, "k.shared_bytes: -1 bytes" },
-	{ "launch.0.args", NULL, KF_EINVAL, "launch[0].args: must be a list" },
-	{ "launch.0.args.0", "\"yy\"", KF_EINVAL,
-	  "launch[0].args[0]: 'yy' is not a tensor, scalar or size" },
-	{ "launch.0.args.0", "\"y:i64\"", KF_EINVAL,
-	  "launch[0].args[0]: only sizes take a type suffix" },
-	{ "launch.0.args.2", "\"N:u16\"", KF_EINVAL,
-	  "launch[0].args[2]: 'u16' is not a size type" },
-	{ "launch.0.args.2", "\"N +\"", KF_EINVAL, "launch[0].args[2]: expression 'N +'" },
-	{ "launch.0.args.2", "[1]", KF_EINVAL, "launch[0].args[2]: must name a tensor" },
-	{ "launch.0.args.2", "\"N * 3000000\"", KF_EINVAL,
-	  "sizes[0]: launch k: args[2]: 'N * 3000000' is 3000000000, which does not fit in i32; "
-	  "type it 'N * 3000000:i64'" },
-	{ "launch.0.stream", "1", KF_EINVAL, "launch[0]: unknown key 'stream'" },
-	{ "reference", "\"torch\"", KF_EINVAL, "reference: must be" },
-	{ "reference.torch", "\"x * 2\"", KF_EINVAL, "reference: give exactly one of" },
-	{ "reference", "{}", KF_EINVAL, "reference: give exactly one of" },
-	{ "reference", "{\"torch\": \"\"}", KF_EINVAL,
-	  "reference.torch: must be a Python expression" },
-	{ "reference", "{\"torch\": \"x\", \"dtype\": 1}", KF_EINVAL,
-	  "reference: unknown key 'dtype'" },
-	{ "reference.launch", NULL, KF_EINVAL, "reference.launch: must be a non-empty list" },
-	{ "reference.launch.0.args.0", "\"w\"", KF_EINVAL,
-	  "reference.launch[0].args[0]: 'w' is not a tensor" },
-	{ "reference.source", "7", KF_EINVAL, "reference.source: must be a string" },
-	{ "reference", "{\"op\": 3}", KF_EINVAL, "reference.op: must be a string" },
-	{ "reference", "{\"op\": \"scale\", \"params\": 3}", KF_EINVAL,
-	  "reference.params: must be an object" },
-	{ "baseline", "[]", KF_EINVAL, "baseline: must be" },
-	{ "baseline", "{\"launch\": []}", KF_EINVAL, "baseline.launch: must be a non-empty list" },
-	{ "baseline",
-	  "{\"launch\": [{\"kernel\": \"b\", \"grid\": [1], \"block\": [1], \"args\": [\"q\"]}]}",
-	  KF_EINVAL, "baseline.launch[0].args[0]: 'q' is not a tensor" },
-	{ "baseline", "{\"lunch\": []}", KF_EINVAL, "baseline: unknown key 'lunch'" },
-	{ "tolerance", "1e-3", KF_EINVAL, "tolerance: must be" },
-	{ "tolerance.atol", NULL, KF_EINVAL, "tolerance: needs both atol and rtol" },
-	{ "tolerance.atol", "-1", KF_EINVAL, "tolerance: atol and rtol must be finite and >= 0" },
-	{ "tolerance.rtol", "5", KF_EINVAL, "would accept almost any answer" },
-	{ "tolerance.abs", "1", KF_EINVAL, "tolerance: unknown key 'abs'" },
-	{ "cost", "5", KF_EINVAL, "cost: must be" },
-	{ "cost.bytes", "\"8 * Q\"", KF_EINVAL, "cost.bytes: size 'Q' is not defined" },
-	{ "cost.flops", "\"0 - N\"", KF_EINVAL, "sizes[0]: cost.flops is negative" },
-	{ "cost.time", "1", KF_EINVAL, "cost: unknown key 'time'" },
-	{ "constraints", "\"M % 2 == 0\"", KF_EINVAL, "constraints: must be a list" },
-	{ "constraints.0", "\"M %% 2\"", KF_EINVAL, "constraints[0]: expression 'M %% 2'" },
-	{ "constraints.0", "\"N > 1000\"", KF_EINVAL,
-	  "sizes[0]: constraint 'N > 1000' fails for N=1000" },
-	{ "constraints.0", "\"K > 1\"", KF_EINVAL, "constraints[0]: size 'K' is not defined" },
-	{ "op", "\"scale\"", KF_EINVAL, "op: the shorthand 'scale' was not expanded" },
-	{ "op", "3", KF_EINVAL, "op: must be a string" },
+	{"bogus", "1", KF_EINVAL, "spec: unknown key 'bogus'"},
+	{"source", NULL, KF_EINVAL, "source: required"},
+	{"source", "42", KF_EINVAL, "source: must be a string"},
+	{"source", "\"\"", KF_EINVAL, "source: empty"},
+	{"arch", "\"90\"", KF_EINVAL, "arch: '90' is not an arch"},
+	{"arch", "\"sm_9x\"", KF_EINVAL, "arch: 'sm_9x' is not an arch"},
+	{"sizes", "[]", KF_EINVAL, "sizes: must be a non-empty array"},
+	{"sizes", "{\"N\": 4}", KF_EINVAL, "sizes: must be a non-empty array"},
+	{"sizes.0", "[1]", KF_EINVAL, "sizes[0]: must be an object"},
+	{"sizes.1", "5", KF_EINVAL, "sizes[1]: must be an object"},
+	{"sizes.1.N", "0", KF_EINVAL, "sizes[1].N: must be a positive integer"},
+	{"sizes.1.N", "-3", KF_EINVAL, "sizes[1].N: must be a positive integer"},
+	{"sizes.1.N", "2.5", KF_EINVAL, "sizes[1].N: must be a positive integer"},
+	{"sizes.1.Q", "3", KF_EINVAL, "sizes[1]: 'Q' is not in sizes[0]"},
+	{"sizes.1.M", NULL, KF_EINVAL, "sizes[1]: missing 'M' (sizes[0] defines it)"},
+	{"sizes.1", "{\"N\": 1000, \"M\": 4}", KF_EINVAL, "sizes[1]: same as sizes[0]"},
+	{"sizes.0.x-y", "3", KF_EINVAL, "sizes[0]: 'x-y' is not a valid size name"},
+	{"sizes.1.M", "3", KF_EINVAL, "sizes[1]: constraint 'M % 2 == 0' fails for M=3"},
+	{"tensors", NULL, KF_EINVAL, "tensors: required"},
+	{"tensors", "{}", KF_EINVAL, "tensors: required"},
+	{"tensors.y.role", "\"input\"", KF_EINVAL, "tensors: no tensor has role output"},
+	{"tensors.y.role", "\"result\"", KF_EINVAL, "tensors.y.role: 'result' is not a role"},
+	{"tensors.y.role", NULL, KF_EINVAL, "tensors.y.role: must be input, output or inout"},
+	{"tensors.y.dtype", "\"fp32\"", KF_EINVAL, "tensors.y.dtype: 'fp32' is not a dtype"},
+	{"tensors.y.dtype", NULL, KF_EINVAL, "tensors.y.dtype: missing"},
+	{"tensors.y.shape", "\"N\"", KF_EINVAL, "tensors.y.shape: must be an array"},
+	{"tensors.y.shape.1", "\"K\"", KF_EINVAL,
+	 "tensors.y.shape[1]: size 'K' is not defined by any entry of sizes"},
+	{"tensors.y.shape.1", "\"M *\"", KF_EINVAL, "tensors.y.shape[1]: expression 'M *'"},
+	{"tensors.y.shape.1", "1.5", KF_EINVAL,
+	 "tensors.y.shape[1]: must be an integer expression"},
+	{"tensors.y.shape.1", "\"M - 4\"", KF_EINVAL,
+	 "sizes[0]: tensors.y.shape[1]: 'M - 4' is 0, must be at least 1"},
+	{"tensors.y.shape.1", "\"M / (M - 4)\"", KF_EINVAL, "division by zero"},
+	{"tensors.y.shape", "[1,1,1,1,1,1,1,1,1]", KF_ETOOBIG,
+	 "tensors.y.shape: rank 9, at most 8"},
+	{"tensors.y.shape", "[\"N * 1000000000000\", \"N * 1000000000\"]", KF_ETOOBIG,
+	 "tensors.y: shape overflows int64"},
+	{"tensors.y.shape", "[\"N * 3000000\"]", KF_ETOOBIG,
+	 "tensors.y: 3000000000 elements, over the cap"},
+	{"tensors.y.shap", "[1]", KF_EINVAL, "tensors.y: unknown key 'shap'"},
+	{"tensors.y.init", "\"normal\"", KF_EINVAL, "tensors.y.init: an output is poisoned"},
+	{"tensors.x.init", "\"zeros\"", KF_EINVAL, "tensors.x.init: 'zeros' is not an init"},
+	{"tensors.ids.init_max", NULL, KF_EINVAL,
+	 "tensors.ids.init_max: init 'index' needs init_max"},
+	{"tensors.ids.init_max", "\"M - 4\"", KF_EINVAL, "tensors.ids.init_max: 'M - 4' is 0"},
+	{"tensors.x.init_max", "3", KF_EINVAL,
+	 "tensors.x.init_max: only meaningful with init 'index'"},
+	{"tensors.ids.dtype", "\"f32\"", KF_EINVAL,
+	 "tensors.ids: init 'index' needs an integer dtype"},
+	{"tensors.N", "{\"dtype\": \"f32\", \"shape\": [1], \"role\": \"input\"}", KF_EINVAL,
+	 "tensors.N: the name is also a size variable"},
+	{"tensors.x y", "{}", KF_EINVAL, "tensors: 'x y' is not a valid name"},
+	{"tensors.z", "3", KF_EINVAL, "tensors.z: must be an object"},
+	{"scalars", "[]", KF_EINVAL, "scalars: must be an object"},
+	{"scalars.alpha.value", "\"2\"", KF_EINVAL, "scalars.alpha.value: must be a number"},
+	{"scalars.alpha.dtype", "\"i8\"", KF_EINVAL, "scalars.alpha.dtype: scalars are f32"},
+	{"scalars.alpha.dtype", NULL, KF_EINVAL, "scalars.alpha.dtype: missing"},
+	{"scalars.k.value", "2.5", KF_EINVAL, "scalars.k.value: must be an integer for dtype i32"},
+	{"scalars.k.value", "4294967296", KF_EINVAL,
+	 "scalars.k.value: 4294967296 does not fit in i32"},
+	{"scalars.k.unit", "1", KF_EINVAL, "scalars.k: unknown key 'unit'"},
+	{"scalars.x", "{\"dtype\": \"f32\", \"value\": 1}", KF_EINVAL,
+	 "scalars.x: the name is also a size or a tensor"},
+	{"scalars.q", "5", KF_EINVAL, "scalars.q: must be an object"},
+	{"launch", NULL, KF_EINVAL, "launch: must be a non-empty list"},
+	{"launch", "[]", KF_EINVAL, "launch: must be a non-empty list"},
+	{"launch.0", "3", KF_EINVAL, "launch[0]: must be an object"},
+	{"launch.0.kernel", "\"my kernel\"", KF_EINVAL, "launch[0].kernel: must be the extern"},
+	{"launch.0.grid", NULL, KF_EINVAL, "launch[0].grid: must be a list of 1 to 3"},
+	{"launch.0.grid", "[1,1,1,1]", KF_EINVAL, "launch[0].grid: must be a list of 1 to 3"},
+	{"launch.0.grid.0", "\"ceil_div(N, Z)\"", KF_EINVAL,
+	 "launch[0].grid[0]: size 'Z' is not defined by any entry of sizes"},
+	{"launch.0.grid.0", "\"N - 1000\"", KF_EINVAL,
+	 "sizes[0]: launch k.grid[0]: 'N - 1000' is 0, must be in [1,"},
+	{"launch.0.grid", "[1, 70000]", KF_EINVAL,
+	 "launch k.grid[1]: '70000' is 70000, must be in [1, 65535]"},
+	{"launch.0.block", "[2048]", KF_EINVAL,
+	 "launch k.block[0]: '2048' is 2048, must be in [1, 1024]"},
+	{"launch.0.block", "[64, 64]", KF_EINVAL, "block has 4096 threads, at most 1024"},
+	{"launch.0.shared_bytes", "\"0 - 1\"", KF_EINVAL, "k.shared_bytes: -1 bytes"},
+	{"launch.0.args", NULL, KF_EINVAL, "launch[0].args: must be a list"},
+	{"launch.0.args.0", "\"yy\"", KF_EINVAL,
+	 "launch[0].args[0]: 'yy' is not a tensor, scalar or size"},
+	{"launch.0.args.0", "\"y:i64\"", KF_EINVAL,
+	 "launch[0].args[0]: only sizes take a type suffix"},
+	{"launch.0.args.2", "\"N:u16\"", KF_EINVAL, "launch[0].args[2]: 'u16' is not a size type"},
+	{"launch.0.args.2", "\"N +\"", KF_EINVAL, "launch[0].args[2]: expression 'N +'"},
+	{"launch.0.args.2", "[1]", KF_EINVAL, "launch[0].args[2]: must name a tensor"},
+	{"launch.0.args.2", "\"N * 3000000\"", KF_EINVAL,
+	 "sizes[0]: launch k: args[2]: 'N * 3000000' is 3000000000, which does not fit in i32; "
+	 "type it 'N * 3000000:i64'"},
+	{"launch.0.stream", "1", KF_EINVAL, "launch[0]: unknown key 'stream'"},
+	{"reference", "\"torch\"", KF_EINVAL, "reference: must be"},
+	{"reference.torch", "\"x * 2\"", KF_EINVAL, "reference: give exactly one of"},
+	{"reference", "{}", KF_EINVAL, "reference: give exactly one of"},
+	{"reference", "{\"torch\": \"\"}", KF_EINVAL,
+	 "reference.torch: must be a Python expression"},
+	{"reference", "{\"torch\": \"x\", \"dtype\": 1}", KF_EINVAL,
+	 "reference: unknown key 'dtype'"},
+	{"reference.launch", NULL, KF_EINVAL, "reference.launch: must be a non-empty list"},
+	{"reference.launch.0.args.0", "\"w\"", KF_EINVAL,
+	 "reference.launch[0].args[0]: 'w' is not a tensor"},
+	{"reference.source", "7", KF_EINVAL, "reference.source: must be a string"},
+	{"reference", "{\"op\": 3}", KF_EINVAL, "reference.op: must be a string"},
+	{"reference", "{\"op\": \"scale\", \"params\": 3}", KF_EINVAL,
+	 "reference.params: must be an object"},
+	{"baseline", "[]", KF_EINVAL, "baseline: must be"},
+	{"baseline", "{\"launch\": []}", KF_EINVAL, "baseline.launch: must be a non-empty list"},
+	{"baseline",
+	 "{\"launch\": [{\"kernel\": \"b\", \"grid\": [1], \"block\": [1], \"args\": [\"q\"]}]}",
+	 KF_EINVAL, "baseline.launch[0].args[0]: 'q' is not a tensor"},
+	{"baseline", "{\"lunch\": []}", KF_EINVAL, "baseline: unknown key 'lunch'"},
+	{"tolerance", "1e-3", KF_EINVAL, "tolerance: must be"},
+	{"tolerance.atol", NULL, KF_EINVAL, "tolerance: needs both atol and rtol"},
+	{"tolerance.atol", "-1", KF_EINVAL, "tolerance: atol and rtol must be finite and >= 0"},
+	{"tolerance.rtol", "5", KF_EINVAL, "would accept almost any answer"},
+	{"tolerance.abs", "1", KF_EINVAL, "tolerance: unknown key 'abs'"},
+	{"cost", "5", KF_EINVAL, "cost: must be"},
+	{"cost.bytes", "\"8 * Q\"", KF_EINVAL, "cost.bytes: size 'Q' is not defined"},
+	{"cost.flops", "\"0 - N\"", KF_EINVAL, "sizes[0]: cost.flops is negative"},
+	{"cost.time", "1", KF_EINVAL, "cost: unknown key 'time'"},
+	{"constraints", "\"M % 2 == 0\"", KF_EINVAL, "constraints: must be a list"},
+	{"constraints.0", "\"M %% 2\"", KF_EINVAL, "constraints[0]: expression 'M %% 2'"},
+	{"constraints.0", "\"N > 1000\"", KF_EINVAL,
+	 "sizes[0]: constraint 'N > 1000' fails for N=1000"},
+	{"constraints.0", "\"K > 1\"", KF_EINVAL, "constraints[0]: size 'K' is not defined"},
+	{"op", "\"scale\"", KF_EINVAL, "op: the shorthand 'scale' was not expanded"},
+	{"op", "3", KF_EINVAL, "op: must be a string"},
 };
 
 START_TEST(parse_rejects_each_bad_field_by_name)
@@ -282,7 +280,7 @@ START_TEST(parse_rejects_each_bad_field_by_name)
 	if (strcmp(BAD[_i].path, "op") == 0 && json_is_string(json_object_get(j, "op")))
 		json_object_del(j, "tensors");
 	struct spec *s = (struct spec *)1;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int rc = spec_parse(j, NULL, NULL, &s, &err);
 	ck_assert_msg(rc == BAD[_i].code, "%s=%s: rc %d (%s), want %d", BAD[_i].path,
 		      BAD[_i].value ? BAD[_i].value : "(deleted)", rc, err.msg, BAD[_i].code);
@@ -301,7 +299,7 @@ START_TEST(device_memory_over_the_cap_is_refused_up_front)
 	spec_limits_default(&lim);
 	lim.max_device_bytes = 1ull << 30;
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(spec_parse(j, &lim, NULL, &s, &err), KF_ETOOBIG);
 	ck_assert_msg(strstr(err.msg, "sizes[0]: tensors need 3.35 GiB of device memory "
 				      "with guard bands, over the 1.00 GiB cap") != NULL,
@@ -323,7 +321,7 @@ END_TEST
 START_TEST(parse_text_reports_json_syntax_and_duplicate_keys)
 {
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	const char *bad = "{\"source\": \"x\",}";
 	ck_assert_int_eq(spec_parse_text(bad, strlen(bad), NULL, NULL, &s, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "spec: invalid JSON at line 1"));
@@ -348,10 +346,10 @@ static int scale_ref(const struct op_ref_call *c, struct kf_err *err)
 		c->out[0][i] = c->in[0][i] * c->scalars[0];
 	return 0;
 }
-static const char *const SCALE_SIZES[] = { "N", NULL };
-static const char *const SCALE_IN[] = { "x", NULL };
-static const char *const SCALE_OUT[] = { "y", NULL };
-static const char *const SCALE_SCALARS[] = { "scale", NULL };
+static const char *const SCALE_SIZES[] = {"N", NULL};
+static const char *const SCALE_IN[] = {"x", NULL};
+static const char *const SCALE_OUT[] = {"y", NULL};
+static const char *const SCALE_SCALARS[] = {"scale", NULL};
 static const struct op_template SCALE = {
 	.name = "scale",
 	.summary = "y = x * scale",
@@ -385,7 +383,7 @@ START_TEST(op_shorthand_fills_tensors_scalars_and_baseline)
 			   " \"launch\": [{\"kernel\": \"mine\", \"grid\": [\"N\"], \"block\": "
 			   "[1], \"args\": [\"y\", \"x\", \"N\", \"scale\"]}]}";
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_msg(spec_parse_text(text, strlen(text), NULL, find_scale, &s, &err) == 0, "%s",
 		      err.msg);
 	ck_assert_str_eq(s->op, "scale");
@@ -407,63 +405,63 @@ static const struct {
 	const char *text;
 	const char *msg;
 } BAD_OP[] = {
-	{ "{\"op\": \"nope\", \"dtype\": \"f32\", \"source\": \"s\"}",
-	  "op: 'nope' is not a built-in op" },
-	{ "{\"op\": 5, \"source\": \"s\"}", "op: must be the name of a built-in op" },
-	{ "{\"op\": \"scale\", \"source\": \"s\"}", "dtype: the op shorthand needs \"dtype\"" },
-	{ "{\"op\": \"scale\", \"dtype\": \"f64\", \"source\": \"s\"}",
-	  "dtype: 'f64' is not supported by op 'scale' (supported: f32, bf16)" },
-	{ "{\"op\": \"scale\", \"dtype\": \"f32\", \"source\": \"s\", \"sizes\": [{\"N\": 7}],"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}]}",
-	  "sizes[0]: constraint 'N % 2 == 0' fails for N=7" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"input\"},"
-	  " \"z\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"z\"]}], "
-	  "\"reference\": {\"op\": \"scale\"}}",
-	  "reference.op: op 'scale' needs tensor 'y', which tensors does not declare" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"output\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
-	  "\"reference\": {\"op\": \"scale\"}}",
-	  "tensors.x.role: op 'scale' has it as an input" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"M\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"M\"], \"role\": \"input\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"M\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
-	  "\"reference\": {\"op\": \"scale\"}}",
-	  "reference.op: op 'scale' needs size 'N'" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"input\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
-	  "\"reference\": {\"op\": \"scale\"}}",
-	  "reference.params: op 'scale' needs 'scale'" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"input\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
-	  " \"reference\": {\"op\": \"scale\", \"params\": {\"scale\": 2, \"bias\": 1}}}",
-	  "reference.params.bias: op 'scale' has no such parameter" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"input\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
-	  " \"reference\": {\"op\": \"scale\", \"params\": {\"scale\": \"2\"}}}",
-	  "reference.params.scale: must be a number" },
-	{ "{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
-	  "\"shape\": [\"N\"], \"role\": \"input\"},"
-	  " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
-	  " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
-	  " \"reference\": {\"op\": \"gemm\"}}",
-	  "reference.op: 'gemm' is not a built-in op" },
+	{"{\"op\": \"nope\", \"dtype\": \"f32\", \"source\": \"s\"}",
+	 "op: 'nope' is not a built-in op"},
+	{"{\"op\": 5, \"source\": \"s\"}", "op: must be the name of a built-in op"},
+	{"{\"op\": \"scale\", \"source\": \"s\"}", "dtype: the op shorthand needs \"dtype\""},
+	{"{\"op\": \"scale\", \"dtype\": \"f64\", \"source\": \"s\"}",
+	 "dtype: 'f64' is not supported by op 'scale' (supported: f32, bf16)"},
+	{"{\"op\": \"scale\", \"dtype\": \"f32\", \"source\": \"s\", \"sizes\": [{\"N\": 7}],"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}]}",
+	 "sizes[0]: constraint 'N % 2 == 0' fails for N=7"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"input\"},"
+	 " \"z\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"z\"]}], "
+	 "\"reference\": {\"op\": \"scale\"}}",
+	 "reference.op: op 'scale' needs tensor 'y', which tensors does not declare"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"output\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
+	 "\"reference\": {\"op\": \"scale\"}}",
+	 "tensors.x.role: op 'scale' has it as an input"},
+	{"{\"source\": \"s\", \"sizes\": [{\"M\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"M\"], \"role\": \"input\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"M\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
+	 "\"reference\": {\"op\": \"scale\"}}",
+	 "reference.op: op 'scale' needs size 'N'"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"input\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}], "
+	 "\"reference\": {\"op\": \"scale\"}}",
+	 "reference.params: op 'scale' needs 'scale'"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"input\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
+	 " \"reference\": {\"op\": \"scale\", \"params\": {\"scale\": 2, \"bias\": 1}}}",
+	 "reference.params.bias: op 'scale' has no such parameter"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"input\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
+	 " \"reference\": {\"op\": \"scale\", \"params\": {\"scale\": \"2\"}}}",
+	 "reference.params.scale: must be a number"},
+	{"{\"source\": \"s\", \"sizes\": [{\"N\": 8}], \"tensors\": {\"x\": {\"dtype\": \"f32\", "
+	 "\"shape\": [\"N\"], \"role\": \"input\"},"
+	 " \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	 " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"]}],"
+	 " \"reference\": {\"op\": \"gemm\"}}",
+	 "reference.op: 'gemm' is not a built-in op"},
 };
 
 START_TEST(op_shorthand_and_op_reference_reject_mismatches)
 {
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int rc = spec_parse_text(BAD_OP[_i].text, strlen(BAD_OP[_i].text), NULL, find_scale, &s,
 				 &err);
 	ck_assert_int_eq(rc, KF_EINVAL);
@@ -480,7 +478,7 @@ START_TEST(op_reference_without_find_is_kept_unchecked_for_the_harness)
 			   " \"launch\": [{\"kernel\": \"m\", \"grid\": [1], \"block\": [1], "
 			   "\"args\": [\"y\"]}], \"reference\": {\"op\": \"whatever\"}}";
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_msg(spec_parse_text(text, strlen(text), NULL, NULL, &s, &err) == 0, "%s",
 		      err.msg);
 	ck_assert_int_eq(s->ref.kind, SPEC_REF_OP);
@@ -493,7 +491,7 @@ START_TEST(odd_size_satisfies_constraints_and_is_not_listed)
 {
 	json_t *j = base_json();
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(spec_parse(j, NULL, NULL, &s, &err), 0);
 	for (uint64_t seed = 1; seed < 40; seed++) {
 		int64_t v[2];
@@ -520,7 +518,7 @@ END_TEST
 
 START_TEST(fill_is_deterministic_per_seed_and_tensor)
 {
-	struct spec_tensor t = { .name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL };
+	struct spec_tensor t = {.name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL};
 	enum { N = 20000 };
 	float *a = malloc(N * 4), *b = malloc(N * 4), *c = malloc(N * 4);
 	spec_fill(&t, 0, 42, 0, a, N);
@@ -549,7 +547,7 @@ START_TEST(fill_is_deterministic_per_seed_and_tensor)
 	}
 	/* index: integers in [0, max) */
 	int32_t *ids = (int32_t *)c;
-	struct spec_tensor ti = { .name = "i", .dtype = KF_DT_I32, .init = SPEC_INIT_INDEX };
+	struct spec_tensor ti = {.name = "i", .dtype = KF_DT_I32, .init = SPEC_INIT_INDEX};
 	spec_fill(&ti, 2, 9, 13, ids, N);
 	int seen_top = 0;
 	for (int i = 0; i < N; i++) {
@@ -559,7 +557,7 @@ START_TEST(fill_is_deterministic_per_seed_and_tensor)
 	ck_assert(seen_top);
 	/* bf16 values are rounded bf16, stored as their bits */
 	uint16_t *h = (uint16_t *)a;
-	struct spec_tensor tb = { .name = "b", .dtype = KF_DT_BF16, .init = SPEC_INIT_ARANGE };
+	struct spec_tensor tb = {.name = "b", .dtype = KF_DT_BF16, .init = SPEC_INIT_ARANGE};
 	spec_fill(&tb, 0, 1, 0, h, 300);
 	ck_assert(dtype_bf16_to_f32(h[5]) == 5.0f);
 	ck_assert(dtype_bf16_to_f32(h[130]) == 2.0f);
@@ -575,7 +573,7 @@ START_TEST(parallel_fill_of_large_tensors_matches_element_by_element)
 	 * a prefix short enough to be filled by one thread: the bytes must be
 	 * identical. */
 	enum { N = (1 << 20) + 5, P = (1 << 20) - 2 };
-	struct spec_tensor t = { .name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL };
+	struct spec_tensor t = {.name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL};
 	float *big = malloc((size_t)N * 4), *small = malloc((size_t)P * 4);
 	spec_fill(&t, 3, 77, 0, big, N);
 	spec_fill(&t, 3, 77, 0, small, P);
@@ -620,13 +618,12 @@ START_TEST(every_builtin_op_expands_and_parses_for_each_dtype)
 		json_t *dts = json_object_get(tpl, "dtypes");
 		size_t k;
 		json_t *dt;
-		json_array_foreach(dts, k, dt)
-		{
+		json_array_foreach(dts, k, dt) {
 			json_t *in = json_pack("{s:s, s:s, s:s}", "op", t->name, "dtype",
 					       json_string_value(dt), "source", "x");
 			/* The candidate launches like the baseline. */
 			json_t *x = NULL;
-			struct kf_err err = { 0 };
+			struct kf_err err = {0};
 			ck_assert_msg(spec_expand_op(in, op_find, &x, &err) == 0, "%s/%s: %s",
 				      t->name, json_string_value(dt), err.msg);
 			json_object_set(x, "launch",
@@ -760,7 +757,7 @@ START_TEST(parse_rejects_specs_over_each_cap)
 	int code = 0;
 	json_t *j = big_case(_i, &msg, &code);
 	struct spec *s = (struct spec *)1;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(spec_parse(j, NULL, NULL, &s, &err), code);
 	ck_assert_ptr_null(s);
 	ck_assert_msg(strstr(err.msg, msg) != NULL, "case %d: got '%s', want '%s'", _i, err.msg,
@@ -772,7 +769,7 @@ END_TEST
 START_TEST(parse_text_refuses_oversized_input_and_odd_size_needs_variables)
 {
 	struct spec *s = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	size_t big = SPEC_MAX_SOURCE_BYTES * 3u + 1;
 	ck_assert_int_eq(spec_parse_text("{}", big, NULL, NULL, &s, &err), KF_ETOOBIG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "spec: 3145729 bytes, at most 3145728"));

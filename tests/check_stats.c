@@ -12,9 +12,9 @@
 
 START_TEST(summary_gives_numpy_percentiles_and_moments)
 {
-	double x[] = { 5, 1, 4, 2, 3, 10, 6, 7, 9, 8 };
+	double x[] = {5, 1, 4, 2, 3, 10, 6, 7, 9, 8};
 	struct stats_summary s;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(stats_summarize(x, 10, &s, &err), 0);
 	ck_assert_uint_eq(s.n, 10);
 	ck_assert_double_eq_tol(s.median, 5.5, 1e-12);
@@ -37,12 +37,12 @@ START_TEST(summary_of_repeated_values_still_reports_spread)
 {
 	/* MAD 0 (most samples equal) falls back to the sd: never a zero error
 	 * while the samples differ. */
-	double x[] = { 2, 2, 2, 2, 2, 2, 2, 3 };
+	double x[] = {2, 2, 2, 2, 2, 2, 2, 3};
 	struct stats_summary s;
 	ck_assert_int_eq(stats_summarize(x, 8, &s, NULL), 0);
 	ck_assert(s.mad == 0);
 	ck_assert(s.se_median > 0);
-	double one[] = { 4 };
+	double one[] = {4};
 	ck_assert_int_eq(stats_summarize(one, 1, &s, NULL), 0);
 	ck_assert(s.median == 4 && s.p10 == 4 && s.sd == 0);
 }
@@ -51,14 +51,14 @@ END_TEST
 START_TEST(summary_rejects_empty_and_bad_samples)
 {
 	struct stats_summary s;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(stats_summarize(NULL, 0, &s, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "no samples"));
-	double bad[] = { 1, NAN, 2 };
+	double bad[] = {1, NAN, 2};
 	kf_err_clear(&err);
 	ck_assert_int_eq(stats_summarize(bad, 3, &s, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "sample 1"));
-	double neg[] = { 1, -2 };
+	double neg[] = {1, -2};
 	kf_err_clear(&err);
 	ck_assert_int_eq(stats_summarize(neg, 2, &s, &err), KF_EINVAL);
 }
@@ -66,7 +66,7 @@ END_TEST
 
 static struct stats_summary fake(double median, double rel_se)
 {
-	struct stats_summary s = { 0 };
+	struct stats_summary s = {0};
 	s.n = 100;
 	s.median = median;
 	s.rel_se = rel_se;
@@ -105,7 +105,7 @@ END_TEST
 START_TEST(roofline_floor_bound_and_below_floor_flag)
 {
 	struct stats_roofline rf;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	/* 4.8e9 bytes at 4800 GB/s = 1 ms floor; flops small: memory bound */
 	ck_assert_int_eq(stats_roofline(4.8e9, 1e9, 2.0, 4800, 60, &rf, &err), 0);
 	ck_assert_double_eq_tol(rf.gbs, 2400, 1e-9);
@@ -131,8 +131,8 @@ END_TEST
 
 START_TEST(compare_applies_atol_plus_rtol_bound)
 {
-	double want[] = { 1.0, 100.0, 0.0, -2.0 };
-	double got[] = { 1.0 + 1.5e-3, 100.0 + 0.11, 1e-3, -2.0 };
+	double want[] = {1.0, 100.0, 0.0, -2.0};
+	double got[] = {1.0 + 1.5e-3, 100.0 + 0.11, 1e-3, -2.0};
 	struct check_cmp c;
 	/* bound = 1e-3 + 1e-3 |want|: 2e-3, 0.101, 1e-3, 3e-3 */
 	check_compare(got, want, 4, 1e-3, 1e-3, &c);
@@ -153,15 +153,15 @@ END_TEST
 
 START_TEST(compare_fails_nan_and_inf_where_the_reference_is_finite)
 {
-	double want[] = { 1, 2, NAN, INFINITY, 5 };
-	double got[] = { NAN, INFINITY, NAN, INFINITY, 5 };
+	double want[] = {1, 2, NAN, INFINITY, 5};
+	double got[] = {NAN, INFINITY, NAN, INFINITY, 5};
 	struct check_cmp c;
 	check_compare(got, want, 5, 0.1, 0.1, &c);
 	ck_assert_uint_eq(c.nonfinite, 2);
 	ck_assert_uint_eq(c.mismatches, 2); /* NaN==NaN and Inf==Inf match */
 	ck_assert_uint_eq(c.first[0], 0);
 	ck_assert_uint_eq(c.first[1], 1);
-	double got2[] = { 1, 2, 3, -INFINITY, 5 };
+	double got2[] = {1, 2, 3, -INFINITY, 5};
 	check_compare(got2, want, 5, 0.1, 0.1, &c);
 	ck_assert_uint_eq(c.mismatches, 2); /* 3 vs NaN, -Inf vs Inf */
 	ck_assert_uint_eq(c.nonfinite, 0);
@@ -218,7 +218,7 @@ END_TEST
 
 START_TEST(flat_indexes_format_as_row_major_coordinates)
 {
-	int64_t dims[] = { 4, 3, 5 };
+	int64_t dims[] = {4, 3, 5};
 	char buf[64];
 	check_format_index(dims, 3, 0, buf, sizeof buf);
 	ck_assert_str_eq(buf, "[0, 0, 0]");

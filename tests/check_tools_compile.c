@@ -26,7 +26,8 @@ static void setup(void)
 	setenv("KFORGE_NO_GPU", "1", 1);
 	ck_assert_msg(tools_load(0, &err) == 0, "tools_load: %s", err.msg);
 	const char *kb = getenv("KFORGE_KB");
-	struct app_config cfg = {.data_dir = g_dir, .kb_path = kb && *kb ? kb : "/nonexistent/kb.db"};
+	struct app_config cfg = {.data_dir = g_dir,
+				 .kb_path = kb && *kb ? kb : "/nonexistent/kb.db"};
 	ck_assert_msg(app_open(&cfg, &g_app, &err) == 0, "app_open: %s", err.msg);
 	ck_assert_ptr_nonnull(g_app->cc);
 }
@@ -48,16 +49,18 @@ static json_t *call(json_t *args, int *is_error, int *rc, struct kf_err *err)
 	return res;
 }
 
-static const char *GOOD = "extern \"C\" __global__ void axpy(float *y, const float *x, float a, int n) {\n"
-			  "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-			  "  if (i < n) y[i] = a * x[i] + y[i];\n}\n";
+static const char *GOOD =
+	"extern \"C\" __global__ void axpy(float *y, const float *x, float a, int n) {\n"
+	"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+	"  if (i < n) y[i] = a * x[i] + y[i];\n}\n";
 
 START_TEST(compile_result_is_structured_and_recorded)
 {
 	int is_error = 1, rc;
 	struct kf_err err = {0};
-	json_t *res = call(json_pack("{s:s,s:b,s:s}", "source", GOOD, "want_ptx", 1, "flags", "-O3 -lineinfo"),
-			   &is_error, &rc, &err);
+	json_t *res = call(
+		json_pack("{s:s,s:b,s:s}", "source", GOOD, "want_ptx", 1, "flags", "-O3 -lineinfo"),
+		&is_error, &rc, &err);
 	ck_assert_msg(rc == 0, "%s", err.msg);
 	ck_assert_int_eq(is_error, 0);
 	ck_assert_str_eq(json_object_iter_key(json_object_iter(res)), "summary");
@@ -68,8 +71,11 @@ START_TEST(compile_result_is_structured_and_recorded)
 	if (g_app->kb) {
 		json_t *occ = json_object_get(k, "occupancy");
 		ck_assert_int_eq(json_array_size(occ), 4);
-		ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(occ, 0), "block_size")), 128);
-		ck_assert(json_real_value(json_object_get(json_array_get(occ, 1), "occupancy")) > 0.5);
+		ck_assert_int_eq(
+			json_integer_value(json_object_get(json_array_get(occ, 0), "block_size")),
+			128);
+		ck_assert(json_real_value(json_object_get(json_array_get(occ, 1), "occupancy")) >
+			  0.5);
 	}
 
 	/* The run is in the history with kind compile and status ok. */
@@ -92,12 +98,15 @@ START_TEST(compile_result_is_structured_and_recorded)
 	ck_assert_ptr_nonnull(rd);
 	json_t *contents = NULL;
 	ck_assert_int_eq(rd->read(g_app, uri, &contents, &err), 0);
-	ck_assert(strstr(json_string_value(json_object_get(json_array_get(contents, 0), "text")), ".entry axpy") != NULL);
+	ck_assert(strstr(json_string_value(json_object_get(json_array_get(contents, 0), "text")),
+			 ".entry axpy") != NULL);
 	json_decref(contents);
 	char bad[200];
-	snprintf(bad, sizeof bad, "kforge://artifacts/%.64s/shadow", json_string_value(json_object_get(res, "artifact_id")));
+	snprintf(bad, sizeof bad, "kforge://artifacts/%.64s/shadow",
+		 json_string_value(json_object_get(res, "artifact_id")));
 	ck_assert_int_eq(rd->read(g_app, bad, &contents, &err), KF_ENOTFOUND);
-	ck_assert_int_eq(rd->read(g_app, "kforge://artifacts/../../etc/passwd", &contents, &err), KF_ENOTFOUND);
+	ck_assert_int_eq(rd->read(g_app, "kforge://artifacts/../../etc/passwd", &contents, &err),
+			 KF_ENOTFOUND);
 	json_decref(res);
 }
 END_TEST
@@ -125,8 +134,9 @@ START_TEST(refused_flag_and_bad_arguments_name_the_problem)
 {
 	int is_error = 0, rc;
 	struct kf_err err = {0};
-	json_t *res = call(json_pack("{s:s,s:[s,s]}", "source", GOOD, "flags", "-Xcompiler", "-fopenmp"),
-			   &is_error, &rc, &err);
+	json_t *res =
+		call(json_pack("{s:s,s:[s,s]}", "source", GOOD, "flags", "-Xcompiler", "-fopenmp"),
+		     &is_error, &rc, &err);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(is_error, 1);
 	ck_assert(strstr(json_string_value(json_object_get(res, "summary")), "-Xcompiler") != NULL);

@@ -21,12 +21,12 @@ static void setup(void)
 {
 	setenv("KFORGE_NO_GPU", "1", 1);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	struct app_config cfg = { .data_dir = dir,
-				  .sandbox = APP_SANDBOX_NONE,
-				  .max_message_bytes = 8u << 20,
-				  .log_level = LOG_ERROR };
+	struct app_config cfg = {.data_dir = dir,
+				 .sandbox = APP_SANDBOX_NONE,
+				 .max_message_bytes = 8u << 20,
+				 .log_level = LOG_ERROR};
 	log_set_level(LOG_ERROR);
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	tools_init(0);
 	ck_assert_msg(app_open(&cfg, &app, &err) == 0, "%s", err.msg);
 }
@@ -50,14 +50,14 @@ static const char *SPEC =
 	"\"args\": [\"y\", \"x\", \"N\"]}],"
 	" \"reference\": {\"torch\": \"x\"}}";
 
-static const char *const TOOLS[] = { "check_kernel", "benchmark_kernel" };
+static const char *const TOOLS[] = {"check_kernel", "benchmark_kernel"};
 
 START_TEST(no_gpu_is_a_structured_error_without_numbers)
 {
 	json_t *args = json_pack("{s:o}", "spec", json_loads(SPEC, 0, NULL));
 	json_t *res = NULL;
 	int is_error = 0;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
 	ck_assert_int_eq(is_error, 1);
 	const json_t *e = json_object_get(res, "error");
@@ -85,7 +85,7 @@ START_TEST(bad_spec_names_the_field_even_without_a_gpu)
 	json_t *args = json_pack("{s:o}", "spec", spec);
 	json_t *res = NULL;
 	int is_error = 0;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
 	ck_assert_int_eq(is_error, 1);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
@@ -106,7 +106,7 @@ START_TEST(device_memory_cap_comes_from_the_operator)
 	json_t *args = json_pack("{s:o}", "spec", spec);
 	json_t *res = NULL;
 	int is_error = 0;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
 	unsetenv("KFORGE_MAX_DEVICE_BYTES");
 	ck_assert_int_eq(is_error, 1);
@@ -124,7 +124,7 @@ START_TEST(arguments_outside_the_schema_are_refused)
 {
 	json_t *res = NULL;
 	int is_error = 0;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	json_t *args = json_pack("{s:i}", "trials", 3);
 	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "spec"));

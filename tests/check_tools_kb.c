@@ -135,8 +135,10 @@ START_TEST(every_gpu_row_round_trips_through_get_gpu_specs)
 						      json_number_value(v), cell);
 				else
 					ck_assert_str_eq(json_string_value(v), cell);
-				ck_assert_uint_gt(json_array_size(json_object_get(f, "source_keys")), 0);
-				ck_assert(json_object_get(f, "source_in") || json_object_get(f, "source"));
+				ck_assert_uint_gt(
+					json_array_size(json_object_get(f, "source_keys")), 0);
+				ck_assert(json_object_get(f, "source_in") ||
+					  json_object_get(f, "source"));
 			}
 			figures++;
 		}
@@ -232,7 +234,8 @@ START_TEST(occupancy_and_features_come_derived)
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "blocks_per_sm")), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(o, "limiting")), "registers");
 	ck_assert(json_is_true(json_object_get(o, "derived")));
-	json_t *f = json_object_get(json_object_get(json_object_get(res, "gpu"), "features"), "wgmma");
+	json_t *f =
+		json_object_get(json_object_get(json_object_get(res, "gpu"), "features"), "wgmma");
 	ck_assert(json_is_true(json_object_get(f, "usable")));
 	json_decref(res);
 	res = call_ok("get_gpu_specs", "{\"gpu\": \"h100\", \"arch\": \"sm_90\"}");
@@ -246,8 +249,10 @@ START_TEST(occupancy_and_features_come_derived)
 END_TEST
 
 static const char *const HOSTILE[] = {
-	"\\\"", "NEAR(a b)", "*", "-bank", "title:bank", "(((", "bank AND", "OR NOT",
-	"'; DROP TABLE guides; --", "{title}: x", "^x", "a NEAR/1 b \\\"",
+	"\\\"",	      "NEAR(a b)",  "*",
+	"-bank",      "title:bank", "(((",
+	"bank AND",   "OR NOT",	    "'; DROP TABLE guides; --",
+	"{title}: x", "^x",	    "a NEAR/1 b \\\"",
 };
 
 START_TEST(hostile_search_through_the_tool_is_never_an_error)
@@ -275,7 +280,8 @@ START_TEST(search_and_read_guides)
 			 "kforge://guides/fx-coalesce");
 	json_decref(res);
 	res = call_ok("read_guide", "{\"id\": \"fx-coalesce\"}");
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "markdown")), "sectors"));
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(res, "markdown")), "sectors"));
 	ck_assert_uint_eq(json_array_size(json_object_get(res, "sources")), 1);
 	json_decref(res);
 	int is_error, rc;
@@ -332,8 +338,8 @@ START_TEST(resources_list_read_and_complete)
 	ck_assert_uint_eq(json_array_size(arr), 18);
 	json_decref(arr);
 	ck_assert_int_eq(p->read(g_app, "kforge://gpus/h200", &c, &err), 0);
-	json_t *doc = json_loads(json_string_value(json_object_get(json_array_get(c, 0), "text")), 0,
-				 NULL);
+	json_t *doc = json_loads(json_string_value(json_object_get(json_array_get(c, 0), "text")),
+				 0, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "id")), "h200");
 	json_decref(doc);
 	json_decref(c);
@@ -352,8 +358,8 @@ START_TEST(write_kernel_prompt_assembles_facts_and_guides)
 	struct kf_err err = {0};
 	json_t *args = json_pack("{s:s,s:s}", "op", "rmsnorm", "gpu", "h200"), *msgs = NULL;
 	ck_assert_int_eq(p->get(g_app, args, &msgs, &err), 0);
-	const char *text =
-		json_string_value(json_object_get(json_object_get(json_array_get(msgs, 0), "content"), "text"));
+	const char *text = json_string_value(
+		json_object_get(json_object_get(json_array_get(msgs, 0), "content"), "text"));
 	ck_assert_ptr_nonnull(strstr(text, "H200"));
 	ck_assert_ptr_nonnull(strstr(text, "4800"));
 	ck_assert_ptr_nonnull(strstr(text, "ridge point"));

@@ -19,9 +19,9 @@ static struct app app;
 
 static void setup(void)
 {
-	const struct tool_group *groups[] = { &TOOLS_RUNS };
+	const struct tool_group *groups[] = {&TOOLS_RUNS};
 	char path[320];
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	snprintf(dir, sizeof(dir), "/tmp/kf-runs-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -44,7 +44,7 @@ static void teardown(void)
 static json_t *call(const char *tool, const char *args_text, int *is_error)
 {
 	json_t *args = json_loads(args_text, 0, NULL), *res = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int rc;
 
 	ck_assert_msg(args != NULL, "bad test JSON: %s", args_text);
@@ -61,11 +61,10 @@ static const char *summary_of(const json_t *res)
 }
 
 /* Adds a run with result text and returns its id in id. */
-static void add(enum history_kind kind, enum history_status status,
-		const char *kernels, const char *result_text, const char *device,
-		char id[HISTORY_ID_BYTES])
+static void add(enum history_kind kind, enum history_status status, const char *kernels,
+		const char *result_text, const char *device, char id[HISTORY_ID_BYTES])
 {
-	struct history_run run = { 0 };
+	struct history_run run = {0};
 	json_t *result = result_text ? json_loads(result_text, 0, NULL) : NULL;
 
 	run.kind = kind;
@@ -97,22 +96,26 @@ START_TEST(list_runs_filters_and_pages_with_a_cursor)
 	runs = json_object_get(res, "runs");
 	ck_assert_uint_eq(json_array_size(runs), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(runs, 0), "id")), id);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(runs, 0), "kind")), "check");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(runs, 0), "kind")),
+			 "check");
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(json_array_get(runs, 0), "kernels"), 0)),
 			 "c_kernel");
 	cursor = json_string_value(json_object_get(res, "next_cursor"));
 	ck_assert_ptr_nonnull(cursor);
-	snprintf(args, sizeof(args), "{\"kind\": \"check\", \"limit\": 2, \"cursor\": \"%s\"}", cursor);
+	snprintf(args, sizeof(args), "{\"kind\": \"check\", \"limit\": 2, \"cursor\": \"%s\"}",
+		 cursor);
 	json_decref(res);
 	res = call("list_runs", args, &is_error);
 	runs = json_object_get(res, "runs");
 	ck_assert_uint_eq(json_array_size(runs), 1);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(runs, 0), "status")), "failed");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(runs, 0), "status")),
+			 "failed");
 	ck_assert_ptr_null(json_object_get(res, "next_cursor"));
 	json_decref(res);
 
-	res = call("list_runs", "{\"kernel\": \"b_k\", \"status\": \"failed\", \"since\": \"1h\"}", &is_error);
+	res = call("list_runs", "{\"kernel\": \"b_k\", \"status\": \"failed\", \"since\": \"1h\"}",
+		   &is_error);
 	ck_assert_uint_eq(json_array_size(json_object_get(res, "runs")), 1);
 	json_decref(res);
 	res = call("list_runs", "{\"since\": \"2999-01-01\"}", &is_error);
@@ -125,7 +128,7 @@ END_TEST
 START_TEST(list_runs_rejects_a_bad_since_and_bad_kind)
 {
 	json_t *args, *res = NULL;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 	int is_error;
 
 	res = call("list_runs", "{\"since\": \"yesterday\"}", &is_error);
@@ -137,8 +140,7 @@ START_TEST(list_runs_rejects_a_bad_since_and_bad_kind)
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "cursor"));
 	json_decref(res);
 	args = json_pack("{s:s}", "kind", "benchmark");
-	ck_assert_int_eq(mcp_tool_call(&app, "list_runs", args, &res, &is_error, &err),
-			 KF_EINVAL);
+	ck_assert_int_eq(mcp_tool_call(&app, "list_runs", args, &res, &is_error, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "kind"));
 	json_decref(args);
 }
@@ -156,9 +158,7 @@ START_TEST(get_run_links_a_big_source_and_the_resource_serves_it)
 	json_object_set_new(args, "source", json_string(source));
 	json_object_set_new(args, "arch", json_string("sm_90"));
 	res = json_pack("{s:s, s:b}", "summary", "compiled", "ok", 1);
-	ck_assert_int_eq(runs_record(&app, HISTORY_COMPILE, args, res, 0, NULL, -1,
-				     12, id),
-			 0);
+	ck_assert_int_eq(runs_record(&app, HISTORY_COMPILE, args, res, 0, NULL, -1, 12, id), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(res, "run_id")), id);
 	json_decref(res);
 
@@ -171,16 +171,17 @@ START_TEST(get_run_links_a_big_source_and_the_resource_serves_it)
 	spec = json_object_get(run, "spec");
 	ck_assert_str_eq(json_string_value(json_object_get(spec, "arch")), "sm_90");
 	snprintf(uri, sizeof(uri), "kforge://runs/%s/source", id);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(spec, "source"),
-							   "resource")),
-			 uri);
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(spec, "source"), "resource")),
+		uri);
 	json_decref(res);
 
 	ck_assert_int_eq(TOOLS_RUNS.resources[0].read(&app, uri, &contents, NULL), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(contents, 0), "text")),
 			 source);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(contents, 0), "mimeType")),
-			 "text/x-cuda");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_array_get(contents, 0), "mimeType")),
+		"text/x-cuda");
 	json_decref(contents);
 	json_decref(args);
 	free(source);
@@ -204,7 +205,7 @@ START_TEST(run_resources_list_read_and_refuse_unknown_parts)
 {
 	char id[HISTORY_ID_BYTES], uri[96];
 	json_t *arr = json_array(), *contents = NULL, *doc;
-	struct kf_err err = { 0 };
+	struct kf_err err = {0};
 
 	add(HISTORY_BENCH, HISTORY_OK, "k", "{\"summary\": \"s\", \"x\": 1}", NULL, id);
 	ck_assert_int_eq(TOOLS_RUNS.resources[1].list(&app, arr, NULL), 0);
@@ -212,8 +213,10 @@ START_TEST(run_resources_list_read_and_refuse_unknown_parts)
 	snprintf(uri, sizeof(uri), "kforge://runs/%s", id);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(arr, 0), "uri")), uri);
 	ck_assert_int_eq(TOOLS_RUNS.resources[1].read(&app, uri, &contents, NULL), 0);
-	doc = json_loads(json_string_value(json_object_get(json_array_get(contents, 0), "text")), 0, NULL);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "result"), "x")), 1);
+	doc = json_loads(json_string_value(json_object_get(json_array_get(contents, 0), "text")), 0,
+			 NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "result"), "x")),
+			 1);
 	json_decref(doc);
 	json_decref(contents);
 	snprintf(uri, sizeof(uri), "kforge://runs/%s/binary", id);
@@ -260,8 +263,9 @@ START_TEST(compare_benchmarks_gives_speedup_with_interval)
 	json_decref(res);
 
 	res = compare(a, c, &is_error);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "benchmark"), "verdict")),
-			 "no measurable difference");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(res, "benchmark"), "verdict")),
+		"no measurable difference");
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "no measurable difference"));
 	json_decref(res);
 
@@ -275,7 +279,8 @@ START_TEST(compare_benchmarks_gives_speedup_with_interval)
 	ck_assert_str_eq(json_string_value(json_object_get(bench, "verdict")), "b is slower");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(bench, "b"), "ci_from")),
 			 "ci_lo_ms/ci_hi_ms");
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(bench, "b"), "count")), 50);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(bench, "b"), "count")),
+			 50);
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "b is 2x slower than a"));
 	json_decref(res);
 }
@@ -302,8 +307,11 @@ START_TEST(compare_benchmarks_matches_every_size_both_measured)
 	ck_assert_int_eq(is_error, 0);
 	per = json_object_get(json_object_get(res, "benchmark"), "per_size");
 	ck_assert_uint_eq(json_array_size(per), 2); /* N=99 only in a */
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_array_get(per, 0), "sizes"), "N")), 1024);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(per, 0), "verdict")), "b is faster");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(json_array_get(per, 0), "sizes"), "N")),
+			 1024);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(per, 0), "verdict")),
+			 "b is faster");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(per, 1), "verdict")),
 			 "no measurable difference");
 	json_decref(res);
@@ -330,12 +338,13 @@ START_TEST(compare_benchmarks_falls_back_to_cv_or_says_unknown)
 			 "no measurable difference");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(bench, "a"), "ci_from")),
 			 "cv and count (approximate)");
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "note")),
-				     "different GPUs"));
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(res, "note")), "different GPUs"));
 	json_decref(res);
 	res = compare(a, c, &is_error);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "benchmark"), "verdict")),
-			 "uncertainty unknown");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(res, "benchmark"), "verdict")),
+		"uncertainty unknown");
 	json_decref(res);
 }
 END_TEST
@@ -376,8 +385,11 @@ START_TEST(compare_compiles_lists_resource_changes_per_kernel)
 	ks = json_object_get(res, "kernels");
 	ck_assert_uint_eq(json_array_size(ks), 3);
 	changes = json_object_get(json_array_get(ks, 0), "changes");
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(changes, "registers"), "b")), 40);
-	ck_assert(json_real_value(json_object_get(json_object_get(changes, "spill_stores"), "delta")) == 8);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(json_object_get(changes, "registers"), "b")),
+		40);
+	ck_assert(json_real_value(
+			  json_object_get(json_object_get(changes, "spill_stores"), "delta")) == 8);
 	ck_assert_ptr_null(json_object_get(changes, "shared_bytes"));
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ks, 1), "only_in")), "a");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ks, 2), "only_in")), "b");
@@ -465,8 +477,8 @@ END_TEST
 
 START_TEST(record_maps_status_hashes_source_and_names_kernels)
 {
-	json_t *args = json_pack("{s:s, s:[{s:s}, {s:s}]}", "source", "abc", "launch",
-				 "kernel", "pass1", "kernel", "pass2");
+	json_t *args = json_pack("{s:s, s:[{s:s}, {s:s}]}", "source", "abc", "launch", "kernel",
+				 "pass1", "kernel", "pass2");
 	json_t *res = json_pack("{s:s, s:b}", "summary", "wrong answer", "passed", 0);
 	struct history_run got;
 	char id[HISTORY_ID_BYTES];
@@ -483,23 +495,24 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 	/* no_gpu is an error even though the result says passed: false */
 	json_decref(res);
 	res = json_pack("{s:s, s:b}", "summary", "no usable GPU", "passed", 0);
-	ck_assert_int_eq(runs_record(&app, HISTORY_CHECK, args, res, KF_ENOGPU,
-				     "no usable GPU", -1, 0, id),
-			 0);
+	ck_assert_int_eq(
+		runs_record(&app, HISTORY_CHECK, args, res, KF_ENOGPU, "no usable GPU", -1, 0, id),
+		0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_ERROR);
 	history_run_fini(&got);
 
 	/* no result: an error run with the handler's message */
 	ck_assert_int_eq(runs_record(&app, HISTORY_BENCH, args, NULL, KF_ENOGPU,
-				     "libcuda.so.1 not found: no NVIDIA driver on this host",
-				     -1, 0, id),
+				     "libcuda.so.1 not found: no NVIDIA driver on this host", -1, 0,
+				     id),
 			 0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_ERROR);
 	ck_assert_str_eq(got.summary, "libcuda.so.1 not found: no NVIDIA driver on this host");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got.result, "error"), "code")),
-			 "no_gpu");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(got.result, "error"), "code")),
+		"no_gpu");
 	history_run_fini(&got);
 
 	/* an overlong summary is cut at a character boundary, not lost */

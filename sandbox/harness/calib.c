@@ -78,8 +78,8 @@ enum { CUDA_R_32F_ = 0, CUDA_R_16BF_ = 14, CUBLAS_COMPUTE_32F_ = 68, CUBLAS_GEMM
 
 static void *open_cublas(const char *cuda_home, char *which, size_t cap)
 {
-	static const char *const NAMES[] = { "libcublas.so.13", "libcublas.so.12", "libcublas.so",
-					     NULL };
+	static const char *const NAMES[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+					    NULL};
 	for (const char *const *n = NAMES; *n; n++) {
 		void *d = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
 		if (!d && cuda_home) {

@@ -21,11 +21,11 @@
 /* Poison patterns per dtype: A and B, both NaN for floats. Only an element
  * the kernel never wrote holds A after the first run and B after the
  * second. */
-static const uint32_t POISON32[2] = { 0x7fa5a5a5u, 0xffb4b4b4u };
-static const uint16_t POISON16F[2] = { 0x7e5au, 0xfe6bu };	  /* f16 NaNs */
-static const uint16_t POISON16B[2] = { 0x7fa5u, 0xffb6u };	  /* bf16 NaNs */
-static const uint32_t POISON64[2] = { 0x7ff87ff8u, 0xfff9fff9u }; /* f64 NaN halves */
-static const uint8_t POISON8[2] = { 0xa5u, 0x5au };		  /* integers */
+static const uint32_t POISON32[2] = {0x7fa5a5a5u, 0xffb4b4b4u};
+static const uint16_t POISON16F[2] = {0x7e5au, 0xfe6bu};	/* f16 NaNs */
+static const uint16_t POISON16B[2] = {0x7fa5u, 0xffb6u};	/* bf16 NaNs */
+static const uint32_t POISON64[2] = {0x7ff87ff8u, 0xfff9fff9u}; /* f64 NaN halves */
+static const uint8_t POISON8[2] = {0xa5u, 0x5au};		/* integers */
 #define CANARY_BYTE(i) ((uint8_t)(0xcbu ^ (uint8_t)((i)*37u)))
 
 double h_now_ms(void)
@@ -130,7 +130,7 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 	for (size_t i = 0; i < p->launch_len; i++) {
 		const struct spec_launch *l = &p->launch[i];
 		uint32_t g[3], b[3], sb;
-		struct kf_err err = { 0 };
+		struct kf_err err = {0};
 		if (spec_launch_dims(h->s, l, h->vals, "launch", g, b, &sb, &err)) {
 			json_object_set_new(h->report, "error", json_string(err.msg));
 			return KF_EINVAL;
@@ -480,7 +480,7 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 {
 	struct hprog p;
 	struct hbuf bufs[SPEC_MAX_TENSORS];
-	void *first_out[SPEC_MAX_TENSORS] = { 0 };
+	void *first_out[SPEC_MAX_TENSORS] = {0};
 	int rc = h_prog_load(h, &p, cubin, launch, launch_len);
 	if (rc)
 		return rc;
@@ -519,7 +519,7 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 	    (rc = h_check_inputs(h, bufs, inputs)) < 0)
 		goto out;
 	rc = 0;
-	void *second[SPEC_MAX_TENSORS] = { 0 };
+	void *second[SPEC_MAX_TENSORS] = {0};
 	if (runs > 1) {
 		/* More launches on the same input: state kept across launches
 		 * (a __device__ counter, a cached result) shows up in run 2. */
@@ -650,7 +650,7 @@ int h_mode_check(struct harness *h)
 		json_t *line = json_pack("{s:I, s:[]}", "row", (json_int_t)r, "trials");
 		json_t *trials = json_object_get(line, "trials");
 		int rc = 0;
-		struct kf_err err = { 0 };
+		struct kf_err err = {0};
 		if (!json_is_array(sz) || json_array_size(sz) != h->s->vars_len ||
 		    !json_is_array(seeds) || !prefix) {
 			json_object_set_new(h->report, "error",
@@ -837,7 +837,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Kernel printf and anything else on stdout stays away from the report. */
-	struct harness h = { .report_fd = fd };
+	struct harness h = {.report_fd = fd};
 	h.report = json_object();
 	int rc = 0;
 	if (chdir(dir)) {
@@ -864,7 +864,7 @@ int main(int argc, char **argv)
 			rc = KF_EINVAL;
 			goto out;
 		}
-		struct kf_err err = { 0 };
+		struct kf_err err = {0};
 		struct spec_limits lim;
 		spec_limits_default(&lim);
 		lim.max_device_bytes = UINT64_MAX; /* the daemon applied its cap */

@@ -88,7 +88,7 @@ int h_mode_bench(struct harness *h)
 	int nprog = base ? 2 : 1;
 	struct hprog prog[2];
 	struct hbuf bufs[2][SPEC_MAX_TENSORS];
-	struct series ser[2] = { { 0 } };
+	struct series ser[2] = {{0}};
 	CUdeviceptr flushbuf = 0;
 	size_t flush_bytes = 0;
 	CUevent ev[2][BATCH][2];
@@ -199,7 +199,7 @@ int h_mode_bench(struct harness *h)
 		else if (ser[0].len >= max_reps)
 			stop_reason = 3;
 	}
-	static const char *const WHY[] = { "", "target", "budget", "max_reps" };
+	static const char *const WHY[] = {"", "target", "budget", "max_reps"};
 	json_object_set_new(h->report, "stop", json_string(WHY[stop_reason]));
 	json_object_set_new(h->report, "timing_ms", json_real(h_now_ms() - start));
 	json_object_set_new(h->report, "candidate_ms", series_json(&ser[0]));

@@ -45,7 +45,8 @@ static int emit(nvrtcProgram p, size_fn sz, get_fn get, const char *path)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: kforge-nvrtc LIBNVRTC SRC OUT.cubin OUT.ptx [options...]\n");
+		fprintf(stderr,
+			"usage: kforge-nvrtc LIBNVRTC SRC OUT.cubin OUT.ptx [options...]\n");
 		return 2;
 	}
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
