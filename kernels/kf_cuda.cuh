@@ -230,21 +230,35 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 	return s;
 }
 
+/* Bench-only alternatives (KF_AB, a build flag: bench.py times a library
+ * built with KF_AB=1 next to the default one); the library uses 0. */
+#ifndef KF_AB
+#define KF_AB 0
+#endif
+
 /* The row-op block shape, shared by every launch helper and every op
  * template's baseline launch so both run the same configuration. On large
  * inputs tx threads per row hold 32 elements each (4 vectors of bf16/f16,
  * 8 of f32: the whole row in registers, one pass over memory), rounded to
  * a warp, and small rows are packed ty to a block (about 256 threads).
- * Few rows cannot fill the GPU, so there each row gets 2x (T <= 1024) or
- * 4x (T <= 512) the threads and one row per block: less serial work per
- * thread, a shorter latency chain.
- *   f  = 1 + (T <= 1024) + 2 * (T <= 512)
- *   tx = min(1024, max(32, ceil_div(D, 1024) * 32 * f))
+ * Few rows cannot fill the GPU, so there each row gets 4x or 2x the
+ * threads (less serial work per thread, a shorter latency chain) as long
+ * as all rows still fit in one wave: T * tx <= 135168 threads, an H200's
+ * 132 SMs x 1024 threads at 64 registers (run 3 gave 4x to every T <= 512,
+ * and 1x512x4096 ran in two waves, 8.1 us against run 1's 7.3).
+ *   b  = ceil_div(D, 1024) * 32
+ *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
+ *   tx = min(1024, max(32, b * f))
  *   ty = max(1, (256 / tx) * (T > 1024)) */
 static inline void row_block(int64_t T, int64_t D, int *tx, int *ty)
 {
-	const int64_t f = 1 + (T <= 1024) + 2 * (T <= 512);
-	int64_t x = (D + 1023) / 1024 * 32 * f;
+	const int64_t b = (D + 1023) / 1024 * 32;
+#if KF_AB
+	const int64_t f = 1;
+#else
+	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
+#endif
+	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
 	const int y = (256 / (int)x) * (T > 1024);

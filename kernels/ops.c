@@ -36,7 +36,10 @@
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
 /* Row ops: kf::row_block in kernels/kf_cuda.cuh. */
-#define ROW_TX "min(1024, max(32, ceil_div(D, 1024) * 32 * (1 + (T <= 1024) + 2 * (T <= 512))))"
+#define ROW_B  "ceil_div(D, 1024) * 32"
+#define ROW_TX                                                                           \
+	"min(1024, max(32, " ROW_B " * (1 + (T * " ROW_B " <= 67584) + 2 * (T * " ROW_B \
+	" <= 33792))))"
 #define ROW_TY "max(1, (256 / " ROW_TX ") * (T > 1024))"
 #define ROW_GRID \
 	"\"grid\": [\"ceil_div(T, " ROW_TY ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY "\"]"

@@ -10,9 +10,11 @@
  * ceil_div(T, ty).
  * Cost, e = sizeof(type): bytes = 2*T*D * e,  flops = 5*T*D (max, sub,
  * exp, add, scale; exp counted as one).
- * Technique: the row held in registers (one HBM pass): max reduction, sum
- * reduction (warp shuffles + one shared-memory step each), then the
- * scaled exponentials stored (kept in registers: one exp an element). Rows
+ * Technique: the row held in registers (one HBM pass); each thread
+ * exponentiates against its own maximum (the exps kept in registers: one
+ * exp an element), then ONE reduction of (max, sum) pairs across the row
+ * (warp shuffles + one shared-memory step; s_a 2^(m_a - m) + s_b 2^(m_b - m)),
+ * and each thread rescales its exps by 2^(own max - row max) / sum. Rows
  * wider than the register cache use an online (running max, rescaled sum)
  * first pass and a second pass through L2. */
 #include "kernels/kf_cuda.cuh"
@@ -24,6 +26,45 @@ namespace kf_sm
 using namespace kf;
 
 #define KF_LOG2E 1.4426950408889634f
+
+/* Folds the partial softmax sum (mb, sb) into (m, s): maxima in log2
+ * units, s = sum of 2^(x - m); a part whose max is -inf holds no finite
+ * element and adds nothing. */
+__device__ __forceinline__ void ms_fold(float &m, float &s, float mb, float sb)
+{
+	const float mn = fmaxf(m, mb);
+	const float fa = m == -INFINITY ? 0.f : exp2f(m - mn);
+	const float fb = mb == -INFINITY ? 0.f : exp2f(mb - mn);
+	s = s * fa + sb * fb;
+	m = mn;
+}
+
+/* row_reduce (kf_cuda.cuh) for (max, sum) pairs: every thread of the block
+ * calls it and gets its row's pair. red: __shared__ float[64]. */
+__device__ __forceinline__ void row_reduce_ms(float &m, float &s, float *red)
+{
+	const int tx = blockDim.x, width = tx < 32 ? tx : 32;
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		if (o < width)
+			ms_fold(m, s, __shfl_xor_sync(0xffffffffu, m, o),
+				__shfl_xor_sync(0xffffffffu, s, o));
+	if (tx <= 32)
+		return;
+	const int warps = tx >> 5;
+	const int tid = threadIdx.y * tx + threadIdx.x;
+	if ((tid & 31) == 0) {
+		red[tid >> 5] = m;
+		red[32 + (tid >> 5)] = s;
+	}
+	__syncthreads();
+	const int w0 = threadIdx.y * warps;
+	m = red[w0];
+	s = red[32 + w0];
+	for (int k = 1; k < warps; k++)
+		ms_fold(m, s, red[w0 + k], red[32 + w0 + k]);
+	__syncthreads(); /* red may be reused */
+}
 
 template <typename T> struct row_op {
 	T *y;
@@ -78,11 +119,16 @@ template <typename T> struct row_op {
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
 					m = fmaxf(m, cmax<W>(c[k]));
-			const float ml = row_reduce<true>(m, red) * KF_LOG2E;
 			if constexpr (NV * W <= 32) {
-				/* Keep the exponentials (32 floats at most): one exp per
-				 * element instead of two, which matters because the
-				 * special-function unit runs at 1/4 of the FMA rate. */
+				/* One reduction round instead of two: each thread
+				 * exponentiates against its own max (kept in
+				 * registers, one exp an element: the special-function
+				 * unit runs at 1/4 of the FMA rate), then the (max,
+				 * sum) pairs combine across the row, and each thread
+				 * rescales by 2^(own max - row max) / row sum. Half
+				 * the barriers, the same one pass over memory. */
+				const float mt = m * KF_LOG2E; /* -inf: no finite element */
+				const float sh = mt == -INFINITY ? 0.f : mt;
 				float e[NV][W];
 #pragma unroll
 				for (int k = 0; k < NV; k++)
@@ -90,12 +136,14 @@ template <typename T> struct row_op {
 						unpack<T, W>(c[k], e[k]);
 #pragma unroll
 						for (int j = 0; j < W; j++) {
-							e[k][j] =
-								exp2f(fmaf(e[k][j], KF_LOG2E, -ml));
+							e[k][j] = exp2f(fmaf(e[k][j], KF_LOG2E, -sh));
 							s += e[k][j];
 						}
 					}
-				const float inv = 1.f / row_reduce<false>(s, red);
+				float M = mt, S = s;
+				row_reduce_ms(M, S, red);
+				/* all -inf: S = 0, 0/0 = NaN (as PyTorch) */
+				const float inv = (mt == -INFINITY ? 0.f : exp2f(mt - M)) / S;
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n) {
@@ -105,6 +153,7 @@ template <typename T> struct row_op {
 						st_stream<T, W>(y, t + k * tx, pack<T, W>(e[k]));
 					}
 			} else {
+				const float ml = row_reduce<true>(m, red) * KF_LOG2E;
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
@@ -128,10 +177,9 @@ template <typename T> struct row_op {
 				if (m != -INFINITY) /* else every element so far is -inf */
 					s += cexp<W>(c, m * KF_LOG2E);
 			}
-			const float mrow = row_reduce<true>(m, red);
-			s = (m == -INFINITY) ? 0.f : s * exp2f((m - mrow) * KF_LOG2E);
-			const float ml = mrow * KF_LOG2E;
-			const float inv = 1.f / row_reduce<false>(s, red);
+			float ml = m * KF_LOG2E; /* s is relative to it */
+			row_reduce_ms(ml, s, red);
+			const float inv = 1.f / s;
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, ld_plain<T, W>(x, i), ml, inv);
 		}
@@ -140,7 +188,7 @@ template <typename T> struct row_op {
 
 template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 {
-	__shared__ float red[32];
+	__shared__ float red[64];
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
@@ -163,7 +211,7 @@ KF_SM_KERNELS(f16, __half)
 KF_SM_KERNELS(bf16, __nv_bfloat16)
 
 /* Block (tx, ty) from kf::row_block (row in registers, 32 elements a
- * thread), grid ceil_div(T, ty), 128 bytes of static shared memory. */
+ * thread), grid ceil_div(T, ty), 256 bytes of static shared memory. */
 extern "C" cudaError_t softmax_launch(enum kf_dtype dt, void *y, const void *x, int64_t T,
 				      int64_t D, cudaStream_t s)
 {

@@ -220,6 +220,33 @@ static void test_layernorm(int64_t T, int64_t D)
 		}
 }
 
+/* Masked softmax (attention's -inf): row t keeps elements i <= t * D / T
+ * and i % 5 != 4 (element 0 always), so whole threads' parts of a row are
+ * -inf and must contribute exactly 0. */
+static void test_softmax_masked(int64_t T, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS) {
+		struct kf_err err = { 0, "" };
+		char what[96];
+		tens x(dt, T * D, true, 3.0), y(dt, T * D, false);
+		std::vector<unsigned char> raw(T * D * dtype_bytes(dt) + 1);
+		for (int64_t t = 0; t < T; t++)
+			for (int64_t i = 0; i < D; i++) {
+				const int64_t k = t * D + i;
+				if (i > 0 && (i > t * D / T || i % 5 == 4))
+					x.h[k] = -INFINITY;
+				dtype_store(dt, raw.data(), k, x.h[k]);
+			}
+		cudaMemcpy(x.d, raw.data(), T * D * dtype_bytes(dt), cudaMemcpyHostToDevice);
+		std::vector<double> want(T * D);
+		must(softmax_ref(want.data(), x.h.data(), T, D, &err), &err);
+		snprintf(what, sizeof what, "softmax masked T=%lld D=%lld", (long long)T,
+			 (long long)D);
+		compare(what, "y", dt, softmax_launch(dt, y.d, x.d, T, D, 0), y, want,
+			tol_softmax(dt));
+	}
+}
+
 static void test_softmax(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
@@ -427,12 +454,13 @@ int main(int argc, char **argv)
 	test_rejects();
 	/* (T, D): one element, odd widths, a single row, exactly the vector
 	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
-	 * more rows than one grid dimension holds, and 512 < T <= 1024, where
-	 * kf::row_block doubles the threads per row. */
+	 * more rows than one grid dimension holds, and few rows where
+	 * kf::row_block gives each row 2x (1000 x 2048) or 4x (7 x 8, ...) the
+	 * threads. */
 	const int64_t rows[][2] = { { 1, 1 },	  { 1, 7 },	 { 3, 33 },	 { 5, 1000 },
 				    { 2, 4097 },  { 4, 4096 },	 { 7, 8 },	 { 1, 16384 },
 				    { 2, 20000 }, { 1, 40000 },	 { 2, 65536 },	 { 1, 131072 },
-				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 }, { 1000, 3000 } };
+				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 }, { 1000, 3000 }, { 1000, 2048 } };
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -440,6 +468,9 @@ int main(int argc, char **argv)
 		test_layernorm(r[0], r[1]);
 		test_softmax(r[0], r[1]);
 	}
+	const int64_t masked[][2] = { { 8, 4096 }, { 3000, 2048 }, { 3, 20001 }, { 2, 70001 } };
+	for (auto &r : masked)
+		test_softmax_masked(r[0], r[1]);
 	const int64_t acts[][2] = { { 1, 1 },	   { 3, 7 },	  { 5, 1000 },
 				    { 4, 4096 },   { 1, 16384 },  { 2, 20001 },
 				    { 70000, 64 }, { 300000, 8 }, { 9, 3000 } };
