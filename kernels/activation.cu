@@ -37,20 +37,6 @@ using namespace kf;
 
 enum act { SILU = 0, GELU = 1, GELU_TANH = 2 };
 
-/* One MUFU instruction each: rcp.approx (1 ulp), ex2.approx (2 ulp). */
-__device__ __forceinline__ float rcp_approx(float v)
-{
-	float r;
-	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-	return r;
-}
-__device__ __forceinline__ float ex2_approx(float v)
-{
-	float r;
-	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-	return r;
-}
-
 /* FAST (f16/bf16 outputs): the formulas of kernels/ref/gelu_fast.h, whose
  * error bounds (|gelu_fast - gelu| <= |x| 4e-6 for erf; ~3e-5 relative for
  * tanh) are far below a 16-bit output's rounding and are checked for every

@@ -184,6 +184,21 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const f
 	return c;
 }
 
+/* One MUFU instruction each, results below 2^-126 flushed to zero:
+ * rcp.approx (1 ulp), ex2.approx (2 ulp). */
+__device__ __forceinline__ float rcp_approx(float v)
+{
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+	return r;
+}
+__device__ __forceinline__ float ex2_approx(float v)
+{
+	float r;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+	return r;
+}
+
 __device__ __forceinline__ bool aligned16(const void *p)
 {
 	return ((uintptr_t)p & 15u) == 0;
@@ -223,9 +238,19 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 		red[tid >> 5] = v;
 	__syncthreads();
 	const float *r = red + threadIdx.y * warps;
-	float s = r[0];
-	for (int k = 1; k < warps; k++)
-		s = MAX ? fmaxf(s, r[k]) : s + r[k];
+	float s;
+	if (warps <= 4) {
+		s = r[0];
+		for (int k = 1; k < warps; k++)
+			s = MAX ? fmaxf(s, r[k]) : s + r[k];
+	} else {
+		/* 5 shuffle steps instead of a chain of `warps` dependent
+		 * shared-memory reads, for the few-rows shapes' wide rows
+		 * (8-32 warps), where this chain is the kernel's latency */
+		const int lane = threadIdx.x & 31;
+		const float v = lane < warps ? r[lane] : (MAX ? -INFINITY : 0.f);
+		s = MAX ? group_max(v, 32) : group_sum(v, 32);
+	}
 	__syncthreads(); /* red is reused by the next reduction */
 	return s;
 }

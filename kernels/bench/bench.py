@@ -25,7 +25,9 @@ BENCH_MD (also write the table as Markdown there, for kernels/README.md),
 BENCH_BUDGET_S (after this many seconds torch.compile is skipped so the
 table still prints; default 200), BENCH_JSON (write all rows there),
 BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
-libkfk_tune.so)."""
+libkfk_tune.so), BENCH_AB_LIBS="name=path ..." (first: the target cases
+timed with several builds of the library, interleaved, each output checked;
+BENCH_AB_ITERS repetitions, default 50)."""
 import ctypes
 import json
 import math
@@ -79,6 +81,22 @@ def load_lib(path):
 
 kf = load_lib(LIB)
 KF_ONLY = False  # A/B mode: time kforge alone, record nothing
+AB_LIBS = []  # library A/B mode: [(name, lib)], run_case times each
+AB_ITERS = int(os.environ.get("BENCH_AB_ITERS", "50"))
+
+
+def with_lib(lib, f):
+    """f with the module's kf switched to lib while it runs (the case
+    closures look kf up at call time)."""
+    def g():
+        global kf
+        old = kf
+        kf = lib
+        try:
+            return f()
+        finally:
+            kf = old
+    return g
 
 
 def stream():
@@ -140,6 +158,22 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
     if KF_ONLY:
         kf_fn()
         return time_all([kf_fn])[0]
+    if AB_LIBS:
+        # every library's output checked against eager, then all timed
+        # interleaved (the same flush, the same clocks)
+        ref = eager_fn()
+        fns = [with_lib(l, kf_fn) for _, l in AB_LIBS]
+        bad = []
+        for (name, _), f in zip(AB_LIBS, fns):
+            out = f()
+            torch.cuda.synchronize()
+            a = out if isinstance(out, (tuple, list)) else (out,)
+            b = ref if isinstance(ref, (tuple, list)) else (ref,)
+            at, rt = tol or {torch.float32: (1e-4, 1e-4), torch.float16: (4e-3, 4e-3),
+                             torch.bfloat16: (2e-2, 2e-2)}[dt]
+            if not all(torch.allclose(u.float(), v.float(), atol=at, rtol=rt) for u, v in zip(a, b)):
+                bad.append(name)
+        return time_all(fns, iters=AB_ITERS), bad
     out_kf = kf_fn()
     torch.cuda.synchronize()
     out_ref = eager_fn()
@@ -520,6 +554,46 @@ def hint_ab():
     return best
 
 
+def lib_ab():
+    """BENCH_AB_LIBS="name=path name=path ...": the target cases with every
+    library, interleaved, kforge only (the first library is the one the
+    table uses). Prints one line per case and returns the rows."""
+    global AB_LIBS
+    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
+    libs = [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
+    if len(libs) < 2:
+        return []
+    bf, big = torch.bfloat16, (16384, 4096)
+    cases = [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
+             for sh in ((1, 128, 4096), (1, 512, 4096), (1, 1024, 4096), (1, 1024, 2048),
+                        (2, 1024, 2048), (1, 8192, 2048))]
+    cases += [("rmsnorm 16384x4096 bf16", lambda: case_rmsnorm(big, bf)),
+              ("rmsnorm 16384x4096 f32", lambda: case_rmsnorm(big, torch.float32)),
+              ("add_rmsnorm 16384x4096 bf16", lambda: case_add_rmsnorm(big, bf)),
+              ("layernorm 16384x4096 bf16", lambda: case_layernorm(big, bf)),
+              ("softmax 16384x4096 bf16", lambda: case_softmax(big, bf)),
+              ("softmax 16384x4096 f32", lambda: case_softmax(big, torch.float32))]
+    cases += [(f"{a} 16384x4096 bf16", lambda a=a: case_act(a, big, bf)) for a in ACTS]
+    cases += [("gelu 16384x4096 f16", lambda: case_act("gelu", big, torch.float16)),
+              ("adaln_modulate 4x4096x4096 bf16", lambda: case_adaln(4, 4096, 4096, bf))]
+    AB_LIBS = libs
+    rows = []
+    print(f"# library A/B (us, median of {AB_ITERS}, interleaved; kforge only): "
+          + " | ".join(n for n, _ in libs), flush=True)
+    for name, c in cases:
+        try:
+            ts, bad = c()
+        except Exception as e:
+            print(f"# A/B {name} failed: {type(e).__name__}: {e}", flush=True)
+            continue
+        rows.append(dict(case=name, us={n: t for (n, _), t in zip(libs, ts)}, mismatch=bad))
+        print(f"# A/B {name:<34}" + " ".join(f"{n}={t:7.2f}" for (n, _), t in zip(libs, ts))
+              + (f"  MISMATCH {' '.join(bad)}" if bad else ""), flush=True)
+        torch.cuda.empty_cache()
+    AB_LIBS = []
+    return rows
+
+
 def driver_version():
     try:
         import subprocess
@@ -561,6 +635,11 @@ def main():
     print(f"# times in us (median of {ITERS}, L2 flushed); GB/s and %copy are kforge's; "
           f"x = speedup of kforge over that column", flush=True)
     best = hint_ab()
+    try:
+        ab = lib_ab()
+    except Exception as e:  # the table matters more
+        print(f"# library A/B failed: {type(e).__name__}: {e}", flush=True)
+        ab = []
     kf = load_lib(best or LIB)
     print_header()
     bf = torch.bfloat16
@@ -598,9 +677,18 @@ def main():
                 print(f"# tune failed: {type(e).__name__}: {e}", flush=True)
     if os.environ.get("BENCH_MD"):
         write_markdown(os.environ["BENCH_MD"], p.name, drv)
+        if ab:
+            names = list(ab[0]["us"])
+            with open(os.environ["BENCH_MD"], "a") as f:
+                f.write(f"\nLibrary A/B, kforge only, us (median of {AB_ITERS}, interleaved, L2 flushed):\n\n"
+                        "| case | " + " | ".join(names) + " |\n| --- |" + " ---: |" * len(names) + "\n")
+                for r in ab:
+                    f.write(f"| {r['case']} | " + " | ".join(f"{r['us'][n]:.2f}" for n in names) + " |"
+                            + (f" MISMATCH {' '.join(r['mismatch'])}" if r["mismatch"] else "") + "\n")
     if os.environ.get("BENCH_JSON"):
         with open(os.environ["BENCH_JSON"], "w") as f:
-            json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS), f, indent=1)
+            json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS, ab=ab), f,
+                      indent=1)
     print(f"# {len(ROWS)} rows in {time.time() - T0:.0f} s; {sum(not r['ok'] for r in ROWS)} mismatches",
           flush=True)
 
