@@ -255,8 +255,8 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 	return s;
 }
 
-/* Bench-only alternatives (KF_AB, a build flag: bench.py times a library
- * built with KF_AB=1 next to the default one); the library uses 0. */
+/* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
+ * built with KF_AB=1 and 2 next to the default one); the library uses 0. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif
@@ -278,8 +278,10 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 static inline void row_block(int64_t T, int64_t D, int *tx, int *ty)
 {
 	const int64_t b = (D + 1023) / 1024 * 32;
-#if KF_AB
+#if KF_AB == 1
 	const int64_t f = 1;
+#elif KF_AB == 2
+	const int64_t f = 1 + (T * b <= 67584);
 #else
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 #endif

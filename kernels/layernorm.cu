@@ -133,9 +133,9 @@ template <typename T, bool HW, bool HB> struct row_op {
 		float s = 0.f, q = 0.f;
 		if constexpr (NV > 0) {
 			/* weight and bias loaded with x (NV <= 4: 8 bytes of
-			 * spill at 64 registers for bf16 with both; KF_AB: 2):
+			 * spill at 64 registers for bf16 with both; KF_AB 1: 2):
 			 * no dependent round trip after the reduction */
-			constexpr int PMAX = KF_AB ? 2 : 4;
+			constexpr int PMAX = KF_AB == 1 ? 2 : 4;
 			constexpr bool PW = HW && NV <= PMAX, PB = HB && NV <= PMAX;
 			chunk<T, W> c[NV], wc[PW ? NV : 1], bc[PB ? NV : 1];
 #pragma unroll

@@ -1,0 +1,35 @@
+#!/bin/sh
+# build_ab.sh: bench-only builds of the library for bench.py's
+# BENCH_AB_LIBS (the same cases timed with several builds, interleaved):
+#   $B/libkfk_ab1.so, $B/libkfk_ab2.so  the working tree with -DKF_AB=1, 2
+#                      (the alternatives named at each KF_AB: block shapes,
+#                      rows per thread, preloads)
+#   $B/libkfk_base.so  the library at git revision $KF_AB_BASE, if set
+# Run kernels/bench/build.sh first (this reuses its C objects). Never part
+# of the library or the fatbin.
+set -e
+cd "$(dirname "$0")/../.."
+B=${KF_GPU_BUILD:-build/gpu-kernels}
+NVCC=${NVCC:-nvcc}
+command -v "$NVCC" >/dev/null 2>&1 || NVCC=/usr/local/cuda/bin/nvcc
+case "${KF_GPU_ARCH:-90}" in 90) GEN="-gencode arch=compute_90a,code=sm_90a -DKF_HAVE_SM90A=1" ;;
+*) GEN="-gencode arch=compute_$KF_GPU_ARCH,code=sm_$KF_GPU_ARCH" ;; esac
+ls "$B"/c_*.o >/dev/null
+printf '#include "%s"\n' kernels/*.cu >"$B/unity_ab.cu"
+ab() {
+	"$NVCC" -O3 -std=c++17 -I. $GEN -DKF_AB=$1 -Xcompiler -fPIC -shared \
+		-o "$B/libkfk_ab$1.so" "$B/unity_ab.cu" "$B"/c_*.o
+}
+ab 1 &
+pid=$!
+ab 2
+wait $pid
+if [ -n "${KF_AB_BASE:-}" ]; then
+	T=$(mktemp -d)
+	git archive "$KF_AB_BASE" kernels server/kf_err.h | tar -x -C "$T"
+	(cd "$T" && printf '#include "%s"\n' kernels/*.cu >unity.cu)
+	"$NVCC" -O3 -std=c++17 -I"$T" $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_base.so" \
+		"$T/unity.cu" "$B"/c_*.o
+	rm -rf "$T"
+fi
+echo "build_ab.sh: built $B/libkfk_ab1.so, $B/libkfk_ab2.so${KF_AB_BASE:+ and $B/libkfk_base.so ($KF_AB_BASE)}"
