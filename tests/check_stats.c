@@ -1,5 +1,5 @@
 /* check_stats: benchmark statistics (sandbox/stats.c) and the tolerance
- * comparison of checks (check_compare in sandbox/check.c): percentiles,
+ * comparison of checks (check_compare in sandbox/check_compare.c): percentiles,
  * robust standard errors, the speedup interval and verdict, the roofline,
  * and every rule of the element-wise comparison. */
 #include <check.h>
