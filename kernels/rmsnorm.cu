@@ -20,7 +20,9 @@
  * Technique: one row per group of tx threads, the row held in registers as
  * 16-byte vectors (one read and one write of HBM), every load (x and the
  * weight) issued before the first use, warp-shuffle reduction plus one
- * shared-memory step; few rows get more threads each (kf::row_block). */
+ * shared-memory step; few rows get more threads each (kf::row_block).
+ * Loads that must precede stores are issued in groups before them: the
+ * compiler keeps a load behind any earlier store that may alias it. */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/rmsnorm.h"
 
@@ -104,27 +106,71 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			 * packed (4 registers per 16 bytes). The weight is loaded
 			 * with them (NV <= 4, to bound registers) so it is not a
 			 * second dependent memory round trip after the reduction,
-			 * which is what small, latency-bound inputs pay for. */
-			constexpr bool PRE = HAS_W && NV <= 4;
-			chunk<T, W> c[NV], wc[PRE ? NV : 1];
+			 * which is what small, latency-bound inputs pay for.
+			 * add_rmsnorm issues the x and res loads of up to 4 chunks
+			 * before the first store of r: the compiler cannot move a
+			 * load above a store that may alias it, so storing r chunk
+			 * by chunk (run 3) made the load phase NV dependent round
+			 * trips. Its weight then comes after the reduction (an
+			 * L1/L2 hit; x, res and w together spill; KF_AB 1: with x). */
+			constexpr bool PRE = HAS_W && NV <= 4 && (!ADD || KF_AB == 1);
+			constexpr int G = NV < 4 ? NV : 4; /* chunks a group: loads, then stores */
+			chunk<T, W> c[NV], wc[PRE ? NV : 1], rc[ADD ? G : 1];
 #pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n) {
-					c[k] = load<W, true, true>(t + k * tx);
-					if constexpr (PRE)
-						wc[k] = ld_keep<T, W>(w, t + k * tx);
+			for (int g = 0; g < NV; g += G) {
+#pragma unroll
+				for (int k = g; k < g + G; k++)
+					if (t + k * tx < n) {
+						c[k] = ld_stream<T, W>(x, t + k * tx);
+						if constexpr (ADD)
+							rc[k - g] = ld_stream<T, W>(res, t + k * tx);
+						if constexpr (PRE)
+							wc[k] = ld_keep<T, W>(w, t + k * tx);
+					}
+				if constexpr (ADD) {
+#pragma unroll
+					for (int k = g; k < g + G; k++)
+						if (t + k * tx < n) {
+							float f[W], h[W];
+							unpack<T, W>(c[k], f);
+							unpack<T, W>(rc[k - g], h);
+#pragma unroll
+							for (int j = 0; j < W; j++)
+								f[j] += h[j];
+							c[k] = pack<T, W>(f);
+							st_stream<T, W>(r, t + k * tx, c[k]);
+						}
 				}
+			}
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
 					ss += sumsq<W>(c[k]);
 			ss = row_reduce<false>(ss, red);
 			const float inv = rsqrtf(ss / (float)D + eps);
+			/* A weight not preloaded is loaded in groups of up to 4
+			 * chunks before their stores: loaded chunk by chunk, each
+			 * load waited behind the previous chunk's store (possible
+			 * aliasing), NV dependent L1/L2 round trips (run 3's f32,
+			 * NV = 8, where torch.compile was 4% faster). */
 #pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], inv,
-						PRE ? &wc[PRE ? k : 0] : nullptr);
+			for (int g = 0; g < NV; g += G) {
+				constexpr bool LATE = HAS_W && !PRE;
+				chunk<T, W> lw[LATE ? G : 1];
+				if constexpr (LATE) {
+#pragma unroll
+					for (int k = g; k < g + G; k++)
+						if (t + k * tx < n)
+							lw[k - g] = ld_keep<T, W>(w, t + k * tx);
+				}
+#pragma unroll
+				for (int k = g; k < g + G; k++)
+					if (t + k * tx < n)
+						emit<W>(t + k * tx, c[k], inv,
+							PRE    ? &wc[PRE ? k : 0]
+							: LATE ? &lw[LATE ? k - g : 0]
+							       : nullptr);
+			}
 		} else {
 			/* Rows too wide for registers, or not a whole number of
 			 * vectors: two passes, the second mostly from L2. */
