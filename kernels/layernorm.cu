@@ -166,7 +166,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 					q += csq<W>(c[k], mt);
 			float mu = mt;
 			row_reduce_chan(cnt, mu, q, red);
-			const float inv = rsqrtf(q / (float)D + eps);
+			const float inv = rsqrtf(__fdividef(q, (float)D) + eps);
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)

@@ -22,7 +22,9 @@
  * weight) issued before the first use, warp-shuffle reduction plus one
  * shared-memory step; few rows get more threads each (kf::row_block).
  * Loads that must precede stores are issued in groups before them: the
- * compiler keeps a load behind any earlier store that may alias it. */
+ * compiler keeps a load behind any earlier store that may alias it. The
+ * mean square divides by D with __fdividef (2 ulp; IEEE division is a
+ * longer dependent sequence on the latency-bound small shapes). */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/rmsnorm.h"
 
@@ -147,7 +149,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 				if (t + k * tx < n)
 					ss += sumsq<W>(c[k]);
 			ss = row_reduce<false>(ss, red);
-			const float inv = rsqrtf(ss / (float)D + eps);
+			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
 			/* A weight not preloaded is loaded in groups of up to 4
 			 * chunks before their stores: loaded chunk by chunk, each
 			 * load waited behind the previous chunk's store (possible
@@ -177,7 +179,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			for (int i = t; i < n; i += tx)
 				ss += sumsq<W>(load<W, false, true>(i));
 			ss = row_reduce<false>(ss, red);
-			const float inv = rsqrtf(ss / (float)D + eps);
+			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, load<W, false, false>(i), inv, nullptr);
 		}
