@@ -34,25 +34,22 @@ void cli_common_init(struct cli_common *co)
 	co->log_level = LOG_WARN;
 }
 
-/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]; returns 1 and sets
- * *val (advancing *i past a separate value), 0 when argv[*i] is not --name,
- * -1 when the value is missing. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing)
 {
 	size_t n = strlen(name);
+	const char *a = argv[*i];
 
-	if (strncmp(argv[*i], name, n) != 0)
-		return 0;
-	if (argv[*i][n] == '=') {
-		*val = argv[*i] + n + 1;
-		return 1;
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = 1;
+		return NULL;
 	}
-	if (argv[*i][n] != '\0')
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*val = argv[++*i];
-	return 1;
+	return argv[++*i];
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -82,44 +79,46 @@ int cli_common_parse(struct cli_common *co, int *argc, char **argv, struct kf_er
 
 	for (int i = 1; i < *argc; i++) {
 		const char *v = NULL;
-		int m;
+		int missing = 0;
 
 		if (strcmp(argv[i], "--") == 0) {
 			while (i < *argc)
 				argv[out++] = argv[i++];
 			break;
 		}
-		if ((m = opt_value(*argc, argv, &i, "--data-dir", &v)) != 0) {
-			if (m < 0 || !*v)
+		if ((v = cli_opt_value(*argc, argv, &i, "--data-dir", &missing)) || missing) {
+			if (missing || !*v)
 				return kf_err_set(err, KF_EINVAL, "--data-dir needs a directory");
 			co->data_dir = v;
-		} else if ((m = opt_value(*argc, argv, &i, "--kb", &v)) != 0) {
-			if (m < 0 || !*v)
+		} else if ((v = cli_opt_value(*argc, argv, &i, "--kb", &missing)) || missing) {
+			if (missing || !*v)
 				return kf_err_set(err, KF_EINVAL, "--kb needs a knowledge.db path");
 			co->kb_path = v;
-		} else if ((m = opt_value(*argc, argv, &i, "--sandbox", &v)) != 0) {
-			if (m > 0 && strcmp(v, "none") == 0)
+		} else if ((v = cli_opt_value(*argc, argv, &i, "--sandbox", &missing)) || missing) {
+			if (v && strcmp(v, "none") == 0)
 				co->sandbox = APP_SANDBOX_NONE;
-			else if (m > 0 && strcmp(v, "bwrap") == 0)
+			else if (v && strcmp(v, "bwrap") == 0)
 				co->sandbox = APP_SANDBOX_BWRAP;
 			else
 				return kf_err_set(err, KF_EINVAL,
 						  "--sandbox must be bwrap or none, not '%s'",
-						  m > 0 ? v : "");
-		} else if ((m = opt_value(*argc, argv, &i, "--log-level", &v)) != 0) {
-			int l = m > 0 ? log_level_parse(v) : -1;
+						  v ? v : "");
+		} else if ((v = cli_opt_value(*argc, argv, &i, "--log-level", &missing)) ||
+			   missing) {
+			int l = v ? log_level_parse(v) : -1;
 			if (l < 0)
 				return kf_err_set(
 					err, KF_EINVAL,
 					"--log-level must be debug, info, warn, error or off, not '%s'",
-					m > 0 ? v : "");
+					v ? v : "");
 			co->log_level = l;
-		} else if ((m = opt_value(*argc, argv, &i, "--max-message-bytes", &v)) != 0) {
-			if (m < 0 || parse_size(v, &co->max_message_bytes))
+		} else if ((v = cli_opt_value(*argc, argv, &i, "--max-message-bytes", &missing)) ||
+			   missing) {
+			if (missing || parse_size(v, &co->max_message_bytes))
 				return kf_err_set(
 					err, KF_EINVAL,
 					"--max-message-bytes needs a size from 1 to 1G (e.g. 8M), not '%s'",
-					m > 0 ? v : "");
+					v ? v : "");
 		} else if (strcmp(argv[i], "--json") == 0) {
 			co->json = 1;
 		} else if (strcmp(argv[i], "--conformance-fixtures") == 0) {
@@ -428,32 +427,35 @@ static int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "%s", err.msg);
 	for (int i = 1; i < argc; i++) {
 		const char *v = NULL;
-		int m;
+		int missing = 0;
 		if (strcmp(argv[i], "--stdio") == 0) {
 			http = 0;
-		} else if ((m = opt_value(argc, argv, &i, "--http", &v)) != 0) {
-			if (m < 0 || parse_addr_port(v, addr, sizeof(addr), &ho.port))
+		} else if ((v = cli_opt_value(argc, argv, &i, "--http", &missing)) || missing) {
+			if (missing || parse_addr_port(v, addr, sizeof(addr), &ho.port))
 				return cli_usage_error(
 					"serve",
 					"--http needs [ADDR:]PORT with PORT 0-65535, not '%s'",
-					m > 0 ? v : "");
+					v ? v : "");
 			http = 1;
-		} else if ((m = opt_value(argc, argv, &i, "--token-env", &v)) != 0) {
-			if (m < 0 || !*v)
+		} else if ((v = cli_opt_value(argc, argv, &i, "--token-env", &missing)) ||
+			   missing) {
+			if (missing || !*v)
 				return cli_usage_error("serve",
 						       "--token-env needs a variable name");
 			ho.token_env = v;
-		} else if ((m = opt_value(argc, argv, &i, "--allow-origin", &v)) != 0) {
-			if (m < 0 || !*v || norigins >= SERVE_ORIGINS_MAX)
+		} else if ((v = cli_opt_value(argc, argv, &i, "--allow-origin", &missing)) ||
+			   missing) {
+			if (missing || !*v || norigins >= SERVE_ORIGINS_MAX)
 				return cli_usage_error(
 					"serve",
 					"--allow-origin needs an origin such as http://localhost:3000 (at most %d)",
 					SERVE_ORIGINS_MAX);
 			origins[norigins++] = v;
-		} else if ((m = opt_value(argc, argv, &i, "--session-idle", &v)) != 0) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--session-idle", &missing)) ||
+			   missing) {
 			char *end;
-			long s = m > 0 ? strtol(v, &end, 10) : -1;
-			if (m < 0 || *end || s < 1 || s > 86400 * 7)
+			long s = v ? strtol(v, &end, 10) : -1;
+			if (missing || *end || s < 1 || s > 86400 * 7)
 				return cli_usage_error(
 					"serve", "--session-idle needs seconds from 1 to 604800");
 			ho.session_idle_s = (unsigned)s;
@@ -464,11 +466,11 @@ static int cmd_serve(int argc, char **argv)
 			char *end;
 			long n;
 			snprintf(name, sizeof(name), "%.14s", argv[i]);
-			m = opt_value(argc, argv, &i, name, &v);
-			if (m == 0)
+			v = cli_opt_value(argc, argv, &i, name, &missing);
+			if (!v && !missing)
 				return cli_usage_error("serve", "unknown option '%s'", argv[i]);
-			n = m > 0 ? strtol(v, &end, 10) : -1;
-			if (m < 0 || *end || n < 1 || n > 1000000)
+			n = v ? strtol(v, &end, 10) : -1;
+			if (missing || *end || n < 1 || n > 1000000)
 				return cli_usage_error("serve",
 						       "%s needs a count from 1 to 1000000", name);
 			if (strcmp(name, "--max-sessions") == 0)
@@ -477,8 +479,9 @@ static int cmd_serve(int argc, char **argv)
 				ho.max_inflight = (unsigned)n;
 			else
 				ho.threads = (unsigned)n;
-		} else if ((m = opt_value(argc, argv, &i, "--port-file", &v)) != 0) {
-			if (m < 0 || !*v)
+		} else if ((v = cli_opt_value(argc, argv, &i, "--port-file", &missing)) ||
+			   missing) {
+			if (missing || !*v)
 				return cli_usage_error("serve", "--port-file needs a path");
 			ho.port_file = v;
 		} else {

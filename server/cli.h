@@ -85,6 +85,14 @@ void cli_common_init(struct cli_common *co);
 int cli_common_parse(struct cli_common *co, int *argc, char **argv, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* Matches the option name ("--trials") at argv[*i], given as "--name VALUE"
+ * or "--name=VALUE". Returns the value (borrowed from argv; "" for
+ * "--name="), advancing *i past a separate VALUE; NULL when argv[*i] is
+ * some other argument. When argv[*i] is exactly name and nothing follows
+ * it, returns NULL and sets *missing to 1; *missing is never cleared, so
+ * callers set it to 0 before each argument. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
+
 /* Sets the log level and opens the app from co (tools_init included).
  * Returns 0 and *out (free with app_close), or a KF_E* code with err set. */
 int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *err)

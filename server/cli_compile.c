@@ -123,15 +123,14 @@ static int compile_main(int argc, char **argv)
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("compile", "%s", err.msg);
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--arch") || !strcmp(a, "--flags")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("compile", "%s needs a value", a);
-			*(a[2] == 'a' ? &arch : &flags) = argv[++i];
-		} else if (!strncmp(a, "--arch=", 7)) {
-			arch = a + 7;
-		} else if (!strncmp(a, "--flags=", 8)) {
-			flags = a + 8;
+		const char *a = argv[i], *v;
+		int missing = 0;
+		if ((v = cli_opt_value(argc, argv, &i, "--arch", &missing))) {
+			arch = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--flags", &missing))) {
+			flags = v;
+		} else if (missing) {
+			return cli_usage_error("compile", "%s needs a value", a);
 		} else if (!strcmp(a, "--ptx")) {
 			want_ptx = 1;
 		} else if (!strcmp(a, "--sass")) {

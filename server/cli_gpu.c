@@ -62,23 +62,6 @@ static const char CALIBRATE_USAGE[] =
 	"  --device N   the CUDA device ordinal (default: the first free GPU)\n"
 	"\n" CLI_COMMON_HELP;
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 /* A spec file may name its CUDA source as "source_file" (relative to the
  * spec's folder) instead of embedding it as a JSON string: the CLI reads the
  * file and sends "source", so the tools never read host paths. obj may be
@@ -380,15 +363,15 @@ static int check_main(int argc, char **argv)
 		int missing = 0;
 		const char *v;
 		double d;
-		if ((v = opt_value(argc, argv, &i, "--trials", &missing))) {
+		if ((v = cli_opt_value(argc, argv, &i, "--trials", &missing))) {
 			if (!(rc = num_opt("check", "--trials", v, 1, 20, &d)))
 				json_object_set_new(args, "trials", json_integer((json_int_t)d));
-		} else if ((v = opt_value(argc, argv, &i, "--timeout-s", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
 			if (!(rc = num_opt("check", "--timeout-s", v, 1, 600, &d)))
 				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
-		} else if ((v = opt_value(argc, argv, &i, "--replay-seed", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-seed", &missing))) {
 			seed = v;
-		} else if ((v = opt_value(argc, argv, &i, "--replay-size", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-size", &missing))) {
 			rsize = v;
 		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
 			json_object_set_new(args, "odd_size", json_false());
@@ -454,16 +437,16 @@ static int bench_main(int argc, char **argv)
 		int missing = 0;
 		const char *v;
 		double d;
-		if ((v = opt_value(argc, argv, &i, "--size", &missing))) {
+		if ((v = cli_opt_value(argc, argv, &i, "--size", &missing))) {
 			if (!(rc = num_opt("bench", "--size", v, 0, 31, &d)))
 				json_object_set_new(args, "size", json_integer((json_int_t)d));
-		} else if ((v = opt_value(argc, argv, &i, "--budget-ms", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--budget-ms", &missing))) {
 			if (!(rc = num_opt("bench", "--budget-ms", v, 10, 60000, &d)))
 				json_object_set_new(args, "budget_ms", json_real(d));
-		} else if ((v = opt_value(argc, argv, &i, "--target", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--target", &missing))) {
 			if (!(rc = num_opt("bench", "--target", v, 0.0001, 0.5, &d)))
 				json_object_set_new(args, "target_rel_se", json_real(d));
-		} else if ((v = opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
 			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
 				json_object_set_new(args, "warmup_ms", json_real(d));
 		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
@@ -505,7 +488,7 @@ static int calibrate_main(int argc, char **argv)
 	int device = -1;
 	for (int i = 1; i < argc; i++) {
 		int missing = 0;
-		const char *v = opt_value(argc, argv, &i, "--device", &missing);
+		const char *v = cli_opt_value(argc, argv, &i, "--device", &missing);
 		double d;
 		if (v) {
 			int rc = num_opt("calibrate", "--device", v, 0, 15, &d);

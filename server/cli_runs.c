@@ -32,27 +32,6 @@ static const char RUNS_USAGE[] =
 	"  kforge runs show r0jf3k9q2mzx7c4a\n"
 	"  kforge runs compare r0jf3k9q2mzx7c4a r0jf3kb81dd0e2yq\n";
 
-/* Takes the value of option name from argv[*i] ("--name V" or "--name=V").
- * Returns the value (borrowed) or NULL when argv[*i] is not that option;
- * sets *missing when the option has no value. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 static int run_list(const struct cli_common *co, int argc, char **argv)
 {
 	/* clang-format off */
@@ -69,7 +48,7 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 		const char *v;
 
 		for (size_t k = 0; k < sizeof(string_opts) / sizeof(string_opts[0]); k++) {
-			v = opt_value(argc, argv, &i, string_opts[k][0], &missing);
+			v = cli_opt_value(argc, argv, &i, string_opts[k][0], &missing);
 			if (missing)
 				break;
 			if (v) {
@@ -79,7 +58,7 @@ static int run_list(const struct cli_common *co, int argc, char **argv)
 			}
 		}
 		if (!matched && !missing) {
-			v = opt_value(argc, argv, &i, "--limit", &missing);
+			v = cli_opt_value(argc, argv, &i, "--limit", &missing);
 			if (v) {
 				char *end;
 				long n = strtol(v, &end, 10);
