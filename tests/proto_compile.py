@@ -11,21 +11,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
+from proto_common import Checks, StdioSession
+
 BIN = sys.argv[1]
-FAILS = []
-PASSES = 0
-
-
-def check(name, cond, detail=""):
-    global PASSES
-    if cond:
-        PASSES += 1
-    else:
-        FAILS.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}", file=sys.stderr)
+CHECKS = Checks()
+check = CHECKS.check
 
 
 GOOD = ('extern "C" __global__ void axpy(float *y, const float *x, float a, int n) {\n'
@@ -42,55 +34,6 @@ def cli(data, *args):
     p = subprocess.run([BIN, "compile", *args, "--data-dir", data], capture_output=True, timeout=120)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
-
-class Server:
-    def __init__(self, data, env):
-        self.p = subprocess.Popen([BIN, "serve", "--data-dir", data], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self.replies = {}
-        self.lock = threading.Lock()
-        self.wlock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                              "clientInfo": {"name": "proto-compile", "version": "1"}}})
-        self.wait(0)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self):
-        for line in self.p.stdout:
-            try:
-                m = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(m, dict) and "id" in m and "method" not in m:
-                with self.lock:
-                    self.replies[m["id"]] = m
-
-    def send(self, msg):
-        with self.wlock:
-            self.p.stdin.write((json.dumps(msg) + "\n").encode())
-            self.p.stdin.flush()
-
-    def wait(self, i, timeout=120):
-        end = time.time() + timeout
-        while time.time() < end:
-            with self.lock:
-                if i in self.replies:
-                    return self.replies[i]
-            time.sleep(0.01)
-        return None
-
-    def request(self, i, method, params):
-        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
-        return self.wait(i)
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        self.p.wait(timeout=60)
 
 
 def main():
@@ -124,7 +67,7 @@ def main():
             f.write(marker + "\n")
 
         env = dict(os.environ, KFORGE_COMPILE_TIMEOUT_MS="2500", KF_PROTO_MARKER=marker)
-        s = Server(data, env)
+        s = StdioSession(BIN, data, "proto-compile", env=env)
         tools = s.request(1, "tools/list", {})
         names = [t["name"] for t in tools["result"]["tools"]]
         check("compile_kernel listed", "compile_kernel" in names, names)
@@ -173,8 +116,7 @@ def main():
         s.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"proto_compile: {PASSES} passed, {len(FAILS)} failed")
-    return 1 if FAILS else 0
+    return CHECKS.summary("proto_compile")
 
 
 if __name__ == "__main__":

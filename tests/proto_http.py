@@ -17,6 +17,8 @@ import tempfile
 import threading
 import time
 
+from proto_common import wait_port_file
+
 BIN = os.environ.get("KFORGE_BIN", "build/kforge")
 KB = os.environ.get("KFORGE_KB")
 ACCEPT = "application/json, text/event-stream"
@@ -44,13 +46,7 @@ class Server:
         e.update(env or {})
         self.log = open(os.path.join(tmp, "server.log"), "ab")
         self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=e)
-        for _ in range(200):
-            if os.path.exists(self.portfile) and os.path.getsize(self.portfile) > 0:
-                break
-            if self.p.poll() is not None:
-                raise RuntimeError(f"kforge exited {self.p.returncode}: {cmd}")
-            time.sleep(0.05)
-        self.port = int(open(self.portfile).read())
+        self.port = wait_port_file(self.portfile, self.p)
 
     def stop(self):
         self.p.terminate()

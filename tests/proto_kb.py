@@ -17,18 +17,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from proto_common import Checks, wait_port_file
+
 BIN, KB, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
-FAILS = []
-PASSES = 0
-
-
-def check(name, cond, detail=""):
-    global PASSES
-    if cond:
-        PASSES += 1
-    else:
-        FAILS.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}", file=sys.stderr)
+CHECKS = Checks()
+check = CHECKS.check
 
 
 HOSTILE = ['"', '""', 'NEAR(bank conflicts)', 'bank NEAR/2 x', '*', 'bank*', '-bank',
@@ -76,11 +69,7 @@ def test_rest(data):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, KFORGE_NO_GPU="1"))
     try:
-        for _ in range(200):
-            if os.path.exists(portf) and open(portf).read().strip():
-                break
-            time.sleep(0.05)
-        base = "http://127.0.0.1:" + open(portf).read().strip()
+        base = f"http://127.0.0.1:{wait_port_file(portf, p)}"
         st, lst = http_get(base, "/v1/gpus")
         csvrows = rows()
         check("rest list", st == 200 and len(lst.get("gpus", [])) == len(csvrows),
@@ -212,8 +201,7 @@ def main():
         test_cli(data)
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    print(f"proto_kb: {PASSES} passed, {len(FAILS)} failed")
-    sys.exit(1 if FAILS else 0)
+    sys.exit(CHECKS.summary("proto_kb"))
 
 
 main()

@@ -12,22 +12,14 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
+from proto_common import Checks, StdioSession
+
 BIN = sys.argv[1]
-FAILS = []
-PASSES = 0
+CHECKS = Checks()
+check = CHECKS.check
 DIRS = []
-
-
-def check(name, cond, detail=""):
-    global PASSES
-    if cond:
-        PASSES += 1
-    else:
-        FAILS.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}", file=sys.stderr)
 
 
 def cli(data, *args):
@@ -35,62 +27,6 @@ def cli(data, *args):
                        timeout=60)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
-
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "proto-runs", "version": "1"}}}
-INITED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-class Server:
-    """kforge serve over stdio; replies collected by a reader thread."""
-
-    def __init__(self, data, env=None):
-        self.p = subprocess.Popen([BIN, "serve", "--data-dir", data],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
-        self.replies = {}
-        self.lock = threading.Lock()
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-        self.send(INIT)
-        self.wait(0)
-        self.send(INITED)
-
-    def _read(self):
-        for line in self.p.stdout:
-            try:
-                m = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(m, dict) and "id" in m and "method" not in m:
-                with self.lock:
-                    self.replies[m["id"]] = m
-
-    def send(self, msg):
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-
-    def wait(self, i, timeout=60):
-        end = time.time() + timeout
-        while time.time() < end:
-            with self.lock:
-                if i in self.replies:
-                    return self.replies[i]
-            time.sleep(0.01)
-        return None
-
-    def call(self, i, name, args):
-        self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                   "params": {"name": name, "arguments": args}})
-        return self.wait(i)
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        self.p.wait(timeout=30)
 
 
 def structured(reply):
@@ -145,7 +81,7 @@ def test_mcp_and_crash():
     data = tempfile.mkdtemp(prefix="kforge-runs-")
     DIRS.append(data)
     env = dict(os.environ, KFORGE_NO_GPU="1")
-    s = Server(data, env)
+    s = StdioSession(BIN, data, "proto-runs", env=env, timeout=60)
     s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     tools = {t["name"] for t in (s.wait(1) or {}).get("result", {}).get("tools", [])}
     for t in ("list_runs", "get_run", "compare_runs"):
@@ -165,14 +101,14 @@ def test_mcp_and_crash():
     check("a tool that records runs exists (check_kernel or compile_kernel)",
           name is not None, sorted(tools))
     if name is None:
-        s.close()
+        s.close(timeout=30)
         return
     first = s.call(10, name, args)
     rid = structured(first).get("run_id")
     check(f"{name} answers with a run_id (it calls runs_record)",
           isinstance(rid, str) and len(rid) == 16, first)
     if not rid:
-        s.close()
+        s.close(timeout=30)
         return
     r = s.call(11, "get_run", {"id": rid})
     run = structured(r).get("run", {})
@@ -188,11 +124,11 @@ def test_mcp_and_crash():
     text = ((rr.get("result") or {}).get("contents") or [{}])[0].get("text", "")
     check("resources/read kforge://runs/{id} gives the run",
           json.loads(text or "{}").get("id") == rid, rr)
-    s.close()
+    s.close(timeout=30)
 
     # The crash: calls kept in flight (under the session's in-flight cap)
     # until enough were answered, then SIGKILL with more still running.
-    s = Server(data, env)
+    s = StdioSession(BIN, data, "proto-runs", env=env, timeout=60)
     sent = 0
     in_flight_cap = 32
     end = time.time() + 120
@@ -239,5 +175,4 @@ try:
 finally:
     for d in DIRS:
         shutil.rmtree(d, ignore_errors=True)
-print(f"proto_runs: {PASSES} passed, {len(FAILS)} failed")
-sys.exit(1 if FAILS else 0)
+sys.exit(CHECKS.summary("proto_runs"))

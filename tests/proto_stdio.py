@@ -9,19 +9,12 @@ import tempfile
 import threading
 import time
 
+from proto_common import Checks
+
 BIN = sys.argv[1]
 DATA = tempfile.mkdtemp(prefix="kforge-proto-")
-FAILS = []
-PASSES = 0
-
-
-def check(name, cond, detail=""):
-    global PASSES
-    if cond:
-        PASSES += 1
-    else:
-        FAILS.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}", file=sys.stderr)
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def serve(lines, extra=(), timeout=60, wait_ids=None):
@@ -276,5 +269,4 @@ for name in cmds:
     rc2, out2, _ = cli("help", name)
     check(f"help {name}", rc2 == 0 and out2 == out, out2[:200])
 
-print(f"proto_stdio: {PASSES} passed, {len(FAILS)} failed")
-sys.exit(1 if FAILS else 0)
+sys.exit(CHECKS.summary("proto_stdio"))

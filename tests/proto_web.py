@@ -14,6 +14,8 @@ import tempfile
 import time
 import urllib.request
 
+from proto_common import wait_port_file
+
 BIN = os.path.abspath(sys.argv[1])
 passed = failed = 0
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -74,11 +76,7 @@ with tempfile.TemporaryDirectory() as tmp:
     srv = subprocess.Popen([BIN, "serve", "--http", "127.0.0.1:0", "--port-file", port_file,
                             "--data-dir", data], stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                break
-            time.sleep(0.1)
-        port = int(open(port_file).read().strip())
+        port = wait_port_file(port_file, srv, tries=100, delay=0.1)
         base = f"http://127.0.0.1:{port}/"
         page = urllib.request.urlopen(base, timeout=10)
         body = page.read().decode()
