@@ -28,7 +28,9 @@ using namespace kf;
 
 /* Folds the partial statistics (nb, mub, m2b) into (n, mu, m2): count,
  * mean, sum of squared deviations from the mean (Chan et al.'s pairwise
- * update); empty parts (n = 0) change nothing. */
+ * update); empty parts (n = 0) change nothing. (Not bit-symmetric in its
+ * operands: lanes of a row may hold means an ulp apart, well inside any
+ * tolerance; a symmetric form costs registers, 24 bytes of spill.) */
 __device__ __forceinline__ void chan_fold(float &n, float &mu, float &m2, float nb, float mub,
 					  float m2b)
 {
