@@ -68,7 +68,7 @@ template <int A, bool FAST> __device__ __forceinline__ float apply(float a)
 	} else {
 		if constexpr (FAST)
 			return a * rcp_approx(1.f + ex2_approx(a * fmaf(a * a, KF_GELU_TANH_K3,
-									   KF_GELU_TANH_K1)));
+									KF_GELU_TANH_K1)));
 		else
 			return 0.5f * a *
 			       (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));

@@ -131,7 +131,7 @@ __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
 	if constexpr (W == 1) {
 		f[0] = to_f(c.raw);
 	} else {
-		const uint32_t u[4] = { c.raw.x, c.raw.y, c.raw.z, c.raw.w };
+		const uint32_t u[4] = {c.raw.x, c.raw.y, c.raw.z, c.raw.w};
 		if constexpr (sizeof(T) == 4) {
 #pragma unroll
 			for (int k = 0; k < 4; k++)

@@ -198,7 +198,7 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 	constexpr int V = vec_width<T>::value;
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) && (!HW || aligned16(w)) &&
 			    (!HB || aligned16(b));
-	row_op<T, HW, HB> op{ y + off, x + off, w, b, D, eps, row < rows, red };
+	row_op<T, HW, HB> op{y + off, x + off, w, b, D, eps, row < rows, red};
 	row_dispatch<T>(op, D, vec_ok);
 }
 

@@ -36,8 +36,8 @@
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
 /* Row ops: kf::row_block in kernels/kf_cuda.cuh. */
-#define ROW_B  "ceil_div(D, 1024) * 32"
-#define ROW_TX                                                                           \
+#define ROW_B "ceil_div(D, 1024) * 32"
+#define ROW_TX                                                                          \
 	"min(1024, max(32, " ROW_B " * (1 + (T * " ROW_B " <= 67584) + 2 * (T * " ROW_B \
 	" <= 33792))))"
 #define ROW_TY "max(1, (256 / " ROW_TX ") * (T > 1024))"
@@ -52,9 +52,9 @@
 	"\"default_sizes\": [{\"T\": 4096, \"D\": 4096}, {\"T\": 7, \"D\": 1000}, {\"T\": 3, " \
 	"\"D\": 20001}]"
 
-static const char *const SZ_TD[] = { "T", "D", NULL };
-static const char *const SC_EPS[] = { "eps", NULL };
-static const char *const SC_NONE[] = { NULL };
+static const char *const SZ_TD[] = {"T", "D", NULL};
+static const char *const SC_EPS[] = {"eps", NULL};
+static const char *const SC_NONE[] = {NULL};
 
 static size_t esz(enum kf_dtype dt)
 {
@@ -90,11 +90,11 @@ static void cost_add_rmsnorm(const int64_t *s, enum kf_dtype dt, double *b, doub
 	add_rmsnorm_cost(s[0], s[1], esz(dt), b, f);
 }
 
-static const char *const IN_X_W[] = { "x", "w", NULL };
-static const char *const IN_X[] = { "x", NULL };
-static const char *const IN_X_RES_W[] = { "x", "res", "w", NULL };
-static const char *const OUT_Y[] = { "y", NULL };
-static const char *const OUT_Y_R[] = { "y", "r", NULL };
+static const char *const IN_X_W[] = {"x", "w", NULL};
+static const char *const IN_X[] = {"x", NULL};
+static const char *const IN_X_RES_W[] = {"x", "res", "w", NULL};
+static const char *const OUT_Y[] = {"y", NULL};
+static const char *const OUT_Y_R[] = {"y", "r", NULL};
 
 static const char RMSNORM_JSON[] =
 	"{" DTYPES_FLOAT ", "
@@ -159,7 +159,7 @@ static void cost_layernorm_noaffine(const int64_t *s, enum kf_dtype dt, double *
 	layernorm_cost(s[0], s[1], esz(dt), 0, b, f);
 }
 
-static const char *const IN_X_W_B[] = { "x", "w", "b", NULL };
+static const char *const IN_X_W_B[] = {"x", "w", "b", NULL};
 
 static const char LAYERNORM_JSON[] =
 	"{" DTYPES_FLOAT ", "
@@ -277,8 +277,8 @@ static void cost_rope(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 	rope_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_THD[] = { "T", "H", "Dh", NULL };
-static const char *const IN_X_COS_SIN[] = { "x", "cos", "sin", NULL };
+static const char *const SZ_THD[] = {"T", "H", "Dh", NULL};
+static const char *const IN_X_COS_SIN[] = {"x", "cos", "sin", NULL};
 
 #define ROPE_JSON(KERNEL)                                                                          \
 	"{" DTYPES_FLOAT ", \"tensors\": {"                                                        \
@@ -314,8 +314,8 @@ static void cost_adaln(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 	adaln_modulate_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_BSD[] = { "B", "S", "D", NULL };
-static const char *const IN_X_SCALE_SHIFT[] = { "x", "scale", "shift", NULL };
+static const char *const SZ_BSD[] = {"B", "S", "D", NULL};
+static const char *const IN_X_SCALE_SHIFT[] = {"x", "scale", "shift", NULL};
 
 static const char ADALN_JSON[] =
 	"{" DTYPES_FLOAT ", \"tensors\": {"
@@ -345,7 +345,7 @@ static void cost_gemm(const int64_t *s, enum kf_dtype dt, double *b, double *f)
 	gemm_cost(s[0], s[1], s[2], esz(dt), b, f);
 }
 
-static const char *const SZ_MNK[] = { "M", "N", "K", NULL };
+static const char *const SZ_MNK[] = {"M", "N", "K", NULL};
 
 /* fp32 accumulation over K, one rounding of y: relative error a bf16/f16
  * half-ulp; absolute slack for outputs near zero. */
@@ -368,36 +368,36 @@ static const char GEMM_JSON[] =
 /* --- the registry ------------------------------------------------------------ */
 
 static const struct op_template OPS[] = {
-	{ "rmsnorm", "y = x / sqrt(mean(x^2, last dim) + eps) * w", SZ_TD, IN_X_W, OUT_Y, SC_EPS,
-	  RMSNORM_JSON, ref_rmsnorm, cost_rmsnorm },
-	{ "rmsnorm_noweight", "y = x / sqrt(mean(x^2, last dim) + eps)", SZ_TD, IN_X, OUT_Y, SC_EPS,
-	  RMSNORM_NOWEIGHT_JSON, ref_rmsnorm_noweight, cost_rmsnorm_noweight },
-	{ "add_rmsnorm", "r = x + res; y = r / sqrt(mean(r^2, last dim) + eps) * w", SZ_TD,
-	  IN_X_RES_W, OUT_Y_R, SC_EPS, ADD_RMSNORM_JSON, ref_add_rmsnorm, cost_add_rmsnorm },
-	{ "layernorm", "y = (x - mean) / sqrt(var + eps) * w + b over the last dim", SZ_TD,
-	  IN_X_W_B, OUT_Y, SC_EPS, LAYERNORM_JSON, ref_layernorm, cost_layernorm },
-	{ "layernorm_noaffine", "y = (x - mean) / sqrt(var + eps) over the last dim", SZ_TD, IN_X,
-	  OUT_Y, SC_EPS, LAYERNORM_NOAFFINE_JSON, ref_layernorm_noaffine, cost_layernorm_noaffine },
-	{ "softmax", "y = exp(x - max) / sum(exp(x - max)) over the last dim", SZ_TD, IN_X, OUT_Y,
-	  SC_NONE, SOFTMAX_JSON, ref_softmax, cost_softmax },
-	{ "silu_and_mul", "y = silu(x[:, :D]) * x[:, D:] (SwiGLU), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	  SC_NONE, SILU_AND_MUL_JSON, ref_silu_and_mul, cost_silu_and_mul },
-	{ "geglu", "y = gelu(x[:, :D]) * x[:, D:] (erf gelu), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	  SC_NONE, GEGLU_JSON, ref_geglu, cost_geglu },
-	{ "geglu_tanh", "y = gelu_tanh(x[:, :D]) * x[:, D:], x (T, 2D)", SZ_TD, IN_X, OUT_Y,
-	  SC_NONE, GEGLU_TANH_JSON, ref_geglu_tanh, cost_geglu_tanh },
-	{ "gelu", "y = x/2 * (1 + erf(x / sqrt(2)))", SZ_TD, IN_X, OUT_Y, SC_NONE, GELU_JSON,
-	  ref_gelu, cost_gelu },
-	{ "gelu_tanh", "y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))", SZ_TD, IN_X, OUT_Y,
-	  SC_NONE, GELU_TANH_JSON, ref_gelu_tanh, cost_gelu_tanh },
-	{ "rope_neox", "rotary embedding, rotate-halves (GPT-NeoX) layout, x (T, H, Dh)", SZ_THD,
-	  IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_NEOX_JSON, ref_rope_neox, cost_rope },
-	{ "rope_gptj", "rotary embedding, interleaved-pairs (GPT-J) layout, x (T, H, Dh)", SZ_THD,
-	  IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_GPTJ_JSON, ref_rope_gptj, cost_rope },
-	{ "adaln_modulate", "y = x * (1 + scale) + shift, x (B, S, D), scale/shift (B, D)", SZ_BSD,
-	  IN_X_SCALE_SHIFT, OUT_Y, SC_NONE, ADALN_JSON, ref_adaln, cost_adaln },
-	{ "gemm", "y = x @ w^T, x (M, K), w (N, K), fp32 accumulation", SZ_MNK, IN_X_W, OUT_Y,
-	  SC_NONE, GEMM_JSON, ref_gemm, cost_gemm },
+	{"rmsnorm", "y = x / sqrt(mean(x^2, last dim) + eps) * w", SZ_TD, IN_X_W, OUT_Y, SC_EPS,
+	 RMSNORM_JSON, ref_rmsnorm, cost_rmsnorm},
+	{"rmsnorm_noweight", "y = x / sqrt(mean(x^2, last dim) + eps)", SZ_TD, IN_X, OUT_Y, SC_EPS,
+	 RMSNORM_NOWEIGHT_JSON, ref_rmsnorm_noweight, cost_rmsnorm_noweight},
+	{"add_rmsnorm", "r = x + res; y = r / sqrt(mean(r^2, last dim) + eps) * w", SZ_TD,
+	 IN_X_RES_W, OUT_Y_R, SC_EPS, ADD_RMSNORM_JSON, ref_add_rmsnorm, cost_add_rmsnorm},
+	{"layernorm", "y = (x - mean) / sqrt(var + eps) * w + b over the last dim", SZ_TD, IN_X_W_B,
+	 OUT_Y, SC_EPS, LAYERNORM_JSON, ref_layernorm, cost_layernorm},
+	{"layernorm_noaffine", "y = (x - mean) / sqrt(var + eps) over the last dim", SZ_TD, IN_X,
+	 OUT_Y, SC_EPS, LAYERNORM_NOAFFINE_JSON, ref_layernorm_noaffine, cost_layernorm_noaffine},
+	{"softmax", "y = exp(x - max) / sum(exp(x - max)) over the last dim", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, SOFTMAX_JSON, ref_softmax, cost_softmax},
+	{"silu_and_mul", "y = silu(x[:, :D]) * x[:, D:] (SwiGLU), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, SILU_AND_MUL_JSON, ref_silu_and_mul, cost_silu_and_mul},
+	{"geglu", "y = gelu(x[:, :D]) * x[:, D:] (erf gelu), x (T, 2D)", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, GEGLU_JSON, ref_geglu, cost_geglu},
+	{"geglu_tanh", "y = gelu_tanh(x[:, :D]) * x[:, D:], x (T, 2D)", SZ_TD, IN_X, OUT_Y, SC_NONE,
+	 GEGLU_TANH_JSON, ref_geglu_tanh, cost_geglu_tanh},
+	{"gelu", "y = x/2 * (1 + erf(x / sqrt(2)))", SZ_TD, IN_X, OUT_Y, SC_NONE, GELU_JSON,
+	 ref_gelu, cost_gelu},
+	{"gelu_tanh", "y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))", SZ_TD, IN_X, OUT_Y,
+	 SC_NONE, GELU_TANH_JSON, ref_gelu_tanh, cost_gelu_tanh},
+	{"rope_neox", "rotary embedding, rotate-halves (GPT-NeoX) layout, x (T, H, Dh)", SZ_THD,
+	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_NEOX_JSON, ref_rope_neox, cost_rope},
+	{"rope_gptj", "rotary embedding, interleaved-pairs (GPT-J) layout, x (T, H, Dh)", SZ_THD,
+	 IN_X_COS_SIN, OUT_Y, SC_NONE, ROPE_GPTJ_JSON, ref_rope_gptj, cost_rope},
+	{"adaln_modulate", "y = x * (1 + scale) + shift, x (B, S, D), scale/shift (B, D)", SZ_BSD,
+	 IN_X_SCALE_SHIFT, OUT_Y, SC_NONE, ADALN_JSON, ref_adaln, cost_adaln},
+	{"gemm", "y = x @ w^T, x (M, K), w (N, K), fp32 accumulation", SZ_MNK, IN_X_W, OUT_Y,
+	 SC_NONE, GEMM_JSON, ref_gemm, cost_gemm},
 };
 
 size_t op_count(void)

@@ -125,7 +125,8 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 					if (t + k * tx < n) {
 						c[k] = ld_stream<T, W>(x, t + k * tx);
 						if constexpr (ADD)
-							rc[k - g] = ld_stream<T, W>(res, t + k * tx);
+							rc[k - g] =
+								ld_stream<T, W>(res, t + k * tx);
 						if constexpr (PRE)
 							wc[k] = ld_keep<T, W>(w, t + k * tx);
 					}
@@ -196,11 +197,11 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 	constexpr int V = vec_width<T>::value;
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) &&
 			    (!HAS_W || aligned16(w)) && (!ADD || (aligned16(r) && aligned16(res)));
-	row_op<T, HAS_W, ADD> op{ y + off, ADD ? r + off : nullptr,
-				  x + off, ADD ? res + off : nullptr,
-				  w,	   D,
-				  eps,	   row < rows,
-				  red };
+	row_op<T, HAS_W, ADD> op{y + off, ADD ? r + off : nullptr,
+				 x + off, ADD ? res + off : nullptr,
+				 w,	  D,
+				 eps,	  row < rows,
+				 red};
 	row_dispatch<T>(op, D, vec_ok);
 }
 

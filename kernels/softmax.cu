@@ -197,7 +197,7 @@ template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y);
-	row_op<T> op{ y + off, x + off, D, row < rows, red };
+	row_op<T> op{y + off, x + off, D, row < rows, red};
 	row_dispatch<T>(op, D, vec_ok);
 }
 

@@ -93,19 +93,19 @@ struct tol {
 };
 static tol tol_std(enum kf_dtype dt)
 {
-	return dt == KF_DT_F32	 ? tol{ 1e-5, 1e-5 }
-	       : dt == KF_DT_F16 ? tol{ 2e-3, 2e-3 }
-				 : tol{ 1e-2, 1e-2 };
+	return dt == KF_DT_F32	 ? tol{1e-5, 1e-5}
+	       : dt == KF_DT_F16 ? tol{2e-3, 2e-3}
+				 : tol{1e-2, 1e-2};
 }
 static tol tol_softmax(enum kf_dtype dt)
 {
-	return dt == KF_DT_F32	 ? tol{ 1e-8, 1e-5 }
-	       : dt == KF_DT_F16 ? tol{ 1e-6, 2e-3 }
-				 : tol{ 1e-6, 1e-2 };
+	return dt == KF_DT_F32	 ? tol{1e-8, 1e-5}
+	       : dt == KF_DT_F16 ? tol{1e-6, 2e-3}
+				 : tol{1e-6, 1e-2};
 }
 static tol tol_gemm(enum kf_dtype dt)
 {
-	return dt == KF_DT_F16 ? tol{ 1e-2, 2e-3 } : tol{ 2e-2, 1e-2 };
+	return dt == KF_DT_F16 ? tol{1e-2, 2e-3} : tol{2e-2, 1e-2};
 }
 
 /* Compares got with want; reports the case. */
@@ -147,7 +147,7 @@ static void compare(const char *what, const char *out, enum kf_dtype dt, cudaErr
 	}
 }
 
-static const enum kf_dtype FLOATS[] = { KF_DT_F32, KF_DT_F16, KF_DT_BF16 };
+static const enum kf_dtype FLOATS[] = {KF_DT_F32, KF_DT_F16, KF_DT_BF16};
 
 static void must(int rc, const struct kf_err *err)
 {
@@ -160,7 +160,7 @@ static void must(int rc, const struct kf_err *err)
 static void test_rmsnorm(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = { 0, "" };
+		struct kf_err err = {0, ""};
 		char what[96];
 		tens x(dt, T * D, true), w(dt, D, true), res(dt, T * D, true);
 		std::vector<double> want(T * D), wr(T * D);
@@ -200,7 +200,7 @@ static void test_layernorm(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS)
 		for (int aff = 0; aff < 4; aff++) {
-			struct kf_err err = { 0, "" };
+			struct kf_err err = {0, ""};
 			char what[96];
 			/* mean 3: checks that the variance is taken about the mean */
 			tens x(dt, T * D, true, 1.0, 3.0), w(dt, D, true), b(dt, D, true);
@@ -226,7 +226,7 @@ static void test_layernorm(int64_t T, int64_t D)
 static void test_softmax_masked(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = { 0, "" };
+		struct kf_err err = {0, ""};
 		char what[96];
 		tens x(dt, T * D, true, 3.0), y(dt, T * D, false);
 		std::vector<unsigned char> raw(T * D * dtype_bytes(dt) + 1);
@@ -250,7 +250,7 @@ static void test_softmax_masked(int64_t T, int64_t D)
 static void test_softmax(int64_t T, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = { 0, "" };
+		struct kf_err err = {0, ""};
 		char what[96];
 		tens x(dt, T * D, true, 3.0), y(dt, T * D, false);
 		std::vector<double> want(T * D);
@@ -263,10 +263,10 @@ static void test_softmax(int64_t T, int64_t D)
 
 static void test_activation(int64_t T, int64_t D)
 {
-	static const char *names[] = { "silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh" };
+	static const char *names[] = {"silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh"};
 	for (int op = 0; op < KF_ACT_COUNT; op++)
 		for (enum kf_dtype dt : FLOATS) {
-			struct kf_err err = { 0, "" };
+			struct kf_err err = {0, ""};
 			char what[96];
 			const int64_t xw = op <= KF_ACT_GEGLU_TANH ? 2 * D : D;
 			tens x(dt, T * xw, true, 2.0), y(dt, T * D, false);
@@ -286,7 +286,7 @@ static void test_rope(int64_t T, int64_t H, int64_t Dh)
 {
 	for (int neox = 0; neox < 2; neox++)
 		for (enum kf_dtype dt : FLOATS) {
-			struct kf_err err = { 0, "" };
+			struct kf_err err = {0, ""};
 			char what[96];
 			tens x(dt, T * H * Dh, true), y(dt, T * H * Dh, false);
 			tens c(KF_DT_F32, T * Dh / 2, true), s(KF_DT_F32, T * Dh / 2, true);
@@ -306,7 +306,7 @@ static void test_rope(int64_t T, int64_t H, int64_t Dh)
 static void test_adaln(int64_t B, int64_t S, int64_t D)
 {
 	for (enum kf_dtype dt : FLOATS) {
-		struct kf_err err = { 0, "" };
+		struct kf_err err = {0, ""};
 		char what[96];
 		tens x(dt, B * S * D, true), sc(dt, B * D, true), sh(dt, B * D, true);
 		tens y(dt, B * S * D, false);
@@ -323,8 +323,8 @@ static void test_adaln(int64_t B, int64_t S, int64_t D)
 
 static void test_gemm(int64_t M, int64_t N, int64_t K)
 {
-	for (enum kf_dtype dt : { KF_DT_F16, KF_DT_BF16 }) {
-		struct kf_err err = { 0, "" };
+	for (enum kf_dtype dt : {KF_DT_F16, KF_DT_BF16}) {
+		struct kf_err err = {0, ""};
 		char what[96];
 		tens x(dt, M * K, true), w(dt, N * K, true), y(dt, M * N, false);
 		std::vector<double> want(M * N);
@@ -371,7 +371,7 @@ static void test_fatbin(const char *path)
 		}
 		k += strlen("\"kernel\": \"");
 		const char *end = strstr(k, "$dtype");
-		for (enum kf_dtype dt : { KF_DT_F32, KF_DT_F16, KF_DT_BF16 }) {
+		for (enum kf_dtype dt : {KF_DT_F32, KF_DT_F16, KF_DT_BF16}) {
 			char q[16];
 			snprintf(q, sizeof q, "\"%s\"", dtype_name(dt));
 			const char *close = strchr(dts, ']');
@@ -457,10 +457,10 @@ int main(int argc, char **argv)
 	 * more rows than one grid dimension holds, and few rows where
 	 * kf::row_block gives each row 2x (1000 x 2048) or 4x (7 x 8, ...) the
 	 * threads. */
-	const int64_t rows[][2] = { { 1, 1 },	  { 1, 7 },	 { 3, 33 },	 { 5, 1000 },
-				    { 2, 4097 },  { 4, 4096 },	 { 7, 8 },	 { 1, 16384 },
-				    { 2, 20000 }, { 1, 40000 },	 { 2, 65536 },	 { 1, 131072 },
-				    { 1, 70001 }, { 70000, 64 }, { 3000, 2048 }, { 1000, 3000 }, { 1000, 2048 } };
+	const int64_t rows[][2] = {{1, 1},	 {1, 7},      {3, 33},	  {5, 1000},   {2, 4097},
+				   {4, 4096},	 {7, 8},      {1, 16384}, {2, 20000},  {1, 40000},
+				   {2, 65536},	 {1, 131072}, {1, 70001}, {70000, 64}, {3000, 2048},
+				   {1000, 3000}, {1000, 2048}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -468,29 +468,26 @@ int main(int argc, char **argv)
 		test_layernorm(r[0], r[1]);
 		test_softmax(r[0], r[1]);
 	}
-	const int64_t masked[][2] = { { 8, 4096 }, { 3000, 2048 }, { 3, 20001 }, { 2, 70001 } };
+	const int64_t masked[][2] = {{8, 4096}, {3000, 2048}, {3, 20001}, {2, 70001}};
 	for (auto &r : masked)
 		test_softmax_masked(r[0], r[1]);
-	const int64_t acts[][2] = { { 1, 1 },	   { 3, 7 },	  { 5, 1000 },
-				    { 4, 4096 },   { 1, 16384 },  { 2, 20001 },
-				    { 70000, 64 }, { 300000, 8 }, { 9, 3000 } };
+	const int64_t acts[][2] = {{1, 1},     {3, 7},	    {5, 1000},	 {4, 4096}, {1, 16384},
+				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}};
 	for (auto &r : acts)
 		if (!quick || r[0] * r[1] <= 300000)
 			test_activation(r[0], r[1]);
-	const int64_t ropes[][3] = {
-		{ 1, 1, 2 },	 { 3, 2, 6 },	  { 7, 3, 66 }, { 5, 4, 128 },
-		{ 2, 1, 20000 }, { 1000, 8, 64 }, { 9, 5, 72 }, { 4, 2, 256 }
-	};
+	const int64_t ropes[][3] = {{1, 1, 2},	   {3, 2, 6},	  {7, 3, 66}, {5, 4, 128},
+				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
 	for (auto &r : ropes)
 		test_rope(r[0], r[1], r[2]);
-	const int64_t adas[][3] = { { 1, 1, 1 },     { 2, 3, 7 },     { 3, 5, 1000 },
-				    { 2, 64, 4096 }, { 1, 2, 16384 }, { 2, 140000, 8 } };
+	const int64_t adas[][3] = {{1, 1, 1},	  {2, 3, 7},	 {3, 5, 1000},
+				   {2, 64, 4096}, {1, 2, 16384}, {2, 140000, 8}};
 	for (auto &r : adas)
 		if (!quick || r[0] * r[1] * r[2] <= 1000000)
 			test_adaln(r[0], r[1], r[2]);
-	const int64_t gemms[][3] = { { 1, 1, 8 },	 { 77, 200, 72 },    { 128, 128, 64 },
-				     { 129, 257, 136 },	 { 256, 256, 4096 }, { 512, 384, 1024 },
-				     { 300, 131, 2000 }, { 1000, 520, 264 }, { 640, 768, 512 } };
+	const int64_t gemms[][3] = {{1, 1, 8},	      {77, 200, 72},	{128, 128, 64},
+				    {129, 257, 136},  {256, 256, 4096}, {512, 384, 1024},
+				    {300, 131, 2000}, {1000, 520, 264}, {640, 768, 512}};
 	for (auto &r : gemms)
 		test_gemm(r[0], r[1], r[2]);
 	if (fatbin)
