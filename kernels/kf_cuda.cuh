@@ -256,7 +256,13 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 }
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
- * built with KF_AB=1 and 2 next to the default one); the library uses 0. */
+ * built with KF_AB=1 and 2 next to the default one); the library uses 0.
+ *            few rows (row_block)  rows/block (T>1024)  act rows  adaln rows  other
+ *   0        up to 4x threads      256 / tx             2         2
+ *   1        1x                    256 / tx             1         4           layernorm w/b preload NV <= 2,
+ *                                                                             add_rmsnorm w preload
+ *   2        up to 2x              512 / tx             4         1
+ * Each op's cases differ in one alternative per library. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif
@@ -288,7 +294,7 @@ static inline void row_block(int64_t T, int64_t D, int *tx, int *ty)
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
-	const int y = (256 / (int)x) * (T > 1024);
+	const int y = ((KF_AB == 2 ? 512 : 256) / (int)x) * (T > 1024); /* KF_AB 2: 2x rows */
 	*ty = y > 1 ? y : 1;
 }
 
