@@ -1,6 +1,7 @@
 /* compile_int: internals shared by compile.c (driver, cache use),
- * compile_parse.c (compiler output -> diagnostics, kernels, warnings) and
- * compile_sass.c (cuobjdump in the jail). Included by no one else. */
+ * compile_flags.c (the flag allowlist), compile_parse.c (compiler output ->
+ * diagnostics, kernels, warnings) and compile_sass.c (cuobjdump in the
+ * jail). Included by no one else. */
 #ifndef KF_COMPILE_INT_H
 #define KF_COMPILE_INT_H
 
@@ -11,6 +12,25 @@
 
 struct cache;
 struct jail;
+
+/* A request's flags, checked and rebuilt for both backends. */
+struct compile_flagset {
+	/* Backend arguments; strings point into the request or into store. */
+	const char *nvcc[COMPILE_FLAGS_MAX * 2];
+	int nvcc_len;
+	const char *nvrtc[COMPILE_FLAGS_MAX * 2];
+	int nvrtc_len;
+	char store[COMPILE_FLAGS_MAX * 2][160];
+	int store_len;
+	int debug; /* -G */
+};
+
+/* Validates flags (len of them, borrowed) and translates them for both
+ * backends into *fs (caller's storage; strings point into flags or into
+ * fs->store). Returns 0, KF_EPERM for a refused flag (with the reason),
+ * KF_EINVAL for a malformed one, or KF_ETOOBIG past COMPILE_FLAGS_MAX. */
+int compile_parse_flags(const char *const *flags, size_t len, struct compile_flagset *fs,
+			struct kf_err *err);
 
 /* What the parser reads. Strings borrowed. */
 struct compile_parse_in {
