@@ -1,0 +1,263 @@
+/* buffers: the harness's device buffers, one per tensor with guard bands on
+ * both sides, inputs filled from the seed (spec_fill), outputs poisoned
+ * with NaN patterns before each run, and the checks after it (guard bands
+ * intact, inputs unmodified, elements never written). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness_int.h"
+
+/* Poison patterns per dtype: A and B, both NaN for floats. Only an element
+ * the kernel never wrote holds A after the first run and B after the
+ * second. */
+static const uint32_t POISON32[2] = {0x7fa5a5a5u, 0xffb4b4b4u};
+static const uint16_t POISON16F[2] = {0x7e5au, 0xfe6bu};	/* f16 NaNs */
+static const uint16_t POISON16B[2] = {0x7fa5u, 0xffb6u};	/* bf16 NaNs */
+static const uint32_t POISON64[2] = {0x7ff87ff8u, 0xfff9fff9u}; /* f64 NaN halves */
+static const uint8_t POISON8[2] = {0xa5u, 0x5au};		/* integers */
+#define CANARY_BYTE(i) ((uint8_t)(0xcbu ^ (uint8_t)((i)*37u)))
+
+/* --- buffers ----------------------------------------------------------- */
+
+int h_bufs_alloc(struct harness *h, struct hbuf *bufs)
+{
+	memset(bufs, 0, sizeof *bufs * h->s->tensors_len);
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		uint64_t bytes = h->b.bytes[t];
+		uint64_t padded = (bytes + 255) & ~255ull;
+		bufs[t].bytes = bytes;
+		bufs[t].tail = padded - bytes + SPEC_GUARD_BYTES;
+		CUresult r = cuMemAlloc(&bufs[t].base, padded + 2 * SPEC_GUARD_BYTES);
+		if (r != CUDA_SUCCESS)
+			return h_cuda_fail(h, r, "allocating tensors");
+		bufs[t].data = bufs[t].base + SPEC_GUARD_BYTES;
+	}
+	return 0;
+}
+
+void h_bufs_free(struct harness *h, struct hbuf *bufs)
+{
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		if (bufs[t].base)
+			cuMemFree(bufs[t].base);
+		free(bufs[t].host);
+		bufs[t].base = 0;
+		bufs[t].host = NULL;
+	}
+}
+
+static int64_t init_max_of(struct harness *h, size_t t)
+{
+	const struct spec_tensor *T = &h->s->tensors[t];
+	int64_t v = 0;
+	if (T->init_max_expr) {
+		struct expr_env env = spec_env(h->s, h->vals);
+		if (expr_eval(T->init_max_expr, &env, &v, NULL))
+			v = 1;
+	}
+	return v;
+}
+
+int h_bufs_fill_inputs(struct harness *h, struct hbuf *bufs, uint64_t seed)
+{
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		const struct spec_tensor *T = &h->s->tensors[t];
+		if (T->role == SPEC_ROLE_OUTPUT)
+			continue;
+		free(bufs[t].host);
+		bufs[t].host = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
+		if (!bufs[t].host) {
+			json_object_set_new(h->report, "error",
+					    json_string("out of host memory filling inputs"));
+			return KF_ENOMEM;
+		}
+		spec_fill(T, t, seed, init_max_of(h, t), bufs[t].host, h->b.elems[t]);
+		CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
+		if (r != CUDA_SUCCESS)
+			return h_cuda_fail(h, r, "uploading inputs");
+	}
+	return 0;
+}
+
+int h_bufs_restore_inout(struct harness *h, struct hbuf *bufs)
+{
+	for (size_t t = 0; t < h->s->tensors_len; t++)
+		if (h->s->tensors[t].role == SPEC_ROLE_INOUT) {
+			CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
+			if (r != CUDA_SUCCESS)
+				return h_cuda_fail(h, r, "restoring inout tensors");
+		}
+	return 0;
+}
+
+int h_bufs_poison(struct harness *h, struct hbuf *bufs, int pattern)
+{
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		const struct spec_tensor *T = &h->s->tensors[t];
+		if (T->role != SPEC_ROLE_OUTPUT)
+			continue;
+		uint64_t n = h->b.elems[t];
+		CUresult r;
+		switch (T->dtype) {
+		case KF_DT_F32: r = cuMemsetD32(bufs[t].data, POISON32[pattern], n); break;
+		case KF_DT_F64: r = cuMemsetD32(bufs[t].data, POISON64[pattern], 2 * n); break;
+		case KF_DT_F16: r = cuMemsetD16(bufs[t].data, POISON16F[pattern], n); break;
+		case KF_DT_BF16: r = cuMemsetD16(bufs[t].data, POISON16B[pattern], n); break;
+		default: r = cuMemsetD8(bufs[t].data, POISON8[pattern], bufs[t].bytes); break;
+		}
+		if (r != CUDA_SUCCESS)
+			return h_cuda_fail(h, r, "poisoning outputs");
+	}
+	return 0;
+}
+
+int h_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern)
+{
+	switch (dt) {
+	case KF_DT_F32: {
+		uint32_t v;
+		memcpy(&v, (const char *)p + 4 * i, 4);
+		return v == POISON32[pattern];
+	}
+	case KF_DT_F64: {
+		uint64_t v, w = ((uint64_t)POISON64[pattern] << 32) | POISON64[pattern];
+		memcpy(&v, (const char *)p + 8 * i, 8);
+		return v == w;
+	}
+	case KF_DT_F16:
+	case KF_DT_BF16: {
+		uint16_t v;
+		memcpy(&v, (const char *)p + 2 * i, 2);
+		return v == (dt == KF_DT_F16 ? POISON16F : POISON16B)[pattern];
+	}
+	default: {
+		size_t sz = dtype_bytes(dt);
+		const uint8_t *b = (const uint8_t *)p + sz * i;
+		for (size_t k = 0; k < sz; k++)
+			if (b[k] != POISON8[pattern])
+				return 0;
+		return 1;
+	}
+	}
+}
+
+static uint8_t *canary_host(uint64_t len)
+{
+	uint8_t *c = malloc(len ? len : 1);
+	if (c)
+		for (uint64_t i = 0; i < len; i++)
+			c[i] = CANARY_BYTE(i);
+	return c;
+}
+
+int h_bufs_canary(struct harness *h, struct hbuf *bufs)
+{
+	uint8_t *c = canary_host(SPEC_GUARD_BYTES + 256);
+	if (!c)
+		return KF_ENOMEM;
+	int rc = 0;
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++) {
+		CUresult r = cuMemcpyHtoD(bufs[t].base, c, SPEC_GUARD_BYTES);
+		if (r == CUDA_SUCCESS)
+			r = cuMemcpyHtoD(bufs[t].data + bufs[t].bytes, c, bufs[t].tail);
+		if (r != CUDA_SUCCESS)
+			rc = h_cuda_fail(h, r, "writing guard canaries");
+	}
+	free(c);
+	return rc;
+}
+
+int h_download(struct harness *h, struct hbuf *bufs, size_t t, void **out)
+{
+	*out = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
+	if (!*out)
+		return KF_ENOMEM;
+	CUresult r = cuMemcpyDtoH(*out, bufs[t].data, bufs[t].bytes);
+	if (r != CUDA_SUCCESS) {
+		free(*out);
+		*out = NULL;
+		return h_cuda_fail(h, r, "downloading outputs");
+	}
+	return 0;
+}
+
+int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol)
+{
+	uint8_t *c = canary_host(SPEC_GUARD_BYTES + 256);
+	uint8_t *g = malloc(SPEC_GUARD_BYTES + 256);
+	int n = 0;
+	if (!c || !g) {
+		free(c);
+		free(g);
+		return KF_ENOMEM;
+	}
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		for (int side = 0; side < 2; side++) {
+			uint64_t len = side ? bufs[t].tail : SPEC_GUARD_BYTES;
+			CUdeviceptr at = side ? bufs[t].data + bufs[t].bytes : bufs[t].base;
+			CUresult r = cuMemcpyDtoH(g, at, len);
+			if (r != CUDA_SUCCESS) {
+				free(c);
+				free(g);
+				return h_cuda_fail(h, r, "reading guard bands");
+			}
+			uint64_t bad = 0, first = 0, last = 0;
+			for (uint64_t i = 0; i < len; i++)
+				if (g[i] != c[i]) {
+					if (!bad)
+						first = i;
+					last = i;
+					bad++;
+				}
+			if (bad) {
+				n++;
+				/* Offsets relative to the tensor: negative before it,
+				 * bytes past its end after it. */
+				json_int_t f = side ? (json_int_t)first
+						    : -(json_int_t)(SPEC_GUARD_BYTES - first);
+				json_int_t l = side ? (json_int_t)last
+						    : -(json_int_t)(SPEC_GUARD_BYTES - last);
+				json_array_append_new(
+					viol, json_pack("{s:s, s:s, s:I, s:I, s:I}", "tensor",
+							h->s->tensors[t].name, "side",
+							side ? "after" : "before", "bytes",
+							(json_int_t)bad, "first_offset", f,
+							"last_offset", l));
+			}
+		}
+	}
+	free(c);
+	free(g);
+	return n;
+}
+
+int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol)
+{
+	int n = 0;
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		const struct spec_tensor *T = &h->s->tensors[t];
+		if (T->role != SPEC_ROLE_INPUT)
+			continue;
+		void *now;
+		int rc = h_download(h, bufs, t, &now);
+		if (rc)
+			return rc;
+		size_t es = dtype_bytes(T->dtype);
+		uint64_t bad = 0, first = 0;
+		for (uint64_t i = 0; i < h->b.elems[t]; i++)
+			if (memcmp((char *)now + i * es, (char *)bufs[t].host + i * es, es)) {
+				if (!bad)
+					first = i;
+				bad++;
+			}
+		free(now);
+		if (bad) {
+			n++;
+			json_array_append_new(viol, json_pack("{s:s, s:I, s:I}", "tensor", T->name,
+							      "elements", (json_int_t)bad,
+							      "first_index", (json_int_t)first));
+		}
+	}
+	return n;
+}

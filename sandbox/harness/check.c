@@ -1,0 +1,246 @@
+/* check: the harness's check mode. For every row of sizes and every trial
+ * seed: fresh inputs, poisoned outputs, the program's launch list run as
+ * the job says (repeat runs expose state kept between launches and
+ * non-determinism), guard bands and inputs checked, outputs written as raw
+ * files for the daemon to compare. One report line per row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness_int.h"
+
+/* --- check mode -------------------------------------------------------- */
+
+#define FIRST_MAX 8
+
+static void add_first(json_t *arr, uint64_t i)
+{
+	if (json_array_size(arr) < FIRST_MAX)
+		json_array_append_new(arr, json_integer((json_int_t)i));
+}
+
+/* One trial: fresh module, fresh buffers, inputs from seed; run 1 with
+ * poison A; extra launches; run 2 with poison B; compare. */
+static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
+		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
+		       const char *prefix, json_t *tr)
+{
+	struct hprog p;
+	struct hbuf bufs[SPEC_MAX_TENSORS];
+	void *first_out[SPEC_MAX_TENSORS] = {0};
+	int rc = h_prog_load(h, &p, cubin, launch, launch_len);
+	if (rc)
+		return rc;
+	json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
+	json_object_set_new(tr, "guard_violations", guards);
+	json_object_set_new(tr, "inputs_modified", inputs);
+	json_object_set_new(tr, "outputs", outs);
+	int launches = 0;
+	if ((rc = h_bufs_alloc(h, bufs)) || (rc = h_bufs_fill_inputs(h, bufs, seed)) ||
+	    (rc = h_bufs_canary(h, bufs)) || (rc = h_bufs_poison(h, bufs, 0)))
+		goto out;
+	CUevent e0, e1;
+	cuEventCreate(&e0, CU_EVENT_DEFAULT);
+	cuEventCreate(&e1, CU_EVENT_DEFAULT);
+	cuEventRecord(e0, h->stream);
+	rc = h_prog_launch(h, &p, bufs);
+	cuEventRecord(e1, h->stream);
+	launches++;
+	if (!rc)
+		rc = h_sync(h, "running the kernel (first run)");
+	if (rc) {
+		cuEventDestroy(e0);
+		cuEventDestroy(e1);
+		goto out;
+	}
+	float ms = 0;
+	cuEventElapsedTime(&ms, e0, e1);
+	cuEventDestroy(e0);
+	cuEventDestroy(e1);
+	json_object_set_new(tr, "kernel_ms", json_real(ms));
+	for (size_t t = 0; t < h->s->tensors_len; t++)
+		if (h->s->tensors[t].role != SPEC_ROLE_INPUT &&
+		    (rc = h_download(h, bufs, t, &first_out[t])))
+			goto out;
+	if ((rc = h_check_guards(h, bufs, guards)) < 0 ||
+	    (rc = h_check_inputs(h, bufs, inputs)) < 0)
+		goto out;
+	rc = 0;
+	void *second[SPEC_MAX_TENSORS] = {0};
+	if (runs > 1) {
+		/* More launches on the same input: state kept across launches
+		 * (a __device__ counter, a cached result) shows up in run 2. */
+		for (int k = 0; k < extra && !rc; k++) {
+			if (!(rc = h_bufs_restore_inout(h, bufs)))
+				rc = h_prog_launch(h, &p, bufs);
+			launches++;
+		}
+		if (!rc)
+			rc = h_sync(h, "running the kernel (repeated launches)");
+		if (!rc && !(rc = h_bufs_restore_inout(h, bufs)) &&
+		    !(rc = h_bufs_poison(h, bufs, 1)) && !(rc = h_prog_launch(h, &p, bufs)))
+			rc = h_sync(h, "running the kernel (second run)");
+		launches++;
+		if (rc)
+			goto out;
+		for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
+			if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
+				rc = h_download(h, bufs, t, &second[t]);
+		if (!rc && (rc = h_check_guards(h, bufs, guards)) >= 0 &&
+		    (rc = h_check_inputs(h, bufs, inputs)) >= 0)
+			rc = 0;
+	}
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++) {
+		const struct spec_tensor *T = &h->s->tensors[t];
+		if (T->role == SPEC_ROLE_INPUT)
+			continue;
+		size_t es = dtype_bytes(T->dtype);
+		uint64_t unw = 0, unw2 = 0, changed = 0, late = 0;
+		json_t *fu = json_array(), *fu2 = json_array(), *fc = json_array(),
+		       *fl = json_array();
+		for (uint64_t i = 0; i < h->b.elems[t]; i++) {
+			int p1 = T->role == SPEC_ROLE_OUTPUT &&
+				 h_is_poison(T->dtype, first_out[t], i, 0);
+			if (!second[t]) {
+				if (p1) {
+					unw++;
+					add_first(fu, i);
+				}
+				continue;
+			}
+			int p2 = T->role == SPEC_ROLE_OUTPUT &&
+				 h_is_poison(T->dtype, second[t], i, 1);
+			if (p1 && p2) {
+				unw++;
+				add_first(fu, i);
+			} else if (p2) {
+				unw2++;
+				add_first(fu2, i);
+			} else if (p1) {
+				late++;
+				add_first(fl, i);
+			} else if (memcmp((char *)first_out[t] + i * es, (char *)second[t] + i * es,
+					  es)) {
+				changed++;
+				add_first(fc, i);
+			}
+		}
+		char file[300];
+		snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);
+		if (h_write_file(file, first_out[t], h->b.bytes[t])) {
+			json_object_set_new(
+				h->report, "error",
+				json_string("cannot write outputs to the job directory"));
+			rc = KF_EIO;
+		}
+		json_object_set_new(outs, T->name,
+				    json_pack("{s:s, s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}",
+					      "file", file, "unwritten", (json_int_t)unw,
+					      "first_unwritten", fu, "unwritten_second_run",
+					      (json_int_t)unw2, "first_unwritten_second_run", fu2,
+					      "unwritten_first_run_only", (json_int_t)late,
+					      "first_unwritten_first_run_only", fl,
+					      "changed_between_runs", (json_int_t)changed,
+					      "first_changed", fc));
+	}
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
+		free(second[t]);
+out:
+	json_object_set_new(tr, "launches", json_integer(launches));
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
+		free(first_out[t]);
+	if (!json_object_get(h->report, "fault")) {
+		h_bufs_free(h, bufs);
+		h_prog_unload(&p);
+	}
+	return rc;
+}
+
+/* Check mode. job.json: program (candidate | reference | baseline),
+ * module, runs, extra_launches and rows: [{sizes: [...], seeds: [hex...],
+ * out_prefix}]. Each row's report goes to the daemon as one JSON line as
+ * soon as the row is done ({"row": i, "trials": [...]}, with "fault" or
+ * "error" when it stopped there), so a later hang or crash loses nothing
+ * already measured; the final line is the whole-run report. */
+int h_mode_check(struct harness *h)
+{
+	const json_t *rows = json_object_get(h->job, "rows");
+	const char *which = json_string_value(json_object_get(h->job, "program"));
+	const char *cubin = json_string_value(json_object_get(h->job, "module"));
+	int runs = (int)json_integer_value(json_object_get(h->job, "runs"));
+	int extra = (int)json_integer_value(json_object_get(h->job, "extra_launches"));
+	if (!json_is_array(rows) || !cubin || !which) {
+		json_object_set_new(h->report, "error",
+				    json_string("job.json: rows, module and program are required"));
+		return KF_EINVAL;
+	}
+	const struct spec_launch *launch = h->s->launch;
+	size_t launch_len = h->s->launch_len;
+	if (strcmp(which, "reference") == 0) {
+		launch = h->s->ref.launch;
+		launch_len = h->s->ref.launch_len;
+	} else if (strcmp(which, "baseline") == 0) {
+		launch = h->s->baseline.launch;
+		launch_len = h->s->baseline.launch_len;
+	}
+	if (!launch_len) {
+		json_object_set_new(
+			h->report, "error",
+			json_string("job.json: the spec has no launch list for this program"));
+		return KF_EINVAL;
+	}
+	for (size_t r = 0; r < json_array_size(rows); r++) {
+		const json_t *row = json_array_get(rows, r);
+		const json_t *sz = json_object_get(row, "sizes");
+		const json_t *seeds = json_object_get(row, "seeds");
+		const char *prefix = json_string_value(json_object_get(row, "out_prefix"));
+		json_t *line = json_pack("{s:I, s:[]}", "row", (json_int_t)r, "trials");
+		json_t *trials = json_object_get(line, "trials");
+		int rc = 0;
+		struct kf_err err = {0};
+		if (!json_is_array(sz) || json_array_size(sz) != h->s->vars_len ||
+		    !json_is_array(seeds) || !prefix) {
+			json_object_set_new(h->report, "error",
+					    json_string("job.json: each row needs sizes (every "
+							"variable), seeds and out_prefix"));
+			rc = KF_EINVAL;
+		} else {
+			for (size_t k = 0; k < h->s->vars_len; k++)
+				h->vals[k] = json_integer_value(json_array_get(sz, k));
+			struct spec_limits lim;
+			spec_limits_default(&lim);
+			lim.max_device_bytes = UINT64_MAX; /* the daemon applied its cap */
+			lim.max_host_bytes = UINT64_MAX;
+			if ((rc = spec_bind(h->s, h->vals, &lim, "job", &h->b, &err)))
+				json_object_set_new(h->report, "error", json_string(err.msg));
+		}
+		for (size_t k = 0; !rc && k < json_array_size(seeds); k++) {
+			uint64_t seed;
+			if (h_parse_seed(json_array_get(seeds, k), &seed)) {
+				json_object_set_new(h->report, "error",
+						    json_string("job.json: bad seed"));
+				rc = KF_EINVAL;
+				break;
+			}
+			json_t *tr = json_object();
+			json_array_append_new(trials, tr);
+			json_object_set_new(tr, "seed", json_incref(json_array_get(seeds, k)));
+			h_watchdog_arm((long)r);
+			rc = check_trial(h, cubin, launch, launch_len, seed, (int)k,
+					 runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
+			h_watchdog_disarm();
+		}
+		/* A fault or error belongs to the row it happened in. */
+		if (rc) {
+			if (json_object_get(h->report, "fault"))
+				json_object_set(line, "fault", json_object_get(h->report, "fault"));
+			if (json_object_get(h->report, "error"))
+				json_object_set(line, "error", json_object_get(h->report, "error"));
+		}
+		h_send_line(h, line);
+		json_decref(line);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
