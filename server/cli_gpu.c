@@ -349,6 +349,27 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 	return exit;
 }
 
+/* The end of check and bench: unless rc (a usage error already printed) is
+ * set, loads the spec at path into args["spec"] and runs tool. Takes args.
+ * Returns rc, CLI_EXIT_FAIL when the spec cannot be loaded, or run_tool's
+ * code. */
+static int run_spec_tool(const struct cli_common *co, const char *cmd, const char *path,
+			 json_t *args, int rc, const char *tool,
+			 void (*print)(FILE *, const json_t *))
+{
+	if (rc) {
+		json_decref(args);
+		return rc;
+	}
+	json_t *spec = load_spec(cmd, path);
+	if (!spec) {
+		json_decref(args);
+		return CLI_EXIT_FAIL;
+	}
+	json_object_set_new(args, "spec", spec);
+	return run_tool(co, tool, args, print);
+}
+
 static int check_main(int argc, char **argv)
 {
 	struct cli_common co;
@@ -410,17 +431,7 @@ static int check_main(int argc, char **argv)
 		json_object_set_new(args, "replay",
 				    json_pack("{s:o, s:s}", "size", sz, "seed", seed));
 	}
-	if (rc) {
-		json_decref(args);
-		return rc;
-	}
-	json_t *spec = load_spec("check", path);
-	if (!spec) {
-		json_decref(args);
-		return CLI_EXIT_FAIL;
-	}
-	json_object_set_new(args, "spec", spec);
-	return run_tool(&co, "check_kernel", args, print_check);
+	return run_spec_tool(&co, "check", path, args, rc, "check_kernel", print_check);
 }
 
 static int bench_main(int argc, char **argv)
@@ -465,17 +476,7 @@ static int bench_main(int argc, char **argv)
 	}
 	if (!rc && !path)
 		rc = cli_usage_error("bench", "SPEC.json missing");
-	if (rc) {
-		json_decref(args);
-		return rc;
-	}
-	json_t *spec = load_spec("bench", path);
-	if (!spec) {
-		json_decref(args);
-		return CLI_EXIT_FAIL;
-	}
-	json_object_set_new(args, "spec", spec);
-	return run_tool(&co, "benchmark_kernel", args, print_bench);
+	return run_spec_tool(&co, "bench", path, args, rc, "benchmark_kernel", print_bench);
 }
 
 static int calibrate_main(int argc, char **argv)
