@@ -1,7 +1,7 @@
 /* compile_int: internals shared by compile.c (driver, cache use),
  * compile_flags.c (the flag allowlist), compile_parse.c (compiler output ->
- * diagnostics, kernels, warnings) and compile_sass.c (cuobjdump in the
- * jail). Included by no one else. */
+ * diagnostics, kernels, warnings), compile_answer.c (the tool's answer) and
+ * compile_sass.c (cuobjdump in the jail). Included by no one else. */
 #ifndef KF_COMPILE_INT_H
 #define KF_COMPILE_INT_H
 
@@ -56,6 +56,10 @@ json_t *compile_build_result(const struct compile_parse_in *in);
 /* Returns new JSON for a compile killed at the time limit. */
 json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
 			     const char *sandbox, unsigned timeout_ms);
+
+/* A new JSON string of s; text that is not valid UTF-8 has its bytes
+ * >= 0x80 and control characters replaced by '?'. NULL on ENOMEM. */
+json_t *compile_json_text(const char *s);
 
 /* Returns the log with host paths rewritten (new, free()), or NULL. */
 char *compile_clean_log(const struct compile_parse_in *in);
