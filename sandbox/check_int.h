@@ -11,8 +11,9 @@
 struct app;
 struct jail;
 
-/* The first readable of: $env, <exe dir>/rel1, <exe dir>/rel2 (rel2 may be
- * NULL), resolved, into out (cap bytes). Returns 0, or -1 when none is. */
+/* The first readable of: $env (as given), <exe dir>/rel1, <exe dir>/rel2
+ * (resolved with realpath; either may be NULL), into out (cap bytes).
+ * Returns 0, or -1 when none is. */
 int check_find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap);
 
 /* The process-wide jail for app's sandbox mode (opened on first use, kept
