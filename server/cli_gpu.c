@@ -349,6 +349,21 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 	return exit;
 }
 
+/* The arguments check and bench share after their own options: an option
+ * whose value is missing, an unknown option, the one SPEC.json (into
+ * *path). Returns 0 or the usage error's exit code. */
+static int spec_arg(const char *cmd, const char *a, int missing, const char **path)
+{
+	if (missing)
+		return cli_usage_error(cmd, "%s needs a value", a);
+	if (a[0] == '-' && a[1])
+		return cli_usage_error(cmd, "unknown option %s", a);
+	if (*path)
+		return cli_usage_error(cmd, "one SPEC.json only");
+	*path = a;
+	return 0;
+}
+
 /* The end of check and bench: unless rc (a usage error already printed) is
  * set, loads the spec at path into args["spec"] and runs tool. Takes args.
  * Returns rc, CLI_EXIT_FAIL when the spec cannot be loaded, or run_tool's
@@ -396,14 +411,8 @@ static int check_main(int argc, char **argv)
 			rsize = v;
 		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
 			json_object_set_new(args, "odd_size", json_false());
-		} else if (missing) {
-			rc = cli_usage_error("check", "%s needs a value", argv[i]);
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			rc = cli_usage_error("check", "unknown option %s", argv[i]);
-		} else if (path) {
-			rc = cli_usage_error("check", "one SPEC.json only");
 		} else {
-			path = argv[i];
+			rc = spec_arg("check", argv[i], missing, &path);
 		}
 	}
 	if (!rc && !path)
@@ -464,14 +473,8 @@ static int bench_main(int argc, char **argv)
 			json_object_set_new(args, "baseline", json_false());
 		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {
 			json_object_set_new(args, "flush_l2", json_false());
-		} else if (missing) {
-			rc = cli_usage_error("bench", "%s needs a value", argv[i]);
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			rc = cli_usage_error("bench", "unknown option %s", argv[i]);
-		} else if (path) {
-			rc = cli_usage_error("bench", "one SPEC.json only");
 		} else {
-			path = argv[i];
+			rc = spec_arg("bench", argv[i], missing, &path);
 		}
 	}
 	if (!rc && !path)
