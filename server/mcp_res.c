@@ -62,11 +62,30 @@ static int rpc_code_of(int kf)
 	}
 }
 
+/* Replies to a list request with the page of all (taken) that params'
+ * cursor selects, as result[key], with nextCursor when more follow. */
+static void reply_page(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
+		       json_t *all, const char *key)
+{
+	size_t start, i, total = json_array_size(all);
+	if (mcp_page_start(s, id, params, call, total, &start)) {
+		json_decref(all);
+		return;
+	}
+	json_t *page = json_array();
+	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
+		json_array_append(page, json_array_get(all, i));
+	json_decref(all);
+	json_t *result = json_pack("{s:o}", key, page);
+	mcp_page_finish(result, i, total);
+	mcp_reply(s, call, id, result);
+}
+
 void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
-	json_t *all = json_array(), *page, *result;
+	json_t *all = json_array();
 	struct kf_err err = {0};
-	size_t start, i, total;
+	size_t i;
 
 	for (i = 0; i < tools_resource_count(); i++) {
 		const struct resource_def *r = tools_resource_at(i);
@@ -91,24 +110,13 @@ void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *p
 			json_array_append_new(all, o);
 		}
 	}
-	total = json_array_size(all);
-	if (mcp_page_start(s, id, params, call, total, &start)) {
-		json_decref(all);
-		return;
-	}
-	page = json_array();
-	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
-		json_array_append(page, json_array_get(all, i));
-	json_decref(all);
-	result = json_pack("{s:o}", "resources", page);
-	mcp_page_finish(result, i, total);
-	mcp_reply(s, call, id, result);
+	reply_page(s, id, params, call, all, "resources");
 }
 
 void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
 {
-	json_t *all = json_array(), *page, *result;
-	size_t start, i, total;
+	json_t *all = json_array();
+	size_t i;
 
 	for (i = 0; i < tools_resource_count(); i++) {
 		const struct resource_def *r = tools_resource_at(i);
@@ -121,18 +129,7 @@ void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *p
 		mcp_set_str(o, "mimeType", r->mime_type);
 		json_array_append_new(all, o);
 	}
-	total = json_array_size(all);
-	if (mcp_page_start(s, id, params, call, total, &start)) {
-		json_decref(all);
-		return;
-	}
-	page = json_array();
-	for (i = start; i < total && i < start + MCP_PAGE_SIZE; i++)
-		json_array_append(page, json_array_get(all, i));
-	json_decref(all);
-	result = json_pack("{s:o}", "resourceTemplates", page);
-	mcp_page_finish(result, i, total);
-	mcp_reply(s, call, id, result);
+	reply_page(s, id, params, call, all, "resourceTemplates");
 }
 
 static const char *need_uri(struct mcp_session *s, const json_t *id, const json_t *params,
