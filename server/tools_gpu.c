@@ -42,6 +42,23 @@ static json_t *error_result(int rc, const char *msg)
 			 kf_err_name(rc), "message", msg);
 }
 
+/* Completes the answer (*out, may be NULL) of a check or benchmark that
+ * returned rc: an error result when there is no answer; otherwise an
+ * "error" member naming the code, unless the answer has one or rc is a
+ * verdict the answer already explains (KF_EFAULT: the kernel failed;
+ * KF_ECOMPILE: it did not compile). Nothing when rc is 0. */
+static void answer_error(int rc, const char *msg, json_t **out)
+{
+	if (!rc)
+		return;
+	if (!*out)
+		*out = error_result(rc, msg);
+	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", msg));
+}
+
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
@@ -61,12 +78,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	};
 	int gpu = -1;
 	int rc = check_kernel(app, spec, &o, out, &gpu, err);
-	if (rc && !*out)
-		*out = error_result(rc, err->msg);
-	if (*out && rc && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
-		json_object_set_new(
-			*out, "error",
-			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
+	answer_error(rc, err->msg, out);
 	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
 }
@@ -93,13 +105,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	};
 	int gpu = -1;
 	int rc = bench_kernel(app, spec, &o, out, &gpu, err);
-	if (rc && !*out)
-		*out = error_result(rc, err->msg);
-	else if (*out && rc && !json_object_get(*out, "error") && rc != KF_EFAULT &&
-		 rc != KF_ECOMPILE)
-		json_object_set_new(
-			*out, "error",
-			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
+	answer_error(rc, err->msg, out);
 	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
 }
