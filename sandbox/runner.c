@@ -56,6 +56,7 @@ struct runner {
 	pthread_cond_t mon_cv; /* wakes the monitor */
 	pthread_t monitor;
 	int monitor_started;
+	int monitor_ready;     /* set by the monitor once it is in its loop */
 	int closing;
 	int users; /* threads inside runner_run */
 	int gpu_count;
@@ -252,6 +253,8 @@ static void *monitor_main(void *arg)
 	struct runner *r = arg;
 
 	pthread_mutex_lock(&r->mu);
+	r->monitor_ready = 1;
+	pthread_cond_broadcast(&r->cv);
 	for (;;) {
 		int64_t t = now_ms(), wake = -1;
 		struct job *beat = NULL;
@@ -332,6 +335,13 @@ int runner_new(int gpu_count, int cpu_slots, size_t max_queue, int64_t default_t
 		return kf_err_set(err, KF_ENOMEM, "runner: cannot start the monitor thread");
 	}
 	r->monitor_started = 1;
+	/* Return only once the monitor sits in its wait, holding no lock: a
+	 * fork() right after (Check's forked tests, the jail) must not catch
+	 * it inside the allocator, or the child deadlocks in malloc. */
+	pthread_mutex_lock(&r->mu);
+	while (!r->monitor_ready)
+		pthread_cond_wait(&r->cv, &r->mu);
+	pthread_mutex_unlock(&r->mu);
 	*out = r;
 	return 0;
 }
