@@ -257,11 +257,12 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
  * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- *            few rows (row_block)  rows/block (T>1024)  act rows  adaln rows  other
+ *            few rows (row_block)  rows/block (T>1024)  act rows  adaln rows
  *   0        up to 4x threads      256 / tx             2         2
- *   1        1x                    256 / tx             1         4           layernorm w/b preload NV <= 2,
- *                                                                             add_rmsnorm w preload
+ *   1        1x                    256 / tx             1         4
  *   2        up to 2x              512 / tx             4         1
+ * (run 4 also tried layernorm's weight/bias preload and add_rmsnorm's
+ * weight preload here; README "Measurements" has the results.)
  * Each op's cases differ in one alternative per library. */
 #ifndef KF_AB
 #define KF_AB 0

@@ -14,10 +14,8 @@
  * Launch: block (tx, ty) from kf::row_block, grid ceil_div(T, ty).
  * Cost, e = sizeof(type), nw = (w != NULL) + (b != NULL):
  *   bytes = (2*T*D + nw*D) * e,  flops = (7 + nw) * T*D
- * Technique: as rmsnorm (row in registers, one HBM pass), with one row
- * reduction of (count, mean, squared deviations) triples combined by
- * Chan's formula (each thread's part two-pass from registers); the
- * wide-row fallback makes three passes through L2 and two reductions. */
+ * Technique: as rmsnorm (row in registers, one HBM pass), with two
+ * row reductions; the wide-row fallback makes three passes through L2. */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/layernorm.h"
 
@@ -25,52 +23,6 @@ namespace kf_ln
 {
 
 using namespace kf;
-
-/* Folds the partial statistics (nb, mub, m2b) into (n, mu, m2): count,
- * mean, sum of squared deviations from the mean (Chan et al.'s pairwise
- * update); empty parts (n = 0) change nothing. (Not bit-symmetric in its
- * operands: lanes of a row may hold means an ulp apart, well inside any
- * tolerance; a symmetric form costs registers, 24 bytes of spill.) */
-__device__ __forceinline__ void chan_fold(float &n, float &mu, float &m2, float nb, float mub,
-					  float m2b)
-{
-	const float nn = n + nb;
-	const float r = nn > 0.f ? __fdividef(nb, nn) : 0.f;
-	const float d = mub - mu;
-	mu = fmaf(d, r, mu);
-	m2 = m2 + m2b + d * d * n * r;
-	n = nn;
-}
-
-/* row_reduce (kf_cuda.cuh) for (count, mean, m2) triples: every thread of
- * the block calls it and gets its row's. red: __shared__ float[96]. */
-__device__ __forceinline__ void row_reduce_chan(float &n, float &mu, float &m2, float *red)
-{
-	const int tx = blockDim.x, width = tx < 32 ? tx : 32;
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		if (o < width)
-			chan_fold(n, mu, m2, __shfl_xor_sync(0xffffffffu, n, o),
-				  __shfl_xor_sync(0xffffffffu, mu, o),
-				  __shfl_xor_sync(0xffffffffu, m2, o));
-	if (tx <= 32)
-		return;
-	const int warps = tx >> 5;
-	const int tid = threadIdx.y * tx + threadIdx.x;
-	if ((tid & 31) == 0) {
-		red[tid >> 5] = n;
-		red[32 + (tid >> 5)] = mu;
-		red[64 + (tid >> 5)] = m2;
-	}
-	__syncthreads();
-	const int w0 = threadIdx.y * warps;
-	n = red[w0];
-	mu = red[32 + w0];
-	m2 = red[64 + w0];
-	for (int k = 1; k < warps; k++)
-		chan_fold(n, mu, m2, red[w0 + k], red[32 + w0 + k], red[64 + w0 + k]);
-	__syncthreads(); /* red may be reused */
-}
 
 template <typename T, bool HW, bool HB> struct row_op {
 	T *y;
@@ -134,11 +86,9 @@ template <typename T, bool HW, bool HB> struct row_op {
 		const int tx = blockDim.x, t = threadIdx.x;
 		float s = 0.f, q = 0.f;
 		if constexpr (NV > 0) {
-			/* weight and bias loaded with x (NV <= 4: 8 bytes of
-			 * spill at 64 registers for bf16 with both; KF_AB 1: 2):
-			 * no dependent round trip after the reduction */
-			constexpr int PMAX = KF_AB == 1 ? 2 : 4;
-			constexpr bool PW = HW && NV <= PMAX, PB = HB && NV <= PMAX;
+			/* weight and bias loaded with x (NV <= 2 bounds registers):
+			 * no dependent round trip after the reductions */
+			constexpr bool PW = HW && NV <= 2, PB = HB && NV <= 2;
 			chunk<T, W> c[NV], wc[PW ? NV : 1], bc[PB ? NV : 1];
 #pragma unroll
 			for (int k = 0; k < NV; k++)
@@ -149,26 +99,16 @@ template <typename T, bool HW, bool HB> struct row_op {
 					if constexpr (PB)
 						bc[k] = ld_keep<T, W>(b, t + k * tx);
 				}
-			/* One reduction round: each thread's count, mean and sum of
-			 * squared deviations from its own registers (two-pass,
-			 * exact), then Chan's pairwise combination across the row
-			 * (no E[x^2] - E[x]^2 cancellation, half the barriers of a
-			 * mean reduction followed by a variance reduction). */
-			float cnt = 0.f;
-#pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n) {
-					s += csum<W>(c[k]);
-					cnt += (float)W;
-				}
-			const float mt = cnt > 0.f ? s / cnt : 0.f;
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
-					q += csq<W>(c[k], mt);
-			float mu = mt;
-			row_reduce_chan(cnt, mu, q, red);
-			const float inv = rsqrtf(__fdividef(q, (float)D) + eps);
+					s += csum<W>(c[k]);
+			const float mu = row_reduce<false>(s, red) / (float)D;
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+				if (t + k * tx < n)
+					q += csq<W>(c[k], mu);
+			const float inv = rsqrtf(row_reduce<false>(q, red) / (float)D + eps);
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
@@ -192,7 +132,7 @@ template <typename T, bool HW, bool HB>
 __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, int rows, int D,
 				     float eps)
 {
-	__shared__ float red[96];
+	__shared__ float red[32];
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
@@ -251,7 +191,7 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 }
 
 /* Block (tx, ty) from kf::row_block: the row in registers at 32 elements a
- * thread, ty small rows packed per block; grid ceil_div(T, ty); 384 bytes of
+ * thread, ty small rows packed per block; grid ceil_div(T, ty); 128 bytes of
  * static shared memory for the reductions. */
 extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
 					const void *b, int64_t T, int64_t D, float eps,
