@@ -278,12 +278,13 @@ fuzz:
 		grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_$$t.log; \
 	done
 
-# The clang-format check covers the C that has been formatted with the tree's
-# .clang-format: server/, sandbox/, knowledge/ and tests/*.c. kernels/ is left
-# out for now (its owner formats it last, after the performance work), as are
-# the .cu test data and skill examples, whose layout is part of what they show.
-# The banned-call grep covers everything.
-LINT_FORMAT_FILES = $$(git ls-files 'server/*.[ch]' 'sandbox/*.[ch]' 'knowledge/*.[ch]' 'tests/*.c' | grep -v '^tests/.*/')
+# The clang-format check covers the project's C and CUDA: server/, sandbox/,
+# knowledge/, kernels/ (library, references, headers) and tests/*.c. Left
+# out: the .cu test data and skill examples, whose layout is part of what
+# they show, and kernels/dev/ experiments. The banned-call grep covers
+# everything.
+LINT_FORMAT_FILES = $$(git ls-files 'server/*.[ch]' 'sandbox/*.[ch]' 'knowledge/*.[ch]' 'tests/*.c' \
+	'kernels/*.[ch]' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/ref/*.[ch]' | grep -v '^tests/.*/')
 lint:
 	$(Q)clang-format --dry-run --Werror $(LINT_FORMAT_FILES)
 	$(Q)! git grep -nE '\b(strcpy|sprintf|strcat|atoi|gets)\s*\(' -- '*.c' '*.h' '*.cu' || \

@@ -9,9 +9,8 @@ static const struct {
 	size_t bytes;
 	int is_float;
 } DTYPES[KF_DT_COUNT] = {
-	[KF_DT_F32] = {"f32", 4, 1}, [KF_DT_F16] = {"f16", 2, 1},
-	[KF_DT_BF16] = {"bf16", 2, 1}, [KF_DT_F64] = {"f64", 8, 1},
-	[KF_DT_I8] = {"i8", 1, 0},   [KF_DT_U8] = {"u8", 1, 0},
+	[KF_DT_F32] = {"f32", 4, 1}, [KF_DT_F16] = {"f16", 2, 1}, [KF_DT_BF16] = {"bf16", 2, 1},
+	[KF_DT_F64] = {"f64", 8, 1}, [KF_DT_I8] = {"i8", 1, 0},	  [KF_DT_U8] = {"u8", 1, 0},
 	[KF_DT_I32] = {"i32", 4, 0}, [KF_DT_I64] = {"i64", 8, 0},
 };
 
@@ -154,8 +153,8 @@ void dtype_store(enum kf_dtype dt, void *p, size_t i, double v)
 		((int32_t *)p)[i] = (int32_t)saturate(v, -2147483648.0, 2147483647.0);
 		break;
 	case KF_DT_I64:
-		((int64_t *)p)[i] = (int64_t)saturate(v, -9.2233720368547758e18,
-						      9.2233720368547748e18);
+		((int64_t *)p)[i] =
+			(int64_t)saturate(v, -9.2233720368547758e18, 9.2233720368547748e18);
 		break;
 	default: break;
 	}

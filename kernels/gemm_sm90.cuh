@@ -235,11 +235,11 @@ static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M
 		encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
 	}
 	CUtensorMap ta, tb;
-	const cuuint32_t estr[2] = { 1, 1 };
-	const cuuint64_t da[2] = { (cuuint64_t)K, (cuuint64_t)M },
-			 db[2] = { (cuuint64_t)K, (cuuint64_t)N };
-	const cuuint64_t st[1] = { (cuuint64_t)K * 2 };
-	const cuuint32_t ba[2] = { 64, 128 }, bb[2] = { 64, 256 };
+	const cuuint32_t estr[2] = {1, 1};
+	const cuuint64_t da[2] = {(cuuint64_t)K, (cuuint64_t)M},
+			 db[2] = {(cuuint64_t)K, (cuuint64_t)N};
+	const cuuint64_t st[1] = {(cuuint64_t)K * 2};
+	const cuuint32_t ba[2] = {64, 128}, bb[2] = {64, 256};
 	if (encode(&ta, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)x, da, st, ba, estr,
 		   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
 		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -20,10 +20,10 @@ struct op_template;
  * the sizes given. Borrowed for the call. */
 struct op_ref_call {
 	const struct op_template *op;
-	const int64_t *sizes;     /* values of op->size_names, same order */
-	const double *scalars;    /* values of op->scalar_names, same order */
-	const double *const *in;  /* op->inputs order; NULL for an optional input left out */
-	double *const *out;       /* op->outputs order */
+	const int64_t *sizes;	 /* values of op->size_names, same order */
+	const double *scalars;	 /* values of op->scalar_names, same order */
+	const double *const *in; /* op->inputs order; NULL for an optional input left out */
+	double *const *out;	 /* op->outputs order */
 };
 
 /* A reference: computes every output from the inputs in float64.
@@ -34,15 +34,14 @@ typedef int (*op_ref_fn)(const struct op_ref_call *call, struct kf_err *err);
 /* Cost model: bytes moved through device memory (each input read once, each
  * output written once) and floating-point operations, for sizes in
  * op->size_names order and element type dt. */
-typedef void (*op_cost_fn)(const int64_t *sizes, enum kf_dtype dt,
-			   double *bytes, double *flops);
+typedef void (*op_cost_fn)(const int64_t *sizes, enum kf_dtype dt, double *bytes, double *flops);
 
 struct op_template {
-	const char *name;                /* "rmsnorm", "silu_and_mul", ... */
-	const char *summary;             /* one line: the math */
-	const char *const *size_names;   /* NULL-terminated: {"T", "D", NULL} */
-	const char *const *inputs;       /* NULL-terminated tensor names, input role */
-	const char *const *outputs;      /* NULL-terminated tensor names, output role */
+	const char *name;		 /* "rmsnorm", "silu_and_mul", ... */
+	const char *summary;		 /* one line: the math */
+	const char *const *size_names;	 /* NULL-terminated: {"T", "D", NULL} */
+	const char *const *inputs;	 /* NULL-terminated tensor names, input role */
+	const char *const *outputs;	 /* NULL-terminated tensor names, output role */
 	const char *const *scalar_names; /* NULL-terminated, may be empty */
 	/* The template as kernel-spec JSON. "$dtype" anywhere in it stands for
 	 * the spec's dtype ("bf16"). Keys: "dtypes" (allowed), "tensors",

@@ -56,7 +56,7 @@ struct runner {
 	pthread_cond_t mon_cv; /* wakes the monitor */
 	pthread_t monitor;
 	int monitor_started;
-	int monitor_ready;     /* set by the monitor once it is in its loop */
+	int monitor_ready; /* set by the monitor once it is in its loop */
 	int closing;
 	int users; /* threads inside runner_run */
 	int gpu_count;

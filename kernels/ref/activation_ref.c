@@ -55,7 +55,7 @@ int activation_ref(enum act_ref_op op, double *y, const double *x, int64_t T, in
 void activation_cost(enum act_ref_op op, int64_t T, int64_t D, size_t esize, double *bytes,
 		     double *flops)
 {
-	static const int k[ACT_REF_COUNT] = { 5, 9, 10, 8, 9 };
+	static const int k[ACT_REF_COUNT] = {5, 9, 10, 8, 9};
 	double td = (double)T * (double)D;
 	if ((unsigned)op >= ACT_REF_COUNT) {
 		*bytes = *flops = 0;
