@@ -594,6 +594,76 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 }
 END_TEST
 
+/* kf::row_block (kernels/kf_cuda.cuh) written out again: the row ops'
+ * JSON launches must give the launch helpers' configuration. */
+static void row_launch_ref(int64_t T, int64_t D, int64_t *grid, int64_t *tx, int64_t *ty)
+{
+	const int64_t b = (D + 1023) / 1024 * 32;
+	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
+	int64_t x = b * f;
+	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
+	int64_t y = (256 / x) * (T > 1024);
+	y = y > 1 ? y : 1;
+	*grid = (T + y - 1) / y;
+	*tx = x;
+	*ty = y;
+}
+
+static int64_t eval_dim(const json_t *v, const struct expr_env *env)
+{
+	int64_t r = -1;
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	struct kf_err err = {0, ""};
+	ck_assert_msg(expr_eval_text(json_string_value(v), env, &r, &err) == 0, "%s", err.msg);
+	return r;
+}
+
+/* The row ops' baseline launches (grid, block, no shared memory) equal the
+ * launch helpers' configuration for every shape class: one row, few rows
+ * (2x and 4x the threads), many rows packed ty to a block, wide rows. */
+START_TEST(row_op_launches_match_the_launch_helpers)
+{
+	static const char *const OPS[] = {"rmsnorm",   "rmsnorm_noweight",   "add_rmsnorm",
+					  "layernorm", "layernorm_noaffine", "softmax"};
+	static const int64_t TS[] = {1, 7, 128, 512, 1024, 1025, 1056, 2048, 4096, 16384, 300000};
+	static const int64_t DS[] = {1, 7, 1000, 2048, 4096, 8192, 8193, 16384, 20001, 65536};
+	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0]; o++) {
+		const struct op_template *op = op_find(OPS[o]);
+		ck_assert_ptr_nonnull(op);
+		json_t *j = json_loads(op->spec_json, 0, NULL);
+		ck_assert_ptr_nonnull(j);
+		json_t *l0 = json_array_get(
+			json_object_get(json_object_get(j, "baseline"), "launch"), 0);
+		for (size_t ti = 0; ti < sizeof TS / sizeof TS[0]; ti++)
+			for (size_t di = 0; di < sizeof DS / sizeof DS[0]; di++) {
+				int64_t vals[2] = {TS[ti], DS[di]};
+				const char *names[] = {"T", "D"};
+				struct expr_env env = {names, vals, 2};
+				int64_t g, x, y, sh = 0;
+				row_launch_ref(TS[ti], DS[di], &g, &x, &y);
+				json_t *sb = json_object_get(l0, "shared_bytes");
+				const int64_t jg = eval_dim(json_array_get(json_object_get(l0, "grid"), 0),
+							    &env),
+					      jx = eval_dim(
+						      json_array_get(json_object_get(l0, "block"), 0),
+						      &env),
+					      jy = eval_dim(
+						      json_array_get(json_object_get(l0, "block"), 1),
+						      &env),
+					      js = sb ? eval_dim(sb, &env) : 0;
+				ck_assert_msg(jg == g && jx == x && jy == y && js == sh,
+					      "%s T=%lld D=%lld: JSON grid %lld block %lldx%lld shared "
+					      "%lld, helper %lld %lldx%lld %lld",
+					      OPS[o], (long long)TS[ti], (long long)DS[di],
+					      (long long)jg, (long long)jx, (long long)jy, (long long)js,
+					      (long long)g, (long long)x, (long long)y, (long long)sh);
+			}
+		json_decref(j);
+	}
+}
+END_TEST
+
 /* Every template, in every dtype it allows, expands through the harness's
  * op shorthand and passes its spec parser: every default size binds and
  * the baseline launch has valid dims. (Loop index: template * 3 + dtype.) */
@@ -698,6 +768,7 @@ static Suite *kernels_ref_suite(void)
 	TCase *to = tcase_create("templates");
 	tcase_add_test(to, registry_finds_every_template_by_name);
 	tcase_add_loop_test(to, template_spec_json_is_complete_and_consistent, 0, (int)op_count());
+	tcase_add_test(to, row_op_launches_match_the_launch_helpers);
 	tcase_add_loop_test(to, template_expands_and_parses_with_the_spec_parser, 0,
 			    (int)op_count() * 3);
 	tcase_add_test(to, template_references_run_through_the_call_struct);
