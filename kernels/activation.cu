@@ -75,8 +75,9 @@ template <int A, bool FAST> __device__ __forceinline__ float apply(float a)
 	}
 }
 
-/* rows per thread per iteration (swept on an H200 in run 1; KF_AB 1: 1, 2: 4) */
-constexpr int ROWS_DEFAULT = KF_AB == 1 ? 1 : KF_AB == 2 ? 4 : 2;
+/* rows per thread per iteration (swept on an H200 in run 1; run 4 tried 1
+ * and 4 and kept 2) */
+constexpr int ROWS_DEFAULT = 2;
 
 template <typename T, int A, bool GATED, int W, int ROWS = ROWS_DEFAULT>
 __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)

@@ -62,7 +62,8 @@ template <typename T> struct chunk<T, 1> {
  *   0: plain ld.global / st.global (default caching)
  *   1: ld.global.cs / st.global.cs (evict-first both ways)
  *   2: ld.global.nc.L1::no_allocate / plain st.global
- *   3: ld.global.cs / plain st.global */
+ *   3: ld.global.cs / plain st.global
+ *   4: ld.global.L2::256B (the L2 fetches 256-byte sectors ahead) / plain st */
 #ifndef KF_HINT_MODE
 #define KF_HINT_MODE 0
 #endif
@@ -79,6 +80,10 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(co
 		c.raw = __ldcs(q);
 #elif KF_HINT_MODE == 2
 		asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
+		    : "l"(q));
+#elif KF_HINT_MODE == 4 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+		asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
 		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
 		    : "l"(q));
 #else
@@ -154,6 +159,29 @@ __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
 	}
 }
 
+/* The largest element of a 16-bit chunk, from its packed pairs (exact:
+ * 3 packed maxima and one pair instead of 8 conversions and 8 maxima;
+ * NaN is dropped as by fmaxf). For f32 and single elements: fmaxf. */
+template <typename T, int W> __device__ __forceinline__ float chunk_max(const chunk<T, W> &c)
+{
+	if constexpr (W == 1) {
+		return to_f(c.raw);
+	} else if constexpr (sizeof(T) == 4) {
+		return fmaxf(fmaxf(__uint_as_float(c.raw.x), __uint_as_float(c.raw.y)),
+			     fmaxf(__uint_as_float(c.raw.z), __uint_as_float(c.raw.w)));
+	} else {
+		using T2 = typename std::conditional<std::is_same<T, __half>::value, __half2,
+						     __nv_bfloat162>::type;
+		const uint32_t u[4] = {c.raw.x, c.raw.y, c.raw.z, c.raw.w};
+		T2 p[4];
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			p[k] = *reinterpret_cast<const T2 *>(&u[k]);
+		const T2 m = __hmax2(__hmax2(p[0], p[1]), __hmax2(p[2], p[3]));
+		return fmaxf(to_f(m.x), to_f(m.y));
+	}
+}
+
 /* Packs W floats into a chunk, rounding to nearest even. */
 template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const float (&f)[W])
 {
@@ -225,8 +253,12 @@ __device__ __forceinline__ float group_max(float v, int width)
 /* Reduces v over the blockDim.x threads of one row; a block holds
  * blockDim.y rows. blockDim.x is a power of two <= 32 or a multiple of 32.
  * red: __shared__ float[32]. Every thread of the block must call it (it
- * holds __syncthreads when a row spans several warps); all get the result. */
-template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *red)
+ * holds __syncthreads when a row spans several warps); all get the result.
+ * TAIL == false leaves out the closing barrier that lets a later reduction
+ * reuse red: for the last reduction of a kernel, or one whose successor
+ * uses another buffer (one barrier less on the latency-bound shapes). */
+template <bool MAX, bool TAIL = true>
+__device__ __forceinline__ float row_reduce(float v, float *red)
 {
 	const int tx = blockDim.x;
 	v = MAX ? group_max(v, tx < 32 ? tx : 32) : group_sum(v, tx < 32 ? tx : 32);
@@ -251,21 +283,27 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
 		const float v = lane < warps ? r[lane] : (MAX ? -INFINITY : 0.f);
 		s = MAX ? group_max(v, 32) : group_sum(v, 32);
 	}
-	__syncthreads(); /* red is reused by the next reduction */
+	if (TAIL)
+		__syncthreads(); /* red is reused by the next reduction */
 	return s;
 }
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
  * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- *            few rows (row_block)  rows/block (T>1024)  act rows  adaln rows
- *   0        up to 4x threads      256 / tx             2         2
- *   1        1x                    256 / tx             1         4
- *   2        up to 2x              512 / tx             4         1
- * (run 4 also tried layernorm's weight/bias preload and add_rmsnorm's
- * weight preload here; README "Measurements" has the results.)
- * Each op's cases differ in one alternative per library. */
+ *            row kernels (rmsnorm, layernorm, softmax)
+ *   0        __launch_bounds__(1024): up to 64 registers, 4 blocks an SM
+ *   1        __maxnreg__(48): 5 blocks of 256 an SM (some spills)
+ *   2        as 0, 64 bytes a thread instead of 32 elements (f32 rows
+ *            get twice the threads: the weight preloads, 4 chunks each)
+ * (runs 3-4 tried block shapes, rows per thread and preloads here; README
+ * "Measurements" has the results.) */
 #ifndef KF_AB
 #define KF_AB 0
+#endif
+#if KF_AB == 1
+#define KF_ROW_BOUNDS __maxnreg__(48)
+#else
+#define KF_ROW_BOUNDS __launch_bounds__(1024)
 #endif
 
 /* The row-op block shape, shared by every launch helper and every op
@@ -282,20 +320,14 @@ template <bool MAX> __device__ __forceinline__ float row_reduce(float v, float *
  *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
  *   tx = min(1024, max(32, b * f))
  *   ty = max(1, (256 / tx) * (T > 1024)) */
-static inline void row_block(int64_t T, int64_t D, int *tx, int *ty)
+static inline void row_block(int64_t T, int64_t D, int esize, int *tx, int *ty)
 {
-	const int64_t b = (D + 1023) / 1024 * 32;
-#if KF_AB == 1
-	const int64_t f = 1;
-#elif KF_AB == 2
-	const int64_t f = 1 + (T * b <= 67584);
-#else
+	const int64_t b = (D * (KF_AB == 2 ? esize : 2) + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
-#endif
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
-	const int y = ((KF_AB == 2 ? 512 : 256) / (int)x) * (T > 1024); /* KF_AB 2: 2x rows */
+	const int y = (256 / (int)x) * (T > 1024);
 	*ty = y > 1 ? y : 1;
 }
 
@@ -308,14 +340,16 @@ __device__ __forceinline__ void row_dispatch(Op &op, int D, bool vec_ok)
 {
 	constexpr int V = vec_width<T>::value;
 	if (vec_ok) {
-		const int per = (D / V + (int)blockDim.x - 1) / (int)blockDim.x;
-		if (per <= 1)
+		/* chunks a thread, ceil(n / tx), by comparisons: an integer
+		 * division is ~20 instructions, per thread, per row */
+		const int n = D / V, tx = (int)blockDim.x;
+		if (n <= tx)
 			op.template run<V, 1>();
-		else if (per <= 2)
+		else if (n <= 2 * tx)
 			op.template run<V, 2>();
-		else if (per <= 4)
+		else if (n <= 4 * tx)
 			op.template run<V, 4>();
-		else if (per <= 8)
+		else if (n <= 8 * tx)
 			op.template run<V, 8>();
 		else
 			op.template run<V, 0>();

@@ -34,31 +34,37 @@ template <typename T, bool HW, bool HB> struct row_op {
 	bool active;
 	float *red;
 
-	/* wc, bc: preloaded weight and bias chunks, or NULL (loaded here). */
+	/* wc, bc: preloaded weight and bias chunks, or NULL (loaded here).
+	 * x: the chunk's elements as floats. (x - mu) * inv keeps the
+	 * subtraction exact-ish (x * inv - mu * inv would cancel when |mu| is
+	 * large against the spread); the affine part is one FMA. */
+	template <int W>
+	__device__ __forceinline__ void emit(int i, const float (&x)[W], float mu, float inv,
+					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
+	{
+		float f[W], g[W], h[W];
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			f[j] = (x[j] - mu) * inv;
+		if constexpr (HW)
+			unpack<T, W>(wc ? *wc : ld_keep<T, W>(w, i), g);
+		if constexpr (HB)
+			unpack<T, W>(bc ? *bc : ld_keep<T, W>(b, i), h);
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			f[j] = HW && HB ? fmaf(f[j], g[j], h[j])
+			       : HW	? f[j] * g[j]
+			       : HB	? f[j] + h[j]
+					: f[j];
+		st_stream<T, W>(y, i, pack<T, W>(f));
+	}
 	template <int W>
 	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv,
 					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
 	{
 		float f[W];
 		unpack<T, W>(c, f);
-#pragma unroll
-		for (int j = 0; j < W; j++)
-			f[j] = (f[j] - mu) * inv;
-		if constexpr (HW) {
-			float g[W];
-			unpack<T, W>(wc ? *wc : ld_keep<T, W>(w, i), g);
-#pragma unroll
-			for (int j = 0; j < W; j++)
-				f[j] *= g[j];
-		}
-		if constexpr (HB) {
-			float g[W];
-			unpack<T, W>(bc ? *bc : ld_keep<T, W>(b, i), g);
-#pragma unroll
-			for (int j = 0; j < W; j++)
-				f[j] += g[j];
-		}
-		st_stream<T, W>(y, i, pack<T, W>(f));
+		emit<W>(i, f, mu, inv, wc, bc);
 	}
 
 	template <int W> __device__ __forceinline__ static float csum(const chunk<T, W> &c)
@@ -99,29 +105,59 @@ template <typename T, bool HW, bool HB> struct row_op {
 					if constexpr (PB)
 						bc[k] = ld_keep<T, W>(b, t + k * tx);
 				}
+			if constexpr (NV * W <= 32) {
+				/* x converted once and held as floats (32
+				 * registers at 32 elements a thread): the two
+				 * reductions and the output read them without
+				 * converting again */
+				float xf[NV][W];
 #pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
-					s += csum<W>(c[k]);
-			const float mu = row_reduce<false>(s, red) / (float)D;
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n) {
+						unpack<T, W>(c[k], xf[k]);
 #pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
-					q += csq<W>(c[k], mu);
-			const float inv = rsqrtf(row_reduce<false>(q, red) / (float)D + eps);
+						for (int j = 0; j < W; j++)
+							s += xf[k][j];
+					}
+				const float mu = row_reduce<false, false>(s, red) / (float)D;
 #pragma unroll
-			for (int k = 0; k < NV; k++)
-				if (t + k * tx < n)
-					emit<W>(t + k * tx, c[k], mu, inv,
-						PW ? &wc[PW ? k : 0] : nullptr,
-						PB ? &bc[PB ? k : 0] : nullptr);
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n)
+#pragma unroll
+						for (int j = 0; j < W; j++)
+							q = fmaf(xf[k][j] - mu, xf[k][j] - mu, q);
+				const float inv =
+					rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+#pragma unroll
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n)
+						emit<W>(t + k * tx, xf[k], mu, inv,
+							PW ? &wc[PW ? k : 0] : nullptr,
+							PB ? &bc[PB ? k : 0] : nullptr);
+			} else {
+#pragma unroll
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n)
+						s += csum<W>(c[k]);
+				const float mu = row_reduce<false, false>(s, red) / (float)D;
+#pragma unroll
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n)
+						q += csq<W>(c[k], mu);
+				const float inv =
+					rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+#pragma unroll
+				for (int k = 0; k < NV; k++)
+					if (t + k * tx < n)
+						emit<W>(t + k * tx, c[k], mu, inv, nullptr, nullptr);
+			}
 		} else {
 			for (int i = t; i < n; i += tx)
 				s += csum<W>(ld_plain<T, W>(x, i));
-			const float mu = row_reduce<false>(s, red) / (float)D;
+			const float mu = row_reduce<false, false>(s, red) / (float)D;
 			for (int i = t; i < n; i += tx)
 				q += csq<W>(ld_plain<T, W>(x, i), mu);
-			const float inv = rsqrtf(row_reduce<false>(q, red) / (float)D + eps);
+			const float inv = rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, ld_plain<T, W>(x, i), mu, inv, nullptr, nullptr);
 		}
@@ -132,7 +168,7 @@ template <typename T, bool HW, bool HB>
 __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, int rows, int D,
 				     float eps)
 {
-	__shared__ float red[32];
+	__shared__ float red[64]; /* the two reductions' buffers */
 	const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
 	const int64_t off = row * (int64_t)D;
 	constexpr int V = vec_width<T>::value;
@@ -143,7 +179,7 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 }
 
 template <typename T, bool HW, bool HB>
-__global__ void __launch_bounds__(1024)
+__global__ void KF_ROW_BOUNDS
 	ln_kernel(T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)
 {
 	body<T, HW, HB>(y, x, w, b, rows, D, eps);
@@ -152,12 +188,12 @@ __global__ void __launch_bounds__(1024)
 } /* namespace kf_ln */
 
 #define KF_LN_KERNELS(SUF, T)                                                             \
-	extern "C" __global__ void __launch_bounds__(1024) kf_layernorm_##SUF(            \
+	extern "C" __global__ void KF_ROW_BOUNDS kf_layernorm_##SUF(            \
 		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)     \
 	{                                                                                 \
 		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                     \
 	}                                                                                 \
-	extern "C" __global__ void __launch_bounds__(1024)                                \
+	extern "C" __global__ void KF_ROW_BOUNDS                                \
 		kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, int D, float eps) \
 	{                                                                                 \
 		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);       \
@@ -206,7 +242,7 @@ extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x
 	if (!y || !x)
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(T, D, &tx, &ty);
+	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
 		return ln_go<float>(grid, block, s, y, x, w, b, (int)T, (int)D, eps);

@@ -150,7 +150,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n)
 					ss += sumsq<W>(c[k]);
-			ss = row_reduce<false>(ss, red);
+			ss = row_reduce<false, false>(ss, red); /* the only one */
 			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
 			/* A weight not preloaded is loaded in groups of up to 4
 			 * chunks before their stores: loaded chunk by chunk, each
@@ -180,7 +180,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			 * vectors: two passes, the second mostly from L2. */
 			for (int i = t; i < n; i += tx)
 				ss += sumsq<W>(load<W, false, true>(i));
-			ss = row_reduce<false>(ss, red);
+			ss = row_reduce<false, false>(ss, red); /* the only one */
 			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, load<W, false, false>(i), inv, nullptr);
@@ -209,17 +209,17 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 } /* namespace kf_rms */
 
 #define KF_RMS_KERNELS(SUF, T)                                                                \
-	extern "C" __global__ void __launch_bounds__(1024)                                    \
+	extern "C" __global__ void KF_ROW_BOUNDS                                    \
 		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)    \
 	{                                                                                     \
 		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);        \
 	}                                                                                     \
-	extern "C" __global__ void __launch_bounds__(1024)                                    \
+	extern "C" __global__ void KF_ROW_BOUNDS                                    \
 		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)       \
 	{                                                                                     \
 		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps); \
 	}                                                                                     \
-	extern "C" __global__ void __launch_bounds__(1024) kf_add_rmsnorm_##SUF(              \
+	extern "C" __global__ void KF_ROW_BOUNDS kf_add_rmsnorm_##SUF(              \
 		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps) \
 	{                                                                                     \
 		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                   \
@@ -255,7 +255,7 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 	if (r && (!res || !w))
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(T, D, &tx, &ty);
+	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	const int rows = (int)T, d = (int)D;
 #define KF_RMS_GO(SUF, TY)                                                                       \

@@ -63,7 +63,7 @@ __device__ __forceinline__ void row_reduce_ms(float &m, float &s, float *red)
 	s = red[32 + w0];
 	for (int k = 1; k < warps; k++)
 		ms_fold(m, s, red[w0 + k], red[32 + w0 + k]);
-	__syncthreads(); /* red may be reused */
+	/* no closing barrier: each path makes this its only reduction */
 }
 
 template <typename T> struct row_op {
@@ -73,14 +73,10 @@ template <typename T> struct row_op {
 	bool active;
 	float *red;
 
+	/* packed maxima for 16-bit chunks (kf::chunk_max) */
 	template <int W> __device__ __forceinline__ static float cmax(const chunk<T, W> &c)
 	{
-		float f[W], m = -INFINITY;
-		unpack<T, W>(c, f);
-#pragma unroll
-		for (int j = 0; j < W; j++)
-			m = fmaxf(m, f[j]);
-		return m;
+		return chunk_max<T, W>(c);
 	}
 	/* sum of exp(x - m), m pre-scaled by log2(e) */
 	template <int W>
@@ -204,7 +200,7 @@ template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int
 } /* namespace kf_sm */
 
 #define KF_SM_KERNELS(SUF, T)                                       \
-	extern "C" __global__ void __launch_bounds__(1024)          \
+	extern "C" __global__ void KF_ROW_BOUNDS          \
 		kf_softmax_##SUF(T *y, const T *x, int rows, int D) \
 	{                                                           \
 		kf_sm::body<T>(y, x, rows, D);                      \
@@ -228,7 +224,7 @@ extern "C" cudaError_t softmax_launch(enum kf_dtype dt, void *y, const void *x, 
 	if (!y || !x)
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(T, D, &tx, &ty);
+	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
 		kf_softmax_f32<<<grid, block, 0, s>>>((float *)y, (const float *)x, (int)T, (int)D);

@@ -567,12 +567,20 @@ def lib_ab():
     cases = [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
              for sh in ((1, 128, 4096), (1, 512, 4096), (1, 1024, 4096), (1, 1024, 2048),
                         (2, 1024, 2048), (1, 8192, 2048))]
+    cases += [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
+              for sh in ((1, 4096, 2048), (2, 4096, 3072), (1, 8192, 4096), (4, 4096, 3072))]
     cases += [("rmsnorm 16384x4096 bf16", lambda: case_rmsnorm(big, bf)),
+              ("rmsnorm 16384x4096 f16", lambda: case_rmsnorm(big, torch.float16)),
               ("rmsnorm 16384x4096 f32", lambda: case_rmsnorm(big, torch.float32)),
+              ("rmsnorm_noweight 16384x4096 bf16", lambda: case_rmsnorm(big, bf, False)),
               ("add_rmsnorm 16384x4096 bf16", lambda: case_add_rmsnorm(big, bf)),
               ("layernorm 16384x4096 bf16", lambda: case_layernorm(big, bf)),
+              ("layernorm 16384x4096 f32", lambda: case_layernorm(big, torch.float32)),
+              ("layernorm 2x4096x3072 bf16", lambda: case_layernorm((2, 4096, 3072), bf)),
               ("softmax 16384x4096 bf16", lambda: case_softmax(big, bf)),
-              ("softmax 16384x4096 f32", lambda: case_softmax(big, torch.float32))]
+              ("softmax 16384x4096 f16", lambda: case_softmax(big, torch.float16)),
+              ("softmax 16384x4096 f32", lambda: case_softmax(big, torch.float32)),
+              ("softmax 4096x8192 bf16", lambda: case_softmax((4096, 8192), bf))]
     cases += [(f"{a} 16384x4096 bf16", lambda a=a: case_act(a, big, bf)) for a in ACTS]
     cases += [("gelu 16384x4096 f16", lambda: case_act("gelu", big, torch.float16)),
               ("adaln_modulate 4x4096x4096 bf16", lambda: case_adaln(4, 4096, 4096, bf))]

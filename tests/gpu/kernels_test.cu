@@ -456,11 +456,15 @@ int main(int argc, char **argv)
 	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
 	 * more rows than one grid dimension holds, and few rows where
 	 * kf::row_block gives each row 2x (1000 x 2048) or 4x (7 x 8, ...) the
-	 * threads. */
-	const int64_t rows[][2] = {{1, 1},	 {1, 7},      {3, 33},	  {5, 1000},   {2, 4097},
-				   {4, 4096},	 {7, 8},      {1, 16384}, {2, 20000},  {1, 40000},
-				   {2, 65536},	 {1, 131072}, {1, 70001}, {70000, 64}, {3000, 2048},
-				   {1000, 3000}, {1000, 2048}};
+	 * threads; rows packed 2 to a block with T odd (1025), 8 to a block
+	 * with 125 chunks over 32 threads (2500 x 1000), and a row that is no
+	 * whole number of 16-bit vectors (3001 x 4100: the two-pass path; f32
+	 * holds it, 7 or 8 chunks a thread). */
+	const int64_t rows[][2] = {
+		{1, 1},	      {1, 7},	   {3, 33},	 {5, 1000},    {2, 4097},    {4, 4096},
+		{7, 8},	      {1, 16384},  {2, 20000},	 {1, 40000},   {2, 65536},   {1, 131072},
+		{1, 70001},   {70000, 64}, {3000, 2048}, {1000, 3000}, {1000, 2048}, {1025, 4096},
+		{2500, 1000}, {3001, 4100}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
