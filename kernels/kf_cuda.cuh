@@ -290,39 +290,34 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
  * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- *            row kernels (rmsnorm, layernorm, softmax)
- *   0        __launch_bounds__(1024): up to 64 registers, 4 blocks an SM
- *   1        __maxnreg__(48): 5 blocks of 256 an SM (some spills)
- *   2        as 0, 64 bytes a thread instead of 32 elements (f32 rows
- *            get twice the threads: the weight preloads, 4 chunks each)
- * (runs 3-4 tried block shapes, rows per thread and preloads here; README
- * "Measurements" has the results.) */
+ * None is defined now: runs 3-6 tried block shapes, rows per thread,
+ * preloads, __maxnreg__(48), 64 and 32 bytes a thread for f32, Chan-merged
+ * layernorm statistics, __restrict__ weights and grouped weight loads here;
+ * kernels/README.md "Measurements" has the results. */
 #ifndef KF_AB
 #define KF_AB 0
-#endif
-#if KF_AB == 1
-#define KF_ROW_BOUNDS __maxnreg__(48)
-#else
-#define KF_ROW_BOUNDS __launch_bounds__(1024)
 #endif
 
 /* The row-op block shape, shared by every launch helper and every op
  * template's baseline launch so both run the same configuration. On large
- * inputs tx threads per row hold 32 elements each (4 vectors of bf16/f16,
- * 8 of f32: the whole row in registers, one pass over memory), rounded to
- * a warp, and small rows are packed ty to a block (about 256 threads).
- * Few rows cannot fill the GPU, so there each row gets 4x or 2x the
- * threads (less serial work per thread, a shorter latency chain) as long
- * as all rows still fit in one wave: T * tx <= 135168 threads, an H200's
- * 132 SMs x 1024 threads at 64 registers (run 3 gave 4x to every T <= 512,
- * and 1x512x4096 ran in two waves, 8.1 us against run 1's 7.3).
- *   b  = ceil_div(D, 1024) * 32
+ * inputs tx threads per row hold 64 bytes each (4 vectors: 32 elements of
+ * bf16/f16, 16 of f32; the whole row in registers, one pass over memory),
+ * rounded to a warp, and small rows are packed ty to a block (about 256
+ * threads). Run 5 measured f32 at 64 bytes a thread against 32 elements
+ * (128 bytes): layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
+ * 16384 x 4096 (more threads a row, and 4 chunks leave registers for the
+ * weight). Few rows cannot fill the GPU, so there each row gets 4x or 2x
+ * the threads (less serial work per thread, a shorter latency chain) as
+ * long as all rows still fit in one wave: T * tx <= 135168 threads, an
+ * H200's 132 SMs x 1024 threads at 64 registers (run 3 gave 4x to every
+ * T <= 512, and 1x512x4096 ran in two waves, 8.1 us against run 1's 7.3).
+ *   b  = ceil_div(D * esize, 2048) * 32    (esize: bytes an element)
  *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
  *   tx = min(1024, max(32, b * f))
  *   ty = max(1, (256 / tx) * (T > 1024)) */
 static inline void row_block(int64_t T, int64_t D, int esize, int *tx, int *ty)
 {
-	const int64_t b = (D * (KF_AB == 2 ? esize : 2) + 2047) / 2048 * 32;
+	const int64_t b = (D * esize + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;

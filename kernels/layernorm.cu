@@ -126,8 +126,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 #pragma unroll
 						for (int j = 0; j < W; j++)
 							q = fmaf(xf[k][j] - mu, xf[k][j] - mu, q);
-				const float inv =
-					rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+				const float inv = rsqrtf(
+					row_reduce<false, false>(q, red + 32) / (float)D + eps);
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
@@ -144,12 +144,13 @@ template <typename T, bool HW, bool HB> struct row_op {
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
 						q += csq<W>(c[k], mu);
-				const float inv =
-					rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+				const float inv = rsqrtf(
+					row_reduce<false, false>(q, red + 32) / (float)D + eps);
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
-						emit<W>(t + k * tx, c[k], mu, inv, nullptr, nullptr);
+						emit<W>(t + k * tx, c[k], mu, inv, nullptr,
+							nullptr);
 			}
 		} else {
 			for (int i = t; i < n; i += tx)
@@ -157,7 +158,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 			const float mu = row_reduce<false, false>(s, red) / (float)D;
 			for (int i = t; i < n; i += tx)
 				q += csq<W>(ld_plain<T, W>(x, i), mu);
-			const float inv = rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+			const float inv =
+				rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, ld_plain<T, W>(x, i), mu, inv, nullptr, nullptr);
 		}
@@ -179,7 +181,7 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 }
 
 template <typename T, bool HW, bool HB>
-__global__ void KF_ROW_BOUNDS
+__global__ void __launch_bounds__(1024)
 	ln_kernel(T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)
 {
 	body<T, HW, HB>(y, x, w, b, rows, D, eps);
@@ -188,12 +190,12 @@ __global__ void KF_ROW_BOUNDS
 } /* namespace kf_ln */
 
 #define KF_LN_KERNELS(SUF, T)                                                             \
-	extern "C" __global__ void KF_ROW_BOUNDS kf_layernorm_##SUF(            \
+	extern "C" __global__ void __launch_bounds__(1024) kf_layernorm_##SUF(            \
 		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)     \
 	{                                                                                 \
 		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                     \
 	}                                                                                 \
-	extern "C" __global__ void KF_ROW_BOUNDS                                \
+	extern "C" __global__ void __launch_bounds__(1024)                                \
 		kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, int D, float eps) \
 	{                                                                                 \
 		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);       \
@@ -227,8 +229,8 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 }
 
 /* Block (tx, ty) from kf::row_block: the row in registers at 32 elements a
- * thread, ty small rows packed per block; grid ceil_div(T, ty); 128 bytes of
- * static shared memory for the reductions. */
+ * thread, ty small rows packed per block; grid ceil_div(T, ty); 256 bytes of
+ * static shared memory for the two reductions. */
 extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
 					const void *b, int64_t T, int64_t D, float eps,
 					cudaStream_t s)

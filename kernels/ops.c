@@ -35,8 +35,8 @@
 	"\"f16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}, "            \
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
-/* Row ops: kf::row_block in kernels/kf_cuda.cuh. */
-#define ROW_B "ceil_div(D, 1024) * 32"
+/* Row ops: kf::row_block in kernels/kf_cuda.cuh ($esize: the dtype's bytes). */
+#define ROW_B "ceil_div(D * $esize, 2048) * 32"
 #define ROW_TX                                                                          \
 	"min(1024, max(32, " ROW_B " * (1 + (T * " ROW_B " <= 67584) + 2 * (T * " ROW_B \
 	" <= 33792))))"

@@ -209,17 +209,17 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 } /* namespace kf_rms */
 
 #define KF_RMS_KERNELS(SUF, T)                                                                \
-	extern "C" __global__ void KF_ROW_BOUNDS                                    \
+	extern "C" __global__ void __launch_bounds__(1024)                                    \
 		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)    \
 	{                                                                                     \
 		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);        \
 	}                                                                                     \
-	extern "C" __global__ void KF_ROW_BOUNDS                                    \
+	extern "C" __global__ void __launch_bounds__(1024)                                    \
 		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)       \
 	{                                                                                     \
 		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps); \
 	}                                                                                     \
-	extern "C" __global__ void KF_ROW_BOUNDS kf_add_rmsnorm_##SUF(              \
+	extern "C" __global__ void __launch_bounds__(1024) kf_add_rmsnorm_##SUF(              \
 		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps) \
 	{                                                                                     \
 		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                   \

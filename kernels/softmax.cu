@@ -200,7 +200,7 @@ template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int
 } /* namespace kf_sm */
 
 #define KF_SM_KERNELS(SUF, T)                                       \
-	extern "C" __global__ void KF_ROW_BOUNDS          \
+	extern "C" __global__ void __launch_bounds__(1024)          \
 		kf_softmax_##SUF(T *y, const T *x, int rows, int D) \
 	{                                                           \
 		kf_sm::body<T>(y, x, rows, D);                      \

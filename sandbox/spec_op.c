@@ -61,7 +61,13 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 				  "dtype: the op shorthand needs \"dtype\" (f32, f16, "
 				  "bf16, ...)");
 	const char *dts = json_string_value(dt);
-	char *text = replace_all(t->spec_json, "$dtype", dts);
+	/* $dtype: the dtype's name; $esize: its size in bytes (launch shapes
+	 * that depend on the bytes a thread moves) */
+	char esize[24];
+	snprintf(esize, sizeof esize, "%zu", dtype_bytes((enum kf_dtype)dtype_parse(dts)));
+	char *named = replace_all(t->spec_json, "$dtype", dts);
+	char *text = named ? replace_all(named, "$esize", esize) : NULL;
+	free(named);
 	if (!text)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	json_error_t je;

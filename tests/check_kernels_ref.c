@@ -463,6 +463,29 @@ END_TEST
 
 /* --- op templates ------------------------------------------------------------------ */
 
+/* A template's spec_json with $esize (the dtype's bytes) replaced, as the
+ * op shorthand does for each dtype; NULL if it is not JSON. */
+static json_t *load_template(const struct op_template *op, int esize)
+{
+	const char *src = op->spec_json;
+	size_t n = strlen(src), o = 0;
+	char *buf = malloc(n + 1);
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < n;) {
+		if (strncmp(src + i, "$esize", 6) == 0) {
+			buf[o++] = (char)('0' + esize);
+			i += 6;
+		} else {
+			buf[o++] = src[i++];
+		}
+	}
+	buf[o] = 0;
+	json_error_t je;
+	json_t *j = json_loads(buf, 0, &je);
+	free(buf);
+	return j;
+}
+
 static size_t count_names(const char *const *v)
 {
 	size_t n = 0;
@@ -497,8 +520,9 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 {
 	const struct op_template *op = op_at((size_t)_i);
 	json_error_t je;
-	json_t *j = json_loads(op->spec_json, 0, &je);
-	ck_assert_msg(j != NULL, "%s: spec_json line %d: %s", op->name, je.line, je.text);
+	ck_assert_msg(json_loads(op->spec_json, 0, &je) != NULL, "%s: spec_json line %d: %s",
+		      op->name, je.line, je.text);
+	json_t *j = load_template(op, 2);
 	static const char *const KEYS[] = {"dtypes",	    "tensors",	 "scalars", "constraints",
 					   "default_sizes", "tolerance", "cost",    "baseline"};
 	for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
@@ -596,9 +620,9 @@ END_TEST
 
 /* kf::row_block (kernels/kf_cuda.cuh) written out again: the row ops'
  * JSON launches must give the launch helpers' configuration. */
-static void row_launch_ref(int64_t T, int64_t D, int64_t *grid, int64_t *tx, int64_t *ty)
+static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t *grid, int64_t *tx, int64_t *ty)
 {
-	const int64_t b = (D + 1023) / 1024 * 32;
+	const int64_t b = (D * esize + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
@@ -628,10 +652,11 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 					  "layernorm", "layernorm_noaffine", "softmax"};
 	static const int64_t TS[] = {1, 7, 128, 512, 1024, 1025, 1056, 2048, 4096, 16384, 300000};
 	static const int64_t DS[] = {1, 7, 1000, 2048, 4096, 8192, 8193, 16384, 20001, 65536};
-	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0]; o++) {
-		const struct op_template *op = op_find(OPS[o]);
+	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0] * 2; o++) {
+		const struct op_template *op = op_find(OPS[o / 2]);
+		const int esize = o % 2 ? 4 : 2;
 		ck_assert_ptr_nonnull(op);
-		json_t *j = json_loads(op->spec_json, 0, NULL);
+		json_t *j = load_template(op, esize);
 		ck_assert_ptr_nonnull(j);
 		json_t *l0 = json_array_get(
 			json_object_get(json_object_get(j, "baseline"), "launch"), 0);
@@ -641,23 +666,27 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				const char *names[] = {"T", "D"};
 				struct expr_env env = {names, vals, 2};
 				int64_t g, x, y, sh = 0;
-				row_launch_ref(TS[ti], DS[di], &g, &x, &y);
+				row_launch_ref(TS[ti], DS[di], esize, &g, &x, &y);
 				json_t *sb = json_object_get(l0, "shared_bytes");
-				const int64_t jg = eval_dim(json_array_get(json_object_get(l0, "grid"), 0),
+				const int64_t jg = eval_dim(json_array_get(
+								    json_object_get(l0, "grid"), 0),
 							    &env),
 					      jx = eval_dim(
-						      json_array_get(json_object_get(l0, "block"), 0),
+						      json_array_get(json_object_get(l0, "block"),
+								     0),
 						      &env),
 					      jy = eval_dim(
-						      json_array_get(json_object_get(l0, "block"), 1),
+						      json_array_get(json_object_get(l0, "block"),
+								     1),
 						      &env),
 					      js = sb ? eval_dim(sb, &env) : 0;
-				ck_assert_msg(jg == g && jx == x && jy == y && js == sh,
-					      "%s T=%lld D=%lld: JSON grid %lld block %lldx%lld shared "
-					      "%lld, helper %lld %lldx%lld %lld",
-					      OPS[o], (long long)TS[ti], (long long)DS[di],
-					      (long long)jg, (long long)jx, (long long)jy, (long long)js,
-					      (long long)g, (long long)x, (long long)y, (long long)sh);
+				ck_assert_msg(
+					jg == g && jx == x && jy == y && js == sh,
+					"%s esize %d T=%lld D=%lld: JSON grid %lld block %lldx%lld "
+					"shared %lld, helper %lld %lldx%lld %lld",
+					OPS[o / 2], esize, (long long)TS[ti], (long long)DS[di],
+					(long long)jg, (long long)jx, (long long)jy, (long long)js,
+					(long long)g, (long long)x, (long long)y, (long long)sh);
 			}
 		json_decref(j);
 	}

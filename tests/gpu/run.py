@@ -267,6 +267,15 @@ def main():
             r.record("  replay of partial_write", code == 1 and seed == rp["seed"] and
                      "coverage" in res2.get("safeguards_fired", []),
                      "seed %s -> %s" % (rp["seed"], res2.get("summary", "")[:100]), dt)
+    # The op templates' baseline launches (their $esize launch shapes) in
+    # both element sizes, timed against a correct candidate.
+    for dt in ("f32", "bf16"):
+        if opts.only and opts.only not in "baseline rmsnorm_" + dt:
+            continue
+        spec, _, _ = load_spec(os.path.join(HERE, "pass", "rmsnorm_%s.json" % dt))
+        code, res, t = r.kforge("bench", spec, ["--size", "0"])
+        r.record("baseline rmsnorm %s (op template)" % dt, code == 0 and "baseline" in res,
+                 res.get("summary", "")[:150], t)
     figs = r.bench(opts) if opts.bench else {}
     if opts.out:
         json.dump({"rows": r.rows, "figures": figs}, open(os.path.join(opts.out, "gpu-results.json"), "w"), indent=1)
