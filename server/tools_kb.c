@@ -482,6 +482,143 @@ static int specs_local(struct kb *kb, json_t **out, struct kf_err *err)
 	return 0;
 }
 
+/* ---- fields: a brief answer ---------------------------------------------------- */
+
+static const char *const SECTIONS[] = {"features", "notes", "conflicts", "aliases", NULL};
+
+/* Appends the names of object o's keys to buf ("a, b, c"). */
+static void key_list(const json_t *o, char *buf, size_t cap)
+{
+	const char *k;
+	const json_t *v;
+	size_t at = strlen(buf);
+	json_object_foreach((json_t *)o, k, v) {
+		if (at + strlen(k) + 3 >= cap)
+			break;
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", k);
+	}
+}
+
+static int unknown_field(const json_t *gpu, const char *name, struct kf_err *err)
+{
+	char figs[2048] = "", der[1024] = "";
+	key_list(json_object_get(gpu, "figures"), figs, sizeof figs);
+	key_list(json_object_get(gpu, "derived"), der, sizeof der);
+	return kf_err_set(err, KF_EINVAL,
+			  "fields: '%s' is not a figure of %s; figures: %s; derived: %s; "
+			  "sections: features, notes, conflicts, aliases",
+			  name, json_string_value(json_object_get(gpu, "id")), figs, der);
+}
+
+/* Narrows one GPU object (tools_kb_gpu_json) to the figures, derived
+ * figures and sections named in fields, keeping its identity and exactly
+ * the sources those figures cite: a ~1 KB answer instead of ~15 KB. */
+static int keep_fields(json_t *gpu, const json_t *fields, struct kf_err *err)
+{
+	json_t *figs = json_object_get(gpu, "figures"), *der = json_object_get(gpu, "derived");
+	json_t *srcs = json_object_get(gpu, "sources");
+	json_t *kf = json_object(), *kd = json_object(), *ks = json_object(), *keep = json_object();
+	int rc = 0, in_product = 0, in_cc = 0;
+	size_t i;
+	json_t *f;
+	json_array_foreach(fields, i, f) {
+		const char *name = json_string_value(f);
+		json_t *v;
+		int section = 0;
+		for (const char *const *s = SECTIONS; *s; s++)
+			section |= strcmp(*s, name) == 0;
+		if ((v = json_object_get(figs, name))) {
+			json_object_set(kf, name, v);
+			size_t j;
+			json_t *key;
+			json_array_foreach(json_object_get(v, "source_keys"), j, key) {
+				json_t *t = json_object_get(srcs, json_string_value(key));
+				if (t)
+					json_object_set(ks, json_string_value(key), t);
+			}
+			const char *in = json_string_value(json_object_get(v, "source_in"));
+			in_product |= in && strcmp(in, "sources_product") == 0;
+			in_cc |= in && strcmp(in, "sources_per_cc_limits") == 0;
+		} else if ((v = json_object_get(der, name))) {
+			json_object_set(kd, name, v);
+		} else if (section) {
+			json_object_set(keep, name, json_object_get(gpu, name));
+		} else {
+			rc = unknown_field(gpu, name, err);
+			break;
+		}
+	}
+	if (rc == 0) {
+		static const char *const DROP[] = {
+			"figures",     "derived",   "sources", "features",
+			"notes",       "conflicts", "aliases", "derived_in_source",
+			"form_factor", "sm_target", NULL};
+		for (const char *const *d = DROP; *d; d++)
+			json_object_del(gpu, *d);
+		if (!in_product)
+			json_object_del(gpu, "sources_product");
+		if (!in_cc)
+			json_object_del(gpu, "sources_per_cc_limits");
+		json_object_set(gpu, "figures", kf);
+		if (json_object_size(kd))
+			json_object_set(gpu, "derived", kd);
+		json_object_set(gpu, "sources", ks);
+		json_object_update(gpu, keep);
+	}
+	json_decref(kf);
+	json_decref(kd);
+	json_decref(ks);
+	json_decref(keep);
+	return rc;
+}
+
+/* compare: only the rows of the named fields; every name must be a row. */
+static int keep_rows(json_t *res, const json_t *fields, struct kf_err *err)
+{
+	json_t *rows = json_object_get(res, "rows"), *kept = json_array();
+	size_t i, j;
+	json_t *f, *r;
+	json_array_foreach(fields, i, f) {
+		const char *name = json_string_value(f);
+		int found = 0;
+		json_array_foreach(rows, j, r)
+			if (strcmp(json_string_value(json_object_get(r, "field")), name) == 0) {
+				json_array_append(kept, r);
+				found = 1;
+			}
+		if (!found) {
+			json_decref(kept);
+			return kf_err_set(err, KF_EINVAL,
+					  "fields: '%s' is not a row of the comparison (a figure "
+					  "or derived figure name, e.g. memory_bandwidth_gbs, "
+					  "smem_per_sm_kb, ridge_point_fp16_bf16_tensor)",
+					  name);
+		}
+	}
+	json_object_set_new(res, "rows", kept);
+	return 0;
+}
+
+/* Applies "fields" to a finished answer: the one GPU, each local GPU that
+ * matched a row, or the comparison's rows. */
+static int apply_fields(json_t *res, const json_t *fields, int compare, struct kf_err *err)
+{
+	if (compare)
+		return keep_rows(res, fields, err);
+	json_t *gpu = json_object_get(res, "gpu");
+	if (gpu)
+		return keep_fields(gpu, fields, err);
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(res, "local"), i, d) {
+		json_t *g = json_object_get(d, "gpu");
+		int rc = g ? keep_fields(g, fields, err) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			   struct kf_err *err)
 {
@@ -497,13 +634,23 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 		return kf_err_set(err, KF_EINVAL,
 				  "give exactly one of: gpu (a name, alias or \"local\"), "
 				  "compare (2-4 names) or list: true");
+	const json_t *fields = json_object_get(args, "fields");
 	if (list)
-		return specs_list(kb, out);
+		return fields ? kf_err_set(err, KF_EINVAL,
+					   "fields narrows one GPU or a comparison; list: true "
+					   "already answers a few columns per GPU")
+			      : specs_list(kb, out);
 	if (cmp)
-		return specs_compare(kb, cmp, out, err);
-	if (strcmp(gpu, "local") == 0)
-		return specs_local(kb, out, err);
-	return specs_one(kb, gpu, args, out, err);
+		rc = specs_compare(kb, cmp, out, err);
+	else if (strcmp(gpu, "local") == 0)
+		rc = specs_local(kb, out, err);
+	else
+		rc = specs_one(kb, gpu, args, out, err);
+	if (rc == 0 && fields && (rc = apply_fields(*out, fields, cmp != NULL, err))) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 /* ---- guides ------------------------------------------------------------------- */
@@ -586,6 +733,10 @@ static const char SPECS_IN[] =
 	"\"compare\":{\"type\":\"array\",\"minItems\":2,\"maxItems\":4,\"items\":" NAME_SCHEMA
 	"},\"description\":\"2 to 4 GPUs side by side\"},"
 	"\"list\":{\"type\":\"boolean\",\"description\":\"true: every GPU in the table\"},"
+	"\"fields\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,\"items\":" NAME_SCHEMA
+	"},\"description\":\"only these figures, derived figures or sections (features, "
+	"notes, conflicts, aliases), with the sources they cite: a short answer, e.g. "
+	"[memory_bandwidth_gbs, smem_per_sm_kb, ridge_point_fp16_bf16_tensor]\"},"
 	"\"arch\":" NAME_SCHEMA ",\"description\":\"target for feature usability "
 	"(sm_90a, sm_100a...); default the GPU's best target\"},"
 	"\"occupancy\":{\"type\":\"object\",\"additionalProperties\":false,"
@@ -642,7 +793,8 @@ static const struct tool_def KB_TOOLS[] = {
 	 "the driver. Every figure carries its source; null means not confirmed. Derived "
 	 "figures (ridge points per precision, max warps, full-wave grid, feature usability "
 	 "for a target, and an occupancy calculation when `occupancy` is given) are marked "
-	 "derived with their formula.",
+	 "derived with their formula. A whole GPU is ~15 KB: pass fields: [names] for just "
+	 "the figures you need (with their sources).",
 	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
 	{"search_guides", "Search optimization guides",
 	 "Ranked full-text search (bm25) over kforge's CUDA optimization guides: coalescing, "

@@ -160,6 +160,67 @@ START_TEST(unknown_gpu_is_an_error_with_the_closest_names)
 }
 END_TEST
 
+/* fields: only the named figures, derived figures and sections, with
+ * exactly the sources they cite; a name that is none of them is an error
+ * that lists the names there are. */
+START_TEST(fields_narrow_the_answer_to_the_named_figures)
+{
+	json_t *whole = call_ok("get_gpu_specs", "{\"gpu\": \"h200\"}");
+	json_t *res = call_ok("get_gpu_specs",
+			      "{\"gpu\": \"h200\", \"fields\": [\"memory_bandwidth_gbs\", "
+			      "\"ridge_point_fp32\", \"features\"]}");
+	json_t *g = json_object_get(res, "gpu");
+	ck_assert_str_eq(json_string_value(json_object_get(g, "id")), "h200");
+	ck_assert_uint_eq(json_object_size(json_object_get(g, "figures")), 1);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(
+			json_object_get(json_object_get(g, "figures"), "memory_bandwidth_gbs"),
+			"value")),
+		4800);
+	ck_assert_uint_eq(json_object_size(json_object_get(g, "derived")), 1);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(g, "features"), "tma"));
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(g, "sources"), "H200-DS"));
+	ck_assert_uint_eq(json_object_size(json_object_get(g, "sources")), 2); /* cited only */
+	ck_assert_ptr_nonnull(json_object_get(g, "sources_product"));
+	ck_assert_ptr_null(json_object_get(g, "sources_per_cc_limits"));
+	ck_assert_ptr_null(json_object_get(g, "notes"));
+	char *a = json_dumps(whole, JSON_COMPACT), *b = json_dumps(res, JSON_COMPACT);
+	ck_assert_uint_lt(strlen(b) * 4, strlen(a));
+	free(a);
+	free(b);
+	json_decref(res);
+	json_decref(whole);
+
+	res = call_ok("get_gpu_specs", "{\"compare\": [\"h100\", \"h200\"], \"fields\": "
+				       "[\"smem_per_sm_kb\", \"ridge_point_fp32\"]}");
+	json_t *rows = json_object_get(res, "rows");
+	ck_assert_uint_eq(json_array_size(rows), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 1), "field")),
+			 "ridge_point_fp32");
+	json_decref(res);
+
+	int is_error = 0, rc;
+	res = call("get_gpu_specs", "{\"gpu\": \"h200\", \"fields\": [\"bandwidth\"]}", &is_error,
+		   &rc);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_str_eq(err_code(res), "invalid");
+	const char *msg = json_string_value(json_object_get(res, "summary"));
+	ck_assert_ptr_nonnull(strstr(msg, "'bandwidth'"));
+	ck_assert_ptr_nonnull(strstr(msg, "memory_bandwidth_gbs"));
+	json_decref(res);
+	res = call("get_gpu_specs", "{\"compare\": [\"h100\", \"h200\"], \"fields\": [\"x\"]}",
+		   &is_error, &rc);
+	ck_assert_int_eq(is_error, 1);
+	json_decref(res);
+	res = call("get_gpu_specs", "{\"list\": true, \"fields\": [\"sm_count\"]}", &is_error, &rc);
+	ck_assert_int_eq(is_error, 1);
+	json_decref(res);
+	res = call("get_gpu_specs", "{\"gpu\": \"h200\", \"fields\": []}", &is_error, &rc);
+	ck_assert_int_eq(rc, KF_EINVAL); /* minItems 1 */
+	json_decref(res);
+}
+END_TEST
+
 START_TEST(ambiguous_alias_answers_the_canonical_pick_and_the_matches)
 {
 	json_t *res = call_ok("get_gpu_specs", "{\"gpu\": \"hopper\"}");
@@ -343,6 +404,7 @@ int main(void)
 	tcase_add_test(t, every_gpu_row_round_trips_through_get_gpu_specs);
 	tcase_add_test(t, compare_puts_up_to_four_gpus_side_by_side);
 	tcase_add_test(t, unknown_gpu_is_an_error_with_the_closest_names);
+	tcase_add_test(t, fields_narrow_the_answer_to_the_named_figures);
 	tcase_add_test(t, ambiguous_alias_answers_the_canonical_pick_and_the_matches);
 	tcase_add_test(t, local_says_plainly_there_is_no_gpu);
 	tcase_add_test(t, occupancy_and_features_come_derived);

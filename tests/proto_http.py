@@ -484,6 +484,14 @@ def test_rest(port):
         check("an unknown GPU answers 404", st == 404, (st, data[:300]))
         st, hd, data = req(port, "GET", "/v1/gpus/compare?ids=h100,a100")
         check("GET /v1/gpus/compare answers", st == 200, (st, data[:300]))
+        st, hd, data = req(port, "GET", "/v1/gpus/h200?fields=memory_bandwidth_gbs,features")
+        j = jbody(data)
+        check("GET /v1/gpus/{id}?fields= answers only those",
+              st == 200 and j and list(j["gpu"]["figures"]) == ["memory_bandwidth_gbs"]
+              and "features" in j["gpu"] and "notes" not in j["gpu"], (st, data[:300]))
+        st, hd, data = req(port, "GET", "/v1/gpus/h200?fields=bandwidth")
+        check("an unknown field answers 400 naming it", st == 400 and b"bandwidth" in data,
+              (st, data[:300]))
         st, hd, data = req(port, "GET", "/v1/guides?q=bank+conflicts&limit=3")
         j = jbody(data)
         check("GET /v1/guides searches", st == 200 and j and j["hits"], (st, data[:300]))
