@@ -1,5 +1,5 @@
-/* tools_kb_int: internals shared by tools_kb.c (the tools) and
- * tools_kb_res.c (resources and the prompt); included by no one else. */
+/* tools_kb_int: internals shared by tools_kb.c (the tools), tools_kb_res.c
+ * (resources and the prompt) and tools_kb_fields.c; included by no one else. */
 #ifndef KF_TOOLS_KB_INT_H
 #define KF_TOOLS_KB_INT_H
 
@@ -25,6 +25,11 @@ json_t *tools_kb_split(const char *s, char sep);
  * the GPU's best target). */
 json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g,
 			  const struct kb_arch *target);
+
+/* Applies get_gpu_specs' "fields" to a finished answer res (in place): the
+ * one GPU, each local GPU that matched a row, or with compare the rows.
+ * KF_EINVAL naming the valid names when one is unknown (tools_kb_fields.c). */
+int tools_kb_fields(json_t *res, const json_t *fields, int compare, struct kf_err *err);
 
 extern const struct resource_def TOOLS_KB_RESOURCES[2];
 extern const struct prompt_def TOOLS_KB_PROMPTS[1];
