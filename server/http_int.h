@@ -1,6 +1,7 @@
 /* http_int: what the HTTP transport's files share (transport_http.c: the
- * daemon, checks and dispatch; http_mcp.c: MCP sessions, calls and SSE at
- * /mcp; http_rest.c: REST jobs under /v1). Included by no one else.
+ * daemon, checks and dispatch; http_sess.c: the session table, the send
+ * callback and SSE buffers; http_mcp.c: the /mcp requests and their calls;
+ * http_rest.c: REST jobs under /v1). Included by no one else.
  * Locks: srv.lock (session table) before sess.lock (everything in one
  * session: its calls, its GET stream, its backlog). */
 #ifndef KF_HTTP_INT_H
@@ -203,6 +204,44 @@ void http_housekeep(struct hsrv *srv);
 /* Ends every session (for shutdown): their calls are answered and their
  * GET streams finish, so no connection stays suspended. */
 void http_mcp_close_all(struct hsrv *srv);
+
+/* --- http_sess.c ------------------------------------------------------------- */
+
+/* Returns a new session in the table with one reference for the caller,
+ * NULL with *status set (503 full, 500 failure). */
+struct hsess *http_sess_create(struct hsrv *srv, unsigned *status);
+
+/* Returns the live session with this id with a reference, or NULL. */
+struct hsess *http_sess_find(struct hsrv *srv, const char *id);
+
+/* Drops one reference of s (atomic); frees it at zero. */
+void http_sess_unref(struct hsess *s);
+
+/* Ends a session: out of the table, every call cancelled (their final
+ * messages still reach their connections), the GET stream finished. Safe
+ * to call more than once and from any thread that holds no session lock. */
+void http_sess_close(struct hsrv *srv, struct hsess *s);
+
+/* Drops one reference of c; frees it at zero. Under c->sess->lock; the
+ * caller unrefs the session after unlocking when this returns 1. */
+int http_call_unref_locked(struct hcall *c);
+
+/* Drops the orphaned streams detached at or before cutoff (monotonic
+ * seconds). Under s->lock; returns how many session references the
+ * caller must drop with http_sess_unref after unlocking. */
+size_t http_orphans_drop(struct hsess *s, time_t cutoff);
+
+/* SSE on a call, all under sess->lock: make c a stream (its number and,
+ * on 2025-11-25 sessions, the priming event), append a "message" event
+ * carrying json, append raw text (a comment); http_wake resumes the
+ * connection parked on c. */
+void http_sse_start(struct hsess *s, struct hcall *c);
+void http_sse_push(struct hcall *c, const char *json, size_t len);
+void http_sse_raw(struct hcall *c, const char *text, size_t len);
+void http_wake(struct hcall *c);
+
+/* Queues c's SSE stream as the response, with the session id header. */
+enum MHD_Result http_queue_sse(struct hcall *c, const char *sid);
 
 /* --- http_rest.c ------------------------------------------------------------- */
 
