@@ -141,6 +141,7 @@ int spec_parse_expr(const struct spec *s, const json_t *v, const char *path, str
 static void launch_fini(struct spec_launch *l)
 {
 	free(l->kernel);
+	expr_free(l->when);
 	for (int k = 0; k < 3; k++) {
 		expr_free(l->grid[k]);
 		expr_free(l->block[k]);

@@ -78,6 +78,7 @@ struct spec_arg {
 
 struct spec_launch {
 	char *kernel;		    /* extern "C" name */
+	struct expr *when;	    /* NULL: always runs; else runs where non-zero */
 	size_t grid_len, block_len; /* 1..3 */
 	struct expr *grid[3];
 	struct expr *block[3];
@@ -221,6 +222,12 @@ int spec_bind(const struct spec *s, const int64_t *vals, const struct spec_limit
 int spec_launch_dims(const struct spec *s, const struct spec_launch *l, const int64_t *vals,
 		     const char *where, uint32_t grid[3], uint32_t block[3], uint32_t *shared_bytes,
 		     struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Sets *runs to whether launch l runs at the size values vals (its "when"
+ * expression is non-zero, or it has none). Returns 0 or KF_EINVAL when the
+ * expression cannot be evaluated (division by zero...). */
+int spec_launch_runs(const struct spec *s, const struct spec_launch *l, const int64_t *vals,
+		     int *runs, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Finds the odd size: a row of size values near vals0 (the first row of
  * sizes) the agent did not list, satisfying every constraint, binding

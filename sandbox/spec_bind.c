@@ -210,16 +210,39 @@ int spec_launch_dims(const struct spec *s, const struct spec_launch *l, const in
 	return 0;
 }
 
+int spec_launch_runs(const struct spec *s, const struct spec_launch *l, const int64_t *vals,
+		     int *runs, struct kf_err *err)
+{
+	*runs = 1;
+	if (!l->when)
+		return 0;
+	char field[SPEC_PATH_MAX_LEN];
+	int64_t v;
+	snprintf(field, sizeof field, "%s.when", l->kernel);
+	int rc = eval_at(s, l->when, vals, "launch", field, &v, err);
+	if (rc == 0)
+		*runs = v != 0;
+	return rc;
+}
+
 int spec_check_launches_at(const struct spec *s, const int64_t *vals, const char *where,
 			   struct kf_err *err)
 {
 	const struct spec_launch *lists[3] = {s->launch, s->ref.launch, s->baseline.launch};
 	size_t lens[3] = {s->launch_len, s->ref.launch_len, s->baseline.launch_len};
-	for (int q = 0; q < 3; q++)
+	static const char *const NAMES[3] = {"launch", "reference.launch", "baseline.launch"};
+	for (int q = 0; q < 3; q++) {
+		size_t running = 0;
 		for (size_t i = 0; i < lens[q]; i++) {
 			uint32_t g[3], b[3], sb;
 			const struct spec_launch *l = &lists[q][i];
-			int rc = spec_launch_dims(s, l, vals, where, g, b, &sb, err);
+			int runs, rc;
+			if ((rc = spec_launch_runs(s, l, vals, &runs, err)))
+				return rc;
+			if (!runs) /* skipped at this size: its dims need not be valid */
+				continue;
+			running++;
+			rc = spec_launch_dims(s, l, vals, where, g, b, &sb, err);
 			if (rc)
 				return rc;
 			for (size_t a = 0; a < l->args_len; a++) {
@@ -240,6 +263,12 @@ int spec_check_launches_at(const struct spec *s, const int64_t *vals, const char
 							  v, expr_text(l->args[a].expr));
 			}
 		}
+		if (lens[q] && !running)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s: no kernel of %s runs at this size: every launch's "
+					  "'when' is false",
+					  where, NAMES[q]);
+	}
 	return 0;
 }
 

@@ -117,7 +117,8 @@ int spec_parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	*out = ls;
 	*out_len = n;
-	static const char *const KEYS[] = {"kernel", "grid", "block", "shared_bytes", "args", NULL};
+	static const char *const KEYS[] = {"kernel", "grid", "block", "shared_bytes",
+					   "args",   "when", NULL};
 	for (size_t i = 0; i < n; i++) {
 		char lp[SPEC_PATH_MAX_LEN], p2[SPEC_PATH_MAX_LEN * 2];
 		snprintf(lp, sizeof lp, "%s[%zu]", path, i);
@@ -145,6 +146,10 @@ int spec_parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		snprintf(p2, sizeof p2, "%s.block", lp);
 		if ((rc = parse_dims(s, json_object_get(l, "block"), p2, L->block, &L->block_len, 1,
 				     err)))
+			return rc;
+		const json_t *when = json_object_get(l, "when");
+		snprintf(p2, sizeof p2, "%s.when", lp);
+		if (when && (rc = spec_parse_expr(s, when, p2, &L->when, err)))
 			return rc;
 		const json_t *sb = json_object_get(l, "shared_bytes");
 		snprintf(p2, sizeof p2, "%s.shared_bytes", lp);

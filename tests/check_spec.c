@@ -235,6 +235,12 @@ static const struct {
 	 "sizes[0]: launch k: args[2]: 'N * 3000000' is 3000000000, which does not fit in i32; "
 	 "type it 'N * 3000000:i64'"},
 	{"launch.0.stream", "1", KF_EINVAL, "launch[0]: unknown key 'stream'"},
+	{"launch.0.when", "\"Z > 1\"", KF_EINVAL,
+	 "launch[0].when: size 'Z' is not defined by any entry of sizes"},
+	{"launch.0.when", "[1]", KF_EINVAL, "launch[0].when: must be an integer expression"},
+	{"launch.0.when", "\"N > 5000\"", KF_EINVAL,
+	 "sizes[0]: no kernel of launch runs at this size: every launch's 'when' is false"},
+	{"launch.0.when", "\"N / (M - 4)\"", KF_EINVAL, "k.when"},
 	{"reference", "\"torch\"", KF_EINVAL, "reference: must be"},
 	{"reference.torch", "\"x * 2\"", KF_EINVAL, "reference: give exactly one of"},
 	{"reference", "{}", KF_EINVAL, "reference: give exactly one of"},
@@ -287,6 +293,40 @@ START_TEST(parse_rejects_each_bad_field_by_name)
 	ck_assert_ptr_null(s);
 	ck_assert_msg(strstr(err.msg, BAD[_i].msg) != NULL, "%s: got '%s', want '%s'", BAD[_i].path,
 		      err.msg, BAD[_i].msg);
+	json_decref(j);
+}
+END_TEST
+
+/* "when" picks the launches that run at each size: a launch skipped at a
+ * size need not have valid dims there, and spec_launch_runs says which
+ * run (the op templates can then choose a kernel by shape). */
+START_TEST(when_picks_the_launches_that_run_at_each_size)
+{
+	json_t *j = base_json();
+	json_array_append_new(json_object_get(j, "launch"),
+			      json_pack("{s:s,s:s,s:[s],s:[i],s:[s,s]}", "kernel", "small", "when",
+					"N <= 100", "grid", "N - 100", "block", 32, "args", "y",
+					"x"));
+	mutate(j, "launch.0.when", "\"N > 100\"");
+	struct spec *s = NULL;
+	struct kf_err err = {0};
+	/* grid N - 100 is 0 at N=7 (sizes[1]), where "small" runs: refused */
+	ck_assert_int_eq(spec_parse(j, NULL, NULL, &s, &err), KF_EINVAL);
+	ck_assert_msg(strstr(err.msg, "sizes[1]: launch small.grid[0]") != NULL, "%s", err.msg);
+	mutate(j, "launch.1.grid.0", "\"101 - N\"");
+	ck_assert_msg(spec_parse(j, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(s->launch_len, 2);
+	int64_t big[2] = {1000, 4}, small[2] = {7, 2};
+	int r0, r1;
+	ck_assert_int_eq(spec_launch_runs(s, &s->launch[0], big, &r0, &err), 0);
+	ck_assert_int_eq(spec_launch_runs(s, &s->launch[1], big, &r1, &err), 0);
+	ck_assert(r0 && !r1);
+	ck_assert_int_eq(spec_launch_runs(s, &s->launch[0], small, &r0, &err), 0);
+	ck_assert_int_eq(spec_launch_runs(s, &s->launch[1], small, &r1, &err), 0);
+	ck_assert(!r0 && r1);
+	ck_assert_int_eq(spec_launch_runs(s, &s->ref.launch[0], small, &r0, &err), 0);
+	ck_assert(r0); /* no "when": always */
+	spec_free(s);
 	json_decref(j);
 }
 END_TEST
@@ -800,6 +840,7 @@ static Suite *spec_suite(void)
 	TCase *p = tcase_create("parse");
 	tcase_add_test(p, valid_spec_parses_every_field);
 	tcase_add_loop_test(p, parse_rejects_each_bad_field_by_name, 0, sizeof BAD / sizeof BAD[0]);
+	tcase_add_test(p, when_picks_the_launches_that_run_at_each_size);
 	tcase_add_test(p, device_memory_over_the_cap_is_refused_up_front);
 	tcase_add_test(p, parse_text_reports_json_syntax_and_duplicate_keys);
 	tcase_add_loop_test(p, parse_rejects_specs_over_each_cap, 0, 11);

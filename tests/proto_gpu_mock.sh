@@ -34,6 +34,13 @@ __import__("json").dump(spec, open(sys.argv[2], "w"))
 spec["baseline"] = {"source": spec["reference"]["source"],
                     "launch": [dict(spec["reference"]["launch"][0], kernel="nope")]}
 __import__("json").dump(spec, open(sys.argv[2].replace(".json", "_nobase.json"), "w"))
+# launches chosen by "when": the first (x and w swapped, a wrong answer)
+# never runs, the second runs at every size
+spec = run.load_spec(sys.argv[1])[0]
+good = dict(spec["launch"][0], when="N >= 1")
+bad = dict(good, when="N < 0", args=["y", "w", "x", "s", "N"], grid=["N - 1000000"])
+spec["launch"] = [bad, good]
+__import__("json").dump(spec, open(sys.argv[2].replace(".json", "_when.json"), "w"))
 EOF
 fail=0
 # The harness must not contain the op templates or their float64 references:
@@ -76,6 +83,7 @@ check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in 
 	--budget-ms 50 --size 1
 check partial bench 1 "not r['passed'] and 'verification after timing' not in r['summary'] and 'failed verification' in r['summary']" \
 	--budget-ms 50 --size 1
+SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
 SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1
 exit $fail

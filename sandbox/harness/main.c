@@ -123,10 +123,14 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 		const struct spec_launch *l = &p->launch[i];
 		uint32_t g[3], b[3], sb;
 		struct kf_err err = {0};
-		if (spec_launch_dims(h->s, l, h->vals, "launch", g, b, &sb, &err)) {
+		int runs = 1;
+		if (spec_launch_runs(h->s, l, h->vals, &runs, &err) ||
+		    (runs && spec_launch_dims(h->s, l, h->vals, "launch", g, b, &sb, &err))) {
 			json_object_set_new(h->report, "error", json_string(err.msg));
 			return KF_EINVAL;
 		}
+		if (!runs) /* its "when" is false at this size */
+			continue;
 		union {
 			CUdeviceptr ptr;
 			float f32;
