@@ -106,10 +106,10 @@ template <typename T, bool HW, bool HB> struct row_op {
 						bc[k] = ld_keep<T, W>(b, t + k * tx);
 				}
 			if constexpr (NV * W <= 32) {
-				/* x converted once and held as floats (32
-				 * registers at 32 elements a thread): the two
-				 * reductions and the output read them without
-				 * converting again */
+				/* x converted once and held as floats (at most
+				 * 32 registers: 32 bf16 or 16 f32 elements a
+				 * thread): the two reductions and the output read
+				 * them without converting again */
 				float xf[NV][W];
 #pragma unroll
 				for (int k = 0; k < NV; k++)
@@ -228,7 +228,7 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 	return cudaGetLastError();
 }
 
-/* Block (tx, ty) from kf::row_block: the row in registers at 32 elements a
+/* Block (tx, ty) from kf::row_block: the row in registers at 64 bytes a
  * thread, ty small rows packed per block; grid ceil_div(T, ty); 256 bytes of
  * static shared memory for the two reductions. */
 extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,

@@ -244,7 +244,7 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
 }
 
 /* One launch for every variant: block (tx, ty) from kf::row_block (the whole
- * row in registers at 32 elements a thread), one row group per block, grid
+ * row in registers at 64 bytes a thread), one row group per block, grid
  * ceil_div(T, ty). Static shared memory only (128 bytes). */
 static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
 			      const void *w, int64_t T, int64_t D, float eps, cudaStream_t s)

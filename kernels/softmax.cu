@@ -210,7 +210,7 @@ KF_SM_KERNELS(f32, float)
 KF_SM_KERNELS(f16, __half)
 KF_SM_KERNELS(bf16, __nv_bfloat16)
 
-/* Block (tx, ty) from kf::row_block (row in registers, 32 elements a
+/* Block (tx, ty) from kf::row_block (row in registers, 64 bytes a
  * thread), grid ceil_div(T, ty), 256 bytes of static shared memory. */
 extern "C" cudaError_t softmax_launch(enum kf_dtype dt, void *y, const void *x, int64_t T,
 				      int64_t D, cudaStream_t s)
