@@ -663,7 +663,8 @@ def main():
               lambda: case_rmsnorm(big, bf, weight=False),
               lambda: case_rmsnorm((2, 4096, 3072), bf, weight=False),
               lambda: case_add_rmsnorm(big, bf), lambda: case_layernorm(big, bf),
-              lambda: case_softmax(big, bf)]
+              lambda: case_layernorm(big, torch.float32), lambda: case_softmax(big, bf),
+              lambda: case_softmax(big, torch.float32)]
     for a in ACTS:
         cases.append(lambda a=a: case_act(a, big, bf))
     cases += [lambda: case_rope(True, 16384, 32, 128, bf), lambda: case_rope(False, 16384, 32, 128, bf),
