@@ -290,10 +290,15 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
  * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- * None is defined now: runs 3-6 tried block shapes, rows per thread,
- * preloads, __maxnreg__(48), 64 and 32 bytes a thread for f32, Chan-merged
- * layernorm statistics, __restrict__ weights and grouped weight loads here;
- * kernels/README.md "Measurements" has the results. */
+ *   1  row ops on large inputs: blocks of ~128 threads (ty halved; at
+ *      D = 4096 one row a block, so a row's barriers wait for no other
+ *      row's warps). Run 4 measured 2x rows a block 5-6% slower; the
+ *      other direction is not measured yet.
+ *   2  (free)
+ * Runs 3-6 tried block shapes, rows per thread, preloads, __maxnreg__(48),
+ * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
+ * __restrict__ weights and grouped weight loads here; kernels/README.md
+ * "Measurements" has the results. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif
@@ -322,7 +327,7 @@ static inline void row_block(int64_t T, int64_t D, int esize, int *tx, int *ty)
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
-	const int y = (256 / (int)x) * (T > 1024);
+	const int y = ((KF_AB == 1 ? 128 : 256) / (int)x) * (T > 1024);
 	*ty = y > 1 ? y : 1;
 }
 
