@@ -5,6 +5,9 @@
 #                      (the alternatives named at each KF_AB: block shapes,
 #                      rows per thread, preloads)
 #   $B/libkfk_base.so  the library at git revision $KF_AB_BASE, if set
+#   $B/libkfk_stream.so the library with kernels/dev/stream/ in place of
+#                      rmsnorm.cu, layernorm.cu, softmax.cu, if
+#                      KF_AB_STREAM=1 (persistent streamed rows, 80 registers)
 # Run kernels/bench/build.sh first (this reuses its C objects). Never part
 # of the library or the fatbin.
 set -e
@@ -31,5 +34,17 @@ if [ -n "${KF_AB_BASE:-}" ]; then
 	"$NVCC" -O3 -std=c++17 -I"$T" $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_base.so" \
 		"$T/unity.cu" "$B"/c_*.o
 	rm -rf "$T"
+fi
+if [ "${KF_AB_STREAM:-0}" = 1 ]; then
+	{
+		for f in kernels/*.cu; do
+			case "$f" in kernels/rmsnorm.cu | kernels/layernorm.cu | kernels/softmax.cu) ;;
+			*) printf '#include "%s"\n' "$f" ;;
+			esac
+		done
+		printf '#include "%s"\n' kernels/dev/stream/*.cu
+	} >"$B/unity_stream.cu"
+	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_stream.so" \
+		"$B/unity_stream.cu" "$B"/c_*.o
 fi
 echo "build_ab.sh: built $B/libkfk_ab1.so, $B/libkfk_ab2.so${KF_AB_BASE:+ and $B/libkfk_base.so ($KF_AB_BASE)}"

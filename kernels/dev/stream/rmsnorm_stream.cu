@@ -1,0 +1,326 @@
+/* rmsnorm_stream: bench-only streamed version (see kf_stream.cuh), built into
+ * libkfk_stream.so by build_ab.sh with KF_AB_STREAM=1 in place of
+ * kernels/rmsnorm.cu. */
+/* rmsnorm: root-mean-square normalization over the last dimension, with and
+ * without a weight, and the fused residual add + rmsnorm.
+ *
+ *   rmsnorm:          y[t,i] = x[t,i] * rsqrt(mean_i(x[t,:]^2) + eps) * w[i]
+ *   rmsnorm_noweight: the same without w
+ *   add_rmsnorm:      r[t,i] = x[t,i] + res[t,i];  y = rmsnorm(r, w)
+ *
+ * Shapes: x, res, y, r (T, D) row-major, contiguous; w (D). Types f32, f16,
+ * bf16 (all tensors one type); eps f32; arithmetic in fp32. add_rmsnorm
+ * stores r rounded to the type and normalizes that stored r (as vLLM's
+ * fused_add_rms_norm does), so y is exactly rmsnorm(r, w) of the r it wrote.
+ * Preconditions: T >= 0, D >= 1, both < 2^31; any D (16-byte vectors when D
+ * is a multiple of 16/sizeof(type) and the pointers are 16-byte aligned,
+ * scalar otherwise). Launch: block (tx, ty) from kfs::row_block, grid
+ * ceil_div(T, ty); any grid/block of that form is correct.
+ * Cost (bytes moved, FLOPs), e = sizeof(type):
+ *   rmsnorm:          bytes = (2*T*D + D) * e,  flops = 4*T*D
+ *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
+ *   add_rmsnorm:      bytes = (4*T*D + D) * e,  flops = 5*T*D
+ * Technique: one row per group of tx threads, the row held in registers as
+ * 16-byte vectors (one read and one write of HBM), every load (x and the
+ * weight) issued before the first use, warp-shuffle reduction plus one
+ * shared-memory step; few rows get more threads each (kfs::row_block).
+ * Loads that must precede stores are issued in groups before them: the
+ * compiler keeps a load behind any earlier store that may alias it. The
+ * mean square divides by D with __fdividef (2 ulp; IEEE division is a
+ * longer dependent sequence on the latency-bound small shapes). */
+#include "kernels/dev/stream/kf_stream.cuh"
+#include "kernels/rmsnorm.h"
+
+namespace kf_rms
+{
+
+using namespace kfs;
+
+template <typename T, bool HAS_W, bool ADD> struct row_op {
+	T *const y0;
+	T *const r0; /* ADD: the sum out */
+	const T *const x0;
+	const T *const res0; /* ADD: the residual in */
+	const T *const w;
+	const int rows, D;
+	const float eps;
+	static constexpr bool STREAMS = !ADD;
+	float *const red2; /* two buffers of 32, one reduction a row */
+	int64_t off = 0;
+	bool active = false;
+	int par = 0;
+	land<T> lp;
+	/* this row's pointers (set by run from off) */
+	T *y = nullptr, *r = nullptr;
+	const T *x = nullptr, *res = nullptr;
+
+	__device__ __forceinline__ void at(int64_t row, int it)
+	{
+		active = row < rows;
+		off = row * (int64_t)D;
+		par = it & 1;
+	}
+
+	/* The row's chunk i: x, or for ADD the sum x + res rounded to T (and
+	 * written to r when WRITE_R), as add_rmsnorm normalizes the stored sum.
+	 * STREAM: the single-use loads (kf_cuda.cuh hint mode) for the
+	 * single-pass path; the two-pass path uses plain loads so its second
+	 * read can hit L2. */
+	template <int W, bool STREAM, bool WRITE_R>
+	__device__ __forceinline__ chunk<T, W> load(int i) const
+	{
+		chunk<T, W> c = STREAM ? ld_stream<T, W>(x, i) : ld_plain<T, W>(x, i);
+		if constexpr (ADD) {
+			float f[W], g[W];
+			unpack<T, W>(c, f);
+			unpack<T, W>(STREAM ? ld_stream<T, W>(res, i) : ld_plain<T, W>(res, i), g);
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] += g[j];
+			c = pack<T, W>(f);
+			if (WRITE_R)
+				st_stream<T, W>(r, i, c);
+		}
+		return c;
+	}
+
+	template <int W> __device__ __forceinline__ static float sumsq(const chunk<T, W> &c)
+	{
+		float f[W], s = 0.f;
+		unpack<T, W>(c, f);
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			s += f[j] * f[j];
+		return s;
+	}
+
+	/* wc: the weight chunk when preloaded, else NULL (loaded here). */
+	template <int W>
+	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float inv,
+					     const chunk<T, W> *wc) const
+	{
+		float f[W];
+		unpack<T, W>(c, f);
+		if constexpr (HAS_W) {
+			float g[W];
+			unpack<T, W>(wc ? *wc : ld_keep<T, W>(w, i), g);
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] = f[j] * inv * g[j];
+		} else {
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				f[j] = f[j] * inv;
+		}
+		st_stream<T, W>(y, i, pack<T, W>(f));
+	}
+
+	/* LAND (not ADD): x comes from the landing buffer (kfs::row_loop),
+	 * refilled with the next row once the sum of squares has used it. */
+	template <int W, int NV, bool LAND> __device__ __forceinline__ void run()
+	{
+		const int n = active ? D / W : 0;
+		const int tx = blockDim.x, t = threadIdx.x;
+		float *const red = red2 + par * 32;
+		y = y0 + off;
+		x = x0 + off;
+		if constexpr (ADD) {
+			r = r0 + off;
+			res = res0 + off;
+		}
+		float ss = 0.f;
+		if constexpr (NV > 0) {
+			/* All loads first: NV vectors in flight per thread, held
+			 * packed (4 registers per 16 bytes). The weight is loaded
+			 * with them (NV <= 4, to bound registers) so it is not a
+			 * second dependent memory round trip after the reduction,
+			 * which is what small, latency-bound inputs pay for.
+			 * add_rmsnorm issues the x and res loads of up to 4 chunks
+			 * before the first store of r: the compiler cannot move a
+			 * load above a store that may alias it, so storing r chunk
+			 * by chunk (run 3) made the load phase NV dependent round
+			 * trips. Its weight is preloaded too (20 bytes of spill at
+			 * 64 registers, and still 1.4% faster than loading it after
+			 * the reduction: run 4's A/B, 135.3 against 137.1 us). */
+			constexpr bool PRE = HAS_W && NV <= 4;
+			/* chunks a group: loads, then stores (2 for the streamed f32 row,
+			 * whose 8 chunks leave no registers for 4 weight chunks) */
+			constexpr int G = NV < 4 ? NV : LAND && NV > 4 ? 2 : 4;
+			chunk<T, W> c[NV], wc[PRE ? NV : 1], rc[ADD ? G : 1];
+#pragma unroll
+			for (int g = 0; g < NV; g += G) {
+#pragma unroll
+				for (int k = g; k < g + G; k++)
+					if (t + k * tx < n) {
+						c[k] = LAND ? lp.template get<W>(k)
+							    : ld_stream<T, W>(x, t + k * tx);
+						if constexpr (ADD)
+							rc[k - g] =
+								ld_stream<T, W>(res, t + k * tx);
+						if constexpr (PRE)
+							wc[k] = ld_keep<T, W>(w, t + k * tx);
+					}
+				if constexpr (ADD) {
+#pragma unroll
+					for (int k = g; k < g + G; k++)
+						if (t + k * tx < n) {
+							float f[W], h[W];
+							unpack<T, W>(c[k], f);
+							unpack<T, W>(rc[k - g], h);
+#pragma unroll
+							for (int j = 0; j < W; j++)
+								f[j] += h[j];
+							c[k] = pack<T, W>(f);
+							st_stream<T, W>(r, t + k * tx, c[k]);
+						}
+				}
+			}
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+				if (t + k * tx < n)
+					ss += sumsq<W>(c[k]);
+			if constexpr (LAND)
+				lp.template refill<W, NV>(t, tx, D / W);
+			ss = row_reduce<false, false>(ss, red);
+			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
+			/* A weight not preloaded is loaded in groups of up to 4
+			 * chunks before their stores: loaded chunk by chunk, each
+			 * load waited behind the previous chunk's store (possible
+			 * aliasing), NV dependent L1/L2 round trips (run 3's f32,
+			 * NV = 8, where torch.compile was 4% faster). */
+#pragma unroll
+			for (int g = 0; g < NV; g += G) {
+				constexpr bool LATE = HAS_W && !PRE;
+				chunk<T, W> lw[LATE ? G : 1];
+				if constexpr (LATE) {
+#pragma unroll
+					for (int k = g; k < g + G; k++)
+						if (t + k * tx < n)
+							lw[k - g] = ld_keep<T, W>(w, t + k * tx);
+				}
+#pragma unroll
+				for (int k = g; k < g + G; k++)
+					if (t + k * tx < n)
+						emit<W>(t + k * tx, c[k], inv,
+							PRE    ? &wc[PRE ? k : 0]
+							: LATE ? &lw[LATE ? k - g : 0]
+							       : nullptr);
+			}
+		} else {
+			/* Rows too wide for registers, or not a whole number of
+			 * vectors: two passes, the second mostly from L2. */
+			for (int i = t; i < n; i += tx)
+				ss += sumsq<W>(load<W, false, true>(i));
+			ss = row_reduce<false, false>(ss, red);
+			const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
+			for (int i = t; i < n; i += tx)
+				emit<W>(i, load<W, false, false>(i), inv, nullptr);
+		}
+	}
+};
+
+template <typename T, bool HAS_W, bool ADD>
+__device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const T *w, int rows,
+				     int D, float eps)
+{
+	__shared__ float red[64];
+	constexpr int V = vec_width<T>::value;
+	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) &&
+			    (!HAS_W || aligned16(w)) && (!ADD || (aligned16(r) && aligned16(res)));
+	row_op<T, HAS_W, ADD> op{y, r, x, res, w, rows, D, eps, red};
+	/* add_rmsnorm has two inputs and does not stream (row_launch with
+	 * streams = false: no landing buffer, so row_loop never streams it) */
+	row_loop<T>(op, x, rows, D, vec_ok);
+}
+
+} /* namespace kf_rms */
+
+#define KF_RMS_KERNELS(SUF, T)                                                                \
+	extern "C" __global__ void __launch_bounds__(256, 3)                                  \
+		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)    \
+	{                                                                                     \
+		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);        \
+	}                                                                                     \
+	extern "C" __global__ void __launch_bounds__(256, 3)                                  \
+		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)       \
+	{                                                                                     \
+		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps); \
+	}                                                                                     \
+	extern "C" __global__ void __launch_bounds__(256, 3) kf_add_rmsnorm_##SUF(            \
+		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps) \
+	{                                                                                     \
+		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                   \
+	}
+
+KF_RMS_KERNELS(f32, float)
+KF_RMS_KERNELS(f16, __half)
+KF_RMS_KERNELS(bf16, __nv_bfloat16)
+
+/* --- launch helpers ------------------------------------------------------ */
+
+static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int64_t T, int64_t D,
+			     float eps)
+{
+	if (dt != KF_DT_F32 && dt != KF_DT_F16 && dt != KF_DT_BF16)
+		return cudaErrorInvalidValue;
+	if (T < 0 || T > INT32_MAX || D < 1 || D > INT32_MAX || !(eps >= 0.f))
+		return cudaErrorInvalidValue;
+	if (T > 0 && (!y || !x))
+		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+/* One launch for every variant, kfs::row_launch: block (tx, ty) from
+ * kfs::row_block (the whole row in registers at 32 elements a thread), one
+ * row group per block, grid ceil_div(T, ty); rmsnorm and rmsnorm_noweight
+ * stream on large inputs (grid capped at 4 blocks an SM, 32 KB of dynamic
+ * shared memory), add_rmsnorm does not. 256 bytes of static shared memory. */
+static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
+			      const void *w, int64_t T, int64_t D, float eps, cudaStream_t s)
+{
+	cudaError_t e = rms_check(dt, y, x, T, D, eps);
+	if (e != cudaSuccess || T == 0)
+		return e;
+	if (r && (!res || !w))
+		return cudaErrorInvalidValue;
+	dim3 grid, block;
+	unsigned sh;
+	kfs::row_launch(T, D, &grid, &block, &sh, !r);
+	const int rows = (int)T, d = (int)D;
+#define KF_RMS_GO(SUF, TY)                                                                        \
+	do {                                                                                      \
+		if (r)                                                                            \
+			kf_add_rmsnorm_##SUF<<<grid, block, sh, s>>>(                             \
+				(TY *)y, (TY *)r, (const TY *)x, (const TY *)res, (const TY *)w,  \
+				rows, d, eps);                                                    \
+		else if (w)                                                                       \
+			kf_rmsnorm_##SUF<<<grid, block, sh, s>>>((TY *)y, (const TY *)x,          \
+								 (const TY *)w, rows, d, eps);    \
+		else                                                                              \
+			kf_rmsnorm_noweight_##SUF<<<grid, block, sh, s>>>((TY *)y, (const TY *)x, \
+									  rows, d, eps);          \
+	} while (0)
+	if (dt == KF_DT_F32)
+		KF_RMS_GO(f32, float);
+	else if (dt == KF_DT_F16)
+		KF_RMS_GO(f16, __half);
+	else
+		KF_RMS_GO(bf16, __nv_bfloat16);
+#undef KF_RMS_GO
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rmsnorm_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
+				      int64_t T, int64_t D, float eps, cudaStream_t s)
+{
+	return rms_launch(dt, y, NULL, x, NULL, w, T, D, eps, s);
+}
+
+extern "C" cudaError_t add_rmsnorm_launch(enum kf_dtype dt, void *y, void *r, const void *x,
+					  const void *res, const void *w, int64_t T, int64_t D,
+					  float eps, cudaStream_t s)
+{
+	if (!r || !res || !w)
+		return cudaErrorInvalidValue;
+	return rms_launch(dt, y, r, x, res, w, T, D, eps, s);
+}
