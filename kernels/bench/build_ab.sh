@@ -47,4 +47,4 @@ if [ "${KF_AB_STREAM:-0}" = 1 ]; then
 	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_stream.so" \
 		"$B/unity_stream.cu" "$B"/c_*.o
 fi
-echo "build_ab.sh: built $B/libkfk_ab1.so, $B/libkfk_ab2.so${KF_AB_BASE:+ and $B/libkfk_base.so ($KF_AB_BASE)}"
+echo "build_ab.sh: built $B/libkfk_ab1.so, $B/libkfk_ab2.so${KF_AB_BASE:+, $B/libkfk_base.so ($KF_AB_BASE)}$([ "${KF_AB_STREAM:-0}" = 1 ] && echo ", $B/libkfk_stream.so")"
