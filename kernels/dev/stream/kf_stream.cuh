@@ -1,12 +1,13 @@
-/* kf_stream: a bench-only copy of kernels/kf_cuda.cuh as it was for the
+/* kf_stream: the block shape, launch and loop of the bench-only
  * persistent streamed row kernels (run 5's first lease: the grid capped at
  * a few blocks an SM, each block looping over row groups with the next
  * group's rows fetched into shared memory by cp.async while it reduces and
  * stores the current one). At __launch_bounds__(1024) (64 registers) that
  * spilled inside the loop and lost 8-21%; here the kernels are built with
  * __launch_bounds__(256, 3) (80 registers, no spills for 16-bit rows per
- * ptxas), 3 blocks an SM, rows of at most 256 threads. Namespace kfs, so
- * it compiles next to kf_cuda.cuh. Never part of the library: build_ab.sh
+ * ptxas), 3 blocks an SM, rows of at most 256 threads. Only the streaming
+ * pieces live here, in namespace kfs; the chunks, conversions and
+ * reductions are kf_cuda.cuh's. Never part of the library: build_ab.sh
  * builds libkfk_stream.so from it when KF_AB_STREAM=1. The copies are the
  * code of that lease: they predate run 5's instruction trims (packed
  * softmax maxima, layernorm's floats), so a win here should be ported onto
@@ -14,274 +15,15 @@
 #ifndef KF_STREAM_CUH
 #define KF_STREAM_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#include <stdint.h>
-
-#include <type_traits>
+#include "kernels/kf_cuda.cuh"
 
 namespace kfs
 {
 
-/* Elements of T in one 16-byte vector. */
-template <typename T> struct vec_width {
-	static constexpr int value = 16 / (int)sizeof(T);
-};
+using namespace kf;
 
-__device__ __forceinline__ float to_f(float v)
-{
-	return v;
-}
-__device__ __forceinline__ float to_f(__half v)
-{
-	return __half2float(v);
-}
-__device__ __forceinline__ float to_f(__nv_bfloat16 v)
-{
-	return __uint_as_float((uint32_t)__bfloat16_as_ushort(v) << 16);
-}
-
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v)
-{
-	return v;
-}
-template <> __device__ __forceinline__ __half from_f<__half>(float v)
-{
-	return __float2half_rn(v);
-}
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
-{
-	return __float2bfloat16_rn(v);
-}
-
-/* W consecutive elements of T: one 16-byte vector, or one element (W == 1,
- * the scalar path for rows that are not a whole number of vectors). */
-template <typename T, int W> struct chunk {
-	uint4 raw;
-};
-template <typename T> struct chunk<T, 1> {
-	T raw;
-};
-
-/* Cache hints of the single-use streams (KF_HINT_MODE, a build flag so the
- * benchmark can compare them; the library uses the default):
- *   0: plain ld.global / st.global (default caching)
- *   1: ld.global.cs / st.global.cs (evict-first both ways)
- *   2: ld.global.nc.L1::no_allocate / plain st.global
- *   3: ld.global.cs / plain st.global */
-#ifndef KF_HINT_MODE
-#define KF_HINT_MODE 0
-#endif
-
-/* p + i*W must be 16-byte aligned for the vector form. */
-template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
-{
-	chunk<T, W> c;
-	if constexpr (W == 1) {
-		c.raw = p[i];
-	} else {
-		const uint4 *q = reinterpret_cast<const uint4 *>(p) + i;
-#if KF_HINT_MODE == 1 || KF_HINT_MODE == 3
-		c.raw = __ldcs(q);
-#elif KF_HINT_MODE == 2
-		asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
-		    : "l"(q));
-#else
-		c.raw = *q;
-#endif
-	}
-	return c;
-}
-
-/* Cached load through the read-only path, for data reused across rows
- * (weights, biases, rotary tables, modulation vectors). */
-template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_keep(const T *p, int64_t i)
-{
-	chunk<T, W> c;
-	if constexpr (W == 1)
-		c.raw = __ldg(p + i);
-	else
-		c.raw = __ldg(reinterpret_cast<const uint4 *>(p) + i);
-	return c;
-}
-
-/* Plain load: for the multi-pass fallbacks, whose second read should hit L2. */
-template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_plain(const T *p, int64_t i)
-{
-	chunk<T, W> c;
-	if constexpr (W == 1)
-		c.raw = p[i];
-	else
-		c.raw = reinterpret_cast<const uint4 *>(p)[i];
-	return c;
-}
-
-template <typename T, int W>
-__device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
-{
-	if constexpr (W == 1)
-		p[i] = c.raw;
-	else
-#if KF_HINT_MODE == 1
-		__stcs(reinterpret_cast<uint4 *>(p) + i, c.raw);
-#else
-		reinterpret_cast<uint4 *>(p)[i] = c.raw;
-#endif
-}
-
-/* Unpacks a chunk into W floats. */
-template <typename T, int W>
-__device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
-{
-	if constexpr (W == 1) {
-		f[0] = to_f(c.raw);
-	} else {
-		const uint32_t u[4] = {c.raw.x, c.raw.y, c.raw.z, c.raw.w};
-		if constexpr (sizeof(T) == 4) {
-#pragma unroll
-			for (int k = 0; k < 4; k++)
-				f[k] = __uint_as_float(u[k]);
-		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				f[2 * k] = __uint_as_float(u[k] << 16);
-				f[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-			}
-		} else {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				__half2 h = *reinterpret_cast<const __half2 *>(&u[k]);
-				float2 g = __half22float2(h);
-				f[2 * k] = g.x;
-				f[2 * k + 1] = g.y;
-			}
-		}
-	}
-}
-
-/* Packs W floats into a chunk, rounding to nearest even. */
-template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const float (&f)[W])
-{
-	chunk<T, W> c;
-	if constexpr (W == 1) {
-		c.raw = from_f<T>(f[0]);
-	} else {
-		uint32_t u[4];
-		if constexpr (sizeof(T) == 4) {
-#pragma unroll
-			for (int k = 0; k < 4; k++)
-				u[k] = __float_as_uint(f[k]);
-		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				__nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-				u[k] = *reinterpret_cast<uint32_t *>(&h);
-			}
-		} else {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				__half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-				u[k] = *reinterpret_cast<uint32_t *>(&h);
-			}
-		}
-		c.raw = make_uint4(u[0], u[1], u[2], u[3]);
-	}
-	return c;
-}
-
-/* One MUFU instruction each, results below 2^-126 flushed to zero:
- * rcp.approx (1 ulp), ex2.approx (2 ulp). */
-__device__ __forceinline__ float rcp_approx(float v)
-{
-	float r;
-	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-	return r;
-}
-__device__ __forceinline__ float ex2_approx(float v)
-{
-	float r;
-	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-	return r;
-}
-
-__device__ __forceinline__ bool aligned16(const void *p)
-{
-	return ((uintptr_t)p & 15u) == 0;
-}
-
-/* Butterfly sum/max over groups of `width` lanes (a power of two <= 32). */
-__device__ __forceinline__ float group_sum(float v, int width)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		if (o < width)
-			v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-__device__ __forceinline__ float group_max(float v, int width)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		if (o < width)
-			v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-	return v;
-}
-
-/* Reduces v over the blockDim.x threads of one row; a block holds
- * blockDim.y rows. blockDim.x is a power of two <= 32 or a multiple of 32.
- * red: __shared__ float[32]. Every thread of the block must call it (it
- * holds __syncthreads when a row spans several warps); all get the result.
- * TAIL == false leaves out the closing barrier that lets the next
- * reduction reuse red: for callers that alternate two red buffers. */
-template <bool MAX, bool TAIL = true>
-__device__ __forceinline__ float row_reduce(float v, float *red)
-{
-	const int tx = blockDim.x;
-	v = MAX ? group_max(v, tx < 32 ? tx : 32) : group_sum(v, tx < 32 ? tx : 32);
-	if (tx <= 32)
-		return v;
-	const int warps = tx >> 5;
-	const int tid = threadIdx.y * tx + threadIdx.x;
-	if ((tid & 31) == 0)
-		red[tid >> 5] = v;
-	__syncthreads();
-	const float *r = red + threadIdx.y * warps;
-	float s;
-	if (warps <= 4) {
-		s = r[0];
-		for (int k = 1; k < warps; k++)
-			s = MAX ? fmaxf(s, r[k]) : s + r[k];
-	} else {
-		/* 5 shuffle steps instead of a chain of `warps` dependent
-		 * shared-memory reads, for the few-rows shapes' wide rows
-		 * (8-32 warps), where this chain is the kernel's latency */
-		const int lane = threadIdx.x & 31;
-		const float v = lane < warps ? r[lane] : (MAX ? -INFINITY : 0.f);
-		s = MAX ? group_max(v, 32) : group_sum(v, 32);
-	}
-	if (TAIL)
-		__syncthreads(); /* red is reused by the next reduction */
-	return s;
-}
-
-/* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
- * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- *            row ops, large inputs               act/adaln grid
- *   0        streamed, next group prefetched    one block per 2 rows x 2048
- *   1        streamed, two groups ahead (16-bit) at most 8 blocks an SM
- *   2        one block per row group (run 4)     at most 16 blocks an SM
- * (runs 3-4 tried block shapes, rows per thread and preloads here; README
- * "Measurements" has the results.) */
-#ifndef KF_AB
-#define KF_AB 0
-#endif
-
-/* The row-op block shape, shared by every launch helper and every op
- * template's baseline launch so both run the same configuration. On large
- * inputs tx threads per row hold 32 elements each (4 vectors of bf16/f16,
+/* The row-op block shape (kf::row_block as of run 4, rows capped at 256
+ * threads for __launch_bounds__(256, 3)). On large inputs tx threads per row hold 32 elements each (4 vectors of bf16/f16,
  * 8 of f32: the whole row in registers, one pass over memory), rounded to
  * a warp, and small rows are packed ty to a block (about 256 threads).
  * Few rows cannot fill the GPU, so there each row gets 4x or 2x the
@@ -321,19 +63,17 @@ constexpr int LAND_THREADS = 256;    /* the largest block that streams */
 constexpr int LAND_BYTES = 32768;    /* 256 threads x 32 elements x 4 bytes */
 constexpr int ROW_BLOCKS_PER_SM = 3; /* 256 threads at 80 registers */
 
-/* Row groups ahead in the landing buffer: KF_AB 1 tries two for 16-bit. */
+/* Row groups ahead in the landing buffer (two gained 1-2% when the kernels
+ * spilled). */
 template <typename T> struct land_depth {
-	static constexpr int value = KF_AB == 1 && sizeof(T) == 2 ? 2 : 1;
+	static constexpr int value = 1;
 };
 
 /* The row ops' launch: block (tx, ty) from row_block; grid one block per
  * row group, capped at ROW_BLOCKS_PER_SM x sms blocks when the op streams
  * (all but add_rmsnorm), T > 1024 and tx <= 256, which is also when
  * LAND_BYTES of dynamic shared memory are passed (the kernels stream only
- * with it). The op templates' baseline
- * launches write the same with sms = 132 (H100, H200):
- *   grid   min(ceil_div(T, ty), 528 + ceil_div(T, ty) * (1 - s))
- *   shared 32768 * s,  s = (T > 1024) * (tx <= 256) */
+ * with it). */
 static inline void row_launch(int64_t T, int64_t D, dim3 *grid, dim3 *block, unsigned *shared,
 			      bool streams = true)
 {
@@ -348,29 +88,12 @@ static inline void row_launch(int64_t T, int64_t D, dim3 *grid, dim3 *block, uns
 			    cudaSuccess ||
 		    sms < 1)
 			sms = 132;
-		if (KF_AB != 2 && g > (int64_t)ROW_BLOCKS_PER_SM * sms)
+		if (g > (int64_t)ROW_BLOCKS_PER_SM * sms)
 			g = (int64_t)ROW_BLOCKS_PER_SM * sms;
 		*shared = LAND_BYTES;
 	}
 	*grid = dim3((unsigned)g);
 	*block = dim3(tx, ty);
-}
-
-/* Grid of the elementwise ops (activation, adaln): gx blocks along the row,
- * gy groups of 2 rows, capped at 65535 (grid-stride loops cover the rest);
- * KF_AB 1 and 2 cap the grid at 8 or 16 blocks an SM instead. */
-static inline dim3 elementwise_grid(int64_t gx, int64_t gy)
-{
-#if KF_AB == 1 || KF_AB == 2
-	int dev = 0, sms = 132;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-		sms = 132;
-	const int64_t cap = (KF_AB == 1 ? 8 : 16) * (int64_t)sms / gx;
-	if (gy > cap)
-		gy = cap > 1 ? cap : 1;
-#endif
-	return dim3((unsigned)gx, (unsigned)(gy > 65535 ? 65535 : gy));
 }
 
 /* cp.async (sm_80 and later): 16 bytes global -> shared, completing at the
