@@ -463,27 +463,20 @@ END_TEST
 
 /* --- op templates ------------------------------------------------------------------ */
 
-/* A template's spec_json with $esize (the dtype's bytes) replaced, as the
- * op shorthand does for each dtype; NULL if it is not JSON. */
-static json_t *load_template(const struct op_template *op, int esize)
+/* op's baseline launch[0] as the op shorthand expands it for dtype
+ * (spec_expand_op: $dtype and $esize substituted); a new reference. */
+static json_t *expanded_launch(const struct op_template *op, const char *dtype)
 {
-	const char *src = op->spec_json;
-	size_t n = strlen(src), o = 0;
-	char *buf = malloc(n + 1);
-	ck_assert_ptr_nonnull(buf);
-	for (size_t i = 0; i < n;) {
-		if (strncmp(src + i, "$esize", 6) == 0) {
-			buf[o++] = (char)('0' + esize);
-			i += 6;
-		} else {
-			buf[o++] = src[i++];
-		}
-	}
-	buf[o] = 0;
-	json_error_t je;
-	json_t *j = json_loads(buf, 0, &je);
-	free(buf);
-	return j;
+	json_t *in = json_pack("{s:s,s:s}", "op", op->name, "dtype", dtype), *out = NULL;
+	struct kf_err err = {0, ""};
+	ck_assert_msg(spec_expand_op(in, op_find, &out, &err) == 0, "%s %s: %s", op->name, dtype,
+		      err.msg);
+	json_t *l0 = json_array_get(json_object_get(json_object_get(out, "baseline"), "launch"), 0);
+	ck_assert_ptr_nonnull(l0);
+	json_incref(l0);
+	json_decref(out);
+	json_decref(in);
+	return l0;
 }
 
 static size_t count_names(const char *const *v)
@@ -520,9 +513,8 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 {
 	const struct op_template *op = op_at((size_t)_i);
 	json_error_t je;
-	ck_assert_msg(json_loads(op->spec_json, 0, &je) != NULL, "%s: spec_json line %d: %s",
-		      op->name, je.line, je.text);
-	json_t *j = load_template(op, 2);
+	json_t *j = json_loads(op->spec_json, 0, &je);
+	ck_assert_msg(j != NULL, "%s: spec_json line %d: %s", op->name, je.line, je.text);
 	static const char *const KEYS[] = {"dtypes",	    "tensors",	 "scalars", "constraints",
 					   "default_sizes", "tolerance", "cost",    "baseline"};
 	for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
@@ -576,11 +568,12 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 		struct expr_env env = {op->size_names, vals, nsz};
 		struct kf_err err = {0, ""};
 		const char *dimkeys[] = {"grid", "block"};
+		json_t *lx = expanded_launch(op, "bf16"); /* $esize substituted */
 		for (int d = 0; d < 2; d++) {
 			size_t gi;
 			json_t *g;
 			int64_t prod = 1;
-			json_array_foreach(json_object_get(l0, dimkeys[d]), gi, g) {
+			json_array_foreach(json_object_get(lx, dimkeys[d]), gi, g) {
 				int64_t v;
 				if (json_is_integer(g))
 					v = json_integer_value(g);
@@ -594,6 +587,7 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 			if (d == 1)
 				ck_assert_int_le(prod, 1024);
 		}
+		json_decref(lx);
 		json_array_foreach(json_object_get(j, "dtypes"), di, dt) {
 			const char *dn = json_string_value(dt);
 			json_t *c = json_object_get(json_object_get(j, "cost"), dn);
@@ -656,10 +650,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 		const struct op_template *op = op_find(OPS[o / 2]);
 		const int esize = o % 2 ? 4 : 2;
 		ck_assert_ptr_nonnull(op);
-		json_t *j = load_template(op, esize);
-		ck_assert_ptr_nonnull(j);
-		json_t *l0 = json_array_get(
-			json_object_get(json_object_get(j, "baseline"), "launch"), 0);
+		json_t *l0 = expanded_launch(op, esize == 4 ? "f32" : "bf16");
 		for (size_t ti = 0; ti < sizeof TS / sizeof TS[0]; ti++)
 			for (size_t di = 0; di < sizeof DS / sizeof DS[0]; di++) {
 				int64_t vals[2] = {TS[ti], DS[di]};
@@ -688,7 +679,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 					(long long)jg, (long long)jx, (long long)jy, (long long)js,
 					(long long)g, (long long)x, (long long)y, (long long)sh);
 			}
-		json_decref(j);
+		json_decref(l0);
 	}
 }
 END_TEST
