@@ -235,6 +235,12 @@ __device__ __forceinline__ bool aligned16(const void *p)
 /* Butterfly sum/max over groups of `width` lanes (a power of two <= 32). */
 __device__ __forceinline__ float group_sum(float v, int width)
 {
+	if (width >= 32) { /* the usual case: no branch around each step */
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1)
+			v += __shfl_xor_sync(0xffffffffu, v, o);
+		return v;
+	}
 #pragma unroll
 	for (int o = 16; o > 0; o >>= 1)
 		if (o < width)
@@ -243,6 +249,12 @@ __device__ __forceinline__ float group_sum(float v, int width)
 }
 __device__ __forceinline__ float group_max(float v, int width)
 {
+	if (width >= 32) {
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1)
+			v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+		return v;
+	}
 #pragma unroll
 	for (int o = 16; o > 0; o >>= 1)
 		if (o < width)
@@ -289,16 +301,14 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 }
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
- * built with KF_AB=1 and 2 next to the default one); the library uses 0.
- *   1  row ops on large inputs: blocks of ~128 threads (ty halved; at
- *      D = 4096 one row a block, so a row's barriers wait for no other
- *      row's warps). Run 4 measured 2x rows a block 5-6% slower; the
- *      other direction is not measured yet.
- *   2  (free)
- * Runs 3-6 tried block shapes, rows per thread, preloads, __maxnreg__(48),
+ * built with KF_AB=1, 2 and 3 next to the default one); the library uses 0.
+ *   1  rmsnorm family: the vector path with the chunks a thread fixed by
+ *      the host (kernels without the alignment checks and the dispatch)
+ *   2, 3  (free)
+ * Runs 3-7 tried block shapes, rows per thread, preloads, __maxnreg__(48),
  * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
- * __restrict__ weights and grouped weight loads here; kernels/README.md
- * "Measurements" has the results. */
+ * __restrict__ weights, grouped weight loads and persistent streamed rows
+ * here; kernels/README.md "Measurements" has the results. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif
@@ -307,8 +317,11 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
  * template's baseline launch so both run the same configuration. On large
  * inputs tx threads per row hold 64 bytes each (4 vectors: 32 elements of
  * bf16/f16, 16 of f32; the whole row in registers, one pass over memory),
- * rounded to a warp, and small rows are packed ty to a block (about 256
- * threads). Run 5 measured f32 at 64 bytes a thread against 32 elements
+ * rounded to a warp, and small rows are packed ty to a block of about
+ * `threads` threads: 256 for the rmsnorm family, 128 for layernorm and
+ * softmax (run 7: one 4096-row a block, so the two reductions' barriers
+ * wait for no other row; layernorm 74.7 -> 71.7 us, softmax -1%, rmsnorm
+ * +1.7%). Run 5 measured f32 at 64 bytes a thread against 32 elements
  * (128 bytes): layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
  * 16384 x 4096 (more threads a row, and 4 chunks leave registers for the
  * weight). Few rows cannot fill the GPU, so there each row gets 4x or 2x
@@ -319,15 +332,15 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
  *   b  = ceil_div(D * esize, 2048) * 32    (esize: bytes an element)
  *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
  *   tx = min(1024, max(32, b * f))
- *   ty = max(1, (256 / tx) * (T > 1024)) */
-static inline void row_block(int64_t T, int64_t D, int esize, int *tx, int *ty)
+ *   ty = max(1, (threads / tx) * (T > 1024)) */
+static inline void row_block(int64_t T, int64_t D, int esize, int threads, int *tx, int *ty)
 {
 	const int64_t b = (D * esize + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
 	*tx = (int)x;
-	const int y = ((KF_AB == 1 ? 128 : 256) / (int)x) * (T > 1024);
+	const int y = (threads / (int)x) * (T > 1024);
 	*ty = y > 1 ? y : 1;
 }
 

@@ -39,8 +39,9 @@ template <typename T, bool HW, bool HB> struct row_op {
 	 * subtraction exact-ish (x * inv - mu * inv would cancel when |mu| is
 	 * large against the spread); the affine part is one FMA. */
 	template <int W>
-	__device__ __forceinline__ void emit(int i, const float (&x)[W], float mu, float inv,
-					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
+	__device__ __forceinline__ chunk<T, W> affine(int i, const float (&x)[W], float mu,
+						      float inv, const chunk<T, W> *wc,
+						      const chunk<T, W> *bc) const
 	{
 		float f[W], g[W], h[W];
 #pragma unroll
@@ -56,7 +57,13 @@ template <typename T, bool HW, bool HB> struct row_op {
 			       : HW	? f[j] * g[j]
 			       : HB	? f[j] + h[j]
 					: f[j];
-		st_stream<T, W>(y, i, pack<T, W>(f));
+		return pack<T, W>(f);
+	}
+	template <int W>
+	__device__ __forceinline__ void emit(int i, const float (&x)[W], float mu, float inv,
+					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
+	{
+		st_stream<T, W>(y, i, affine<W>(i, x, mu, inv, wc, bc));
 	}
 	template <int W>
 	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv,
@@ -90,6 +97,11 @@ template <typename T, bool HW, bool HB> struct row_op {
 	{
 		const int n = active ? D / W : 0;
 		const int tx = blockDim.x, t = threadIdx.x;
+		/* 1/D once, off the critical path (it overlaps the loads):
+		 * each statistic is then one multiply, not an IEEE division
+		 * (a dependent sequence with a slow-path call) after each
+		 * reduction; 1 ulp more error in the mean than dividing */
+		const float rD = 1.f / (float)D;
 		float s = 0.f, q = 0.f;
 		if constexpr (NV > 0) {
 			/* weight and bias loaded with x (NV <= 2 bounds registers):
@@ -119,15 +131,15 @@ template <typename T, bool HW, bool HB> struct row_op {
 						for (int j = 0; j < W; j++)
 							s += xf[k][j];
 					}
-				const float mu = row_reduce<false, false>(s, red) / (float)D;
+				const float mu = row_reduce<false, false>(s, red) * rD;
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
 #pragma unroll
 						for (int j = 0; j < W; j++)
 							q = fmaf(xf[k][j] - mu, xf[k][j] - mu, q);
-				const float inv = rsqrtf(
-					row_reduce<false, false>(q, red + 32) / (float)D + eps);
+				const float inv =
+					rsqrtf(row_reduce<false, false>(q, red + 32) * rD + eps);
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
@@ -139,13 +151,13 @@ template <typename T, bool HW, bool HB> struct row_op {
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
 						s += csum<W>(c[k]);
-				const float mu = row_reduce<false, false>(s, red) / (float)D;
+				const float mu = row_reduce<false, false>(s, red) * rD;
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
 						q += csq<W>(c[k], mu);
 				const float inv = rsqrtf(
-					row_reduce<false, false>(q, red + 32) / (float)D + eps);
+					row_reduce<false, false>(q, red + 32) * rD + eps);
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
@@ -155,11 +167,11 @@ template <typename T, bool HW, bool HB> struct row_op {
 		} else {
 			for (int i = t; i < n; i += tx)
 				s += csum<W>(ld_plain<T, W>(x, i));
-			const float mu = row_reduce<false, false>(s, red) / (float)D;
+			const float mu = row_reduce<false, false>(s, red) * rD;
 			for (int i = t; i < n; i += tx)
 				q += csq<W>(ld_plain<T, W>(x, i), mu);
 			const float inv =
-				rsqrtf(row_reduce<false, false>(q, red + 32) / (float)D + eps);
+				rsqrtf(row_reduce<false, false>(q, red + 32) * rD + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, ld_plain<T, W>(x, i), mu, inv, nullptr, nullptr);
 		}
@@ -244,7 +256,7 @@ extern "C" cudaError_t layernorm_launch(enum kf_dtype dt, void *y, const void *x
 	if (!y || !x)
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, &tx, &ty);
+	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, 128, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
 		return ln_go<float>(grid, block, s, y, x, w, b, (int)T, (int)D, eps);

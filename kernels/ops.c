@@ -35,14 +35,17 @@
 	"\"f16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}, "            \
 	"\"bf16\": {\"bytes\": \"(" ELEMS ") * 2\", \"flops\": \"" FLOPS "\"}}"
 
-/* Row ops: kf::row_block in kernels/kf_cuda.cuh ($esize: the dtype's bytes). */
+/* Row ops: kf::row_block in kernels/kf_cuda.cuh ($esize: the dtype's bytes;
+ * N: a block's threads on large inputs, 256 for the rmsnorm family, 128 for
+ * layernorm and softmax). */
 #define ROW_B "ceil_div(D * $esize, 2048) * 32"
 #define ROW_TX                                                                          \
 	"min(1024, max(32, " ROW_B " * (1 + (T * " ROW_B " <= 67584) + 2 * (T * " ROW_B \
 	" <= 33792))))"
-#define ROW_TY "max(1, (256 / " ROW_TX ") * (T > 1024))"
-#define ROW_GRID \
-	"\"grid\": [\"ceil_div(T, " ROW_TY ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY "\"]"
+#define ROW_TY(N) "max(1, (" #N " / " ROW_TX ") * (T > 1024))"
+#define ROW_GRID(N)                                                                   \
+	"\"grid\": [\"ceil_div(T, " ROW_TY(N) ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY(N) \
+	"\"]"
 
 #define T_TD(NAME, ROLE) \
 	"\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
@@ -104,7 +107,7 @@ static const char RMSNORM_JSON[] =
 			       ", " COST3("2*T*D + D",
 					  "4*T*D") ", "
 						   "\"baseline\": {\"launch\": [{\"kernel\": "
-						   "\"kf_rmsnorm_$dtype\", " ROW_GRID ", "
+						   "\"kf_rmsnorm_$dtype\", " ROW_GRID(256) ", "
 						   "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
 						   "\"w\", \"T\", \"D\", \"eps\"]}]}}";
 
@@ -115,7 +118,7 @@ static const char RMSNORM_NOWEIGHT_JSON[] =
 		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
 			  ", " COST3("2*T*D", "3*T*D") ", "
 						       "\"baseline\": {\"launch\": [{\"kernel\": "
-						       "\"kf_rmsnorm_noweight_$dtype\", " ROW_GRID
+						       "\"kf_rmsnorm_noweight_$dtype\", " ROW_GRID(256)
 						       ", "
 						       "\"shared_bytes\": 0, \"args\": [\"y\", "
 						       "\"x\", \"T\", \"D\", \"eps\"]}]}}";
@@ -133,7 +136,7 @@ static const char ADD_RMSNORM_JSON[] =
 							       "\"baseline\": {\"launch\": "
 							       "[{\"kernel\": "
 							       "\"kf_add_rmsnorm_$dtype\","
-							       " " ROW_GRID ", "
+							       " " ROW_GRID(256) ", "
 							       "\"shared_bytes\": 0, \"args\": "
 							       "[\"y\", \"r\", \"x\", \"res\", "
 							       "\"w\", \"T\", \"D\", \"eps\"]}]}}";
@@ -169,7 +172,7 @@ static const char LAYERNORM_JSON[] =
 			       ", " COST3("2*T*D + 2*D",
 					  "9*T*D") ", "
 						   "\"baseline\": {\"launch\": [{\"kernel\": "
-						   "\"kf_layernorm_$dtype\", " ROW_GRID ", "
+						   "\"kf_layernorm_$dtype\", " ROW_GRID(128) ", "
 						   "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
 						   "\"w\", \"b\", \"T\", \"D\", \"eps\"]}]}}";
 
@@ -180,7 +183,7 @@ static const char LAYERNORM_NOAFFINE_JSON[] =
 		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
 			  ", " COST3("2*T*D", "7*T*D") ", "
 						       "\"baseline\": {\"launch\": [{\"kernel\": "
-						       "\"kf_layernorm_noaffine_$dtype\", " ROW_GRID
+						       "\"kf_layernorm_noaffine_$dtype\", " ROW_GRID(128)
 						       ", "
 						       "\"shared_bytes\": 0, \"args\": [\"y\", "
 						       "\"x\", \"T\", \"D\", \"eps\"]}]}}";
@@ -207,7 +210,7 @@ static const char SOFTMAX_JSON[] =
 			       "1e-6, \"rtol\": 1e-2}}, " COST3(
 				       "2*T*D", "5*T*D") ", "
 							 "\"baseline\": {\"launch\": [{\"kernel\": "
-							 "\"kf_softmax_$dtype\", " ROW_GRID ", "
+							 "\"kf_softmax_$dtype\", " ROW_GRID(128) ", "
 							 "\"shared_bytes\": 0, \"args\": [\"y\", "
 							 "\"x\", \"T\", \"D\"]}]}}";
 

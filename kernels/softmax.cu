@@ -224,7 +224,7 @@ extern "C" cudaError_t softmax_launch(enum kf_dtype dt, void *y, const void *x, 
 	if (!y || !x)
 		return cudaErrorInvalidValue;
 	int tx, ty;
-	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, &tx, &ty);
+	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, 128, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	if (dt == KF_DT_F32)
 		kf_softmax_f32<<<grid, block, 0, s>>>((float *)y, (const float *)x, (int)T, (int)D);

@@ -614,13 +614,14 @@ END_TEST
 
 /* kf::row_block (kernels/kf_cuda.cuh) written out again: the row ops'
  * JSON launches must give the launch helpers' configuration. */
-static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t *grid, int64_t *tx, int64_t *ty)
+static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t threads, int64_t *grid,
+			   int64_t *tx, int64_t *ty)
 {
 	const int64_t b = (D * esize + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 	int64_t x = b * f;
 	x = x < 32 ? 32 : x > 1024 ? 1024 : x;
-	int64_t y = (256 / x) * (T > 1024);
+	int64_t y = (threads / x) * (T > 1024);
 	y = y > 1 ? y : 1;
 	*grid = (T + y - 1) / y;
 	*tx = x;
@@ -657,7 +658,12 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				const char *names[] = {"T", "D"};
 				struct expr_env env = {names, vals, 2};
 				int64_t g, x, y, sh = 0;
-				row_launch_ref(TS[ti], DS[di], esize, &g, &x, &y);
+				row_launch_ref(TS[ti], DS[di], esize,
+					       strncmp(OPS[o / 2], "layernorm", 9) == 0 ||
+							       strcmp(OPS[o / 2], "softmax") == 0
+						       ? 128
+						       : 256,
+					       &g, &x, &y);
 				json_t *sb = json_object_get(l0, "shared_bytes");
 				const int64_t jg = eval_dim(json_array_get(
 								    json_object_get(l0, "grid"), 0),

@@ -27,7 +27,8 @@ table still prints; default 200), BENCH_JSON (write all rows there),
 BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
 libkfk_tune.so), BENCH_AB_LIBS="name=path ..." (first: the target cases
 timed with several builds of the library, interleaved, each output checked;
-BENCH_AB_ITERS repetitions, default 50)."""
+BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
+A/B: no table)."""
 import ctypes
 import json
 import math
@@ -648,6 +649,8 @@ def main():
     except Exception as e:  # the table matters more
         print(f"# library A/B failed: {type(e).__name__}: {e}", flush=True)
         ab = []
+    if os.environ.get("BENCH_AB_ONLY") == "1":
+        return 0
     kf = load_lib(best or LIB)
     print_header()
     bf = torch.bfloat16

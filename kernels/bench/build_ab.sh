@@ -1,13 +1,10 @@
 #!/bin/sh
 # build_ab.sh: bench-only builds of the library for bench.py's
 # BENCH_AB_LIBS (the same cases timed with several builds, interleaved):
-#   $B/libkfk_ab1.so, $B/libkfk_ab2.so  the working tree with -DKF_AB=1, 2
+#   $B/libkfk_ab1.so .. ab3.so  the working tree with -DKF_AB=1, 2, 3
 #                      (the alternatives named at each KF_AB: block shapes,
 #                      rows per thread, preloads)
 #   $B/libkfk_base.so  the library at git revision $KF_AB_BASE, if set
-#   $B/libkfk_stream.so the library with kernels/dev/stream/ in place of
-#                      rmsnorm.cu, layernorm.cu, softmax.cu, if
-#                      KF_AB_STREAM=1 (persistent streamed rows, 80 registers)
 # Run kernels/bench/build.sh first (this reuses its C objects). Never part
 # of the library or the fatbin.
 set -e
@@ -25,8 +22,10 @@ ab() {
 }
 ab 1 &
 pid=$!
-ab 2
-wait $pid
+ab 2 &
+pid2=$!
+ab 3
+wait $pid $pid2
 if [ -n "${KF_AB_BASE:-}" ]; then
 	T=$(mktemp -d)
 	git archive "$KF_AB_BASE" kernels server/kf_err.h | tar -x -C "$T"
@@ -35,16 +34,4 @@ if [ -n "${KF_AB_BASE:-}" ]; then
 		"$T/unity.cu" "$B"/c_*.o
 	rm -rf "$T"
 fi
-if [ "${KF_AB_STREAM:-0}" = 1 ]; then
-	{
-		for f in kernels/*.cu; do
-			case "$f" in kernels/rmsnorm.cu | kernels/layernorm.cu | kernels/softmax.cu) ;;
-			*) printf '#include "%s"\n' "$f" ;;
-			esac
-		done
-		printf '#include "%s"\n' kernels/dev/stream/*.cu
-	} >"$B/unity_stream.cu"
-	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_stream.so" \
-		"$B/unity_stream.cu" "$B"/c_*.o
-fi
-echo "build_ab.sh: built $B/libkfk_ab1.so, $B/libkfk_ab2.so${KF_AB_BASE:+, $B/libkfk_base.so ($KF_AB_BASE)}$([ "${KF_AB_STREAM:-0}" = 1 ] && echo ", $B/libkfk_stream.so")"
+echo "build_ab.sh: built $B/libkfk_ab1.so, ab2.so, ab3.so${KF_AB_BASE:+, $B/libkfk_base.so ($KF_AB_BASE)}"
