@@ -302,13 +302,13 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
  * built with KF_AB=1, 2 and 3 next to the default one); the library uses 0.
- *   1  rmsnorm family: the vector path with the chunks a thread fixed by
- *      the host (kernels without the alignment checks and the dispatch)
- *   2, 3  (free)
+ *   1, 2, 3  (free)
  * Runs 3-7 tried block shapes, rows per thread, preloads, __maxnreg__(48),
  * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
- * __restrict__ weights, grouped weight loads and persistent streamed rows
- * here; kernels/README.md "Measurements" has the results. */
+ * __restrict__ weights, grouped weight loads, persistent streamed rows,
+ * kernels with the chunks a thread fixed by the host, and weight loads one
+ * chunk ahead of the stores here; kernels/README.md "Measurements" has the
+ * results. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif

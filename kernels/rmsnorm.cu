@@ -206,62 +206,6 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 	row_dispatch<T>(op, D, vec_ok);
 }
 
-#if KF_AB == 1
-/* bench-only: the vector path with NV fixed by the host (no alignment
- * checks, no dispatch, 32-bit row index) */
-template <typename T, bool HAS_W, bool ADD, int NV>
-__global__ void __launch_bounds__(1024) rms_fixed(T *y, T *r, const T *x, const T *res,
-						  const T *w, int rows, int D, float eps)
-{
-	__shared__ float red[32];
-	const int row = blockIdx.x * blockDim.y + threadIdx.y;
-	const int64_t off = (int64_t)row * D;
-	row_op<T, HAS_W, ADD> op{y + off, ADD ? r + off : nullptr,
-				 x + off, ADD ? res + off : nullptr,
-				 w,	  D,
-				 eps,	  row < rows,
-				 red};
-	op.template run<vec_width<T>::value, NV>();
-}
-
-template <typename T, int NV>
-static void rms_fixed_go(dim3 grid, dim3 block, cudaStream_t s, void *y, void *r, const void *x,
-			 const void *res, const void *w, int rows, int D, float eps)
-{
-	T *yy = (T *)y, *rr = (T *)r;
-	const T *xx = (const T *)x, *ee = (const T *)res, *ww = (const T *)w;
-	if (r)
-		rms_fixed<T, true, true, NV><<<grid, block, 0, s>>>(yy, rr, xx, ee, ww, rows, D, eps);
-	else if (w)
-		rms_fixed<T, true, false, NV>
-			<<<grid, block, 0, s>>>(yy, rr, xx, ee, ww, rows, D, eps);
-	else
-		rms_fixed<T, false, false, NV>
-			<<<grid, block, 0, s>>>(yy, rr, xx, ee, ww, rows, D, eps);
-}
-
-template <typename T>
-static bool rms_fixed_try(dim3 grid, dim3 block, cudaStream_t s, void *y, void *r, const void *x,
-			  const void *res, const void *w, int rows, int D, float eps)
-{
-	constexpr int V = vec_width<T>::value;
-	const uintptr_t a = (uintptr_t)y | (uintptr_t)r | (uintptr_t)x | (uintptr_t)res |
-			    (uintptr_t)w;
-	if (D % V || (a & 15))
-		return false;
-	const int n = D / V, tx = (int)block.x;
-	if (n <= tx)
-		rms_fixed_go<T, 1>(grid, block, s, y, r, x, res, w, rows, D, eps);
-	else if (n <= 2 * tx)
-		rms_fixed_go<T, 2>(grid, block, s, y, r, x, res, w, rows, D, eps);
-	else if (n <= 4 * tx)
-		rms_fixed_go<T, 4>(grid, block, s, y, r, x, res, w, rows, D, eps);
-	else
-		return false;
-	return true;
-}
-#endif
-
 } /* namespace kf_rms */
 
 #define KF_RMS_KERNELS(SUF, T)                                                                \
@@ -314,14 +258,6 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 	kf::row_block(T, D, dt == KF_DT_F32 ? 4 : 2, 256, &tx, &ty);
 	dim3 block(tx, ty), grid((unsigned)((T + ty - 1) / ty));
 	const int rows = (int)T, d = (int)D;
-#if KF_AB == 1
-	if (dt == KF_DT_BF16 ? kf_rms::rms_fixed_try<__nv_bfloat16>(grid, block, s, y, r, x, res, w,
-								     rows, d, eps)
-	    : dt == KF_DT_F16
-		    ? kf_rms::rms_fixed_try<__half>(grid, block, s, y, r, x, res, w, rows, d, eps)
-		    : kf_rms::rms_fixed_try<float>(grid, block, s, y, r, x, res, w, rows, d, eps))
-		return cudaGetLastError();
-#endif
 #define KF_RMS_GO(SUF, TY)                                                                       \
 	do {                                                                                     \
 		if (r)                                                                           \

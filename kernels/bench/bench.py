@@ -9,7 +9,8 @@ timed the same way: CUDA events around one call on the current stream,
 the L2 flushed before every call by writing a 512 MiB buffer (the flush is
 queued before the start event, so host launch overhead hides behind it and
 the figure is GPU time), warm-up first, the implementations interleaved
-round-robin, the median of the repetitions reported. kforge is called
+round-robin in an order that rotates every repetition, the median of the
+repetitions reported. kforge is called
 through ctypes with torch's current stream; inputs are N(0,1) (never
 zeros). Every kforge output is compared with eager before timing.
 
@@ -117,15 +118,21 @@ FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
 
 
 def time_all(fns, iters=ITERS):
-    """Median microseconds of each fn, round-robin, L2 flushed before each."""
+    """Median microseconds of each fn, round-robin, L2 flushed before each.
+    The order rotates every repetition: with a fixed order, run 7 saw the
+    same code read up to 0.9 us (small shapes) or 1-2% (large) apart by its
+    position alone (alternate positions fast and slow)."""
     for f in fns:
         for _ in range(3):
             f()
     torch.cuda.synchronize()
     ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
            for _ in range(iters)] for _ in fns]
+    n = len(fns)
     for i in range(iters):
-        for j, f in enumerate(fns):
+        for p in range(n):
+            j = (p + i) % n
+            f = fns[j]
             FLUSH.zero_()
             ev[j][i][0].record()
             f()
