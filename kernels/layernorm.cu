@@ -156,8 +156,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
 						q += csq<W>(c[k], mu);
-				const float inv = rsqrtf(
-					row_reduce<false, false>(q, red + 32) * rD + eps);
+				const float inv =
+					rsqrtf(row_reduce<false, false>(q, red + 32) * rD + eps);
 #pragma unroll
 				for (int k = 0; k < NV; k++)
 					if (t + k * tx < n)
@@ -170,8 +170,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 			const float mu = row_reduce<false, false>(s, red) * rD;
 			for (int i = t; i < n; i += tx)
 				q += csq<W>(ld_plain<T, W>(x, i), mu);
-			const float inv =
-				rsqrtf(row_reduce<false, false>(q, red + 32) * rD + eps);
+			const float inv = rsqrtf(row_reduce<false, false>(q, red + 32) * rD + eps);
 			for (int i = t; i < n; i += tx)
 				emit<W>(i, ld_plain<T, W>(x, i), mu, inv, nullptr, nullptr);
 		}
