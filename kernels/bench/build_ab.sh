@@ -2,8 +2,9 @@
 # build_ab.sh: bench-only builds of the library for bench.py's
 # BENCH_AB_LIBS (the same cases timed with several builds, interleaved):
 #   $B/libkfk_ab1.so .. ab3.so  the working tree with -DKF_AB=1, 2, 3
-#                      (the alternatives named at each KF_AB: block shapes,
-#                      rows per thread, preloads)
+#                      (the alternatives written under each KF_AB value;
+#                      leave one value without code and time it as a
+#                      control: the A/B's own noise)
 #   $B/libkfk_base.so  the library at git revision $KF_AB_BASE, if set
 # Run kernels/bench/build.sh first (this reuses its C objects). Never part
 # of the library or the fatbin.
