@@ -39,9 +39,8 @@ template <typename T, bool HW, bool HB> struct row_op {
 	 * subtraction exact-ish (x * inv - mu * inv would cancel when |mu| is
 	 * large against the spread); the affine part is one FMA. */
 	template <int W>
-	__device__ __forceinline__ chunk<T, W> affine(int i, const float (&x)[W], float mu,
-						      float inv, const chunk<T, W> *wc,
-						      const chunk<T, W> *bc) const
+	__device__ __forceinline__ void emit(int i, const float (&x)[W], float mu, float inv,
+					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
 	{
 		float f[W], g[W], h[W];
 #pragma unroll
@@ -57,13 +56,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 			       : HW	? f[j] * g[j]
 			       : HB	? f[j] + h[j]
 					: f[j];
-		return pack<T, W>(f);
-	}
-	template <int W>
-	__device__ __forceinline__ void emit(int i, const float (&x)[W], float mu, float inv,
-					     const chunk<T, W> *wc, const chunk<T, W> *bc) const
-	{
-		st_stream<T, W>(y, i, affine<W>(i, x, mu, inv, wc, bc));
+		st_stream<T, W>(y, i, pack<T, W>(f));
 	}
 	template <int W>
 	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv,

@@ -45,6 +45,11 @@
 #define ROW_TY(N) "max(1, (" #N " / " ROW_TX ") * (T > 1024))"
 #define ROW_GRID(N) \
 	"\"grid\": [\"ceil_div(T, " ROW_TY(N) ")\"], \"block\": [\"" ROW_TX "\", \"" ROW_TY(N) "\"]"
+/* A row op's baseline: KERNEL launched as kf::row_block with N threads;
+ * ARGS the JSON list of its arguments. */
+#define ROW_BASELINE(KERNEL, N, ARGS)                        \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL \
+	"\", " ROW_GRID(N) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
 
 #define T_TD(NAME, ROLE) \
 	"\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
@@ -99,50 +104,30 @@ static const char *const OUT_Y[] = {"y", NULL};
 static const char *const OUT_Y_R[] = {"y", "r", NULL};
 
 static const char RMSNORM_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_TD(
-		"y",
-		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
-			  ", " COST3(
-				  "2*T*D + D",
-				  "4*T*D") ", "
-					   "\"baseline\": {\"launch\": [{\"kernel\": "
-					   "\"kf_rmsnorm_$dtype\", " ROW_GRID(
-						   256) ", "
-							"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
-							"\"w\", \"T\", \"D\", \"eps\"]}]}}";
+	"{" DTYPES_FLOAT ", \"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD ", " COST3("2*T*D + D", "4*T*D") ", " ROW_BASELINE(
+				       "kf_rmsnorm_$dtype", 256,
+				       "\"y\", \"x\", \"w\", \"T\", \"D\", \"eps\"") "}";
 
 static const char RMSNORM_NOWEIGHT_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
-		"y",
-		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
-			  ", " COST3("2*T*D",
-				     "3*T*D") ", "
-					      "\"baseline\": {\"launch\": [{\"kernel\": "
-					      "\"kf_rmsnorm_noweight_$dtype\", " ROW_GRID(
-						      256) ", "
-							   "\"shared_bytes\": 0, \"args\": [\"y\", "
-							   "\"x\", \"T\", \"D\", \"eps\"]}]}}";
+	"{" DTYPES_FLOAT ", \"tensors\": {" T_TD("x", "input") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD ", " COST3("2*T*D", "3*T*D") ", " ROW_BASELINE(
+				       "kf_rmsnorm_noweight_$dtype", 256,
+				       "\"y\", \"x\", \"T\", \"D\", \"eps\"") "}";
 
 static const char ADD_RMSNORM_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD("res", "input") ", " T_D("w") ", " T_TD(
+	"{" DTYPES_FLOAT
+	", \"tensors\": {" T_TD("x", "input") ", " T_TD("res", "input") ", " T_D("w") ", " T_TD(
 		"y",
 		"output") ", " T_TD("r",
 				    "output") "}, " EPS_SCALAR
 					      ", \"constraints\": [\"D >= 1\"], " SIZES_TD
-					      ", " TOL_STD ", " COST3(
-						      "4*T*D + D",
-						      "5*T*D") ", "
-							       "\"baseline\": {\"launch\": "
-							       "[{\"kernel\": "
-							       "\"kf_add_rmsnorm_$dtype\","
-							       " " ROW_GRID(
-								       256) ", "
-									    "\"shared_bytes\": 0, \"args\": "
-									    "[\"y\", \"r\", \"x\", \"res\", "
-									    "\"w\", \"T\", \"D\", \"eps\"]}]}}";
+					      ", " TOL_STD
+					      ", " COST3("4*T*D + D", "5*T*D") ", " ROW_BASELINE(
+						      "kf_add_rmsnorm_$dtype", 256,
+						      "\"y\", \"r\", \"x\", \"res\", \"w\", \"T\", \"D\", \"eps\"") "}";
 
 /* --- layernorm ----------------------------------------------------------------- */
 
@@ -168,31 +153,19 @@ static void cost_layernorm_noaffine(const int64_t *s, enum kf_dtype dt, double *
 static const char *const IN_X_W_B[] = {"x", "w", "b", NULL};
 
 static const char LAYERNORM_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_D("b") ", " T_TD(
-		"y",
-		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
-			  ", " COST3(
-				  "2*T*D + 2*D",
-				  "9*T*D") ", "
-					   "\"baseline\": {\"launch\": [{\"kernel\": "
-					   "\"kf_layernorm_$dtype\", " ROW_GRID(
-						   128) ", "
-							"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", "
-							"\"w\", \"b\", \"T\", \"D\", \"eps\"]}]}}";
+	"{" DTYPES_FLOAT
+	", \"tensors\": {" T_TD("x", "input") ", " T_D("w") ", " T_D("b") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD ", " COST3("2*T*D + 2*D", "9*T*D") ", " ROW_BASELINE(
+				       "kf_layernorm_$dtype", 128,
+				       "\"y\", \"x\", \"w\", \"b\", \"T\", \"D\", \"eps\"") "}";
 
 static const char LAYERNORM_NOAFFINE_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
-		"y",
-		"output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD
-			  ", " COST3("2*T*D",
-				     "7*T*D") ", "
-					      "\"baseline\": {\"launch\": [{\"kernel\": "
-					      "\"kf_layernorm_noaffine_$dtype\", " ROW_GRID(
-						      128) ", "
-							   "\"shared_bytes\": 0, \"args\": [\"y\", "
-							   "\"x\", \"T\", \"D\", \"eps\"]}]}}";
+	"{" DTYPES_FLOAT ", \"tensors\": {" T_TD("x", "input") ", " T_TD(
+		"y", "output") "}, " EPS_SCALAR ", \"constraints\": [\"D >= 1\"], " SIZES_TD
+			       ", " TOL_STD ", " COST3("2*T*D", "7*T*D") ", " ROW_BASELINE(
+				       "kf_layernorm_noaffine_$dtype", 128,
+				       "\"y\", \"x\", \"T\", \"D\", \"eps\"") "}";
 
 /* --- softmax -------------------------------------------------------------------- */
 
@@ -206,22 +179,14 @@ static void cost_softmax(const int64_t *s, enum kf_dtype dt, double *b, double *
 }
 
 /* Outputs are about 1/D: absolute tolerances far below them. */
-static const char SOFTMAX_JSON[] =
-	"{" DTYPES_FLOAT ", "
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD(
-		"y",
-		"output") "}, "
-			  "\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", "
-			  "\"tolerance\": {\"f32\": {\"atol\": 1e-8, \"rtol\": 1e-5}, "
-			  "\"f16\": {\"atol\": 1e-6, \"rtol\": 2e-3}, \"bf16\": {\"atol\": "
-			  "1e-6, \"rtol\": 1e-2}}, " COST3(
-				  "2*T*D",
-				  "5*T*D") ", "
-					   "\"baseline\": {\"launch\": [{\"kernel\": "
-					   "\"kf_softmax_$dtype\", " ROW_GRID(
-						   128) ", "
-							"\"shared_bytes\": 0, \"args\": [\"y\", "
-							"\"x\", \"T\", \"D\"]}]}}";
+static const char SOFTMAX_JSON[] = "{" DTYPES_FLOAT ", \"tensors\": {" T_TD("x", "input") ", " T_TD(
+	"y",
+	"output") "}, "
+		  "\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", "
+		  "\"tolerance\": {\"f32\": {\"atol\": 1e-8, \"rtol\": 1e-5}, "
+		  "\"f16\": {\"atol\": 1e-6, \"rtol\": 2e-3}, \"bf16\": {\"atol\": 1e-6, \"rtol\": 1e-2}}, " COST3(
+			  "2*T*D", "5*T*D") ", " ROW_BASELINE("kf_softmax_$dtype", 128,
+							      "\"y\", \"x\", \"T\", \"D\"") "}";
 
 /* --- activations ------------------------------------------------------------------ */
 
