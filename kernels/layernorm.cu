@@ -56,7 +56,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 			       : HW	? f[j] * g[j]
 			       : HB	? f[j] + h[j]
 					: f[j];
-		st_stream<T, W>(y, i, pack<T, W>(f));
+		st_row<T, W>(y, i, pack<T, W>(f));
 	}
 	template <int W>
 	__device__ __forceinline__ void emit(int i, const chunk<T, W> &c, float mu, float inv,
@@ -104,7 +104,7 @@ template <typename T, bool HW, bool HB> struct row_op {
 #pragma unroll
 			for (int k = 0; k < NV; k++)
 				if (t + k * tx < n) {
-					c[k] = ld_stream<T, W>(x, t + k * tx);
+					c[k] = ld_row<T, W>(x, t + k * tx);
 					if constexpr (PW)
 						wc[k] = ld_keep<T, W>(w, t + k * tx);
 					if constexpr (PB)

@@ -62,7 +62,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 				f[j] += g[j];
 			c = pack<T, W>(f);
 			if (WRITE_R)
-				st_stream<T, W>(r, i, c);
+				st_row<T, W>(r, i, c);
 		}
 		return c;
 	}
@@ -95,7 +95,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			for (int j = 0; j < W; j++)
 				f[j] = f[j] * inv;
 		}
-		st_stream<T, W>(y, i, pack<T, W>(f));
+		st_row<T, W>(y, i, pack<T, W>(f));
 	}
 
 	template <int W, int NV> __device__ __forceinline__ void run()
@@ -124,10 +124,9 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 #pragma unroll
 				for (int k = g; k < g + G; k++)
 					if (t + k * tx < n) {
-						c[k] = ld_stream<T, W>(x, t + k * tx);
+						c[k] = ld_row<T, W>(x, t + k * tx);
 						if constexpr (ADD)
-							rc[k - g] =
-								ld_stream<T, W>(res, t + k * tx);
+							rc[k - g] = ld_row<T, W>(res, t + k * tx);
 						if constexpr (PRE)
 							wc[k] = ld_keep<T, W>(w, t + k * tx);
 					}
@@ -142,7 +141,7 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 							for (int j = 0; j < W; j++)
 								f[j] += h[j];
 							c[k] = pack<T, W>(f);
-							st_stream<T, W>(r, t + k * tx, c[k]);
+							st_row<T, W>(r, t + k * tx, c[k]);
 						}
 				}
 			}

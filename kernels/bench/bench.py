@@ -29,10 +29,13 @@ BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
 libkfk_tune.so), BENCH_AB_LIBS="name=path ..." (first: the target cases
 timed with several builds of the library, interleaved, each output checked;
 BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
-A/B: no table)."""
+A/B: no table), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
+names match run kforge's kernel and torch.compile's twice each, untimed,
+and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`)."""
 import ctypes
 import json
 import math
+import re
 import os
 import statistics
 import sys
@@ -83,6 +86,7 @@ def load_lib(path):
 
 kf = load_lib(LIB)
 KF_ONLY = False  # A/B mode: time kforge alone, record nothing
+PROBE = os.environ.get("BENCH_PROBE")  # a regex of target_cases() names: ncu mode
 AB_LIBS = []  # library A/B mode: [(name, lib)], run_case times each
 AB_ITERS = int(os.environ.get("BENCH_AB_ITERS", "50"))
 
@@ -166,6 +170,15 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
     if KF_ONLY:
         kf_fn()
         return time_all([kf_fn])[0]
+    if PROBE:
+        # for ncu: kforge's kernel and torch.compile's, run twice each, untimed
+        fns = [kf_fn]
+        if do_compile:
+            fns.append(torch.compile(eager_fn, dynamic=False))
+        for f in fns + fns:
+            f()
+        torch.cuda.synchronize()
+        return None
     if AB_LIBS:
         # every library's output checked against eager, then all timed
         # interleaved (the same flush, the same clocks)
@@ -562,15 +575,8 @@ def hint_ab():
     return best
 
 
-def lib_ab():
-    """BENCH_AB_LIBS="name=path name=path ...": the target cases with every
-    library, interleaved, kforge only (the first library is the one the
-    table uses). Prints one line per case and returns the rows."""
-    global AB_LIBS
-    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
-    libs = [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
-    if len(libs) < 2:
-        return []
+def target_cases():
+    """The cases the library A/B and the ncu probe run: [(name, fn)]."""
     bf, big = torch.bfloat16, (16384, 4096)
     cases = [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
              for sh in ((1, 128, 4096), (1, 512, 4096), (1, 1024, 4096), (1, 1024, 2048),
@@ -592,6 +598,19 @@ def lib_ab():
     cases += [(f"{a} 16384x4096 bf16", lambda a=a: case_act(a, big, bf)) for a in ACTS]
     cases += [("gelu 16384x4096 f16", lambda: case_act("gelu", big, torch.float16)),
               ("adaln_modulate 4x4096x4096 bf16", lambda: case_adaln(4, 4096, 4096, bf))]
+    return cases
+
+
+def lib_ab():
+    """BENCH_AB_LIBS="name=path name=path ...": the target cases with every
+    library, interleaved, kforge only (the first library is the one the
+    table uses). Prints one line per case and returns the rows."""
+    global AB_LIBS
+    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
+    libs = [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
+    if len(libs) < 2:
+        return []
+    cases = target_cases()
     AB_LIBS = libs
     rows = []
     print(f"# library A/B (us, median of {AB_ITERS}, interleaved; kforge only): "
@@ -650,6 +669,12 @@ def main():
           f"device-to-device copy {COPY:.0f} GB/s (read + write, 1 GiB)", flush=True)
     print(f"# times in us (median of {ITERS}, L2 flushed); GB/s and %copy are kforge's; "
           f"x = speedup of kforge over that column", flush=True)
+    if PROBE:
+        for name, c in target_cases():
+            if re.search(PROBE, name):
+                print(f"# probe {name}", flush=True)
+                c()
+        return 0
     best = hint_ab()
     try:
         ab = lib_ab()
