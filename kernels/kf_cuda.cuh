@@ -354,8 +354,10 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
  * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
  * __restrict__ weights, grouped weight loads, persistent streamed rows,
  * kernels with the chunks a thread fixed by the host, and weight loads one
- * chunk ahead of the stores here; kernels/README.md "Measurements" has the
- * results. */
+ * chunk ahead of the stores here; run 8 narrow 32/40-register row kernels,
+ * compile-time block widths, capped blocks an SM, a shifted one-pass
+ * layernorm variance and L2 eviction policies on every access;
+ * kernels/README.md "Measurements" has the results. */
 #ifndef KF_AB
 #define KF_AB 0
 #endif
