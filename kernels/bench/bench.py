@@ -35,8 +35,8 @@ and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`)."""
 import ctypes
 import json
 import math
-import re
 import os
+import re
 import statistics
 import sys
 import time
