@@ -29,7 +29,8 @@ BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
 libkfk_tune.so), BENCH_AB_LIBS="name=path ..." (first: the target cases
 timed with several builds of the library, interleaved, each output checked;
 BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
-A/B: no table), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
+A/B: no table), BENCH_KF_ALLOC=1 (kforge's outputs allocated every call,
+as eager's and compile's are, instead of one buffer reused), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
 names match run kforge's kernel and torch.compile's twice each, untimed,
 and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`)."""
 import ctypes
@@ -261,6 +262,19 @@ def print_row(r):
           f"{'yes' if r['ok'] else 'NO'}{extra}", flush=True)
 
 
+KF_ALLOC = os.environ.get("BENCH_KF_ALLOC") == "1"
+
+
+def kf_out(make):
+    """kforge's output buffer: with BENCH_KF_ALLOC=1 a fresh one from the
+    caching allocator every call, as eager's and compile's outputs are;
+    else one buffer made once. Returns a function giving the buffer."""
+    if KF_ALLOC:
+        return make
+    buf = make()
+    return lambda: buf
+
+
 def rn(*s, dtype):
     return torch.randn(*s, device=dev, dtype=dtype)
 
@@ -279,10 +293,11 @@ def case_rmsnorm(shape, dt, weight=True):
     T = math.prod(lead)
     x = rn(*shape, dtype=dt)
     w = rn(D, dtype=dt) if weight else None
-    y = torch.empty_like(x)
+    yo = kf_out(lambda: torch.empty_like(x))
     s = stream()
 
     def kfn():
+        y = yo()
         call(kf.rmsnorm_launch(DT[dt], ptr(y), ptr(x), ptr(w), T, D, 1e-6, s))
         return y
     eager = lambda: hf_rmsnorm(x, w)
@@ -296,10 +311,11 @@ def case_add_rmsnorm(shape, dt):
     *lead, D = shape
     T = math.prod(lead)
     x, res, w = rn(*shape, dtype=dt), rn(*shape, dtype=dt), rn(D, dtype=dt)
-    y, r = torch.empty_like(x), torch.empty_like(x)
+    yo, ro = kf_out(lambda: torch.empty_like(x)), kf_out(lambda: torch.empty_like(x))
     s = stream()
 
     def kfn():
+        y, r = yo(), ro()
         call(kf.add_rmsnorm_launch(DT[dt], ptr(y), ptr(r), ptr(x), ptr(res), ptr(w), T, D, 1e-6, s))
         return y, r
 
@@ -314,10 +330,11 @@ def case_layernorm(shape, dt):
     *lead, D = shape
     T = math.prod(lead)
     x, w, b = rn(*shape, dtype=dt), rn(D, dtype=dt), rn(D, dtype=dt)
-    y = torch.empty_like(x)
+    yo = kf_out(lambda: torch.empty_like(x))
     s = stream()
 
     def kfn():
+        y = yo()
         call(kf.layernorm_launch(DT[dt], ptr(y), ptr(x), ptr(w), ptr(b), T, D, 1e-5, s))
         return y
     eager = lambda: F.layer_norm(x, (D,), w, b, 1e-5)
@@ -328,10 +345,11 @@ def case_softmax(shape, dt):
     *lead, D = shape
     T = math.prod(lead)
     x = rn(*shape, dtype=dt) * 3
-    y = torch.empty_like(x)
+    yo = kf_out(lambda: torch.empty_like(x))
     s = stream()
 
     def kfn():
+        y = yo()
         call(kf.softmax_launch(DT[dt], ptr(y), ptr(x), T, D, s))
         return y
     eager = lambda: torch.softmax(x, -1)
@@ -348,10 +366,11 @@ def case_act(name, shape, dt):
     T = math.prod(lead)
     gated = name in ("silu_and_mul", "geglu", "geglu_tanh")
     x = rn(*lead, 2 * D if gated else D, dtype=dt)
-    y = torch.empty(*lead, D, device=dev, dtype=dt)
+    yo = kf_out(lambda: torch.empty(*lead, D, device=dev, dtype=dt))
     s = stream()
 
     def kfn():
+        y = yo()
         call(kf.activation_launch(ACTS[name], DT[dt], ptr(y), ptr(x), T, D, s))
         return y
     if name == "silu_and_mul":
@@ -372,11 +391,12 @@ def case_rope(neox, T, H, Dh, dt):
     x = rn(T, H, Dh, dtype=dt)
     ang = torch.rand(T, Dh // 2, device=dev) * 6.283
     c, sn = torch.cos(ang).contiguous(), torch.sin(ang).contiguous()
-    y = torch.empty_like(x)
+    yo = kf_out(lambda: torch.empty_like(x))
     s = stream()
     h = Dh // 2
 
     def kfn():
+        y = yo()
         call(kf.rope_launch(1 if neox else 0, DT[dt], ptr(y), ptr(x), ptr(c), ptr(sn), T, H, Dh, s))
         return y
     cc, ss = c[:, None, :], sn[:, None, :]
@@ -396,10 +416,11 @@ def case_rope(neox, T, H, Dh, dt):
 
 def case_adaln(B, S, D, dt):
     x, sc, sh = rn(B, S, D, dtype=dt), rn(B, D, dtype=dt) * 0.1, rn(B, D, dtype=dt)
-    y = torch.empty_like(x)
+    yo = kf_out(lambda: torch.empty_like(x))
     s = stream()
 
     def kfn():
+        y = yo()
         call(kf.adaln_modulate_launch(DT[dt], ptr(y), ptr(x), ptr(sc), ptr(sh), B, S, D, s))
         return y
     eager = lambda: x * (1 + sc[:, None, :]) + sh[:, None, :]
