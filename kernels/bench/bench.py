@@ -32,7 +32,14 @@ BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
 A/B: no table), BENCH_KF_ALLOC=1 (kforge's outputs allocated every call,
 as eager's and compile's are, instead of one buffer reused), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
 names match run kforge's kernel and torch.compile's twice each, untimed,
-and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`)."""
+and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`),
+BENCH_TRACE=REGEX (the matching target cases' kforge, or every library of
+BENCH_AB_LIBS, and torch.compile timed as the table times them, under the
+CUDA profiler: per side the event time, the kernels' own duration, and the
+gap from the flush's end to the first kernel's start; BENCH_AB_ITERS
+repetitions), BENCH_CASES=REGEX (the table's rows for the
+matching target cases only), BENCH_CHUNK=N (time_all: N calls of one
+implementation in a row instead of alternating every call)."""
 import ctypes
 import json
 import math
@@ -47,6 +54,7 @@ import torch.nn.functional as F
 
 T0 = time.time()
 ITERS = int(os.environ.get("BENCH_ITERS", "30"))
+CHUNK = max(1, int(os.environ.get("BENCH_CHUNK", "1")))
 BUDGET = float(os.environ.get("BENCH_BUDGET_S", "200"))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 LIB = os.environ.get("KF_LIB", "build/gpu-kernels/libkfk.so")
@@ -88,6 +96,7 @@ def load_lib(path):
 kf = load_lib(LIB)
 KF_ONLY = False  # A/B mode: time kforge alone, record nothing
 PROBE = os.environ.get("BENCH_PROBE")  # a regex of target_cases() names: ncu mode
+TRACE = os.environ.get("BENCH_TRACE")  # a regex of target_cases() names: profiler mode
 AB_LIBS = []  # library A/B mode: [(name, lib)], run_case times each
 AB_ITERS = int(os.environ.get("BENCH_AB_ITERS", "50"))
 
@@ -120,13 +129,17 @@ def call(rc):
 
 
 FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
+ORDER = []  # time_all: the fn index of every timed call, in order (trace_case)
 
 
 def time_all(fns, iters=ITERS):
     """Median microseconds of each fn, round-robin, L2 flushed before each.
     The order rotates every repetition: with a fixed order, run 7 saw the
     same code read up to 0.9 us (small shapes) or 1-2% (large) apart by its
-    position alone (alternate positions fast and slow)."""
+    position alone (alternate positions fast and slow). BENCH_CHUNK=N > 1:
+    each fn runs N timed calls in a row after one untimed call, so every
+    timed call follows a call of the same fn (same buffers) and the flush;
+    the chunks rotate."""
     for f in fns:
         for _ in range(3):
             f()
@@ -134,16 +147,66 @@ def time_all(fns, iters=ITERS):
     ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
            for _ in range(iters)] for _ in fns]
     n = len(fns)
-    for i in range(iters):
+    ORDER.clear()
+    for r in range(0, iters, CHUNK):
         for p in range(n):
-            j = (p + i) % n
+            j = (p + r // CHUNK) % n
             f = fns[j]
-            FLUSH.zero_()
-            ev[j][i][0].record()
-            f()
-            ev[j][i][1].record()
+            if CHUNK > 1:  # untimed: the chunk's calls all follow this fn
+                FLUSH.zero_()
+                f()
+            for i in range(r, min(r + CHUNK, iters)):
+                ORDER.append(j)
+                FLUSH.zero_()
+                ev[j][i][0].record()
+                f()
+                ev[j][i][1].record()
     torch.cuda.synchronize()
     return [statistics.median(s.elapsed_time(e) * 1e3 for s, e in ev[j]) for j in range(len(fns))]
+
+
+def trace_case(kf_fn, eager_fn):
+    """BENCH_TRACE: kforge (every library of BENCH_AB_LIBS, else the one
+    loaded) and torch.compile (when eager_fn is given) timed by time_all
+    under the CUDA profiler (CUPTI kernel records). The kernel stream is
+    cut at every flush kernel; the pieces are the timed calls in time_all's
+    order (ORDER). Prints, per side, the median event time, the median sum
+    of its kernels' durations, the median gap from the flush's end to its
+    first kernel's start, and its first kernel's name: whether a side is
+    slower in its kernels or before they start."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    libs = AB_LIBS or [("kforge", kf)]
+    names = [n for n, _ in libs] + (["compile"] if eager_fn else [])
+    fns = [with_lib(l, kf_fn) for _, l in libs]
+    fns += [torch.compile(eager_fn, dynamic=False)] if eager_fn else []
+    for f in fns:
+        f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        evt = time_all(fns, iters=AB_ITERS)
+    with tempfile.NamedTemporaryFile(suffix=".json") as tf:
+        prof.export_chrome_trace(tf.name)
+        with open(tf.name) as fh:
+            trace = json.load(fh)
+    ks = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"),
+                key=lambda e: e["ts"])
+    flush = [i for i, k in enumerate(ks) if "fill" in k["name"].lower()]
+    if len(flush) != len(ORDER):
+        print(f"#   trace: {len(flush)} flush kernels for {len(ORDER)} calls; not attributed",
+              flush=True)
+        return None
+    calls = [[] for _ in fns]  # per fn: (kernel us, gap us, first kernel's name)
+    for c, (i, j) in enumerate(zip(flush, flush[1:] + [len(ks)])):
+        seg = ks[i + 1:j]
+        if seg:
+            calls[ORDER[c]].append((sum(k["dur"] for k in seg),
+                                    seg[0]["ts"] - ks[i]["ts"] - ks[i]["dur"], seg[0]["name"]))
+    for n, cs, ev in zip(names, calls, evt):
+        med = lambda k: statistics.median(c[k] for c in cs) if cs else float("nan")
+        print(f"#   {n:<8} event {ev:8.2f}  kernel {med(0):8.2f}  gap {med(1):6.2f}  "
+              f"n={len(cs)}  {cs[0][2][:60] if cs else '-'}", flush=True)
+    return None
 
 
 def copy_bandwidth():
@@ -180,6 +243,8 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
             f()
         torch.cuda.synchronize()
         return None
+    if TRACE:
+        return trace_case(kf_fn, eager_fn if do_compile else None)
     if AB_LIBS:
         # every library's output checked against eager, then all timed
         # interleaved (the same flush, the same clocks)
@@ -622,13 +687,18 @@ def target_cases():
     return cases
 
 
+def env_libs():
+    """BENCH_AB_LIBS="name=path ...": [(name, lib)] of the paths that exist."""
+    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
+    return [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
+
+
 def lib_ab():
     """BENCH_AB_LIBS="name=path name=path ...": the target cases with every
     library, interleaved, kforge only (the first library is the one the
     table uses). Prints one line per case and returns the rows."""
     global AB_LIBS
-    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
-    libs = [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
+    libs = env_libs()
     if len(libs) < 2:
         return []
     cases = target_cases()
@@ -681,7 +751,7 @@ def write_markdown(path, gpu, cuda):
 
 
 def main():
-    global COPY, kf
+    global COPY, kf, AB_LIBS
     p = torch.cuda.get_device_properties(0)
     drv = torch.version.cuda
     COPY = copy_bandwidth()
@@ -690,10 +760,17 @@ def main():
           f"device-to-device copy {COPY:.0f} GB/s (read + write, 1 GiB)", flush=True)
     print(f"# times in us (median of {ITERS}, L2 flushed); GB/s and %copy are kforge's; "
           f"x = speedup of kforge over that column", flush=True)
-    if PROBE:
+    if os.environ.get("BENCH_CASES"):
+        print_header()
         for name, c in target_cases():
-            if re.search(PROBE, name):
-                print(f"# probe {name}", flush=True)
+            if re.search(os.environ["BENCH_CASES"], name):
+                c()
+        return 0
+    if PROBE or TRACE:
+        AB_LIBS = env_libs() if TRACE else []
+        for name, c in target_cases():
+            if re.search(PROBE or TRACE, name):
+                print(f"# {'probe' if PROBE else 'trace'} {name}", flush=True)
                 c()
         return 0
     best = hint_ab()
