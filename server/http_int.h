@@ -222,6 +222,10 @@ void http_sess_unref(struct hsess *s);
  * to call more than once and from any thread that holds no session lock. */
 void http_sess_close(struct hsrv *srv, struct hsess *s);
 
+/* c has its answer, or needs none: it stops counting against the
+ * in-flight cap. Under c->sess->lock. */
+void http_call_answered_locked(struct hcall *c);
+
 /* Drops one reference of c; frees it at zero. Under c->sess->lock; the
  * caller unrefs the session after unlocking when this returns 1. */
 int http_call_unref_locked(struct hcall *c);

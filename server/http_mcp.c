@@ -194,6 +194,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	if (in == MCP_IN_NOTIFICATION || in == MCP_IN_RESPONSE) {
 		int freed;
 		s->calls--;
+		http_call_answered_locked(c);
 		freed = http_call_unref_locked(c); /* the session will send nothing */
 		pthread_mutex_unlock(&s->lock);
 		(void)freed; /* the connection's reference keeps c */

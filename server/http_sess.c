@@ -125,14 +125,25 @@ void http_sess_unref(struct hsess *s)
 	free(s);
 }
 
+/* c has its answer (or needs none): it stops counting against the
+ * in-flight cap now rather than when MHD completes its connection, which
+ * can be after the client has read the answer and sent its next request.
+ * Under c->sess->lock. */
+void http_call_answered_locked(struct hcall *c)
+{
+	if (c->counted) {
+		c->counted = 0;
+		atomic_fetch_sub(&c->sess->srv->inflight, 1);
+	}
+}
+
 /* Drops one reference of c; frees it at zero. Under c->sess->lock; the
  * caller unrefs the session after unlocking when this returns 1. */
 int http_call_unref_locked(struct hcall *c)
 {
 	if (--c->refs > 0)
 		return 0;
-	if (c->counted)
-		atomic_fetch_sub(&c->sess->srv->inflight, 1);
+	http_call_answered_locked(c);
 	free(c->json);
 	hmsg_free_all(c->head);
 	free(c);
@@ -215,6 +226,7 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 		c->final = 1;
 		s->calls--;
 		s->last_used = http_mono_s();
+		http_call_answered_locked(c);
 		freed = http_call_unref_locked(c);
 	}
 	pthread_mutex_unlock(&s->lock);
