@@ -3,9 +3,11 @@
 same kforge kernel launched through the library's runtime API call
 (libkfk.so) and through the driver API from build/kernels/kernels.fatbin
 (cuModuleLoad + cuLaunchKernel, as kforge's harness and Triton launch),
-against torch.compile's kernel, timed as bench.py times the table (events,
-L2 flushed, rotated round-robin) and once more without the flush. Tells
-whether a gap to torch.compile is in the kernel or in how it is launched.
+against torch.compile's kernel, timed by bench.py's time_all as the table
+is (events, L2 flushed, rotated round-robin). Without the flush (run 9,
+lease 2) the host could not keep up (45 us of Python a call) and the
+events timed the host, so there is no such mode. Tells whether a gap to
+torch.compile is in the kernel or in how it is launched.
 LAUNCH_CARVEOUTS="P ..." adds driver-API copies of the kernel with the
 preferred shared-memory carveout set to P percent (a kernel's shared-memory
 configuration differing from the previous kernel's makes the SMs
@@ -13,9 +15,7 @@ reconfigure between them). Arguments: TxD shapes (bf16); KF_LIB and
 KF_FATBIN name the builds."""
 import ctypes
 import os
-import statistics
 import sys
-import time
 
 import torch
 
@@ -52,29 +52,6 @@ def row_block(T, D, esize, threads=256):
     return x, max(y, 1)
 
 
-def time_fns(fns, flush):
-    for f in fns:
-        for _ in range(3):
-            f()
-    torch.cuda.synchronize()
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-           for _ in range(ITERS)] for _ in fns]
-    n = len(fns)
-    c0 = time.perf_counter()
-    for i in range(ITERS):
-        for p in range(n):
-            j = (p + i) % n
-            if flush:
-                bench.FLUSH.zero_()
-            ev[j][i][0].record()
-            fns[j]()
-            ev[j][i][1].record()
-    cpu = (time.perf_counter() - c0) / (ITERS * n) * 1e6
-    torch.cuda.synchronize()
-    gpu = (time.perf_counter() - c0) / (ITERS * n) * 1e6
-    return [statistics.median(s.elapsed_time(e) * 1e3 for s, e in ev[j]) for j in range(n)], cpu, gpu
-
-
 def main():
     fatbin = os.environ.get("KF_FATBIN", "build/kernels/kernels.fatbin")
     fn = module_fn(fatbin, "kf_rmsnorm_bf16")
@@ -106,16 +83,12 @@ def main():
         torch.cuda.synchronize()
         same = torch.equal(y_rt, y_drv)
         err = (y_rt.float() - ref.float()).abs().max().item()
-        for flush in (True, False):
-            fns = [rt, drv, comp] + [lambda f=f: drv(f) for f in cfns]
-            ts, cpu, gpu = time_fns(fns, flush)
-            print(f"bf16 {T}x{D} block {tx}x{ty} flush={int(flush)}: runtime {ts[0]:7.2f}  "
-                  f"driver {ts[1]:7.2f}  compile {ts[2]:7.2f} "
-                  + "".join(f" carveout{p}% {t:7.2f}" for p, t in zip(carve, ts[3:]))
-                  + f" us  (host {cpu:.1f} us/call "
-                  f"queued, {gpu:.1f} done; rt==drv {same}, max|kf-compile| {err:.3g})",
-                  flush=True)
-
+        fns = [rt, drv, comp] + [lambda f=f: drv(f) for f in cfns]
+        ts = bench.time_all(fns, iters=ITERS)
+        print(f"bf16 {T}x{D} block {tx}x{ty}: runtime {ts[0]:7.2f}  driver {ts[1]:7.2f}  "
+              f"compile {ts[2]:7.2f} "
+              + "".join(f" carveout{p}% {t:7.2f}" for p, t in zip(carve, ts[3:]))
+              + f" us  (rt==drv {same}, max|kf-compile| {err:.3g})", flush=True)
 
 if __name__ == "__main__":
     main()
