@@ -172,7 +172,8 @@ def trace_case(kf_fn, eager_fn):
     cut at every flush kernel; the pieces are the timed calls in time_all's
     order (ORDER). Prints, per side, the median event time, the median sum
     of its kernels' durations, the median gap from the flush's end to its
-    first kernel's start, and its first kernel's name: whether a side is
+    first kernel's start, and its first kernel's name, grid, block and
+    registers (which configuration Inductor picked): whether a side is
     slower in its kernels or before they start."""
     import tempfile
     from torch.profiler import ProfilerActivity, profile
@@ -200,12 +201,15 @@ def trace_case(kf_fn, eager_fn):
     for c, (i, j) in enumerate(zip(flush, flush[1:] + [len(ks)])):
         seg = ks[i + 1:j]
         if seg:
+            a = seg[0].get("args", {})
             calls[ORDER[c]].append((sum(k["dur"] for k in seg),
-                                    seg[0]["ts"] - ks[i]["ts"] - ks[i]["dur"], seg[0]["name"]))
+                                    seg[0]["ts"] - ks[i]["ts"] - ks[i]["dur"], seg[0]["name"],
+                                    f"{a.get('grid')}x{a.get('block')} "
+                                    f"r{a.get('registers per thread')}"))
     for n, cs, ev in zip(names, calls, evt):
         med = lambda k: statistics.median(c[k] for c in cs) if cs else float("nan")
         print(f"#   {n:<8} event {ev:8.2f}  kernel {med(0):8.2f}  gap {med(1):6.2f}  "
-              f"n={len(cs)}  {cs[0][2][:60] if cs else '-'}", flush=True)
+              f"n={len(cs)}  {cs[0][2][:60] + ' ' + cs[0][3] if cs else '-'}", flush=True)
     return None
 
 
