@@ -15,15 +15,16 @@
  * the output's rounding; silu a * rcp.approx(1 + exp(-a)) everywhere.
  * Preconditions: T >= 0, 1 <= D < 2^31, any D (vector path when D is a
  * multiple of 16/sizeof(type) and the pointers are 16-byte aligned).
- * Launch: block 256, grid (ceil_div(D, 2048), min(ceil_div(T, 2), 65535)),
- * grid-stride loops over both, so any grid is correct.
+ * Launch: block 256, grid (ceil_div(D, 2048), min(ceil_div(T, R), 65535))
+ * with R = 1 for the gated ops and 2 for the plain ones, grid-stride loops
+ * over both, so any grid is correct.
  * Cost, e = sizeof(type): gated: bytes = 3*T*D * e; plain: 2*T*D * e.
  * FLOPs per output element: silu_and_mul 5, geglu 9, geglu_tanh 10,
  * gelu 8, gelu_tanh 9 (exp, erf, tanh counted as one each).
- * Technique: 16-byte vectors, two rows per thread with all loads issued
- * before any math (4 vectors in flight for the gated ops), a grid of
- * (row pair, vector) blocks large enough that every SM holds many, no
- * shared memory. GELU's erf/tanh cost ~30 instructions an element, which
+ * Technique: 16-byte vectors, all loads issued before any math (two rows
+ * a thread for the plain ops, one for the gated ones: two vectors in
+ * flight either way), a grid of (rows, vector) blocks large enough that
+ * every SM holds many, no shared memory. GELU's erf/tanh cost ~30 instructions an element, which
  * at 4.2 TB/s of 16-bit data is most of the issue rate; the 16-bit
  * formulas cut that to ~15 (erf) and ~8 (tanh) so the ops stay memory-bound. */
 #include "kernels/activation.h"
@@ -75,11 +76,18 @@ template <int A, bool FAST> __device__ __forceinline__ float apply(float a)
 	}
 }
 
-/* rows per thread per iteration (swept on an H200 in run 1; run 4 tried 1
- * and 4 and kept 2) */
-constexpr int ROWS_DEFAULT = 2;
+/* Rows a thread per iteration: 2 for the plain activations (swept on an
+ * H200 in run 1; run 4 tried 1 and 4), 1 for the gated ones, which load
+ * two vectors a row anyway. Run 10 (H200, CUPTI kernel time, five leases):
+ * silu_and_mul 16384x4096 bf16 95.2-95.4 us with one row against 95.5-95.7
+ * with two, geglu 95.0-95.1 against 95.6-95.8; one row for GELU: 70.0
+ * against 65.9. */
+template <bool GATED> constexpr int rows_per_thread()
+{
+	return GATED ? 1 : 2;
+}
 
-template <typename T, int A, bool GATED, int W, int ROWS = ROWS_DEFAULT>
+template <typename T, int A, bool GATED, int W, int ROWS = rows_per_thread<GATED>()>
 __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 {
 	const int n = D / W;
@@ -118,7 +126,7 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 	}
 }
 
-template <typename T, int A, bool GATED, int ROWS = ROWS_DEFAULT>
+template <typename T, int A, bool GATED, int ROWS = rows_per_thread<GATED>()>
 __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 {
 	constexpr int V = vec_width<T>::value;
@@ -148,9 +156,9 @@ KF_ACT_KERNELS(f16, __half)
 KF_ACT_KERNELS(bf16, __nv_bfloat16)
 
 /* Block 256 threads along the row; grid.x = ceil_div(D, 2048) covers a
- * bf16/f16 row with one vector per thread (f32 loops twice), grid.y =
- * ceil_div(T, 2) row pairs (capped at 65535, the rest by the
- * grid-stride loop). No shared memory. */
+ * bf16/f16 row with one vector per thread (f32 loops twice), grid.y = T
+ * rows (gated) or ceil_div(T, 2) row pairs (plain), capped at 65535, the
+ * rest by the grid-stride loop. No shared memory. */
 extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, void *y,
 					 const void *x, int64_t T, int64_t D, cudaStream_t s)
 {
@@ -162,7 +170,10 @@ extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, vo
 		return cudaSuccess;
 	if (!y || !x)
 		return cudaErrorInvalidValue;
-	int64_t gy = (T + kf_act::ROWS_DEFAULT - 1) / kf_act::ROWS_DEFAULT;
+	const bool gated =
+		op == KF_ACT_SILU_AND_MUL || op == KF_ACT_GEGLU || op == KF_ACT_GEGLU_TANH;
+	const int rpt = gated ? kf_act::rows_per_thread<true>() : kf_act::rows_per_thread<false>();
+	const int64_t gy = (T + rpt - 1) / rpt;
 	dim3 block(256), grid((unsigned)((D + 2047) / 2048), (unsigned)(gy > 65535 ? 65535 : gy));
 	const int rows = (int)T, d = (int)D;
 #define KF_ACT_GO(SUF, TY)                                                                        \

@@ -259,6 +259,26 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const f
 	return c;
 }
 
+/* A pair of 16-bit T packed in one 32-bit word, to two floats and back
+ * (rounding to nearest even): for layouts other than chunk's 16 bytes. */
+template <typename T> __device__ __forceinline__ float2 pair_unpack(uint32_t u)
+{
+	if constexpr (std::is_same<T, __nv_bfloat16>::value)
+		return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+	else
+		return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+}
+template <typename T> __device__ __forceinline__ uint32_t pair_pack(float a, float b)
+{
+	if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+		__nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+		return *reinterpret_cast<uint32_t *>(&h);
+	} else {
+		__half2 h = __floats2half2_rn(a, b);
+		return *reinterpret_cast<uint32_t *>(&h);
+	}
+}
+
 /* One MUFU instruction each, results below 2^-126 flushed to zero:
  * rcp.approx (1 ulp), ex2.approx (2 ulp). */
 __device__ __forceinline__ float rcp_approx(float v)

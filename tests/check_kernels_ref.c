@@ -465,18 +465,42 @@ END_TEST
 
 /* op's baseline launch[0] as the op shorthand expands it for dtype
  * (spec_expand_op: $dtype and $esize substituted); a new reference. */
-static json_t *expanded_launch(const struct op_template *op, const char *dtype)
+static json_t *expanded_launches(const struct op_template *op, const char *dtype)
 {
 	json_t *in = json_pack("{s:s,s:s}", "op", op->name, "dtype", dtype), *out = NULL;
 	struct kf_err err = {0, ""};
 	ck_assert_msg(spec_expand_op(in, op_find, &out, &err) == 0, "%s %s: %s", op->name, dtype,
 		      err.msg);
-	json_t *l0 = json_array_get(json_object_get(json_object_get(out, "baseline"), "launch"), 0);
-	ck_assert_ptr_nonnull(l0);
-	json_incref(l0);
+	json_t *l = json_object_get(json_object_get(out, "baseline"), "launch");
+	ck_assert_msg(json_array_size(l) > 0, "%s: no baseline launch", op->name);
+	json_incref(l);
 	json_decref(out);
 	json_decref(in);
-	return l0;
+	return l;
+}
+
+/* The launch of list l that runs at env's sizes: the one whose "when" holds
+ * (or that has none); exactly one must. Borrowed from l. */
+static json_t *active_launch(const struct op_template *op, json_t *l, const struct expr_env *env)
+{
+	json_t *hit = NULL, *x;
+	size_t i;
+	json_array_foreach(l, i, x) {
+		const json_t *when = json_object_get(x, "when");
+		int64_t v = 1;
+		struct kf_err err = {0, ""};
+		if (when)
+			ck_assert_msg(expr_eval_text(json_string_value(when), env, &v, &err) == 0,
+				      "%s: %s", op->name, err.msg);
+		if (v) {
+			ck_assert_msg(!hit, "%s: launches %s and %s both run", op->name,
+				      json_string_value(json_object_get(hit, "kernel")),
+				      json_string_value(json_object_get(x, "kernel")));
+			hit = x;
+		}
+	}
+	ck_assert_msg(hit != NULL, "%s: no launch runs", op->name);
+	return hit;
 }
 
 static size_t count_names(const char *const *v)
@@ -568,7 +592,8 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 		struct expr_env env = {op->size_names, vals, nsz};
 		struct kf_err err = {0, ""};
 		const char *dimkeys[] = {"grid", "block"};
-		json_t *lx = expanded_launch(op, "bf16"); /* $esize substituted */
+		json_t *ll = expanded_launches(op, "bf16"); /* $esize substituted */
+		json_t *lx = active_launch(op, ll, &env);
 		for (int d = 0; d < 2; d++) {
 			size_t gi;
 			json_t *g;
@@ -587,7 +612,7 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 			if (d == 1)
 				ck_assert_int_le(prod, 1024);
 		}
-		json_decref(lx);
+		json_decref(ll);
 		json_array_foreach(json_object_get(j, "dtypes"), di, dt) {
 			const char *dn = json_string_value(dt);
 			json_t *c = json_object_get(json_object_get(j, "cost"), dn);
@@ -617,6 +642,12 @@ END_TEST
 static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t threads, int64_t *grid,
 			   int64_t *tx, int64_t *ty)
 {
+	if (threads == 0) { /* rms_few_rows (kernels/rmsnorm.cu): one row a block */
+		*grid = T;
+		*tx = (D + 255) / 256 * 32;
+		*ty = 1;
+		return;
+	}
 	const int64_t b = (D * esize + 2047) / 2048 * 32;
 	const int64_t f = 1 + (T * b <= 67584) + 2 * (T * b <= 33792);
 	int64_t x = b * f;
@@ -651,19 +682,31 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 		const struct op_template *op = op_find(OPS[o / 2]);
 		const int esize = o % 2 ? 4 : 2;
 		ck_assert_ptr_nonnull(op);
-		json_t *l0 = expanded_launch(op, esize == 4 ? "f32" : "bf16");
+		json_t *ll = expanded_launches(op, esize == 4 ? "f32" : "bf16");
+		const int rms = strncmp(OPS[o / 2], "rmsnorm", 7) == 0;
 		for (size_t ti = 0; ti < sizeof TS / sizeof TS[0]; ti++)
 			for (size_t di = 0; di < sizeof DS / sizeof DS[0]; di++) {
 				int64_t vals[2] = {TS[ti], DS[di]};
 				const char *names[] = {"T", "D"};
 				struct expr_env env = {names, vals, 2};
 				int64_t g, x, y, sh = 0;
-				row_launch_ref(TS[ti], DS[di], esize,
-					       strncmp(OPS[o / 2], "layernorm", 9) == 0 ||
+				const int64_t T = TS[ti], D = DS[di];
+				const int few = rms && esize == 2 && D % 8 == 0 && D <= 8192 &&
+						T * D <= 132 * 2048 * 8;
+				row_launch_ref(T, D, esize,
+					       few ? 0
+					       : strncmp(OPS[o / 2], "layernorm", 9) == 0 ||
 							       strcmp(OPS[o / 2], "softmax") == 0
 						       ? 128
 						       : 256,
 					       &g, &x, &y);
+				json_t *l0 = active_launch(op, ll, &env);
+				ck_assert_msg(
+					(strstr(json_string_value(json_object_get(l0, "kernel")),
+						"_rows_") != NULL) == few,
+					"%s esize %d T=%lld D=%lld: runs %s", OPS[o / 2], esize,
+					(long long)T, (long long)D,
+					json_string_value(json_object_get(l0, "kernel")));
 				json_t *sb = json_object_get(l0, "shared_bytes");
 				const int64_t jg = eval_dim(json_array_get(
 								    json_object_get(l0, "grid"), 0),
@@ -672,10 +715,13 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 						      json_array_get(json_object_get(l0, "block"),
 								     0),
 						      &env),
-					      jy = eval_dim(
-						      json_array_get(json_object_get(l0, "block"),
-								     1),
-						      &env),
+					      jy = json_array_size(json_object_get(l0, "block")) > 1
+							   ? eval_dim(json_array_get(
+									      json_object_get(
+										      l0, "block"),
+									      1),
+								      &env)
+							   : 1,
 					      js = sb ? eval_dim(sb, &env) : 0;
 				ck_assert_msg(
 					jg == g && jx == x && jy == y && js == sh,
@@ -685,7 +731,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 					(long long)jg, (long long)jx, (long long)jy, (long long)js,
 					(long long)g, (long long)x, (long long)y, (long long)sh);
 			}
-		json_decref(l0);
+		json_decref(ll);
 	}
 }
 END_TEST
@@ -722,20 +768,39 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	}
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
-	ck_assert_uint_eq(s->baseline.launch_len, 1);
+	/* one launch (kf_OP_DTYPE), or for rmsnorm's few rows a choice of two
+	 * (kf_OP_rows_DTYPE and kf_OP_DTYPE) by "when" */
+	const int rms =
+		strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0;
+	ck_assert_uint_eq(s->baseline.launch_len, rms ? 2 : 1);
 	char want[96];
 	snprintf(want, sizeof want, "kf_%s_%s", op->name, dt);
-	ck_assert_str_eq(s->baseline.launch[0].kernel, want);
+	ck_assert_str_eq(s->baseline.launch[rms].kernel, want);
+	if (rms) {
+		snprintf(want, sizeof want, "kf_%s_rows_%s", op->name, dt);
+		ck_assert_str_eq(s->baseline.launch[0].kernel, want);
+	}
 	for (size_t r = 0; r < s->sizes_len; r++) {
 		struct spec_bound b;
 		const int64_t *vals = s->sizes + r * s->vars_len;
 		ck_assert_msg(spec_bind(s, vals, &lim, "sizes", &b, &err) == 0, "%s: %s", op->name,
 			      err.msg);
 		ck_assert(b.cost_bytes > 0 && b.cost_flops > 0);
-		uint32_t g[3], bl[3], sh;
-		ck_assert_msg(spec_launch_dims(s, &s->baseline.launch[0], vals, "baseline", g, bl,
-					       &sh, &err) == 0,
-			      "%s: %s", op->name, err.msg);
+		size_t ran = 0;
+		for (size_t i = 0; i < s->baseline.launch_len; i++) {
+			int runs;
+			ck_assert_msg(
+				spec_launch_runs(s, &s->baseline.launch[i], vals, &runs, &err) == 0,
+				"%s: %s", op->name, err.msg);
+			if (!runs)
+				continue;
+			ran++;
+			uint32_t g[3], bl[3], sh;
+			ck_assert_msg(spec_launch_dims(s, &s->baseline.launch[i], vals, "baseline",
+						       g, bl, &sh, &err) == 0,
+				      "%s: %s", op->name, err.msg);
+		}
+		ck_assert_uint_eq(ran, 1);
 	}
 	spec_free(s);
 }

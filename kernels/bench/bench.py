@@ -673,6 +673,9 @@ def target_cases():
                         (2, 1024, 2048), (1, 8192, 2048))]
     cases += [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
               for sh in ((1, 4096, 2048), (2, 4096, 3072), (1, 8192, 4096), (4, 4096, 3072))]
+    cases += [(f"rmsnorm {'x'.join(map(str, sh))} f32",
+               lambda sh=sh: case_rmsnorm(sh, torch.float32))
+              for sh in ((1, 128, 4096), (1, 512, 4096))]
     cases += [("rmsnorm 16384x4096 bf16", lambda: case_rmsnorm(big, bf)),
               ("rmsnorm 16384x4096 f16", lambda: case_rmsnorm(big, torch.float16)),
               ("rmsnorm 16384x4096 f32", lambda: case_rmsnorm(big, torch.float32)),

@@ -196,6 +196,60 @@ static void test_rmsnorm(int64_t T, int64_t D)
 	}
 }
 
+/* Pointers 8 bytes off 16-byte alignment (16-bit types): the few-row
+ * kernel's alignment test fails and the row kernel's scalar path runs. */
+static void test_rmsnorm_offset(int64_t T, int64_t D)
+{
+	for (enum kf_dtype dt : {KF_DT_F16, KF_DT_BF16}) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		const size_t n = T * D, eb = dtype_bytes(dt);
+		tens x(dt, n, true), w(dt, D, true), y(dt, n, false);
+		tens xs(dt, n, false), ws(dt, D, false), ys(dt, n, false); /* 16 bytes spare */
+		cudaMemcpy((char *)xs.d + 8, x.d, n * eb, cudaMemcpyDeviceToDevice);
+		cudaMemcpy((char *)ws.d + 8, w.d, D * eb, cudaMemcpyDeviceToDevice);
+		std::vector<double> want(n);
+		must(rmsnorm_ref(want.data(), x.h.data(), w.h.data(), T, D, 1e-6, &err), &err);
+		snprintf(what, sizeof what, "rmsnorm T=%lld D=%lld, 8-byte offset", (long long)T,
+			 (long long)D);
+		cudaError_t e = rmsnorm_launch(dt, (char *)ys.d + 8, (char *)xs.d + 8,
+					       (char *)ws.d + 8, T, D, 1e-6f, 0);
+		if (e == cudaSuccess)
+			e = cudaMemcpy(y.d, (char *)ys.d + 8, n * eb, cudaMemcpyDeviceToDevice);
+		compare(what, "y", dt, e, y, want, tol_std(dt));
+	}
+}
+
+/* The f32 few-row kernels, which no launcher picks (rms_few_rows in
+ * kernels/rmsnorm.cu is 16-bit only) but the op templates name for every
+ * dtype: launched directly as the template would. */
+extern "C" __global__ void kf_rmsnorm_rows_f32(float *, const float *, const float *, int, int,
+					       float);
+extern "C" __global__ void kf_rmsnorm_noweight_rows_f32(float *, const float *, int, int, float);
+static void test_rmsnorm_rows_f32(int64_t T, int64_t D)
+{
+	struct kf_err err = {0, ""};
+	char what[96];
+	tens x(KF_DT_F32, T * D, true), w(KF_DT_F32, D, true);
+	std::vector<double> want(T * D);
+	const unsigned block = (unsigned)((D + 255) / 256 * 32);
+	for (int hw = 1; hw >= 0; hw--) {
+		tens y(KF_DT_F32, T * D, false);
+		must(rmsnorm_ref(want.data(), x.h.data(), hw ? w.h.data() : NULL, T, D, 1e-6, &err),
+		     &err);
+		if (hw)
+			kf_rmsnorm_rows_f32<<<(unsigned)T, block>>>(
+				(float *)y.d, (const float *)x.d, (const float *)w.d, (int)T,
+				(int)D, 1e-6f);
+		else
+			kf_rmsnorm_noweight_rows_f32<<<(unsigned)T, block>>>(
+				(float *)y.d, (const float *)x.d, (int)T, (int)D, 1e-6f);
+		snprintf(what, sizeof what, "kf_rmsnorm%s_rows_f32 T=%lld D=%lld",
+			 hw ? "" : "_noweight", (long long)T, (long long)D);
+		compare(what, "y", KF_DT_F32, cudaGetLastError(), y, want, tol_std(KF_DT_F32));
+	}
+}
+
 /* mean: 3 checks that the variance is taken about the mean; 300 (against
  * a spread of 1) that it does not cancel (E[x^2] - E[x]^2 would lose every
  * digit in f32). At |mean| = 300 sigma the fp32 mean itself is off by a few
@@ -377,24 +431,35 @@ static void test_fatbin(const char *path)
 			g_fail++;
 			continue;
 		}
-		k += strlen("\"kernel\": \"");
-		const char *end = strstr(k, "$dtype");
-		for (enum kf_dtype dt : {KF_DT_F32, KF_DT_F16, KF_DT_BF16}) {
-			char q[16];
-			snprintf(q, sizeof q, "\"%s\"", dtype_name(dt));
-			const char *close = strchr(dts, ']');
-			const char *hit = strstr(dts, q);
-			if (!hit || hit > close)
-				continue;
-			char name[128];
-			snprintf(name, sizeof name, "%.*s%s", (int)(end - k), k, dtype_name(dt));
-			CUfunction f;
-			if (cuModuleGetFunction(&f, mod, name) != CUDA_SUCCESS) {
-				printf("FAIL fatbin: kernel %s of op %s missing\n", name, op->name);
+		/* every launch's kernel, in every dtype the template allows */
+		for (; k; k = strstr(k, "\"kernel\": \"")) {
+			k += strlen("\"kernel\": \"");
+			const char *end = strstr(k, "$dtype");
+			if (!end) {
+				printf("FAIL op %s: a kernel name without $dtype\n", op->name);
 				g_fail++;
-			} else {
-				g_pass++;
+				break;
 			}
+			for (enum kf_dtype dt : {KF_DT_F32, KF_DT_F16, KF_DT_BF16}) {
+				char q[16];
+				snprintf(q, sizeof q, "\"%s\"", dtype_name(dt));
+				const char *close = strchr(dts, ']');
+				const char *hit = strstr(dts, q);
+				if (!hit || hit > close)
+					continue;
+				char name[128];
+				snprintf(name, sizeof name, "%.*s%s", (int)(end - k), k,
+					 dtype_name(dt));
+				CUfunction f;
+				if (cuModuleGetFunction(&f, mod, name) != CUDA_SUCCESS) {
+					printf("FAIL fatbin: kernel %s of op %s missing\n", name,
+					       op->name);
+					g_fail++;
+				} else {
+					g_pass++;
+				}
+			}
+			k = end;
 		}
 	}
 	printf("ok   fatbin %s: every op template's baseline kernel present\n", path);
@@ -467,12 +532,17 @@ int main(int argc, char **argv)
 	 * threads; rows packed 2 to a block with T odd (1025), 8 to a block
 	 * with 125 chunks over 32 threads (2500 x 1000), and a row that is no
 	 * whole number of 16-bit vectors (3001 x 4100: the two-pass path; f32
-	 * holds it, 7 or 8 chunks a thread). */
-	const int64_t rows[][2] = {{1, 1},	 {1, 7},       {3, 33},	     {5, 1000},
-				   {2, 4097},	 {4, 4096},    {7, 8},	     {1, 16384},
-				   {2, 20000},	 {1, 40000},   {2, 65536},   {1, 131072},
-				   {1, 70001},	 {70000, 64},  {3000, 2048}, {1000, 3000},
-				   {1000, 2048}, {1025, 4096}, {2500, 1000}, {3001, 4100}};
+	 * holds it, 7 or 8 chunks a thread). 16-bit rmsnorm's few-row kernel
+	 * (T * D <= 2162688, D % 8 == 0, D <= 8192) at one active thread of a
+	 * warp (7 x 8), a partial warp (5 x 1000), D = 8192 (1024 threads),
+	 * T * D at the bound (264 x 8192) and one row past it (265 x 8192),
+	 * and D = 8200 (the row kernel). */
+	const int64_t rows[][2] = {
+		{1, 1},	      {1, 7},	    {3, 33},	  {5, 1000},	{2, 4097},    {4, 4096},
+		{7, 8},	      {1, 16384},   {2, 20000},	  {1, 40000},	{2, 65536},   {1, 131072},
+		{1, 70001},   {70000, 64},  {3000, 2048}, {1000, 3000}, {1000, 2048}, {1025, 4096},
+		{2500, 1000}, {3001, 4100}, {1, 8192},	  {264, 8192},	{265, 8192},  {3, 8200},
+		{128, 4096},  {512, 4096}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -480,6 +550,12 @@ int main(int argc, char **argv)
 		test_layernorm(r[0], r[1]);
 		test_softmax(r[0], r[1]);
 	}
+	test_rmsnorm_offset(4, 4096);
+	test_rmsnorm_offset(3, 1000);
+	test_rmsnorm_rows_f32(7, 8);
+	test_rmsnorm_rows_f32(5, 1000);
+	test_rmsnorm_rows_f32(128, 4096);
+	test_rmsnorm_rows_f32(2, 8192);
 	const int64_t far[][2] = {{4, 4096}, {1025, 4096}, {2500, 1000}, {3, 33}, {2, 20000}};
 	for (auto &r : far)
 		test_layernorm(r[0], r[1], 300.0);
