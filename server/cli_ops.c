@@ -94,7 +94,10 @@ static void param(FILE *f, const json_t *tmpl, const char *arg, int first)
 	}
 }
 
-/* Prints a starting spec: returns 0 or a CLI exit code. */
+/* Prints a starting spec: returns 0 or a CLI exit code. A baseline whose
+ * launches are alternatives picked by "when" (kforge's few-row or flat
+ * kernels beside a general one) starts from the last, general launch alone,
+ * without its "when": one kernel to write, valid at every size. */
 static int print_spec(const struct op_template *op, const char *dt, const json_t *tmpl)
 {
 	const json_t *base = json_object_get(json_object_get(tmpl, "baseline"), "launch");
@@ -102,7 +105,7 @@ static int print_spec(const struct op_template *op, const char *dt, const json_t
 	char *src = NULL;
 	size_t src_len = 0;
 	FILE *f = open_memstream(&src, &src_len);
-	size_t i;
+	size_t i, first = 0;
 	json_t *l;
 
 	if (!launch || !f || !json_is_array(base) || json_array_size(base) == 0) {
@@ -114,12 +117,18 @@ static int print_spec(const struct op_template *op, const char *dt, const json_t
 		return CLI_EXIT_FAIL;
 	}
 	fprintf(f, "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n\n// %s\n", op->summary);
+	json_array_foreach(base, i, l)
+		if (json_object_get(l, "when"))
+			first = json_array_size(base) - 1;
 	json_array_foreach(base, i, l) {
+		if (i < first)
+			continue;
 		const char *k = json_string_value(json_object_get(l, "kernel"));
 		char kname[128];
 		snprintf(kname, sizeof(kname), "my_%s", k && strncmp(k, "kf_", 3) == 0 ? k + 3 : k);
 		json_t *mine = json_deep_copy(l);
 		json_object_set_new(mine, "kernel", json_string(kname));
+		json_object_del(mine, "when");
 		json_array_append_new(launch, mine);
 		fprintf(f, "extern \"C\" __global__ void %s(", kname);
 		size_t j;

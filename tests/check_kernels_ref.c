@@ -768,16 +768,20 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	}
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
-	/* one launch (kf_OP_DTYPE), or for rmsnorm's few rows a choice of two
-	 * (kf_OP_rows_DTYPE and kf_OP_DTYPE) by "when" */
-	const int rms =
-		strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0;
-	ck_assert_uint_eq(s->baseline.launch_len, rms ? 2 : 1);
+	/* one launch (kf_OP_DTYPE), or a choice of two by "when":
+	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's flat vectors) and
+	 * kf_OP_DTYPE */
+	const char *variant = NULL;
+	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0)
+		variant = "rows";
+	else if (strcmp(op->name, "adaln_modulate") == 0)
+		variant = "flat";
+	ck_assert_uint_eq(s->baseline.launch_len, variant ? 2 : 1);
 	char want[96];
 	snprintf(want, sizeof want, "kf_%s_%s", op->name, dt);
-	ck_assert_str_eq(s->baseline.launch[rms].kernel, want);
-	if (rms) {
-		snprintf(want, sizeof want, "kf_%s_rows_%s", op->name, dt);
+	ck_assert_str_eq(s->baseline.launch[variant != NULL].kernel, want);
+	if (variant) {
+		snprintf(want, sizeof want, "kf_%s_%s_%s", op->name, variant, dt);
 		ck_assert_str_eq(s->baseline.launch[0].kernel, want);
 	}
 	for (size_t r = 0; r < s->sizes_len; r++) {

@@ -323,6 +323,35 @@ static void test_softmax(int64_t T, int64_t D)
 	}
 }
 
+/* Pointers 8 bytes off 16-byte alignment: the flat kernel's test fails and
+ * the row kernel's scalar path runs. */
+static void test_adaln_offset(int64_t B, int64_t S, int64_t D)
+{
+	for (enum kf_dtype dt : FLOATS) {
+		struct kf_err err = {0, ""};
+		char what[96];
+		const size_t n = B * S * D, eb = dtype_bytes(dt);
+		tens x(dt, n, true), sc(dt, B * D, true), sh(dt, B * D, true), y(dt, n, false);
+		tens xs(dt, n, false), scs(dt, B * D, false), shs(dt, B * D, false),
+			ys(dt, n, false);
+		cudaMemcpy((char *)xs.d + 8, x.d, n * eb, cudaMemcpyDeviceToDevice);
+		cudaMemcpy((char *)scs.d + 8, sc.d, B * D * eb, cudaMemcpyDeviceToDevice);
+		cudaMemcpy((char *)shs.d + 8, sh.d, B * D * eb, cudaMemcpyDeviceToDevice);
+		std::vector<double> want(n);
+		must(adaln_modulate_ref(want.data(), x.h.data(), sc.h.data(), sh.h.data(), B, S, D,
+					&err),
+		     &err);
+		snprintf(what, sizeof what, "adaln_modulate B=%lld S=%lld D=%lld, 8-byte offset",
+			 (long long)B, (long long)S, (long long)D);
+		cudaError_t e =
+			adaln_modulate_launch(dt, (char *)ys.d + 8, (char *)xs.d + 8,
+					      (char *)scs.d + 8, (char *)shs.d + 8, B, S, D, 0);
+		if (e == cudaSuccess)
+			e = cudaMemcpy(y.d, (char *)ys.d + 8, n * eb, cudaMemcpyDeviceToDevice);
+		compare(what, "y", dt, e, y, want, tol_std(dt));
+	}
+}
+
 static void test_activation(int64_t T, int64_t D)
 {
 	static const char *names[] = {"silu_and_mul", "geglu", "geglu_tanh", "gelu", "gelu_tanh"};
@@ -571,11 +600,16 @@ int main(int argc, char **argv)
 				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
 	for (auto &r : ropes)
 		test_rope(r[0], r[1], r[2]);
+	/* adaln: the row kernel's scalar path (D = 1, 7), the flat kernel with
+	 * divisions (S = 5, D = 1000; S = 140000, one vector a row) and with
+	 * shifts (64 x 4096, 2 x 16384) */
 	const int64_t adas[][3] = {{1, 1, 1},	  {2, 3, 7},	 {3, 5, 1000},
 				   {2, 64, 4096}, {1, 2, 16384}, {2, 140000, 8}};
 	for (auto &r : adas)
 		if (!quick || r[0] * r[1] * r[2] <= 1000000)
 			test_adaln(r[0], r[1], r[2]);
+	test_adaln_offset(2, 64, 4096);
+	test_adaln_offset(3, 5, 1000);
 	const int64_t gemms[][3] = {{1, 1, 8},	      {77, 200, 72},	{128, 128, 64},
 				    {129, 257, 136},  {256, 256, 4096}, {512, 384, 1024},
 				    {300, 131, 2000}, {1000, 520, 264}, {640, 768, 512}};
