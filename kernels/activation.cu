@@ -24,9 +24,10 @@
  * Technique: 16-byte vectors, all loads issued before any math (two rows
  * a thread for the plain ops, one for the gated ones: two vectors in
  * flight either way), a grid of (rows, vector) blocks large enough that
- * every SM holds many, no shared memory. GELU's erf/tanh cost ~30 instructions an element, which
- * at 4.2 TB/s of 16-bit data is most of the issue rate; the 16-bit
- * formulas cut that to ~15 (erf) and ~8 (tanh) so the ops stay memory-bound. */
+ * every SM holds many, no shared memory. GELU's erf/tanh cost ~30
+ * instructions an element, which at 4.2 TB/s of 16-bit data is most of the
+ * issue rate; the 16-bit formulas cut that to ~15 (erf) and ~8 (tanh) so
+ * the ops stay memory-bound. */
 #include "kernels/activation.h"
 #include "kernels/kf_cuda.cuh"
 #include "kernels/ref/gelu_fast.h"

@@ -11,8 +11,10 @@
  * fused_add_rms_norm does), so y is exactly rmsnorm(r, w) of the r it wrote.
  * Preconditions: T >= 0, D >= 1, both < 2^31; any D (16-byte vectors when D
  * is a multiple of 16/sizeof(type) and the pointers are 16-byte aligned,
- * scalar otherwise). Launch: block (tx, ty) from kf::row_block, grid
- * ceil_div(T, ty); any grid/block of that form is correct.
+ * scalar otherwise). Launch (rms_launch): block (tx, ty) from
+ * kf::row_block, grid ceil_div(T, ty), any grid/block of that form being
+ * correct; few 16-bit rows (rms_few_rows) run kf_rmsnorm[_noweight]_rows_*
+ * instead, one row a block of ceil_div(D / 8, 32) * 32 threads, grid T.
  * Cost (bytes moved, FLOPs), e = sizeof(type):
  *   rmsnorm:          bytes = (2*T*D + D) * e,  flops = 4*T*D
  *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
@@ -20,7 +22,10 @@
  * Technique: one row per group of tx threads, the row held in registers as
  * 16-byte vectors (one read and one write of HBM), every load (x and the
  * weight) issued before the first use, warp-shuffle reduction plus one
- * shared-memory step; few rows get more threads each (kf::row_block).
+ * shared-memory step; few rows get more threads each (kf::row_block), and
+ * few 16-bit rows a kernel of their own at 32 registers, each thread
+ * holding 4 elements of each half of the row (Inductor's layout), so that
+ * every row is resident at once.
  * Loads that must precede stores are issued in groups before them: the
  * compiler keeps a load behind any earlier store that may alias it. The
  * mean square divides by D with __fdividef (2 ulp; IEEE division is a
@@ -364,9 +369,10 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
  * row's D/8 threads fit in one wave of an H200 at full occupancy (132 SMs x
  * 2048 threads at <= 32 registers: T * D <= 132 * 2048 * 8) and D % 8 == 0,
  * D <= 8192, the pointers 16-byte aligned. Run 10 (H200, CUPTI kernel
- * time, three leases): 1x128x4096 1.95 against 2.02 us, 1x512x4096 3.04-3.10
- * against 3.14-3.23, 1x1024x2048 3.07-3.10 against 3.17-3.23; at
- * 1x1024x4096 (two waves) 5.1 against 4.9, hence the bound. The op
+ * time, against the row kernel in the same lease): 1x128x4096 1.92-1.95 us
+ * against 1.98-2.05, 1x512x4096 3.04-3.14 against 3.14-3.23, 1x1024x2048
+ * 3.07-3.10 against 3.17-3.26; at 1x1024x4096 (two waves) 5.1 against
+ * 4.9, hence the bound. The op
  * templates (kernels/ops.c) pick the same kernel with the same test. */
 static bool rms_few_rows(enum kf_dtype dt, const void *y, const void *x, const void *w, int64_t T,
 			 int64_t D)
