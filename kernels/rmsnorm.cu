@@ -320,6 +320,16 @@ __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows
 
 } /* namespace kf_rms */
 
+/* kf_rmsnorm_rows_*: two 1024-thread blocks an SM, so at most 32 registers,
+ * where an SM holds 2048 threads (sm_80, sm_90, sm_100); one elsewhere
+ * (sm_75: 1024, sm_86/89: 1536), where ptxas would ignore the request. */
+#if defined(__CUDA_ARCH__) && \
+	(__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+#define KF_RMS_ROWS_MIN_BLOCKS 2
+#else
+#define KF_RMS_ROWS_MIN_BLOCKS 1
+#endif
+
 #define KF_RMS_KERNELS(SUF, T)                                                                  \
 	extern "C" __global__ void __launch_bounds__(1024)                                      \
 		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)      \
@@ -336,12 +346,12 @@ __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows
 	{                                                                                       \
 		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                     \
 	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, 2)                                   \
+	extern "C" __global__ void __launch_bounds__(1024, KF_RMS_ROWS_MIN_BLOCKS)              \
 		kf_rmsnorm_rows_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps) \
 	{                                                                                       \
 		kf_rms::rows_body<T, true>(y, x, w, rows, D, eps);                              \
 	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, 2)                                   \
+	extern "C" __global__ void __launch_bounds__(1024, KF_RMS_ROWS_MIN_BLOCKS)              \
 		kf_rmsnorm_noweight_rows_##SUF(T *y, const T *x, int rows, int D, float eps)    \
 	{                                                                                       \
 		kf_rms::rows_body<T, false>(y, x, nullptr, rows, D, eps);                       \
