@@ -22,7 +22,7 @@
  * every load issues within a few instructions of the kernel's start. Run
  * 10 (H200, CUPTI kernel time, 4x4096x4096 bf16): the row kernel (two rows
  * a thread, the batch by a division before the modulation loads) 65.3-65.8
- * us, the flat one 64.5-65.1, torch.compile 64.8-65.2; the flat one with a
+ * us, the flat one 64.5-65.1, torch.compile 64.7-65.2; the flat one with a
  * division for the column 65.3, with 256-thread blocks 65.7, with a
  * grid-stride loop 65.3, a 3D grid (column, row, batch: no division at
  * all) 66.0. */

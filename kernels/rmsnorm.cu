@@ -380,7 +380,7 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
  * 2048 threads at <= 32 registers: T * D <= 132 * 2048 * 8) and D % 8 == 0,
  * D <= 8192, the pointers 16-byte aligned. Run 10 (H200, CUPTI kernel
  * time, against the row kernel in the same lease): 1x128x4096 1.92-1.95 us
- * against 1.98-2.05, 1x512x4096 3.04-3.14 against 3.14-3.23, 1x1024x2048
+ * against 1.95-2.05, 1x512x4096 3.04-3.14 against 3.14-3.23, 1x1024x2048
  * 3.07-3.10 against 3.17-3.26; at 1x1024x4096 (two waves) 5.1 against
  * 4.9, hence the bound. The op
  * templates (kernels/ops.c) pick the same kernel with the same test. */
