@@ -215,13 +215,11 @@ __device__ __forceinline__ void body(T *y, T *r, const T *x, const T *res, const
 /* Four consecutive elements of T: 8 bytes (f16, bf16) or 16 (f32). */
 template <typename T> using quad = std::conditional_t<sizeof(T) == 2, uint2, uint4>;
 
+/* f32 quads are kf_cuda.cuh's 16-byte chunks; 16-bit ones two packed pairs. */
 template <typename T> __device__ __forceinline__ void quad_unpack(const quad<T> &q, float (&f)[4])
 {
 	if constexpr (sizeof(T) == 4) {
-		f[0] = __uint_as_float(q.x);
-		f[1] = __uint_as_float(q.y);
-		f[2] = __uint_as_float(q.z);
-		f[3] = __uint_as_float(q.w);
+		unpack<T, 4>(chunk<T, 4>{q}, f);
 	} else {
 		const uint32_t u[2] = {q.x, q.y};
 #pragma unroll
@@ -235,39 +233,31 @@ template <typename T> __device__ __forceinline__ void quad_unpack(const quad<T> 
 
 template <typename T> __device__ __forceinline__ quad<T> quad_pack(const float (&f)[4])
 {
-	quad<T> q;
-	if constexpr (sizeof(T) == 4) {
-		q.x = __float_as_uint(f[0]);
-		q.y = __float_as_uint(f[1]);
-		q.z = __float_as_uint(f[2]);
-		q.w = __float_as_uint(f[3]);
-	} else {
-		q.x = pair_pack<T>(f[0], f[1]);
-		q.y = pair_pack<T>(f[2], f[3]);
-	}
-	return q;
+	if constexpr (sizeof(T) == 4)
+		return pack<T, 4>(f).raw;
+	else
+		return make_uint2(pair_pack<T>(f[0], f[1]), pair_pack<T>(f[2], f[3]));
 }
 
 /* p: 8-byte (16-bit T) or 16-byte (f32) aligned. Loaded with L1::evict_last
  * and an L2 evict_last policy, as Inductor loads these rows (its SASS, run
- * 9 lease 11 and run 10 lease 3); volatile keeps program order. */
+ * 9 lease 11 and run 10 lease 3): f32 through kf::ld_row, which loads so;
+ * volatile keeps program order. */
 template <typename T> __device__ __forceinline__ quad<T> quad_ld(const T *p)
 {
-	quad<T> q;
+	if constexpr (sizeof(T) == 4) {
+		return ld_row<T, 4>(p, 0).raw;
+	} else {
+		quad<T> q;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	if constexpr (sizeof(T) == 4)
-		asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, "
-			     "[%4], %5;"
-			     : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w)
-			     : "l"(p), "l"(evict_last_policy()));
-	else
 		asm volatile("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
 			     : "=r"(q.x), "=r"(q.y)
 			     : "l"(p), "l"(evict_last_policy()));
 #else
-	q = *reinterpret_cast<const quad<T> *>(p);
+		q = *reinterpret_cast<const quad<T> *>(p);
 #endif
-	return q;
+		return q;
+	}
 }
 
 /* One row a block of ceil_div(D / 8, 32) * 32 threads (blockDim.y == 1):
