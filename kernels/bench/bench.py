@@ -32,7 +32,9 @@ BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
 A/B: no table), BENCH_KF_ALLOC=1 (kforge's outputs allocated every call,
 as eager's and compile's are, instead of one buffer reused), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
 names match run kforge's kernel and torch.compile's twice each, untimed,
-and nothing else; e.g. `ncu -k regex:'kf_|triton' python3 bench.py`),
+each after the flush, between cudaProfilerStart and Stop after a warm-up;
+e.g. `ncu --profile-from-start off --cache-control none -k
+regex:'kf_|triton' python3 bench.py`),
 BENCH_TRACE=REGEX (the matching target cases' kforge, or every library of
 BENCH_AB_LIBS, and torch.compile timed as the table times them, under the
 CUDA profiler: per side the event time, the kernels' own duration, and the
@@ -239,13 +241,23 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
         kf_fn()
         return time_all([kf_fn])[0]
     if PROBE:
-        # for ncu: kforge's kernel and torch.compile's, run twice each, untimed
+        # for ncu (--profile-from-start off): kforge's kernel and
+        # torch.compile's, warmed up (compile and autotune) outside the
+        # profiled range, then twice each inside it, each after the L2
+        # flush as the table times them (ncu --cache-control none keeps
+        # that state), untimed
         fns = [kf_fn]
         if do_compile:
             fns.append(torch.compile(eager_fn, dynamic=False))
         for f in fns + fns:
             f()
         torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        for f in fns + fns:
+            FLUSH.zero_()
+            f()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
         return None
     if TRACE:
         return trace_case(kf_fn, eager_fn if do_compile else None)
