@@ -52,14 +52,14 @@
 #define ROW_BASELINE(KERNEL, N, ARGS) \
 	"\"baseline\": {\"launch\": [" ROW_LAUNCH(KERNEL, N, ARGS) "]}"
 /* rmsnorm and rmsnorm_noweight: few 16-bit rows run KERNEL_rows_$dtype, one
- * row a block of ceil_div(D / 8, 32) * 32 threads (rms_few_rows in
+ * row a block of ceil_div(D / 16, 32) * 32 threads (rms_few_rows in
  * kernels/rmsnorm.cu; its alignment test always holds for the harness's
  * buffers), the rest KERNEL_$dtype as ROW_BASELINE. */
-#define RMS_FEW "$esize == 2 && D % 8 == 0 && D <= 8192 && T * D <= 2162688"
+#define RMS_FEW "$esize == 2 && D % 16 == 0 && D <= 8192 && T * D <= 2162688"
 #define RMS_BASELINE(KERNEL, ARGS)                                                             \
 	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL                                   \
 	"_rows_$dtype\", \"when\": \"" RMS_FEW                                                 \
-	"\", \"grid\": [\"T\"], \"block\": [\"ceil_div(D, 256) * 32\"], \"shared_bytes\": 0, " \
+	"\", \"grid\": [\"T\"], \"block\": [\"ceil_div(D, 512) * 32\"], \"shared_bytes\": 0, " \
 	"\"args\": [" ARGS "]}, {\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"!(" RMS_FEW    \
 	")\", " ROW_GRID(256) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
 

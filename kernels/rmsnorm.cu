@@ -14,7 +14,7 @@
  * scalar otherwise). Launch (rms_launch): block (tx, ty) from
  * kf::row_block, grid ceil_div(T, ty), any grid/block of that form being
  * correct; few 16-bit rows (rms_few_rows) run kf_rmsnorm[_noweight]_rows_*
- * instead, one row a block of ceil_div(D / 8, 32) * 32 threads, grid T.
+ * instead, one row a block of ceil_div(D / 16, 32) * 32 threads, grid T.
  * Cost (bytes moved, FLOPs), e = sizeof(type):
  *   rmsnorm:          bytes = (2*T*D + D) * e,  flops = 4*T*D
  *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
@@ -23,9 +23,8 @@
  * 16-byte vectors (one read and one write of HBM), every load (x and the
  * weight) issued before the first use, warp-shuffle reduction plus one
  * shared-memory step; few rows get more threads each (kf::row_block), and
- * few 16-bit rows a kernel of their own at 32 registers, each thread
- * holding 4 elements of each half of the row (Inductor's layout), so that
- * every row is resident at once.
+ * few 16-bit rows a kernel of their own, each thread holding 4 elements
+ * of each quarter of the row, so that every row is resident at once.
  * Loads that must precede stores are issued in groups before them: the
  * compiler keeps a load behind any earlier store that may alias it. The
  * mean square divides by D with __fdividef (2 ulp; IEEE division is a
@@ -260,66 +259,63 @@ template <typename T> __device__ __forceinline__ quad<T> quad_ld(const T *p)
 	}
 }
 
-/* One row a block of ceil_div(D / 8, 32) * 32 threads (blockDim.y == 1):
- * thread t holds x[4t, 4t + 4) and x[D/2 + 4t, D/2 + 4t + 4), both halves
- * and the weight loaded before the reduction, so the kernel is one memory
- * round trip, one block-wide sum and the stores. Preconditions: D % 8 == 0,
- * D <= 8192, x, y, w 16-byte aligned, gridDim.x >= rows. */
+/* One row a block of ceil_div(D / 16, 32) * 32 threads (blockDim.y == 1):
+ * thread t holds 4 elements of each quarter of the row, x[kD/4 + 4t, kD/4 +
+ * 4t + 4) for k = 0..3, all loaded with the weight before the reduction, so
+ * the kernel is one memory round trip, one block-wide sum and the stores.
+ * Quarters rather than Inductor's halves (run 11: a 4096 row in 256
+ * threads, 8 warps to sum over instead of 16; 48 registers).
+ * Preconditions: D % 16 == 0, D <= 8192, x, y, w 16-byte aligned,
+ * gridDim.x >= rows. */
 template <typename T, bool HAS_W>
 __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows, int D, float eps)
 {
+	constexpr int P = 4; /* parts of the row a thread holds a quad of */
 	__shared__ float red[32];
 	if ((int)blockIdx.x >= rows)
 		return; /* the whole block: no barrier is left waiting */
-	const int h = D / 2, t = 4 * (int)threadIdx.x;
+	const int h = D / P, t = 4 * (int)threadIdx.x;
 	const bool on = t < h;
 	const T *xr = x + (int64_t)blockIdx.x * D;
 	T *yr = y + (int64_t)blockIdx.x * D;
-	quad<T> a = {}, b = {}, wa = {}, wb = {};
+	quad<T> a[P] = {}, wa[P] = {};
 	if (on) {
-		a = quad_ld<T>(xr + t);
-		b = quad_ld<T>(xr + h + t);
-		if constexpr (HAS_W) {
-			wa = quad_ld<T>(w + t);
-			wb = quad_ld<T>(w + h + t);
-		}
-	}
-	float fa[4], fb[4], ss = 0.f;
-	quad_unpack<T>(a, fa);
-	quad_unpack<T>(b, fb);
 #pragma unroll
-	for (int k = 0; k < 4; k++)
-		ss += fa[k] * fa[k] + fb[k] * fb[k];
+		for (int k = 0; k < P; k++)
+			a[k] = quad_ld<T>(xr + k * h + t);
+		if constexpr (HAS_W)
+#pragma unroll
+			for (int k = 0; k < P; k++)
+				wa[k] = quad_ld<T>(w + k * h + t);
+	}
+	float f[P][4], ss = 0.f;
+#pragma unroll
+	for (int k = 0; k < P; k++) {
+		quad_unpack<T>(a[k], f[k]);
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			ss += f[k][j] * f[k][j];
+	}
 	ss = row_reduce<false, false>(ss, red);
 	const float inv = rsqrtf(__fdividef(ss, (float)D) + eps);
 	if (!on)
 		return;
-	float ga[4], gb[4];
-	if constexpr (HAS_W) {
-		quad_unpack<T>(wa, ga);
-		quad_unpack<T>(wb, gb);
-	}
 #pragma unroll
-	for (int k = 0; k < 4; k++) {
-		fa[k] *= HAS_W ? inv * ga[k] : inv;
-		fb[k] *= HAS_W ? inv * gb[k] : inv;
+	for (int k = 0; k < P; k++) {
+		float g[4];
+		if constexpr (HAS_W)
+			quad_unpack<T>(wa[k], g);
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			f[k][j] *= HAS_W ? inv * g[j] : inv;
+		*reinterpret_cast<quad<T> *>(yr + k * h + t) = quad_pack<T>(f[k]);
 	}
-	*reinterpret_cast<quad<T> *>(yr + t) = quad_pack<T>(fa);
-	*reinterpret_cast<quad<T> *>(yr + h + t) = quad_pack<T>(fb);
 }
 
 } /* namespace kf_rms */
 
-/* kf_rmsnorm_rows_*: two 1024-thread blocks an SM, so at most 32 registers,
- * where an SM holds 2048 threads (sm_80, sm_90, sm_100); one elsewhere
- * (sm_75: 1024, sm_86/89: 1536), where ptxas would ignore the request. */
-#if defined(__CUDA_ARCH__) && \
-	(__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
-#define KF_RMS_ROWS_MIN_BLOCKS 2
-#else
-#define KF_RMS_ROWS_MIN_BLOCKS 1
-#endif
-
+/* The rows kernels at (1024, 1), the configuration run 11 measured: ptxas
+ * gives the bf16 kernel 48 registers there and 54 under (1024). */
 #define KF_RMS_KERNELS(SUF, T)                                                                  \
 	extern "C" __global__ void __launch_bounds__(1024)                                      \
 		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)      \
@@ -336,12 +332,12 @@ __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows
 	{                                                                                       \
 		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                     \
 	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, KF_RMS_ROWS_MIN_BLOCKS)              \
+	extern "C" __global__ void __launch_bounds__(1024, 1)                                   \
 		kf_rmsnorm_rows_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps) \
 	{                                                                                       \
 		kf_rms::rows_body<T, true>(y, x, w, rows, D, eps);                              \
 	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, KF_RMS_ROWS_MIN_BLOCKS)              \
+	extern "C" __global__ void __launch_bounds__(1024, 1)                                   \
 		kf_rmsnorm_noweight_rows_##SUF(T *y, const T *x, int rows, int D, float eps)    \
 	{                                                                                       \
 		kf_rms::rows_body<T, false>(y, x, nullptr, rows, D, eps);                       \
@@ -365,26 +361,28 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
 	return cudaSuccess;
 }
 
-/* kf_rmsnorm_rows_* runs 16-bit rmsnorm (with or without weight) when every
- * row's D/8 threads fit in one wave of an H200 at full occupancy (132 SMs x
- * 2048 threads at <= 32 registers: T * D <= 132 * 2048 * 8) and D % 8 == 0,
- * D <= 8192, the pointers 16-byte aligned. Run 10 (H200, CUPTI kernel
- * time, against the row kernel in the same lease): 1x128x4096 1.92-1.95 us
- * against 1.95-2.05, 1x512x4096 3.04-3.14 against 3.14-3.23, 1x1024x2048
- * 3.07-3.10 against 3.17-3.26; at 1x1024x4096 (two waves) 5.1 against
- * 4.9, hence the bound. The op
- * templates (kernels/ops.c) pick the same kernel with the same test. */
+/* kf_rmsnorm_rows_* runs 16-bit rmsnorm (with or without weight) when all
+ * rows are resident at once on an H200 (T * D <= 132 * 2048 * 8: run 10's
+ * bound, for D/8 threads a row at 32 registers; the quarters kernel, D/16
+ * threads at 48 registers, 1280 an SM, holds up to 132 * 1280 * 16) and
+ * D % 16 == 0, D <= 8192, the pointers 16-byte aligned. Kernel time (H200,
+ * CUPTI, same lease), row kernel -> run 10's halves -> quarters (run 11):
+ * 1x128x4096 1.95-2.05 -> 1.92-1.95 -> 1.92; 1x512x4096 3.14-3.23 ->
+ * 3.10-3.14 -> 3.01-3.04; 1x1024x2048 3.17-3.26 -> 3.07 -> 3.01-3.04. At
+ * 1x1024x4096 (two waves) the halves ran 5.1 against the row kernel's
+ * 4.9, hence the bound. The op templates (kernels/ops.c) pick the same
+ * kernel with the same test. */
 static bool rms_few_rows(enum kf_dtype dt, const void *y, const void *x, const void *w, int64_t T,
 			 int64_t D)
 {
-	return dt != KF_DT_F32 && D % 8 == 0 && D <= 8192 && T * D <= 132 * 2048 * 8 &&
+	return dt != KF_DT_F32 && D % 16 == 0 && D <= 8192 && T * D <= 132 * 2048 * 8 &&
 	       (((uintptr_t)y | (uintptr_t)x | (uintptr_t)w) & 15u) == 0;
 }
 
 /* One launch for every variant: block (tx, ty) from kf::row_block (the whole
  * row in registers at 64 bytes a thread), one row group per block, grid
  * ceil_div(T, ty); or, for few 16-bit rows (rms_few_rows), one row a block
- * of ceil_div(D / 8, 32) * 32 threads. Static shared memory only (128
+ * of ceil_div(D / 16, 32) * 32 threads. Static shared memory only (128
  * bytes). */
 static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
 			      const void *w, int64_t T, int64_t D, float eps, cudaStream_t s)
@@ -395,7 +393,7 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 	if (r && (!res || !w))
 		return cudaErrorInvalidValue;
 	if (!r && rms_few_rows(dt, y, x, w, T, D)) {
-		const unsigned grid = (unsigned)T, block = (unsigned)((D + 255) / 256 * 32);
+		const unsigned grid = (unsigned)T, block = (unsigned)((D + 511) / 512 * 32);
 		const int rows = (int)T, d = (int)D;
 #define KF_RMS_ROWS(SUF, TY)                                                                       \
 	do {                                                                                       \

@@ -644,7 +644,7 @@ static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t threads, int
 {
 	if (threads == 0) { /* rms_few_rows (kernels/rmsnorm.cu): one row a block */
 		*grid = T;
-		*tx = (D + 255) / 256 * 32;
+		*tx = (D + 511) / 512 * 32;
 		*ty = 1;
 		return;
 	}
@@ -677,7 +677,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 	static const char *const OPS[] = {"rmsnorm",   "rmsnorm_noweight",   "add_rmsnorm",
 					  "layernorm", "layernorm_noaffine", "softmax"};
 	static const int64_t TS[] = {1, 7, 128, 512, 1024, 1025, 1056, 2048, 4096, 16384, 300000};
-	static const int64_t DS[] = {1, 7, 1000, 2048, 4096, 8192, 8193, 16384, 20001, 65536};
+	static const int64_t DS[] = {1, 7, 1000, 1008, 2048, 4096, 8192, 8193, 16384, 20001, 65536};
 	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0] * 2; o++) {
 		const struct op_template *op = op_find(OPS[o / 2]);
 		const int esize = o % 2 ? 4 : 2;
@@ -691,7 +691,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				struct expr_env env = {names, vals, 2};
 				int64_t g, x, y, sh = 0;
 				const int64_t T = TS[ti], D = DS[di];
-				const int few = rms && esize == 2 && D % 8 == 0 && D <= 8192 &&
+				const int few = rms && esize == 2 && D % 16 == 0 && D <= 8192 &&
 						T * D <= 132 * 2048 * 8;
 				row_launch_ref(T, D, esize,
 					       few ? 0

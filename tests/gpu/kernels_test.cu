@@ -232,7 +232,7 @@ static void test_rmsnorm_rows_f32(int64_t T, int64_t D)
 	char what[96];
 	tens x(KF_DT_F32, T * D, true), w(KF_DT_F32, D, true);
 	std::vector<double> want(T * D);
-	const unsigned block = (unsigned)((D + 255) / 256 * 32);
+	const unsigned block = (unsigned)((D + 511) / 512 * 32);
 	for (int hw = 1; hw >= 0; hw--) {
 		tens y(KF_DT_F32, T * D, false);
 		must(rmsnorm_ref(want.data(), x.h.data(), hw ? w.h.data() : NULL, T, D, 1e-6, &err),
@@ -562,16 +562,17 @@ int main(int argc, char **argv)
 	 * with 125 chunks over 32 threads (2500 x 1000), and a row that is no
 	 * whole number of 16-bit vectors (3001 x 4100: the two-pass path; f32
 	 * holds it, 7 or 8 chunks a thread). 16-bit rmsnorm's few-row kernel
-	 * (T * D <= 2162688, D % 8 == 0, D <= 8192) at one active thread of a
-	 * warp (7 x 8), a partial warp (5 x 1000), D = 8192 (1024 threads),
-	 * T * D at the bound (264 x 8192) and one row past it (265 x 8192),
-	 * and D = 8200 (the row kernel). */
+	 * (T * D <= 2162688, D % 16 == 0, D <= 8192) at one active thread of
+	 * a warp (7 x 16), a partial warp (5 x 1008: 63 of 64 threads), D =
+	 * 8192 (512 threads), T * D at the bound (264 x 8192) and one row past
+	 * it (265 x 8192); D % 16 == 8 (7 x 8, 5 x 1000) and D = 8200 run the
+	 * row kernel. */
 	const int64_t rows[][2] = {
 		{1, 1},	      {1, 7},	    {3, 33},	  {5, 1000},	{2, 4097},    {4, 4096},
 		{7, 8},	      {1, 16384},   {2, 20000},	  {1, 40000},	{2, 65536},   {1, 131072},
 		{1, 70001},   {70000, 64},  {3000, 2048}, {1000, 3000}, {1000, 2048}, {1025, 4096},
 		{2500, 1000}, {3001, 4100}, {1, 8192},	  {264, 8192},	{265, 8192},  {3, 8200},
-		{128, 4096},  {512, 4096}};
+		{128, 4096},  {512, 4096},  {7, 16},	  {5, 1008}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -580,9 +581,9 @@ int main(int argc, char **argv)
 		test_softmax(r[0], r[1]);
 	}
 	test_rmsnorm_offset(4, 4096);
-	test_rmsnorm_offset(3, 1000);
-	test_rmsnorm_rows_f32(7, 8);
-	test_rmsnorm_rows_f32(5, 1000);
+	test_rmsnorm_offset(3, 1008);
+	test_rmsnorm_rows_f32(7, 16);
+	test_rmsnorm_rows_f32(5, 1008);
 	test_rmsnorm_rows_f32(128, 4096);
 	test_rmsnorm_rows_f32(2, 8192);
 	const int64_t far[][2] = {{4, 4096}, {1025, 4096}, {2500, 1000}, {3, 33}, {2, 20000}};
