@@ -41,11 +41,14 @@ CUDA profiler: per side the event time, the kernels' own duration, and the
 gap from the flush's end to the first kernel's start; BENCH_AB_ITERS
 repetitions), BENCH_CASES=REGEX (the table's rows for the
 matching target cases only), BENCH_CHUNK=N (time_all: N calls of one
-implementation in a row instead of alternating every call)."""
+implementation in a row instead of alternating every call), BENCH_ORDER=
+shuffle|rotate|reverse (the order of the sides in each repetition; default
+shuffle, see rep_order)."""
 import ctypes
 import json
 import math
 import os
+import random
 import re
 import statistics
 import sys
@@ -57,6 +60,7 @@ import torch.nn.functional as F
 T0 = time.time()
 ITERS = int(os.environ.get("BENCH_ITERS", "30"))
 CHUNK = max(1, int(os.environ.get("BENCH_CHUNK", "1")))
+ORDER_MODE = os.environ.get("BENCH_ORDER", "shuffle")  # rep_order
 BUDGET = float(os.environ.get("BENCH_BUDGET_S", "200"))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 LIB = os.environ.get("KF_LIB", "build/gpu-kernels/libkfk.so")
@@ -134,14 +138,32 @@ FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
 ORDER = []  # time_all: the fn index of every timed call, in order (trace_case)
 
 
+def rep_order(n, r):
+    """The order of the n fns in repetition r (BENCH_ORDER). shuffle (the
+    default): a permutation drawn from a generator seeded with r, so every
+    fn takes every position and follows every other fn about equally often.
+    rotate: fns shifted by r, run 7-10's order; it keeps the cycle, so each
+    fn always follows the same other fn (across the flush), and run 11 saw
+    that neighbour move the small shapes' event times by 0.3-0.4 us.
+    reverse: the rotation run backwards (each fn follows the other
+    neighbour), to measure that effect."""
+    if ORDER_MODE == "shuffle":
+        p = list(range(n))
+        random.Random(r).shuffle(p)
+        return p
+    if ORDER_MODE == "reverse":
+        return [(r - p) % n for p in range(n)]
+    return [(p + r) % n for p in range(n)]
+
+
 def time_all(fns, iters=ITERS):
-    """Median microseconds of each fn, round-robin, L2 flushed before each.
-    The order rotates every repetition: with a fixed order, run 7 saw the
-    same code read up to 0.9 us (small shapes) or 1-2% (large) apart by its
-    position alone (alternate positions fast and slow). BENCH_CHUNK=N > 1:
-    each fn runs N timed calls in a row after one untimed call, so every
-    timed call follows a call of the same fn (same buffers) and the flush;
-    the chunks rotate."""
+    """Median microseconds of each fn, interleaved, L2 flushed before each.
+    The order changes every repetition (rep_order): with a fixed order, run
+    7 saw the same code read up to 0.9 us (small shapes) or 1-2% (large)
+    apart by its position alone (alternate positions fast and slow).
+    BENCH_CHUNK=N > 1: each fn runs N timed calls in a row after one untimed
+    call, so every timed call follows a call of the same fn (same buffers)
+    and the flush; the chunks change order the same way."""
     for f in fns:
         for _ in range(3):
             f()
@@ -151,8 +173,7 @@ def time_all(fns, iters=ITERS):
     n = len(fns)
     ORDER.clear()
     for r in range(0, iters, CHUNK):
-        for p in range(n):
-            j = (p + r // CHUNK) % n
+        for j in rep_order(n, r // CHUNK):
             f = fns[j]
             if CHUNK > 1:  # untimed: the chunk's calls all follow this fn
                 FLUSH.zero_()
@@ -769,6 +790,14 @@ def write_markdown(path, gpu, cuda):
                     f"{'' if r['ok'] else ' MISMATCH'}\n")
 
 
+def write_json(p, ab):
+    """BENCH_JSON: every row printed, with the A/B results."""
+    if os.environ.get("BENCH_JSON"):
+        with open(os.environ["BENCH_JSON"], "w") as f:
+            json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, order=ORDER_MODE,
+                           rows=ROWS, ab=ab), f, indent=1)
+
+
 def main():
     global COPY, kf, AB_LIBS
     p = torch.cuda.get_device_properties(0)
@@ -784,6 +813,7 @@ def main():
         for name, c in target_cases():
             if re.search(os.environ["BENCH_CASES"], name):
                 c()
+        write_json(p, [])
         return 0
     if PROBE or TRACE:
         AB_LIBS = env_libs() if TRACE else []
@@ -846,10 +876,7 @@ def main():
                 for r in ab:
                     f.write(f"| {r['case']} | " + " | ".join(f"{r['us'][n]:.2f}" for n in names) + " |"
                             + (f" MISMATCH {' '.join(r['mismatch'])}" if r["mismatch"] else "") + "\n")
-    if os.environ.get("BENCH_JSON"):
-        with open(os.environ["BENCH_JSON"], "w") as f:
-            json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, rows=ROWS, ab=ab), f,
-                      indent=1)
+    write_json(p, ab)
     print(f"# {len(ROWS)} rows in {time.time() - T0:.0f} s; {sum(not r['ok'] for r in ROWS)} mismatches",
           flush=True)
 
