@@ -415,9 +415,10 @@ static inline void row_block(int64_t T, int64_t D, int esize, int threads, int *
 
 /* Picks the per-thread register cache depth for a row of n chunks over
  * blockDim.x threads and runs op.run<W, NV>() (NV == 0: the loop path that
- * reads the row from memory again instead of holding it). The choice is
+ * reads the row from memory again instead of holding it); MAX_NV (4 or 8)
+ * caps the depth, for kernels held to fewer registers. The choice is
  * uniform across the block, so barriers inside run() are safe. */
-template <typename T, class Op>
+template <typename T, class Op, int MAX_NV = 8>
 __device__ __forceinline__ void row_dispatch(Op &op, int D, bool vec_ok)
 {
 	constexpr int V = vec_width<T>::value;
@@ -431,8 +432,8 @@ __device__ __forceinline__ void row_dispatch(Op &op, int D, bool vec_ok)
 			op.template run<V, 2>();
 		else if (n <= 4 * tx)
 			op.template run<V, 4>();
-		else if (n <= 8 * tx)
-			op.template run<V, 8>();
+		else if (MAX_NV >= 8 && n <= 8 * tx)
+			op.template run<V, MAX_NV>(); /* never taken below 8 */
 		else
 			op.template run<V, 0>();
 	} else {

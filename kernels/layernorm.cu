@@ -15,7 +15,10 @@
  * Cost, e = sizeof(type), nw = (w != NULL) + (b != NULL):
  *   bytes = (2*T*D + nw*D) * e,  flops = (7 + nw) * T*D
  * Technique: as rmsnorm (row in registers, one HBM pass), with two
- * row reductions; the wide-row fallback makes three passes through L2. */
+ * row reductions; the wide-row fallback makes three passes through L2.
+ * 16-bit kernels hold x packed and run at 40 registers (more rows in
+ * flight an SM), so they keep at most 32 elements a thread in registers:
+ * rows over 32768 elements take the three-pass path. */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/layernorm.h"
 
@@ -110,11 +113,12 @@ template <typename T, bool HW, bool HB> struct row_op {
 					if constexpr (PB)
 						bc[k] = ld_keep<T, W>(b, t + k * tx);
 				}
-			if constexpr (NV * W <= 32) {
-				/* x converted once and held as floats (at most
-				 * 32 registers: 32 bf16 or 16 f32 elements a
-				 * thread): the two reductions and the output read
-				 * them without converting again */
+			if constexpr (NV * W <= 32 && sizeof(T) == 4) {
+				/* f32: x held as the floats it is (at most 16
+				 * elements a thread). 16-bit x stays packed (the
+				 * branch below converts it on each pass): half the
+				 * registers, so the 40-register kernels (KF_LN_16)
+				 * hold it without spilling */
 				float xf[NV][W];
 #pragma unroll
 				for (int k = 0; k < NV; k++)
@@ -181,33 +185,50 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 	const bool vec_ok = D % V == 0 && aligned16(x) && aligned16(y) && (!HW || aligned16(w)) &&
 			    (!HB || aligned16(b));
 	row_op<T, HW, HB> op{y + off, x + off, w, b, D, eps, row < rows, red};
-	row_dispatch<T>(op, D, vec_ok);
+	/* 16-bit: at most 4 chunks a thread (32 elements) in registers, the
+	 * wider rows (D > 32768) through the loop path, at 40 registers */
+	row_dispatch<T, row_op<T, HW, HB>, sizeof(T) == 2 ? 4 : 8>(op, D, vec_ok);
 }
 
+/* 16-bit layernorm kernels are held to 40 registers: 12 blocks of 128
+ * threads an SM instead of 8 at 64, more rows' loads in flight. Run 11
+ * (H200, CUPTI kernel time, against 64 registers in the same lease, two
+ * leases): bf16 16384x4096 67.5-67.8 -> 67.1 us, 2x4096x3072 27.8-28.0 ->
+ * 26.8-27.0; at 48 registers 67.1 and 27.1-27.3; f32 at 40 or 48
+ * registers 1% slower, so it keeps 64. */
+#define KF_LN_16 __maxnreg__(40)
+#define KF_LN_32 __launch_bounds__(1024)
+
 template <typename T, bool HW, bool HB>
-__global__ void __launch_bounds__(1024)
-	ln_kernel(T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)
+__global__ void KF_LN_32 ln_kernel(T *y, const T *x, const T *w, const T *b, int rows, int D,
+				   float eps)
+{
+	body<T, HW, HB>(y, x, w, b, rows, D, eps);
+}
+template <typename T, bool HW, bool HB>
+__global__ void KF_LN_16 ln_kernel16(T *y, const T *x, const T *w, const T *b, int rows, int D,
+				     float eps)
 {
 	body<T, HW, HB>(y, x, w, b, rows, D, eps);
 }
 
 } /* namespace kf_ln */
 
-#define KF_LN_KERNELS(SUF, T)                                                             \
-	extern "C" __global__ void __launch_bounds__(1024) kf_layernorm_##SUF(            \
-		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)     \
-	{                                                                                 \
-		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                     \
-	}                                                                                 \
-	extern "C" __global__ void __launch_bounds__(1024)                                \
-		kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, int D, float eps) \
-	{                                                                                 \
-		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);       \
+#define KF_LN_KERNELS(SUF, T, BOUNDS)                                                             \
+	extern "C" __global__ void BOUNDS kf_layernorm_##SUF(                                     \
+		T *y, const T *x, const T *w, const T *b, int rows, int D, float eps)             \
+	{                                                                                         \
+		kf_ln::body<T, true, true>(y, x, w, b, rows, D, eps);                             \
+	}                                                                                         \
+	extern "C" __global__ void BOUNDS kf_layernorm_noaffine_##SUF(T *y, const T *x, int rows, \
+								      int D, float eps)           \
+	{                                                                                         \
+		kf_ln::body<T, false, false>(y, x, nullptr, nullptr, rows, D, eps);               \
 	}
 
-KF_LN_KERNELS(f32, float)
-KF_LN_KERNELS(f16, __half)
-KF_LN_KERNELS(bf16, __nv_bfloat16)
+KF_LN_KERNELS(f32, float, KF_LN_32)
+KF_LN_KERNELS(f16, __half, KF_LN_16)
+KF_LN_KERNELS(bf16, __nv_bfloat16, KF_LN_16)
 
 /* --- launch helper --------------------------------------------------------- */
 
@@ -217,18 +238,22 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 {
 	T *yy = (T *)y;
 	const T *xx = (const T *)x, *ww = (const T *)w, *bb = (const T *)b;
-	if (w && b)
-		kf_ln::ln_kernel<T, true, true>
-			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
-	else if (w)
-		kf_ln::ln_kernel<T, true, false>
-			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
-	else if (b)
-		kf_ln::ln_kernel<T, false, true>
-			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+#define KF_LN_GO(K)                                                                              \
+	do {                                                                                     \
+		if (w && b)                                                                      \
+			K<T, true, true><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);   \
+		else if (w)                                                                      \
+			K<T, true, false><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);  \
+		else if (b)                                                                      \
+			K<T, false, true><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);  \
+		else                                                                             \
+			K<T, false, false><<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps); \
+	} while (0)
+	if constexpr (sizeof(T) == 2)
+		KF_LN_GO(kf_ln::ln_kernel16);
 	else
-		kf_ln::ln_kernel<T, false, false>
-			<<<grid, block, 0, s>>>(yy, xx, ww, bb, rows, D, eps);
+		KF_LN_GO(kf_ln::ln_kernel);
+#undef KF_LN_GO
 	return cudaGetLastError();
 }
 
