@@ -9,7 +9,7 @@ timed the same way: CUDA events around one call on the current stream,
 the L2 flushed before every call by writing a 512 MiB buffer (the flush is
 queued before the start event, so host launch overhead hides behind it and
 the figure is GPU time), warm-up first, the implementations interleaved
-round-robin in an order that rotates every repetition, the median of the
+in an order shuffled every repetition (rep_order), the median of the
 repetitions reported. kforge is called
 through ctypes with torch's current stream; inputs are N(0,1) (never
 zeros). Every kforge output is compared with eager before timing.
