@@ -362,20 +362,20 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
 }
 
 /* kf_rmsnorm_rows_* runs 16-bit rmsnorm (with or without weight) when all
- * rows are resident at once on an H200 (T * D <= 132 * 2048 * 8: run 10's
- * bound, for D/8 threads a row at 32 registers; the quarters kernel, D/16
- * threads at 48 registers, 1280 an SM, holds up to 132 * 1280 * 16) and
- * D % 16 == 0, D <= 8192, the pointers 16-byte aligned. Kernel time (H200,
- * CUPTI, same lease), row kernel -> run 10's halves -> quarters (run 11):
- * 1x128x4096 1.95-2.05 -> 1.92-1.95 -> 1.92; 1x512x4096 3.14-3.23 ->
- * 3.10-3.14 -> 3.01-3.04; 1x1024x2048 3.17-3.26 -> 3.07 -> 3.01-3.04. At
- * 1x1024x4096 (two waves) the halves ran 5.1 against the row kernel's
- * 4.9, hence the bound. The op templates (kernels/ops.c) pick the same
- * kernel with the same test. */
+ * rows are resident at once on an H200: at 48 registers an SM holds at
+ * least 1024 of the D/16 threads a row, so T * D <= 132 * 1024 * 16 (the
+ * same bound as run 10's halves, D/8 threads at 32 registers, 2048 an
+ * SM); and D % 16 == 0, D <= 8192, the pointers 16-byte aligned. Kernel
+ * time (H200, CUPTI, same lease), row kernel -> run 10's halves -> run
+ * 11's quarters: 1x128x4096 1.95-2.05 -> 1.92-1.95 -> 1.89-1.92;
+ * 1x512x4096 3.14-3.23 -> 3.10-3.14 -> 3.01-3.07; 1x1024x2048 3.17-3.26
+ * -> 3.07-3.10 -> 3.01-3.04. At 1x1024x4096 (two waves) the halves ran
+ * 5.1 against the row kernel's 4.9, hence the bound. The op templates
+ * (kernels/ops.c) pick the same kernel with the same test. */
 static bool rms_few_rows(enum kf_dtype dt, const void *y, const void *x, const void *w, int64_t T,
 			 int64_t D)
 {
-	return dt != KF_DT_F32 && D % 16 == 0 && D <= 8192 && T * D <= 132 * 2048 * 8 &&
+	return dt != KF_DT_F32 && D % 16 == 0 && D <= 8192 && T * D <= 132 * 1024 * 16 &&
 	       (((uintptr_t)y | (uintptr_t)x | (uintptr_t)w) & 15u) == 0;
 }
 

@@ -692,7 +692,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				int64_t g, x, y, sh = 0;
 				const int64_t T = TS[ti], D = DS[di];
 				const int few = rms && esize == 2 && D % 16 == 0 && D <= 8192 &&
-						T * D <= 132 * 2048 * 8;
+						T * D <= 132 * 1024 * 16;
 				row_launch_ref(T, D, esize,
 					       few ? 0
 					       : strncmp(OPS[o / 2], "layernorm", 9) == 0 ||
