@@ -61,6 +61,8 @@ T0 = time.time()
 ITERS = int(os.environ.get("BENCH_ITERS", "30"))
 CHUNK = max(1, int(os.environ.get("BENCH_CHUNK", "1")))
 ORDER_MODE = os.environ.get("BENCH_ORDER", "shuffle")  # rep_order
+if ORDER_MODE not in ("shuffle", "rotate", "reverse"):
+    sys.exit(f"bench.py: BENCH_ORDER={ORDER_MODE!r}: expected shuffle, rotate or reverse")
 BUDGET = float(os.environ.get("BENCH_BUDGET_S", "200"))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 LIB = os.environ.get("KF_LIB", "build/gpu-kernels/libkfk.so")
