@@ -418,7 +418,7 @@ static inline void row_block(int64_t T, int64_t D, int esize, int threads, int *
  * reads the row from memory again instead of holding it); MAX_NV (4 or 8)
  * caps the depth, for kernels held to fewer registers. The choice is
  * uniform across the block, so barriers inside run() are safe. */
-template <typename T, class Op, int MAX_NV = 8>
+template <typename T, int MAX_NV = 8, class Op>
 __device__ __forceinline__ void row_dispatch(Op &op, int D, bool vec_ok)
 {
 	constexpr int V = vec_width<T>::value;

@@ -187,7 +187,7 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 	row_op<T, HW, HB> op{y + off, x + off, w, b, D, eps, row < rows, red};
 	/* 16-bit: at most 4 chunks a thread (32 elements) in registers, the
 	 * wider rows (D > 32768) through the loop path, at 40 registers */
-	row_dispatch<T, row_op<T, HW, HB>, sizeof(T) == 2 ? 4 : 8>(op, D, vec_ok);
+	row_dispatch<T, sizeof(T) == 2 ? 4 : 8>(op, D, vec_ok);
 }
 
 /* 16-bit layernorm kernels are held to 40 registers: 12 blocks of 128
