@@ -12,19 +12,29 @@
  * f32: erff and tanhf (a few ulp); f16/bf16: the cheap formulas of
  * kernels/ref/gelu_fast.h (A&S 7.1.28 erf, |error| <= |x| 4e-6; tanh GELU as
  * x / (1 + 2^(k x (1 + c x^2))) with ex2/rcp.approx), errors far below
- * the output's rounding; silu a * rcp.approx(1 + exp(-a)) everywhere.
+ * the output's rounding; silu a / (1 + expf(-a)) by div.full.f32 in the
+ * flat kernel, a * rcp.approx(1 + exp(-a)) in the row kernels (2 ulp).
  * Preconditions: T >= 0, 1 <= D < 2^31, any D (vector path when D is a
  * multiple of 16/sizeof(type) and the pointers are 16-byte aligned).
- * Launch: block 256, grid (ceil_div(D, 2048), min(ceil_div(T, R), 65535))
- * with R = 1 for the gated ops and 2 for the plain ones, grid-stride loops
- * over both, so any grid is correct.
+ * Launch: silu_and_mul on whole aligned vectors with T*D < 2^30: the flat
+ * kernel kf_silu_and_mul_flat_*, block 128, grid ceil_div(T*D/V, 128) (V
+ * elements a 16-byte vector), which must cover every vector. Everything
+ * else: the row kernels, block 256, grid (ceil_div(D, 2048),
+ * min(ceil_div(T, R), 65535)) with R = 1 for the gated ops and 2 for the
+ * plain ones, grid-stride loops over both, so any grid is correct.
  * Cost, e = sizeof(type): gated: bytes = 3*T*D * e; plain: 2*T*D * e.
  * FLOPs per output element: silu_and_mul 5, geglu 9, geglu_tanh 10,
  * gelu 8, gelu_tanh 9 (exp, erf, tanh counted as one each).
- * Technique: 16-byte vectors, all loads issued before any math (two rows
- * a thread for the plain ops, one for the gated ones: two vectors in
- * flight either way), a grid of (rows, vector) blocks large enough that
- * every SM holds many, no shared memory. GELU's erf/tanh cost ~30
+ * Technique: 16-byte vectors, all loads issued before any math, no shared
+ * memory. silu_and_mul runs Inductor's shape: one vector of y a thread
+ * over the whole tensor (both halves' loads in flight), 32-bit offsets, no
+ * loop, the row by a shift where D is a power of two. Run 12 (H200, CUPTI
+ * kernel time, 16384x4096 bf16, three leases): the row kernel (256 threads
+ * along a row, grid-stride loops, 64-bit offsets) 95.23-95.39 us, the
+ * flat one 94.97-95.22, Inductor's own kernel 94.72-95.10. geglu and
+ * geglu_tanh keep the row kernel (flat: 95.23-95.33 against 95.10, and
+ * level), the plain ops two rows a thread (one row: GELU 70.0 against
+ * 65.9, run 10). GELU's erf/tanh cost ~30
  * instructions an element, which at 4.2 TB/s of 16-bit data is most of the
  * issue rate; the 16-bit formulas cut that to ~15 (erf) and ~8 (tanh) so
  * the ops stay memory-bound. */
@@ -127,6 +137,50 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 	}
 }
 
+/* silu for the flat kernel: a / (1 + e^-a) with the accurate expf and
+ * div.full.f32 (2 ulp), the formula of Inductor's kernel. In the flat
+ * kernel it measured 0.06-0.09 us faster than the rcp.approx form (run 12,
+ * 16384x4096 bf16, two leases); in the row kernel 3.5 us slower, so that
+ * one keeps apply<SILU>. */
+__device__ __forceinline__ float silu_div(float a)
+{
+	float r;
+	asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(1.f + expf(-a)));
+	return r;
+}
+
+/* silu_and_mul as a flat list of the T*D/V vectors of y: one a thread, no
+ * loop, 32-bit offsets, the row by a shift where D is a power of two (a
+ * division otherwise), both halves' loads issued before any math:
+ * Inductor's launch and index arithmetic. Preconditions: D % V == 0, x and
+ * y 16-byte aligned, T*D < 2^30 (x's offsets stay below 2^31), a grid of
+ * at least T*D/V threads. */
+template <typename T> __device__ __forceinline__ void silu_flat(T *y, const T *x, int rows, int D)
+{
+	constexpr int V = vec_width<T>::value;
+	const uint32_t e = (blockIdx.x * blockDim.x + threadIdx.x) * V, d = (uint32_t)D;
+	if (e >= (uint32_t)rows * d)
+		return;
+	uint32_t r;
+	if ((d & (d - 1)) == 0) /* uniform: a branch, not a division computed and discarded */
+		r = e >> (__ffs(D) - 1);
+	else
+		r = e / d;
+	const uint32_t ai = e + r * d; /* a's offset: rows are 2D apart */
+	const chunk<T, V> a = ld_stream<T, V>(x + ai, 0), b = ld_stream<T, V>(x + ai + d, 0);
+	float f[V], g[V];
+	unpack<T, V>(a, f);
+	unpack<T, V>(b, g);
+#pragma unroll
+	for (int j = 0; j < V; j++)
+#if KF_AB == 1 /* bench-only: the row kernel's silu */
+		f[j] = apply<SILU, true>(f[j]) * g[j];
+#else
+		f[j] = silu_div(f[j]) * g[j];
+#endif
+	st_stream<T, V>(y + e, 0, pack<T, V>(f));
+}
+
 template <typename T, int A, bool GATED, int ROWS = rows_per_thread<GATED>()>
 __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 {
@@ -145,7 +199,14 @@ __device__ __forceinline__ void body(T *y, const T *x, int rows, int D)
 	{                                                            \
 		kf_act::body<T, kf_act::A, GATED>(y, x, rows, D);    \
 	}
+#define KF_ACT_FLAT_KERNEL(SUF, T)                                            \
+	extern "C" __global__ void __launch_bounds__(128)                     \
+		kf_silu_and_mul_flat_##SUF(T *y, const T *x, int rows, int D) \
+	{                                                                     \
+		kf_act::silu_flat<T>(y, x, rows, D);                          \
+	}
 #define KF_ACT_KERNELS(SUF, T)                             \
+	KF_ACT_FLAT_KERNEL(SUF, T)                         \
 	KF_ACT_KERNEL(silu_and_mul, SUF, T, SILU, true)    \
 	KF_ACT_KERNEL(geglu, SUF, T, GELU, true)           \
 	KF_ACT_KERNEL(geglu_tanh, SUF, T, GELU_TANH, true) \
@@ -156,7 +217,9 @@ KF_ACT_KERNELS(f32, float)
 KF_ACT_KERNELS(f16, __half)
 KF_ACT_KERNELS(bf16, __nv_bfloat16)
 
-/* Block 256 threads along the row; grid.x = ceil_div(D, 2048) covers a
+/* silu_and_mul on whole 16-byte vectors (D % V == 0, x and y aligned) with
+ * T*D < 2^30: the flat kernel, block 128, grid ceil_div(T*D/V, 128).
+ * Otherwise block 256 along the row; grid.x = ceil_div(D, 2048) covers a
  * bf16/f16 row with one vector per thread (f32 loops twice), grid.y = T
  * rows (gated) or ceil_div(T, 2) row pairs (plain), capped at 65535, the
  * rest by the grid-stride loop. No shared memory. */
@@ -173,25 +236,30 @@ extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, vo
 		return cudaErrorInvalidValue;
 	const bool gated =
 		op == KF_ACT_SILU_AND_MUL || op == KF_ACT_GEGLU || op == KF_ACT_GEGLU_TANH;
+	const int64_t V = dt == KF_DT_F32 ? 4 : 8;
+	const bool flat = op == KF_ACT_SILU_AND_MUL && D % V == 0 && T * D < ((int64_t)1 << 30) &&
+			  (((uintptr_t)y | (uintptr_t)x) & 15u) == 0;
 	const int rpt = gated ? kf_act::rows_per_thread<true>() : kf_act::rows_per_thread<false>();
 	const int64_t gy = (T + rpt - 1) / rpt;
 	dim3 block(256), grid((unsigned)((D + 2047) / 2048), (unsigned)(gy > 65535 ? 65535 : gy));
+	if (flat) {
+		block = dim3(128);
+		grid = dim3((unsigned)((T * D / V + 127) / 128));
+	}
 	const int rows = (int)T, d = (int)D;
-#define KF_ACT_GO(SUF, TY)                                                                        \
-	do {                                                                                      \
-		TY *yy = (TY *)y;                                                                 \
-		const TY *xx = (const TY *)x;                                                     \
-		switch (op) {                                                                     \
-		case KF_ACT_SILU_AND_MUL:                                                         \
-			kf_silu_and_mul_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);            \
-			break;                                                                    \
-		case KF_ACT_GEGLU: kf_geglu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break; \
-		case KF_ACT_GEGLU_TANH:                                                           \
-			kf_geglu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d);              \
-			break;                                                                    \
-		case KF_ACT_GELU: kf_gelu_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break;   \
-		default: kf_gelu_tanh_##SUF<<<grid, block, 0, s>>>(yy, xx, rows, d); break;       \
-		}                                                                                 \
+#define KF_ACT_GO(SUF, TY)                                                             \
+	do {                                                                           \
+		void (*k)(TY *, const TY *, int, int);                                 \
+		switch (op) {                                                          \
+		case KF_ACT_SILU_AND_MUL:                                              \
+			k = flat ? kf_silu_and_mul_flat_##SUF : kf_silu_and_mul_##SUF; \
+			break;                                                         \
+		case KF_ACT_GEGLU: k = kf_geglu_##SUF; break;                          \
+		case KF_ACT_GEGLU_TANH: k = kf_geglu_tanh_##SUF; break;                \
+		case KF_ACT_GELU: k = kf_gelu_##SUF; break;                            \
+		default: k = kf_gelu_tanh_##SUF; break;                                \
+		}                                                                      \
+		k<<<grid, block, 0, s>>>((TY *)y, (const TY *)x, rows, d);             \
 	} while (0)
 	if (dt == KF_DT_F32)
 		KF_ACT_GO(f32, float);

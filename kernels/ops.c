@@ -217,41 +217,42 @@ ACT_REF(geglu_tanh, ACT_REF_GEGLU_TANH)
 ACT_REF(gelu, ACT_REF_GELU)
 ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
 
-/* kernels/activation.cu: a row a thread for the gated ops, two for the plain */
+/* kernels/activation.cu: silu_and_mul's flat kernel for whole 16-byte
+ * vectors (its alignment test always holds for the harness's buffers) and
+ * T*D < 2^30, else a row a thread; the other gated ops a row a thread, the
+ * plain ones two */
 #define ACT_GRID(ROWS)                                               \
 	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, " #ROWS \
 	"), 65535)\"], \"block\": [256]"
-#define GATED_JSON(KERNEL, FLOPS)                                                                    \
-	"{" DTYPES_FLOAT ", "                                                                        \
-	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": "       \
-	"\"input\"}, " T_TD(                                                                         \
-		"y",                                                                                 \
-		"output") "}, \"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD             \
-			  ", " TOL_STD ", " COST3(                                                   \
-				  "3*T*D",                                                           \
-				  FLOPS) ", "                                                        \
-					 "\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL        \
-					 "_$dtype\", " ACT_GRID(                                     \
-						 1) ", "                                             \
-						    "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", " \
-						    "\"T\", \"D\"]}]}}"
-#define PLAIN_JSON(KERNEL, FLOPS)                                                                    \
-	"{" DTYPES_FLOAT ", "                                                                        \
-	"\"tensors\": {" T_TD("x", "input") ", " T_TD(                                               \
-		"y",                                                                                 \
-		"output") "}, \"scalars\": {}, "                                                     \
-			  "\"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD ", " COST3(        \
-				  "2*T*D",                                                           \
-				  FLOPS) ", "                                                        \
-					 "\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL        \
-					 "_$dtype\", " ACT_GRID(                                     \
-						 2) ", "                                             \
-						    "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", " \
-						    "\"T\", \"D\"]}]}}"
+#define ACT_ARGS "\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T\", \"D\"]"
+#define ACT_ROW_LAUNCH(KERNEL) \
+	"[{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID(1) ", " ACT_ARGS "}]"
+#define SILU_FLAT "D % (16 / $esize) == 0 && T*D < 1073741824"
+#define SILU_LAUNCH                                                                             \
+	"[{\"kernel\": \"kf_silu_and_mul_flat_$dtype\", \"when\": \"" SILU_FLAT "\", "          \
+	"\"grid\": [\"ceil_div(T*D / (16 / $esize), 128)\"], \"block\": [128], " ACT_ARGS "}, " \
+	"{\"kernel\": \"kf_silu_and_mul_$dtype\", \"when\": \"!(" SILU_FLAT                     \
+	")\", " ACT_GRID(1) ", " ACT_ARGS "}]"
+#define GATED_JSON(LAUNCH, FLOPS)                                                                \
+	"{" DTYPES_FLOAT ", "                                                                    \
+	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": "   \
+	"\"input\"}, " T_TD(                                                                     \
+		"y", "output") "}, \"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD    \
+			       ", " TOL_STD                                                      \
+			       ", " COST3("3*T*D", FLOPS) ", \"baseline\": {\"launch\": " LAUNCH \
+							  "}}"
+#define PLAIN_JSON(KERNEL, FLOPS)                                                                  \
+	"{" DTYPES_FLOAT ", \"tensors\": {" T_TD("x", "input") ", " T_TD(                          \
+		"y",                                                                               \
+		"output") "}, "                                                                    \
+			  "\"scalars\": {}, \"constraints\": [\"D >= 1\"], " SIZES_TD ", " TOL_STD \
+			  ", " COST3("2*T*D",                                                      \
+				     FLOPS) ", \"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL \
+					    "_$dtype\", " ACT_GRID(2) ", " ACT_ARGS "}]}}"
 
-static const char SILU_AND_MUL_JSON[] = GATED_JSON("kf_silu_and_mul", "5*T*D");
-static const char GEGLU_JSON[] = GATED_JSON("kf_geglu", "9*T*D");
-static const char GEGLU_TANH_JSON[] = GATED_JSON("kf_geglu_tanh", "10*T*D");
+static const char SILU_AND_MUL_JSON[] = GATED_JSON(SILU_LAUNCH, "5*T*D");
+static const char GEGLU_JSON[] = GATED_JSON(ACT_ROW_LAUNCH("kf_geglu"), "9*T*D");
+static const char GEGLU_TANH_JSON[] = GATED_JSON(ACT_ROW_LAUNCH("kf_geglu_tanh"), "10*T*D");
 static const char GELU_JSON[] = PLAIN_JSON("kf_gelu", "8*T*D");
 static const char GELU_TANH_JSON[] = PLAIN_JSON("kf_gelu_tanh", "9*T*D");
 

@@ -769,12 +769,12 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
 	/* one launch (kf_OP_DTYPE), or a choice of two by "when":
-	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's flat vectors) and
-	 * kf_OP_DTYPE */
+	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's and silu_and_mul's
+	 * flat vectors) and kf_OP_DTYPE */
 	const char *variant = NULL;
 	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0)
 		variant = "rows";
-	else if (strcmp(op->name, "adaln_modulate") == 0)
+	else if (strcmp(op->name, "adaln_modulate") == 0 || strcmp(op->name, "silu_and_mul") == 0)
 		variant = "flat";
 	ck_assert_uint_eq(s->baseline.launch_len, variant ? 2 : 1);
 	char want[96];

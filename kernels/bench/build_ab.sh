@@ -1,7 +1,8 @@
 #!/bin/sh
 # build_ab.sh: bench-only builds of the library for bench.py's
 # BENCH_AB_LIBS (the same cases timed with several builds, interleaved):
-#   $B/libkfk_ab1.so .. ab3.so  the working tree with -DKF_AB=1, 2, 3
+#   $B/libkfk_ab1.so .. abN.so  the working tree with -DKF_AB=1 .. N
+#                      (N = KF_AB_COUNT, default 3)
 #                      (the alternatives written under each KF_AB value;
 #                      leave one value without code and time it as a
 #                      control: the A/B's own noise)
@@ -21,12 +22,15 @@ ab() {
 	"$NVCC" -O3 -std=c++17 -I. $GEN -DKF_AB=$1 -Xcompiler -fPIC -shared \
 		-o "$B/libkfk_ab$1.so" "$B/unity_ab.cu" "$B"/c_*.o
 }
-ab 1 &
-pid=$!
-ab 2 &
-pid2=$!
-ab 3
-wait $pid $pid2
+# KF_AB_COUNT builds (default 3), two at a time
+n=1
+while [ "$n" -le "${KF_AB_COUNT:-3}" ]; do
+	ab $n &
+	pid=$!
+	[ $((n + 1)) -le "${KF_AB_COUNT:-3}" ] && ab $((n + 1))
+	wait $pid
+	n=$((n + 2))
+done
 if [ -n "${KF_AB_BASE:-}" ]; then
 	T=$(mktemp -d)
 	git archive "$KF_AB_BASE" kernels server/kf_err.h | tar -x -C "$T"
@@ -35,4 +39,4 @@ if [ -n "${KF_AB_BASE:-}" ]; then
 		"$T/unity.cu" "$B"/c_*.o
 	rm -rf "$T"
 fi
-echo "build_ab.sh: built $B/libkfk_ab1.so, ab2.so, ab3.so${KF_AB_BASE:+, $B/libkfk_base.so ($KF_AB_BASE)}"
+echo "build_ab.sh: built $B/libkfk_ab1.so .. ab${KF_AB_COUNT:-3}.so${KF_AB_BASE:+, $B/libkfk_base.so ($KF_AB_BASE)}"

@@ -373,6 +373,35 @@ static void test_activation(int64_t T, int64_t D)
 		}
 }
 
+/* The gated ops on 8-byte-offset x and y: whole vectors a row, but not
+ * 16-byte aligned, so the launcher takes the row kernel's scalar path
+ * instead of the flat kernel. */
+static void test_activation_offset(int64_t T, int64_t D)
+{
+	static const char *names[] = {"silu_and_mul", "geglu", "geglu_tanh"};
+	for (int op = 0; op <= KF_ACT_GEGLU_TANH; op++)
+		for (enum kf_dtype dt : FLOATS) {
+			struct kf_err err = {0, ""};
+			char what[96];
+			const size_t eb = dtype_bytes(dt);
+			tens x(dt, T * 2 * D, true, 2.0), y(dt, T * D, false);
+			tens xs(dt, T * 2 * D, false), ys(dt, T * D, false);
+			cudaMemcpy((char *)xs.d + 8, x.d, T * 2 * D * eb, cudaMemcpyDeviceToDevice);
+			std::vector<double> want(T * D);
+			must(activation_ref((enum act_ref_op)op, want.data(), x.h.data(), T, D,
+					    &err),
+			     &err);
+			snprintf(what, sizeof what, "%s T=%lld D=%lld, 8-byte offset", names[op],
+				 (long long)T, (long long)D);
+			cudaError_t e = activation_launch((enum kf_act_op)op, dt, (char *)ys.d + 8,
+							  (char *)xs.d + 8, T, D, 0);
+			if (e == cudaSuccess)
+				e = cudaMemcpy(y.d, (char *)ys.d + 8, T * D * eb,
+					       cudaMemcpyDeviceToDevice);
+			compare(what, "y", dt, e, y, want, tol_std(dt));
+		}
+}
+
 static void test_rope(int64_t T, int64_t H, int64_t Dh)
 {
 	for (int neox = 0; neox < 2; neox++)
@@ -592,11 +621,17 @@ int main(int argc, char **argv)
 	const int64_t masked[][2] = {{8, 4096}, {3000, 2048}, {3, 20001}, {2, 70001}};
 	for (auto &r : masked)
 		test_softmax_masked(r[0], r[1]);
+	/* gated ops: the flat kernels with the row by a division (D = 24,
+	 * 1000, 3000: partial last blocks) and by a shift (D = 4096, 16384;
+	 * 64 and 8 with more rows than a grid's y holds), the row kernel where
+	 * D is not whole vectors (1, 7, 20001); plain ops: the row kernel */
 	const int64_t acts[][2] = {{1, 1},     {3, 7},	    {5, 1000},	 {4, 4096}, {1, 16384},
-				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}};
+				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}, {7, 24}};
 	for (auto &r : acts)
 		if (!quick || r[0] * r[1] <= 300000)
 			test_activation(r[0], r[1]);
+	test_activation_offset(5, 1000);
+	test_activation_offset(2, 4096);
 	const int64_t ropes[][3] = {{1, 1, 2},	   {3, 2, 6},	  {7, 3, 66}, {5, 4, 128},
 				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
 	for (auto &r : ropes)
