@@ -217,10 +217,11 @@ ACT_REF(geglu_tanh, ACT_REF_GEGLU_TANH)
 ACT_REF(gelu, ACT_REF_GELU)
 ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
 
-/* kernels/activation.cu: silu_and_mul's flat kernel for whole 16-byte
- * vectors (its alignment test always holds for the harness's buffers) and
- * T*D < 2^30, else a row a thread; the other gated ops a row a thread, the
- * plain ones two */
+/* kernels/activation.cu: silu_and_mul's flat kernels for whole 16-byte
+ * vectors (their alignment test always holds for the harness's buffers)
+ * and T*D < 2^30, _flat_pow2 where D is a power of two (it divides 2^30),
+ * _flat otherwise; else a row a thread. The other gated ops a row a
+ * thread, the plain ones two. */
 #define ACT_GRID(ROWS)                                               \
 	"\"grid\": [\"ceil_div(D, 2048)\", \"min(ceil_div(T, " #ROWS \
 	"), 65535)\"], \"block\": [256]"
@@ -228,11 +229,15 @@ ACT_REF(gelu_tanh, ACT_REF_GELU_TANH)
 #define ACT_ROW_LAUNCH(KERNEL) \
 	"[{\"kernel\": \"" KERNEL "_$dtype\", " ACT_GRID(1) ", " ACT_ARGS "}]"
 #define SILU_FLAT "D % (16 / $esize) == 0 && T*D < 1073741824"
-#define SILU_LAUNCH                                                                             \
-	"[{\"kernel\": \"kf_silu_and_mul_flat_$dtype\", \"when\": \"" SILU_FLAT "\", "          \
-	"\"grid\": [\"ceil_div(T*D / (16 / $esize), 128)\"], \"block\": [128], " ACT_ARGS "}, " \
-	"{\"kernel\": \"kf_silu_and_mul_$dtype\", \"when\": \"!(" SILU_FLAT                     \
-	")\", " ACT_GRID(1) ", " ACT_ARGS "}]"
+#define SILU_FLAT_LAUNCH(NAME, WHEN)                                                           \
+	"{\"kernel\": \"kf_silu_and_mul_" NAME "_$dtype\", \"when\": \"" SILU_FLAT " && " WHEN \
+	"\", \"grid\": [\"ceil_div(T*D / (16 / $esize), 128)\"], \"block\": [128], "           \
+	"\"shared_bytes\": 0, \"args\": [\"y\", \"x\", \"T*D\", \"D\"]}"
+#define SILU_LAUNCH                                                                          \
+	"[" SILU_FLAT_LAUNCH("flat_pow2", "1073741824 % D == 0") ", " SILU_FLAT_LAUNCH(      \
+		"flat", "1073741824 % D != 0") ", {\"kernel\": \"kf_silu_and_mul_$dtype\", " \
+					       "\"when\": \"!(" SILU_FLAT                    \
+					       ")\", " ACT_GRID(1) ", " ACT_ARGS "}]"
 #define GATED_JSON(LAUNCH, FLOPS)                                                                \
 	"{" DTYPES_FLOAT ", "                                                                    \
 	"\"tensors\": {\"x\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"2*D\"], \"role\": "   \

@@ -561,19 +561,34 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 	for (const char *const *n = op->scalar_names; *n; n++)
 		ck_assert_msg(json_object_get(scalars, *n), "%s: scalar %s", op->name, *n);
 
-	/* the launch names a $dtype kernel and args that exist */
+	/* every launch names a $dtype kernel, and each arg is a tensor, a
+	 * scalar or an expression over the op's sizes */
 	json_t *launch = json_object_get(json_object_get(j, "baseline"), "launch");
 	ck_assert(json_is_array(launch) && json_array_size(launch) >= 1);
-	json_t *l0 = json_array_get(launch, 0);
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(l0, "kernel")), "$dtype"));
-	size_t ai;
-	json_t *a;
-	json_array_foreach(json_object_get(l0, "args"), ai, a) {
-		const char *n = json_string_value(a);
-		int known = json_object_get(tensors, n) || json_object_get(scalars, n);
-		for (const char *const *s = op->size_names; *s; s++)
-			known |= strcmp(*s, n) == 0;
-		ck_assert_msg(known, "%s: launch arg %s is no tensor, scalar or size", op->name, n);
+	size_t li;
+	json_t *l;
+	json_array_foreach(launch, li, l) {
+		ck_assert_ptr_nonnull(
+			strstr(json_string_value(json_object_get(l, "kernel")), "$dtype"));
+		size_t ai;
+		json_t *a;
+		json_array_foreach(json_object_get(l, "args"), ai, a) {
+			const char *n = json_string_value(a);
+			if (json_object_get(tensors, n) || json_object_get(scalars, n))
+				continue;
+			struct expr *e = NULL;
+			struct kf_err xe = {0, ""};
+			ck_assert_msg(expr_parse(n, &e, &xe) == 0, "%s: launch arg %s: %s",
+				      op->name, n, xe.msg);
+			for (size_t v = 0; v < expr_var_count(e); v++) {
+				int known = 0;
+				for (const char *const *s = op->size_names; *s; s++)
+					known |= strcmp(*s, expr_var_at(e, v)) == 0;
+				ck_assert_msg(known, "%s: launch arg %s: %s is no size", op->name,
+					      n, expr_var_at(e, v));
+			}
+			expr_free(e);
+		}
 	}
 
 	/* every default size row gives every size; launch dims are valid; the
@@ -768,21 +783,27 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	}
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
-	/* one launch (kf_OP_DTYPE), or a choice of two by "when":
-	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's and silu_and_mul's
-	 * flat vectors) and kf_OP_DTYPE */
-	const char *variant = NULL;
+	/* one launch (kf_OP_DTYPE), or a choice by "when" of
+	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's flat vectors;
+	 * silu_and_mul's flat vectors by a shift, then by a division) and
+	 * kf_OP_DTYPE, last */
+	const char *variants[2] = {NULL, NULL};
 	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0)
-		variant = "rows";
-	else if (strcmp(op->name, "adaln_modulate") == 0 || strcmp(op->name, "silu_and_mul") == 0)
-		variant = "flat";
-	ck_assert_uint_eq(s->baseline.launch_len, variant ? 2 : 1);
+		variants[0] = "rows";
+	else if (strcmp(op->name, "adaln_modulate") == 0)
+		variants[0] = "flat";
+	else if (strcmp(op->name, "silu_and_mul") == 0) {
+		variants[0] = "flat_pow2";
+		variants[1] = "flat";
+	}
+	const size_t nv = (variants[0] != NULL) + (variants[1] != NULL);
+	ck_assert_uint_eq(s->baseline.launch_len, nv + 1);
 	char want[96];
 	snprintf(want, sizeof want, "kf_%s_%s", op->name, dt);
-	ck_assert_str_eq(s->baseline.launch[variant != NULL].kernel, want);
-	if (variant) {
-		snprintf(want, sizeof want, "kf_%s_%s_%s", op->name, variant, dt);
-		ck_assert_str_eq(s->baseline.launch[0].kernel, want);
+	ck_assert_str_eq(s->baseline.launch[nv].kernel, want);
+	for (size_t i = 0; i < nv; i++) {
+		snprintf(want, sizeof want, "kf_%s_%s_%s", op->name, variants[i], dt);
+		ck_assert_str_eq(s->baseline.launch[i].kernel, want);
 	}
 	for (size_t r = 0; r < s->sizes_len; r++) {
 		struct spec_bound b;
