@@ -139,8 +139,8 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 
 /* silu for the flat kernel: a / (1 + e^-a) with the accurate expf and
  * div.full.f32 (2 ulp), the formula of Inductor's kernel. In the flat
- * kernel it measured 0.06-0.09 us faster than the rcp.approx form (run 12,
- * 16384x4096 bf16, two leases); in the row kernel 3.5 us slower, so that
+ * kernel it measured 0.03-0.17 us faster than the rcp.approx form (run 12,
+ * 16384x4096 bf16, four leases); in the row kernel 3.5 us slower, so that
  * one keeps apply<SILU>. */
 __device__ __forceinline__ float silu_div(float a)
 {
@@ -153,11 +153,14 @@ __device__ __forceinline__ float silu_div(float a)
  * vector) a thread, no loop, 32-bit offsets, both halves' loads issued
  * before any math: Inductor's launch and index arithmetic. a's offset is
  * e + row*D: e & -D where D is a power of two (POW2), else a division.
- * The instructions before the loads are what this kernel spends beyond
- * the memory traffic: run 12 measured the row by a uniform branch and a
- * shift 0.1-0.3 us slower than e & -D in its own kernel. Preconditions:
- * D % V == 0, x and y 16-byte aligned, n < 2^30 (x's offsets stay below
- * 2^31), block FLAT_BLOCK, a grid of at least n/V threads. */
+ * What the kernel spends beyond the memory traffic is the instructions
+ * before its loads: the row by a uniform branch and a shift instead of
+ * e & -D measured 0.16 us slower (run 12, same lease and build form).
+ * Stores are evict-first (y is not read again): 0.07-0.12 us faster in
+ * three leases (runs 11 and 12; GELU's row kernel was 0.3 us slower with
+ * them, so only here). Preconditions: D % V == 0, x and y 16-byte
+ * aligned, n < 2^30 (x's offsets stay below 2^31), block FLAT_BLOCK, a
+ * grid of at least n/V threads. */
 constexpr int FLAT_BLOCK = 128;
 
 template <typename T, bool POW2>
@@ -174,12 +177,8 @@ __device__ __forceinline__ void silu_flat(T *y, const T *x, int n, int D)
 	unpack<T, V>(b, g);
 #pragma unroll
 	for (int j = 0; j < V; j++)
-#if KF_AB == 1 /* bench-only: the row kernel's silu */
-		f[j] = apply<SILU, true>(f[j]) * g[j];
-#else
 		f[j] = silu_div(f[j]) * g[j];
-#endif
-	st_stream<T, V>(y + e, 0, pack<T, V>(f));
+	__stcs(reinterpret_cast<uint4 *>(y + e), pack<T, V>(f).raw);
 }
 
 template <typename T, int A, bool GATED, int ROWS = rows_per_thread<GATED>()>
