@@ -28,13 +28,13 @@
  * Technique: 16-byte vectors, all loads issued before any math, no shared
  * memory. silu_and_mul runs Inductor's shape: one vector of y a thread
  * over the whole tensor (both halves' loads in flight), 32-bit offsets, no
- * loop, the row by a shift where D is a power of two. Run 12 (H200, CUPTI
- * kernel time, 16384x4096 bf16, three leases): the row kernel (256 threads
- * along a row, grid-stride loops, 64-bit offsets) 95.23-95.39 us, the
- * flat one 94.97-95.22, Inductor's own kernel 94.72-95.10. geglu and
- * geglu_tanh keep the row kernel (flat: 95.23-95.33 against 95.10, and
- * level), the plain ops two rows a thread (one row: GELU 70.0 against
- * 65.9, run 10). GELU's erf/tanh cost ~30
+ * loop, no branch before the loads, evict-first stores. Run 12 (H200,
+ * CUPTI kernel time, 16384x4096 bf16, four leases): the row kernel (256
+ * threads along a row, grid-stride loops, 64-bit offsets) 95.2-95.4 us,
+ * Inductor's kernel 94.7-95.1; the final flat kernel 94.9 in the lease
+ * where Inductor's ran 94.9 on the same buffer. geglu and geglu_tanh keep the row kernel (flat:
+ * 95.23-95.33 against 95.10, and level), the plain ops two rows a thread
+ * (one row: GELU 70.0 against 65.9, run 10). GELU's erf/tanh cost ~30
  * instructions an element, which at 4.2 TB/s of 16-bit data is most of the
  * issue rate; the 16-bit formulas cut that to ~15 (erf) and ~8 (tanh) so
  * the ops stay memory-bound. */
