@@ -13,15 +13,17 @@
  * kernels/ref/gelu_fast.h (A&S 7.1.28 erf, |error| <= |x| 4e-6; tanh GELU as
  * x / (1 + 2^(k x (1 + c x^2))) with ex2/rcp.approx), errors far below
  * the output's rounding; silu a / (1 + expf(-a)) by div.full.f32 in the
- * flat kernel, a * rcp.approx(1 + exp(-a)) in the row kernels (2 ulp).
+ * flat kernels, a * rcp.approx(1 + exp(-a)) in the row kernels (2 ulp).
  * Preconditions: T >= 0, 1 <= D < 2^31, any D (vector path when D is a
  * multiple of 16/sizeof(type) and the pointers are 16-byte aligned).
  * Launch: silu_and_mul on whole aligned vectors with T*D < 2^30: the flat
- * kernel kf_silu_and_mul_flat_*, block 128, grid ceil_div(T*D/V, 128) (V
- * elements a 16-byte vector), which must cover every vector. Everything
- * else: the row kernels, block 256, grid (ceil_div(D, 2048),
- * min(ceil_div(T, R), 65535)) with R = 1 for the gated ops and 2 for the
- * plain ones, grid-stride loops over both, so any grid is correct.
+ * kernels kf_silu_and_mul_flat_pow2_* (D a power of two) and
+ * kf_silu_and_mul_flat_*, args (y, x, T*D, D), block 128, grid
+ * ceil_div(T*D/V, 128) (V elements a 16-byte vector), which must cover
+ * every vector. Everything else: the row kernels, args (y, x, T, D),
+ * block 256, grid (ceil_div(D, 2048), min(ceil_div(T, R), 65535)) with
+ * R = 1 for the gated ops and 2 for the plain ones, grid-stride loops over
+ * both, so any grid is correct.
  * Cost, e = sizeof(type): gated: bytes = 3*T*D * e; plain: 2*T*D * e.
  * FLOPs per output element: silu_and_mul 5, geglu 9, geglu_tanh 10,
  * gelu 8, gelu_tanh 9 (exp, erf, tanh counted as one each).
@@ -32,9 +34,9 @@
  * CUPTI kernel time, 16384x4096 bf16, four leases): the row kernel (256
  * threads along a row, grid-stride loops, 64-bit offsets) 95.2-95.4 us,
  * Inductor's kernel 94.7-95.1; the final flat kernel 94.9 in the lease
- * where Inductor's ran 94.9 on the same buffer. geglu and geglu_tanh keep the row kernel (flat:
- * 95.23-95.33 against 95.10, and level), the plain ops two rows a thread
- * (one row: GELU 70.0 against 65.9, run 10). GELU's erf/tanh cost ~30
+ * where Inductor's ran 94.9 on the same buffer. geglu and geglu_tanh keep
+ * the row kernel (flat: 95.23-95.33 against 95.10, and level), the plain
+ * ops two rows a thread (one row: GELU 70.0 against 65.9, run 10). GELU's erf/tanh cost ~30
  * instructions an element, which at 4.2 TB/s of 16-bit data is most of the
  * issue rate; the 16-bit formulas cut that to ~15 (erf) and ~8 (tanh) so
  * the ops stay memory-bound. */
@@ -221,10 +223,11 @@ KF_ACT_KERNELS(bf16, __nv_bfloat16)
 /* silu_and_mul on whole 16-byte vectors (D % V == 0, x and y aligned) with
  * T*D < 2^30: the flat kernels (_flat_pow2 where D is a power of two,
  * _flat otherwise), args (y, x, T*D, D), block 128, grid
- * ceil_div(T*D/V, 128). Otherwise args (y, x, T, D), block 256 along the row; grid.x = ceil_div(D, 2048) covers a
- * bf16/f16 row with one vector per thread (f32 loops twice), grid.y = T
- * rows (gated) or ceil_div(T, 2) row pairs (plain), capped at 65535, the
- * rest by the grid-stride loop. No shared memory. */
+ * ceil_div(T*D/V, 128). Otherwise args (y, x, T, D), block 256 along the
+ * row; grid.x = ceil_div(D, 2048) covers a bf16/f16 row with one vector
+ * per thread (f32 loops twice), grid.y = T rows (gated) or ceil_div(T, 2)
+ * row pairs (plain), capped at 65535, the rest by the grid-stride loop.
+ * No shared memory. */
 extern "C" cudaError_t activation_launch(enum kf_act_op op, enum kf_dtype dt, void *y,
 					 const void *x, int64_t T, int64_t D, cudaStream_t s)
 {

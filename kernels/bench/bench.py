@@ -31,21 +31,21 @@ timed with several builds of the library, interleaved, each output checked;
 BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
 A/B: no table), BENCH_KF_ALLOC=0 (kforge writes one output buffer made
 once instead of a fresh one from the caching allocator every call, as
-eager's and compile's outputs are; see kf_out), BENCH_PROBE=REGEX (for ncu: the A/B's target cases whose
-names match run kforge's kernel and torch.compile's twice each, untimed,
-each after the flush, between cudaProfilerStart and Stop after a warm-up;
-e.g. `ncu --profile-from-start off --cache-control none -k
-regex:'kf_|triton' python3 bench.py`),
+eager's and compile's outputs are; see kf_out), BENCH_PROBE=REGEX (for
+ncu: the A/B's target cases whose names match run kforge's kernel and
+torch.compile's twice each, untimed, each after the flush, between
+cudaProfilerStart and Stop after a warm-up; e.g. `ncu --profile-from-start
+off --cache-control none -k regex:'kf_|triton' python3 bench.py`),
 BENCH_TRACE=REGEX (the matching target cases' kforge, or every library of
 BENCH_AB_LIBS, and torch.compile timed as the table times them, under the
 CUDA profiler: per side the event time, the kernels' own duration, and the
 gap from the flush's end to the first kernel's start; BENCH_AB_ITERS
 repetitions; BENCH_TRITON=1 adds, for silu_and_mul, Inductor's kernel and a
-Triton replica run on kforge's buffers: see triton_sides), BENCH_CASES=REGEX (the table's rows for the
-matching target cases only), BENCH_CHUNK=N (time_all: N calls of one
-implementation in a row instead of alternating every call), BENCH_ORDER=
-shuffle|rotate|reverse (the order of the sides in each repetition; default
-shuffle, see rep_order)."""
+Triton replica writing the output kforge gets: see triton_sides),
+BENCH_CASES=REGEX (the table's rows for the matching target cases only),
+BENCH_CHUNK=N (time_all: N calls of one implementation in a row instead
+of alternating every call), BENCH_ORDER=shuffle|rotate|reverse (the order
+of the sides in each repetition; default shuffle, see rep_order)."""
 import ctypes
 import json
 import math
@@ -381,8 +381,8 @@ def kf_out(make):
     call, as eager's and compile's outputs are (the default); with
     BENCH_KF_ALLOC=0 one buffer made once (runs 1-11). Where the output
     lies moves a kernel's time: run 12 timed Inductor's own silu_and_mul
-    kernel 0.10-0.16 us (0.15%) slower writing kforge's fixed buffer than
-    writing its own, so both sides now get their outputs the same way.
+    kernel 0.07-0.19 us (up to 0.2%) slower writing kforge's fixed buffer
+    than writing its own, so every side now gets its output the same way.
     Returns a function giving the buffer."""
     if KF_ALLOC:
         return make
@@ -511,7 +511,11 @@ def triton_sides(eager, x, yo, n):
     kernel torch.compile generated for eager, launched through Inductor's
     own launcher; "replica", the same computation written here in Triton.
     Whether compile's lead comes with its code or with its buffers.
-    BENCH_TRITON_DUMP=DIR: Inductor's source, the replica's PTX and cubin."""
+    BENCH_TRITON_DUMP=DIR: Inductor's source, the replica's PTX and cubin.
+    bf16 and T*D a multiple of the replica's 1024-element blocks only."""
+    if x.dtype != torch.bfloat16 or n % 1024:
+        print("#   BENCH_TRITON: bf16 and T*D % 1024 == 0 only; no Triton sides", flush=True)
+        return ()
     import types
     import triton
     import triton.language as tl

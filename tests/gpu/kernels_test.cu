@@ -621,10 +621,12 @@ int main(int argc, char **argv)
 	const int64_t masked[][2] = {{8, 4096}, {3000, 2048}, {3, 20001}, {2, 70001}};
 	for (auto &r : masked)
 		test_softmax_masked(r[0], r[1]);
-	/* gated ops: the flat kernels with the row by a division (D = 24,
-	 * 1000, 3000: partial last blocks) and by a shift (D = 4096, 16384;
-	 * 64 and 8 with more rows than a grid's y holds), the row kernel where
-	 * D is not whole vectors (1, 7, 20001); plain ops: the row kernel */
+	/* gated ops: silu_and_mul's flat kernels with the row by a division
+	 * (D = 24, 1000, 3000: partial last blocks) and by a shift (D = 4096,
+	 * 16384; 64 and 8 over 70000 and 300000 rows), the row kernels where
+	 * D is not whole vectors (1, 7, 20001) and for geglu, geglu_tanh; the
+	 * plain ops: the row kernel (70000 and 300000 rows: more than a grid's
+	 * y holds) */
 	const int64_t acts[][2] = {{1, 1},     {3, 7},	    {5, 1000},	 {4, 4096}, {1, 16384},
 				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}, {7, 24}};
 	for (auto &r : acts)
