@@ -176,6 +176,27 @@ __device__ __forceinline__ void st_row(T *p, int64_t i, const chunk<T, W> &c)
 	st_stream<T, W>(p, i, c);
 }
 
+/* A pair of 16-bit T packed in one 32-bit word, to two floats and back
+ * (rounding to nearest even): the 16-bit halves of unpack and pack, and
+ * layouts other than chunk's 16 bytes. */
+template <typename T> __device__ __forceinline__ float2 pair_unpack(uint32_t u)
+{
+	if constexpr (std::is_same<T, __nv_bfloat16>::value)
+		return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+	else
+		return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+}
+template <typename T> __device__ __forceinline__ uint32_t pair_pack(float a, float b)
+{
+	if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+		__nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+		return *reinterpret_cast<uint32_t *>(&h);
+	} else {
+		__half2 h = __floats2half2_rn(a, b);
+		return *reinterpret_cast<uint32_t *>(&h);
+	}
+}
+
 /* Unpacks a chunk into W floats. */
 template <typename T, int W>
 __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
@@ -188,17 +209,10 @@ __device__ __forceinline__ void unpack(const chunk<T, W> &c, float (&f)[W])
 #pragma unroll
 			for (int k = 0; k < 4; k++)
 				f[k] = __uint_as_float(u[k]);
-		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				f[2 * k] = __uint_as_float(u[k] << 16);
-				f[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-			}
 		} else {
 #pragma unroll
 			for (int k = 0; k < 4; k++) {
-				__half2 h = *reinterpret_cast<const __half2 *>(&u[k]);
-				float2 g = __half22float2(h);
+				const float2 g = pair_unpack<T>(u[k]);
 				f[2 * k] = g.x;
 				f[2 * k + 1] = g.y;
 			}
@@ -241,42 +255,14 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> pack(const f
 #pragma unroll
 			for (int k = 0; k < 4; k++)
 				u[k] = __float_as_uint(f[k]);
-		} else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				__nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-				u[k] = *reinterpret_cast<uint32_t *>(&h);
-			}
 		} else {
 #pragma unroll
-			for (int k = 0; k < 4; k++) {
-				__half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-				u[k] = *reinterpret_cast<uint32_t *>(&h);
-			}
+			for (int k = 0; k < 4; k++)
+				u[k] = pair_pack<T>(f[2 * k], f[2 * k + 1]);
 		}
 		c.raw = make_uint4(u[0], u[1], u[2], u[3]);
 	}
 	return c;
-}
-
-/* A pair of 16-bit T packed in one 32-bit word, to two floats and back
- * (rounding to nearest even): for layouts other than chunk's 16 bytes. */
-template <typename T> __device__ __forceinline__ float2 pair_unpack(uint32_t u)
-{
-	if constexpr (std::is_same<T, __nv_bfloat16>::value)
-		return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
-	else
-		return __half22float2(*reinterpret_cast<const __half2 *>(&u));
-}
-template <typename T> __device__ __forceinline__ uint32_t pair_pack(float a, float b)
-{
-	if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-		__nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-		return *reinterpret_cast<uint32_t *>(&h);
-	} else {
-		__half2 h = __floats2half2_rn(a, b);
-		return *reinterpret_cast<uint32_t *>(&h);
-	}
 }
 
 /* One MUFU instruction each, results below 2^-126 flushed to zero:
@@ -368,8 +354,8 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 }
 
 /* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
- * built with KF_AB=1, 2 and 3 next to the default one); the library uses 0.
- *   1, 2, 3  (free)
+ * built with KF_AB=1 .. N, bench/build_ab.sh's KF_AB_COUNT, next to the
+ * default one); the library uses 0. All values are free now.
  * Runs 3-7 tried block shapes, rows per thread, preloads, __maxnreg__(48),
  * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
  * __restrict__ weights, grouped weight loads, persistent streamed rows,
