@@ -692,7 +692,8 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 	static const char *const OPS[] = {"rmsnorm",   "rmsnorm_noweight",   "add_rmsnorm",
 					  "layernorm", "layernorm_noaffine", "softmax"};
 	static const int64_t TS[] = {1, 7, 128, 512, 1024, 1025, 1056, 2048, 4096, 16384, 300000};
-	static const int64_t DS[] = {1, 7, 1000, 1008, 2048, 4096, 8192, 8193, 16384, 20001, 65536};
+	static const int64_t DS[] = {1,	   7,	 1000, 1008, 2048,  2056,  3000,
+				     4096, 4104, 8192, 8193, 16384, 20001, 65536};
 	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0] * 2; o++) {
 		const struct op_template *op = op_find(OPS[o / 2]);
 		const int esize = o % 2 ? 4 : 2;
@@ -706,22 +707,28 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				struct expr_env env = {names, vals, 2};
 				int64_t g, x, y, sh = 0;
 				const int64_t T = TS[ti], D = DS[di];
+				const int ln = strncmp(OPS[o / 2], "layernorm", 9) == 0;
 				const int few = rms && esize == 2 && D % 16 == 0 && D <= 8192 &&
 						T * D <= 132 * 1024 * 16;
+				/* layernorm_launch's two rows a block (ln_go) */
+				const int two =
+					ln && esize == 2 && D % 8 == 0 && D > 2048 && D <= 4096;
 				row_launch_ref(T, D, esize,
-					       few ? 0
-					       : strncmp(OPS[o / 2], "layernorm", 9) == 0 ||
-							       strcmp(OPS[o / 2], "softmax") == 0
-						       ? 128
-						       : 256,
+					       few					  ? 0
+					       : ln || strcmp(OPS[o / 2], "softmax") == 0 ? 128
+											  : 256,
 					       &g, &x, &y);
+				if (two) {
+					g = (T + 1) / 2;
+					x = 128;
+					y = 1;
+				}
 				json_t *l0 = active_launch(op, ll, &env);
-				ck_assert_msg(
-					(strstr(json_string_value(json_object_get(l0, "kernel")),
-						"_rows_") != NULL) == few,
-					"%s esize %d T=%lld D=%lld: runs %s", OPS[o / 2], esize,
-					(long long)T, (long long)D,
-					json_string_value(json_object_get(l0, "kernel")));
+				const char *kn = json_string_value(json_object_get(l0, "kernel"));
+				ck_assert_msg((strstr(kn, "_rows_") != NULL) == few &&
+						      (strstr(kn, "_2rows_") != NULL) == two,
+					      "%s esize %d T=%lld D=%lld: runs %s", OPS[o / 2],
+					      esize, (long long)T, (long long)D, kn);
 				json_t *sb = json_object_get(l0, "shared_bytes");
 				const int64_t jg = eval_dim(json_array_get(
 								    json_object_get(l0, "grid"), 0),
@@ -784,12 +791,15 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
 	/* one launch (kf_OP_DTYPE), or a choice by "when" of
-	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, adaln's flat vectors;
+	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, layernorm's two rows a
+	 * block, adaln's flat vectors;
 	 * silu_and_mul's flat vectors by a shift, then by a division) and
 	 * kf_OP_DTYPE, last */
 	const char *variants[2] = {NULL, NULL};
 	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0)
 		variants[0] = "rows";
+	else if (strcmp(op->name, "layernorm") == 0 || strcmp(op->name, "layernorm_noaffine") == 0)
+		variants[0] = "2rows";
 	else if (strcmp(op->name, "adaln_modulate") == 0)
 		variants[0] = "flat";
 	else if (strcmp(op->name, "silu_and_mul") == 0) {

@@ -595,13 +595,18 @@ int main(int argc, char **argv)
 	 * a warp (7 x 16), a partial warp (5 x 1008: 63 of 64 threads), D =
 	 * 8192 (512 threads), T * D at the bound (264 x 8192) and one row past
 	 * it (265 x 8192); D % 16 == 8 (7 x 8, 5 x 1000) and D = 8200 run the
-	 * row kernel. */
+	 * row kernel. 16-bit layernorm's two-row kernel (D % 8 == 0, 2048 < D <=
+	 * 4096) at one row (1 x 4096: the pair's second row absent), T odd
+	 * (3 x 2056, its smallest D; 1001 x 3000; 1025 x 4096), T even (4 x
+	 * 4096, 1000 x 3000); D = 2048 and 4104 on either side run the
+	 * one-row kernel. */
 	const int64_t rows[][2] = {
 		{1, 1},	      {1, 7},	    {3, 33},	  {5, 1000},	{2, 4097},    {4, 4096},
 		{7, 8},	      {1, 16384},   {2, 20000},	  {1, 40000},	{2, 65536},   {1, 131072},
 		{1, 70001},   {70000, 64},  {3000, 2048}, {1000, 3000}, {1000, 2048}, {1025, 4096},
 		{2500, 1000}, {3001, 4100}, {1, 8192},	  {264, 8192},	{265, 8192},  {3, 8200},
-		{128, 4096},  {512, 4096},  {7, 16},	  {5, 1008}};
+		{128, 4096},  {512, 4096},  {7, 16},	  {5, 1008},	{1, 4096},    {3, 2056},
+		{1001, 3000}, {2, 2048},    {5, 4104}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
@@ -615,7 +620,8 @@ int main(int argc, char **argv)
 	test_rmsnorm_rows_f32(5, 1008);
 	test_rmsnorm_rows_f32(128, 4096);
 	test_rmsnorm_rows_f32(2, 8192);
-	const int64_t far[][2] = {{4, 4096}, {1025, 4096}, {2500, 1000}, {3, 33}, {2, 20000}};
+	const int64_t far[][2] = {{4, 4096}, {1025, 4096}, {2500, 1000},
+				  {3, 33},   {2, 20000},   {1001, 3000}};
 	for (auto &r : far)
 		test_layernorm(r[0], r[1], 300.0);
 	const int64_t masked[][2] = {{8, 4096}, {3000, 2048}, {3, 20001}, {2, 70001}};
