@@ -8,7 +8,9 @@
  * and 2 are consumers: each multiplies 64 rows x 256 columns with
  * wgmma.m64n256k16 (128 fp32 accumulators a thread), keeps one wgmma group
  * in flight and releases the stage it finished through a second mbarrier
- * ("empty"). Tile 128x256x64; grouped raster for L2 reuse.
+ * ("empty"). Tile 128x256x64; grouped raster for L2 reuse. Persistent:
+ * one block an SM walks its tiles with the ring running on across them,
+ * so the next tile's loads overlap this one's last multiplies and stores.
  * Preconditions: K % 8 == 0 (TMA row strides are multiples of 16 bytes),
  * x and w 16-byte aligned, M, N >= 1. Dynamic shared memory 197632 bytes. */
 #ifndef KF_GEMM_SM90_CUH
@@ -111,6 +113,22 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t
 #endif
 }
 
+/* The tile origin (m0, n0) of tile number `tile` of npm x npn: row-major,
+ * or with group > 0 a grouped raster (group tile rows walked column by
+ * column, for L2 reuse of w's tiles). */
+__device__ __forceinline__ void tile_origin(int tile, int npm, int npn, int group, int *m0, int *n0)
+{
+	int pm = tile / npn, pn = tile % npn;
+	if (group > 0) {
+		const int first = tile / (group * npn) * group, r = tile % (group * npn);
+		const int gsz = min(npm - first, group);
+		pm = first + r % gsz;
+		pn = r / gsz;
+	}
+	*m0 = pm * BM;
+	*n0 = pn * BN;
+}
+
 } /* namespace kf_tma */
 
 extern "C" __global__ void __launch_bounds__(384, 1)
@@ -126,16 +144,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 	uint64_t *full = reinterpret_cast<uint64_t *>(base + Q * STAGE_BYTES);
 	uint64_t *empty = full + Q;
 
-	int pm = blockIdx.y, pn = blockIdx.x;
-	if (group > 0) {
-		const int pid = blockIdx.y * gridDim.x + blockIdx.x, npm = gridDim.y,
-			  npn = gridDim.x;
-		const int gid = pid / (group * npn), first = gid * group;
-		const int gsz = min(npm - first, group);
-		pm = first + (pid % (group * npn)) % gsz;
-		pn = (pid % (group * npn)) / gsz;
-	}
-	const int m0 = pm * BM, n0 = pn * BN;
+	const int npm = (M + BM - 1) / BM, npn = (N + BN - 1) / BN, tiles = npm * npn;
 	const int KT = (K + BK - 1) / BK;
 	const int wg = threadIdx.x >> 7, t = threadIdx.x & 127;
 
@@ -148,29 +157,42 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 	}
 	__syncthreads();
 
+	/* it counts k-steps over all of this block's tiles: stage it % Q, its
+	 * (it / Q)-th use, so the ring runs on across tiles and the producer
+	 * loads the next tile's first stages during the consumers' stores */
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 		if (t == 0) {
-			for (int kt = 0; kt < KT; kt++) {
-				const int s = kt % Q;
-				if (kt >= Q)
-					bar_wait(&empty[s], ((kt / Q) + 1) & 1);
-				__nv_bfloat16 *sa = stages + s * STAGE_ELEMS;
-				bar_expect(&full[s], STAGE_BYTES);
-				tma_2d(sa, &ta, kt * BK, m0, &full[s]);
-				tma_2d(sa + A_ELEMS, &tb, kt * BK, n0, &full[s]);
+			int it = 0;
+			for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+				int m0, n0;
+				tile_origin(tile, npm, npn, group, &m0, &n0);
+				for (int kt = 0; kt < KT; kt++, it++) {
+					const int s = it % Q;
+					if (it >= Q)
+						bar_wait(&empty[s], ((it / Q) + 1) & 1);
+					__nv_bfloat16 *sa = stages + s * STAGE_ELEMS;
+					bar_expect(&full[s], STAGE_BYTES);
+					tma_2d(sa, &ta, kt * BK, m0, &full[s]);
+					tma_2d(sa + A_ELEMS, &tb, kt * BK, n0, &full[s]);
+				}
 			}
 		}
-	} else {
-		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-		const int c = wg - 1; /* consumer: rows 64c .. 64c+63 of the tile */
+		return;
+	}
+	asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+	const int c = wg - 1; /* consumer: rows 64c .. 64c+63 of the tile */
+	int it = 0;
+	for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+		int m0, n0;
+		tile_origin(tile, npm, npn, group, &m0, &n0);
 		float d[128];
 #pragma unroll
 		for (int i = 0; i < 128; i++)
 			d[i] = 0.f;
-		for (int kt = 0; kt < KT; kt++) {
-			const int s = kt % Q;
-			bar_wait(&full[s], (kt / Q) & 1);
+		for (int kt = 0; kt < KT; kt++, it++) {
+			const int s = it % Q;
+			bar_wait(&full[s], (it / Q) & 1);
 			const __nv_bfloat16 *sa = stages + s * STAGE_ELEMS + c * 64 * BK;
 			const __nv_bfloat16 *sb = stages + s * STAGE_ELEMS + A_ELEMS;
 			const uint64_t da = desc(sa), db = desc(sb);
@@ -181,9 +203,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 			asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 			if (kt > 0 && t == 0)
-				bar_arrive(&empty[(kt - 1) % Q]);
+				bar_arrive(&empty[(it - 1) % Q]);
 		}
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+		if (t == 0)
+			bar_arrive(&empty[(it - 1) % Q]); /* the tile's last stage */
 
 		const int lane = t & 31, v = t >> 5, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -213,17 +237,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 }
 
 /* Encodes the two tensor maps (through the runtime's driver entry point, so
- * no -lcuda), raises the shared-memory limit, launches: grid
- * (ceil_div(N, 256), ceil_div(M, 128)), 384 threads. The caller checked that
- * the device is sm_90 and this code was built for sm_90a. Thread-safe: the
- * entry point is looked up once (a benign race: every thread stores the
- * same pointer). */
+ * no -lcuda), raises the shared-memory limit, launches: a persistent grid of
+ * min(tiles, SMs) blocks of 384 threads, tiles = ceil_div(M, 128) *
+ * ceil_div(N, 256), block b taking tiles b, b + grid, ... The caller
+ * checked that the device is sm_90 and this code was built for sm_90a.
+ * Thread-safe: the entry point is looked up once (a benign race: every
+ * thread stores the same pointer). */
 static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M, int64_t N,
 				int64_t K, int group, cudaStream_t s)
 {
+	const int64_t tiles = ((M + 127) / 128) * ((N + 255) / 256);
 	if (M < 1 || N < 1 || K < 8 || K % 8 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
-	    (M + 127) / 128 > 65535 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15))
+	    tiles > INT32_MAX || ((uintptr_t)x & 15) || ((uintptr_t)w & 15))
 		return cudaErrorInvalidValue;
+	int dev, sms = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+	    sms < 1)
+		return cudaErrorNotSupported;
 	static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL; /* looked up once */
 	if (!encode) {
 		cudaDriverEntryPointQueryResult q;
@@ -253,7 +284,7 @@ static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M
 		kf_gemm_tma_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, kf_tma::SMEM_BYTES);
 	if (e != cudaSuccess)
 		return e;
-	dim3 grid((unsigned)((N + 255) / 256), (unsigned)((M + 127) / 128));
+	const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
 	kf_gemm_tma_bf16<<<grid, kf_tma::THREADS, kf_tma::SMEM_BYTES, s>>>(
 		ta, tb, (__nv_bfloat16 *)y, (int)M, (int)N, (int)K, group);
 	return cudaGetLastError();

@@ -870,6 +870,9 @@ static Suite *kernels_ref_suite(void)
 {
 	Suite *s = suite_create("kernels_ref");
 	TCase *tc = tcase_create("references");
+	/* the exhaustive 16-bit GELU loops take ~1 s each unloaded; Check's
+	 * default 4 s expired on a 2-core machine busy with nvcc */
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, rmsnorm_matches_hand_computed_values);
 	tcase_add_test(tc, rmsnorm_output_has_unit_rms_before_weight);
 	tcase_add_test(tc, add_rmsnorm_normalizes_the_sum_it_returns);

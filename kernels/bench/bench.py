@@ -675,6 +675,23 @@ def case_gemm(M, N, K, dt):
              tol={torch.float16: (0.5, 1e-2), torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
 
 
+def case_gemm_lib(M, N, K):
+    """gemm_launch alone (bf16), for the library A/B and the trace: y made
+    per call; the trace adds cuBLAS (torch.matmul) as a side."""
+    bf = torch.bfloat16
+    x, w = rn(M, K, dtype=bf), rn(N, K, dtype=bf)
+    s = stream()
+
+    def kfn():
+        y = torch.empty(M, N, device=dev, dtype=bf)
+        call(kf.gemm_launch(DT[bf], ptr(y), ptr(x), ptr(w), M, N, K, s))
+        return y
+    eager = lambda: torch.matmul(x, w.t())
+    return run_case("gemm", f"{M}x{N}x{K}", bf, kfn, eager, (M * K + N * K + M * N) * 2,
+                    flops=2 * M * N * K, tol={bf: (1.0, 2e-2)}, do_compile=False,
+                    trace_extra=(("cublas", eager),))
+
+
 def tune():
     """Block-shape sweeps through libkfk_tune.so (bench-only)."""
     lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
@@ -820,6 +837,9 @@ def target_cases():
     cases += [("silu_and_mul 16384x3072 bf16", lambda: case_act("silu_and_mul", (16384, 3072), bf))]
     cases += [("gelu 16384x4096 f16", lambda: case_act("gelu", big, torch.float16)),
               ("adaln_modulate 4x4096x4096 bf16", lambda: case_adaln(4, 4096, 4096, bf))]
+    cases += [(f"gemm {M}x{N}x{K} bf16", lambda M=M, N=N, K=K: case_gemm_lib(M, N, K))
+              for M, N, K in ((4096, 4096, 4096), (16384, 4096, 4096), (8192, 8192, 8192),
+                              (1000, 3000, 1000))]
     return cases
 
 
