@@ -11,8 +11,12 @@
  * ("empty"). Tile 128x256x64; grouped raster for L2 reuse. Persistent:
  * one block an SM walks its tiles with the ring running on across them,
  * so the next tile's loads overlap this one's last multiplies and stores.
+ * The epilogue goes through shared memory: each consumer rounds its 64 x
+ * 256 accumulators to bf16 into a swizzled 16 KB buffer half by half and
+ * TMA stores write y while the consumers start the next tile (y's rows
+ * whole 16-byte units and y 16-byte aligned; else they store y directly).
  * Preconditions: K % 8 == 0 (TMA row strides are multiples of 16 bytes),
- * x and w 16-byte aligned, M, N >= 1. Dynamic shared memory 197632 bytes. */
+ * x and w 16-byte aligned, M, N >= 1. Dynamic shared memory 231424 bytes. */
 #ifndef KF_GEMM_SM90_CUH
 #define KF_GEMM_SM90_CUH
 
@@ -28,7 +32,11 @@ namespace kf_tma
 constexpr int BM = 128, BN = 256, BK = 64, Q = 4, THREADS = 384;
 constexpr int A_ELEMS = BM * BK, B_ELEMS = BN * BK, STAGE_ELEMS = A_ELEMS + B_ELEMS;
 constexpr int STAGE_BYTES = STAGE_ELEMS * 2;
-constexpr int SMEM_BYTES = Q * STAGE_BYTES + 1024 /* barriers */ + 1024 /* alignment */;
+/* the epilogue's staging buffer: a consumer's 64 rows x 128 columns (half
+ * its tile), two 64 x 64 boxes in the 128-byte swizzle, one a consumer */
+constexpr int OUT_BYTES = 64 * 128 * 2;
+constexpr int SMEM_BYTES =
+	Q * STAGE_BYTES + 2 * OUT_BYTES + 1024 /* barriers */ + 1024 /* alignment */;
 
 __device__ __forceinline__ uint32_t sptr(const void *p)
 {
@@ -113,6 +121,48 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t
 #endif
 }
 
+/* The epilogue through shared memory: a consumer's 64 x 256 accumulators
+ * (wgmma's layout: warp v rows 16v.., lane (g, q) rows g and g + 8, columns
+ * 8j + 2q) rounded to bf16 and written in two halves of 64 x 128 into buf
+ * as two 64 x 64 boxes in the 128-byte swizzle (16-byte chunk k of row r at
+ * k ^ (r & 7): a warp's stores fall in distinct banks), each half sent by
+ * two TMA stores, which clip rows and columns past M and N. The buffer is
+ * reused once the previous stores have read it (wait_group.read), named
+ * barrier 1 + c holding the consumer's 128 threads. */
+__device__ __forceinline__ void store_tile(const float (&d)[128], unsigned char *buf,
+					   const CUtensorMap *tc, int m0, int n0, int t, int c)
+{
+	const int lane = t & 31, v = t >> 5, g = lane >> 2, q = lane & 3;
+#pragma unroll
+	for (int hh = 0; hh < 2; hh++) {
+		if (t == 0)
+			asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+#pragma unroll
+		for (int jj = 0; jj < 16; jj++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int j = hh * 16 + jj, r = v * 16 + g + h * 8;
+				const int box = jj >> 3, chunk = (jj & 7) ^ (r & 7);
+				__nv_bfloat162 p = __floats2bfloat162_rn(d[4 * j + 2 * h],
+									 d[4 * j + 2 * h + 1]);
+				*reinterpret_cast<__nv_bfloat162 *>(buf + box * 8192 + r * 128 +
+								    chunk * 16 + q * 4) = p;
+			}
+		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+		if (t == 0) {
+			for (int box = 0; box < 2; box++)
+				asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+					     " [%0, {%1, %2}], [%3];\n" ::"l"((uint64_t)tc),
+					     "r"(n0 + hh * 128 + box * 64), "r"(m0),
+					     "r"(sptr(buf + box * 8192))
+					     : "memory");
+			asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+		}
+	}
+}
+
 /* The tile origin (m0, n0) of tile number `tile` of npm x npn: row-major,
  * or with group > 0 a grouped raster (group tile rows walked column by
  * column, for L2 reuse of w's tiles). */
@@ -133,15 +183,17 @@ __device__ __forceinline__ void tile_origin(int tile, int npm, int npn, int grou
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 	kf_gemm_tma_bf16(const __grid_constant__ CUtensorMap ta,
-			 const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *y, int M, int N,
-			 int K, int group)
+			 const __grid_constant__ CUtensorMap tb,
+			 const __grid_constant__ CUtensorMap tc, __nv_bfloat16 *y, int M, int N,
+			 int K, int group, int tma_store)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using namespace kf_tma;
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *base = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 	__nv_bfloat16 *stages = reinterpret_cast<__nv_bfloat16 *>(base);
-	uint64_t *full = reinterpret_cast<uint64_t *>(base + Q * STAGE_BYTES);
+	unsigned char *outbuf = base + Q * STAGE_BYTES; /* OUT_BYTES a consumer */
+	uint64_t *full = reinterpret_cast<uint64_t *>(base + Q * STAGE_BYTES + 2 * OUT_BYTES);
 	uint64_t *empty = full + Q;
 
 	const int npm = (M + BM - 1) / BM, npn = (N + BN - 1) / BN, tiles = npm * npn;
@@ -210,6 +262,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 			bar_arrive(&empty[(it - 1) % Q]); /* the tile's last stage */
 
 		const int lane = t & 31, v = t >> 5, g = lane >> 2, q = lane & 3;
+		if (tma_store) {
+			store_tile(d, outbuf + c * OUT_BYTES, &tc, m0 + c * 64, n0, t, c);
+			continue;
+		}
 #pragma unroll
 		for (int j = 0; j < 32; j++)
 #pragma unroll
@@ -231,6 +287,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 				}
 			}
 	}
+	if (tma_store && t == 0) /* the last stores, done before the block ends */
+		asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #else
 	__trap(); /* TMA + wgmma need sm_90a */
 #endif
@@ -265,7 +323,7 @@ static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M
 			return cudaErrorNotSupported;
 		encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
 	}
-	CUtensorMap ta, tb;
+	CUtensorMap ta, tb, tc;
 	const cuuint32_t estr[2] = {1, 1};
 	const cuuint64_t da[2] = {(cuuint64_t)K, (cuuint64_t)M},
 			 db[2] = {(cuuint64_t)K, (cuuint64_t)N};
@@ -280,13 +338,24 @@ static cudaError_t gemm_sm90_go(void *y, const void *x, const void *w, int64_t M
 		   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
 		   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
 		return cudaErrorInvalidValue;
+	/* y through TMA stores where its rows are whole 16-byte units and it
+	 * is 16-byte aligned; else the consumers store it themselves */
+	const cuuint64_t dc[2] = {(cuuint64_t)N, (cuuint64_t)M}, sc[1] = {(cuuint64_t)N * 2};
+	const cuuint32_t bc[2] = {64, 64};
+	const int tma_store = N % 8 == 0 && ((uintptr_t)y & 15) == 0 &&
+			      encode(&tc, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, y, dc, sc, bc, estr,
+				     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+				     CU_TENSOR_MAP_L2_PROMOTION_NONE,
+				     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+	if (!tma_store)
+		tc = ta; /* unused */
 	cudaError_t e = cudaFuncSetAttribute(
 		kf_gemm_tma_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, kf_tma::SMEM_BYTES);
 	if (e != cudaSuccess)
 		return e;
 	const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
 	kf_gemm_tma_bf16<<<grid, kf_tma::THREADS, kf_tma::SMEM_BYTES, s>>>(
-		ta, tb, (__nv_bfloat16 *)y, (int)M, (int)N, (int)K, group);
+		ta, tb, tc, (__nv_bfloat16 *)y, (int)M, (int)N, (int)K, group, tma_store);
 	return cudaGetLastError();
 }
 

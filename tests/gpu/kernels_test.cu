@@ -656,11 +656,12 @@ int main(int argc, char **argv)
 	test_adaln_offset(3, 5, 1000);
 	/* gemm: edge tiles, and more 128x256 tiles than an H200 has SMs (132)
 	 * so the persistent Hopper kernel's blocks take several: 1024 x 4352
-	 * (136 tiles), 1500 x 2900 (144, ragged in M and N) */
-	const int64_t gemms[][3] = {{1, 1, 8},	      {77, 200, 72},	{128, 128, 64},
-				    {129, 257, 136},  {256, 256, 4096}, {512, 384, 1024},
-				    {300, 131, 2000}, {1000, 520, 264}, {640, 768, 512},
-				    {1024, 4352, 64}, {1500, 2900, 136}};
+	 * (136 tiles), 1500 x 2900 (144, ragged in M and N; N % 8 != 0: the
+	 * consumers store y) and 1500 x 3000 (144, ragged; TMA stores clip) */
+	const int64_t gemms[][3] = {{1, 1, 8},	      {77, 200, 72},	 {128, 128, 64},
+				    {129, 257, 136},  {256, 256, 4096},	 {512, 384, 1024},
+				    {300, 131, 2000}, {1000, 520, 264},	 {640, 768, 512},
+				    {1024, 4352, 64}, {1500, 2900, 136}, {1500, 3000, 72}};
 	for (auto &r : gemms)
 		test_gemm(r[0], r[1], r[2]);
 	if (fatbin)
