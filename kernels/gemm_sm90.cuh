@@ -294,10 +294,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* Encodes the two tensor maps (through the runtime's driver entry point, so
- * no -lcuda), raises the shared-memory limit, launches: a persistent grid of
- * min(tiles, SMs) blocks of 384 threads, tiles = ceil_div(M, 128) *
- * ceil_div(N, 256), block b taking tiles b, b + grid, ... The caller
+/* Encodes the tensor maps of x, w and (for the TMA stores) y, through the
+ * runtime's driver entry point, so no -lcuda; raises the shared-memory
+ * limit; launches: a persistent grid of min(tiles, SMs) blocks of 384
+ * threads, tiles = ceil_div(M, 128) * ceil_div(N, 256), block b taking
+ * tiles b, b + grid, ... The caller
  * checked that the device is sm_90 and this code was built for sm_90a.
  * Thread-safe: the entry point is looked up once (a benign race: every
  * thread stores the same pointer). */
