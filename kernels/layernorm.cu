@@ -228,7 +228,7 @@ __global__ void KF_LN_16 ln_kernel16(T *y, const T *x, const T *w, const T *b, i
  * registers) instead of ln_kernel16's 12. Preconditions: D % V == 0 (V:
  * a 16-byte vector), D / V <= 4 * blockDim.x, blockDim.x a multiple of 32,
  * 16-byte aligned pointers, grid ceil_div(rows, 2). */
-constexpr int TWO_NV = 4; /* chunks a thread a row */
+constexpr int TWO_NV = 4, TWO_BLOCK = 128; /* chunks a thread a row; threads */
 
 __device__ __forceinline__ float2 row_reduce2(float2 v, float2 *red)
 {
@@ -308,7 +308,7 @@ __device__ __forceinline__ void body2(T *y, const T *x, const T *w, const T *b, 
 
 /* at most 64 registers (8 blocks an SM): the two rows' 8 chunks and their
  * statistics, spill-free */
-#define KF_LN_TWO __launch_bounds__(128, 8)
+#define KF_LN_TWO __launch_bounds__(kf_ln::TWO_BLOCK, 8)
 
 template <typename T, bool HW, bool HB>
 __global__ void KF_LN_TWO ln2_kernel(T *y, const T *x, const T *w, const T *b, int rows, int D,
@@ -376,10 +376,10 @@ static cudaError_t ln_go(dim3 grid, dim3 block, cudaStream_t s, void *y, const v
 	if constexpr (sizeof(T) == 2) {
 		/* rows of 257-512 whole 16-byte vectors: two a thread */
 		const int nv = D % 8 == 0 ? D / 8 : 0;
-		if (nv > 2 * 128 && nv <= kf_ln::TWO_NV * 128 &&
+		if (nv > 2 * kf_ln::TWO_BLOCK && nv <= kf_ln::TWO_NV * kf_ln::TWO_BLOCK &&
 		    (((uintptr_t)x | (uintptr_t)y | (uintptr_t)w | (uintptr_t)b) & 15u) == 0) {
 			grid = dim3((unsigned)(((int64_t)rows + 1) / 2));
-			block = dim3(128);
+			block = dim3(kf_ln::TWO_BLOCK);
 			KF_LN_GO(kf_ln::ln2_kernel);
 		} else {
 			KF_LN_GO(kf_ln::ln_kernel16);

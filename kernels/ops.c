@@ -51,17 +51,22 @@
 	"{\"kernel\": \"" KERNEL "\", " ROW_GRID(N) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}"
 #define ROW_BASELINE(KERNEL, N, ARGS) \
 	"\"baseline\": {\"launch\": [" ROW_LAUNCH(KERNEL, N, ARGS) "]}"
+/* A row op's baseline that picks by shape: KERNEL_VARIANT_$dtype with the
+ * launch dims DIMS where WHEN holds, else KERNEL_$dtype launched as
+ * ROW_BASELINE with N threads. */
+#define ROW_BASELINE_PICK(KERNEL, VARIANT, WHEN, DIMS, N, ARGS)                              \
+	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL "_" VARIANT                     \
+	"_$dtype\", \"when\": \"" WHEN "\", " DIMS ", \"shared_bytes\": 0, \"args\": [" ARGS \
+	"]}, {\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"!(" WHEN                        \
+	")\", " ROW_GRID(N) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
 /* rmsnorm and rmsnorm_noweight: few 16-bit rows run KERNEL_rows_$dtype, one
  * row a block of ceil_div(D / 16, 32) * 32 threads (rms_few_rows in
  * kernels/rmsnorm.cu; its alignment test always holds for the harness's
  * buffers), the rest KERNEL_$dtype as ROW_BASELINE. */
 #define RMS_FEW "$esize == 2 && D % 16 == 0 && D <= 8192 && T * D <= 2162688"
-#define RMS_BASELINE(KERNEL, ARGS)                                                             \
-	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL                                   \
-	"_rows_$dtype\", \"when\": \"" RMS_FEW                                                 \
-	"\", \"grid\": [\"T\"], \"block\": [\"ceil_div(D, 512) * 32\"], \"shared_bytes\": 0, " \
-	"\"args\": [" ARGS "]}, {\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"!(" RMS_FEW    \
-	")\", " ROW_GRID(256) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
+#define RMS_BASELINE(KERNEL, ARGS)                 \
+	ROW_BASELINE_PICK(KERNEL, "rows", RMS_FEW, \
+			  "\"grid\": [\"T\"], \"block\": [\"ceil_div(D, 512) * 32\"]", 256, ARGS)
 
 #define T_TD(NAME, ROLE) \
 	"\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"
@@ -169,12 +174,9 @@ static const char *const IN_X_W_B[] = {"x", "w", "b", NULL};
  * always holds for the harness's buffers); the rest KERNEL_$dtype as
  * ROW_BASELINE. */
 #define LN_TWO "$esize == 2 && D % 8 == 0 && D > 2048 && D <= 4096"
-#define LN_BASELINE(KERNEL, ARGS)                                                          \
-	"\"baseline\": {\"launch\": [{\"kernel\": \"" KERNEL                               \
-	"_2rows_$dtype\", \"when\": \"" LN_TWO                                             \
-	"\", \"grid\": [\"ceil_div(T, 2)\"], \"block\": [128], \"shared_bytes\": 0, "      \
-	"\"args\": [" ARGS "]}, {\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"!(" LN_TWO \
-	")\", " ROW_GRID(128) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
+#define LN_BASELINE(KERNEL, ARGS)                  \
+	ROW_BASELINE_PICK(KERNEL, "2rows", LN_TWO, \
+			  "\"grid\": [\"ceil_div(T, 2)\"], \"block\": [128]", 128, ARGS)
 
 static const char LAYERNORM_JSON[] =
 	"{" DTYPES_FLOAT
