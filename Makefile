@@ -32,22 +32,50 @@ LDLIBS_BASE := -ljansson -lmicrohttpd -lsqlite3 -lpthread -lm -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm -lpthread)
 
 # --- module sources -------------------------------------------------------
-COMMON_SRC := server/kf_err.c $(wildcard server/log.c)
-SERVER_SRC := $(filter-out server/main.c $(COMMON_SRC),$(wildcard server/*.c))
-KB_SRC := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
-SANDBOX_SRC := $(wildcard sandbox/*.c)
-KERNELS_SRC := $(wildcard kernels/*.c kernels/ref/*.c)
+# One static library per subsystem (a folder); MODULES lists them bottom-up
+# and DEPS_<m> names what each may use, so a call into an undeclared module
+# fails the link of that module's check (`make lint`, tests/lint/).
+MODULES := base kernels kb jail compile spec pool history check mcp tools transport cli app
+SRC_base := $(wildcard base/*.c)
+SRC_kernels := $(wildcard kernels/*.c kernels/ref/*.c)
+SRC_kb := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
+SRC_jail := $(wildcard sandbox/jail/*.c)
+SRC_compile := $(wildcard sandbox/compile/*.c)
+SRC_spec := $(wildcard sandbox/spec/*.c)
+SRC_pool := $(wildcard sandbox/pool/*.c)
+SRC_history := $(wildcard sandbox/history/*.c)
+SRC_check := $(wildcard sandbox/check/*.c)
+SRC_mcp := $(wildcard server/mcp/*.c)
+SRC_tools := $(wildcard server/tools/*.c)
+SRC_transport := $(wildcard server/transport/*.c)
+SRC_cli := $(wildcard server/cli/*.c)
+SRC_app := server/app.c
 HARNESS_SRC := $(wildcard sandbox/harness/*.c)
 KERNELS_CU := $(wildcard kernels/*.cu)
 
+# What each module may call (its direct dependencies; the rest of the list
+# is below it). tests/lint/ checks every library's undefined symbols and
+# every #include against these lines.
+DEPS_base :=
+DEPS_kernels := base
+DEPS_kb := kernels base
+DEPS_jail := base
+DEPS_pool := base
+DEPS_history := base
+DEPS_spec := kernels base
+DEPS_compile := kb pool jail base
+DEPS_check := compile spec history pool jail kb kernels base
+DEPS_mcp := base
+DEPS_tools := mcp check compile spec history pool kb kernels base
+DEPS_transport := mcp base
+DEPS_app := tools transport mcp check compile history pool kb base
+DEPS_cli := app tools transport mcp check compile spec history pool kb kernels base
+
 obj = $(patsubst %.c,$(B)/%.o,$(1))
-LIB_common := $(B)/libkf_common.a
-LIB_server := $(B)/libkf_server.a
-LIB_kb := $(B)/libkf_kb.a
-LIB_sandbox := $(B)/libkf_sandbox.a
-LIB_kernels := $(B)/libkf_kernels.a
+$(foreach m,$(MODULES),$(eval LIB_$(m) := $(B)/libkf_$(m).a))
 # Link order: dependents first.
-ALL_LIBS := $(LIB_server) $(LIB_sandbox) $(LIB_kb) $(LIB_kernels) $(LIB_common)
+LINK_ORDER := cli app transport tools mcp check history spec compile pool jail kb kernels base
+ALL_LIBS := $(foreach m,$(LINK_ORDER),$(LIB_$(m)))
 
 BIN := $(B)/kforge
 HARNESS := $(B)/kforge-harness
@@ -90,7 +118,7 @@ $(B)/.deps-ok:
 
 # --- objects and libraries ------------------------------------------------
 # The web page is embedded with .incbin; -MMD does not see it.
-$(B)/server/web.o: server/web/index.html
+$(B)/server/transport/web.o: server/transport/web/index.html
 
 $(B)/%.o: %.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
@@ -103,11 +131,7 @@ $$(LIB_$(1)): $$(call obj,$(2))
 	@$$(if $$(Q),echo "  AR      $$@")
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^
 endef
-$(eval $(call LIB_RULE,common,$(COMMON_SRC)))
-$(eval $(call LIB_RULE,server,$(SERVER_SRC)))
-$(eval $(call LIB_RULE,kb,$(KB_SRC)))
-$(eval $(call LIB_RULE,sandbox,$(SANDBOX_SRC)))
-$(eval $(call LIB_RULE,kernels,$(KERNELS_SRC)))
+$(foreach m,$(MODULES),$(eval $(call LIB_RULE,$(m),$(SRC_$(m)))))
 
 $(BIN): $(B)/server/main.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
@@ -122,17 +146,17 @@ HARNESS_LIBS = $(if $(wildcard /usr/lib/x86_64-linux-gnu/libjansson.a /opt/kforg
 # toolkit's stub libcuda so it builds on machines without a driver; at run
 # time the real libcuda.so.1 is needed, and without it the daemon answers
 # no_gpu before ever starting the harness.
-$(HARNESS): $(call obj,$(HARNESS_SRC)) $(LIB_sandbox) $(LIB_kernels) $(LIB_common)
+$(HARNESS): $(call obj,$(HARNESS_SRC)) $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(HARNESS_LIBS) $(LDFLAGS)
 
 # The compiler's NVRTC helper: runs in the jail, dlopens the toolkit's
 # libnvrtc (so it links nothing from CUDA).
-$(NVRTC_HELPER): $(B)/sandbox/nvrtc/main.o
+$(NVRTC_HELPER): $(B)/sandbox/compile/nvrtc/main.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ -ldl $(LDFLAGS)
 
-$(KB_BUILD): $(B)/knowledge/kb_build_main.o $(LIB_kb) $(LIB_kernels) $(LIB_common)
+$(KB_BUILD): $(B)/knowledge/kb_build_main.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 
@@ -170,27 +194,14 @@ $(FATBIN): $(KERNELS_CU) $(wildcard kernels/*.cuh kernels/*.h)
 		-gencode arch=compute_90,code=compute_90 -o $@ $(B)/kernels/all.cu
 
 # --- tests ----------------------------------------------------------------
-# tests/check_<name>.c is one Check suite. It links every library unless
-# TEST_DEPS_<name> names fewer (e.g. TEST_DEPS_kb := kb kernels common).
-TEST_SRC := $(wildcard tests/check_*.c)
-TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
-test_libs = $(if $(TEST_DEPS_$(1)),$(foreach m,$(TEST_DEPS_$(1)),$(LIB_$(m))),$(ALL_LIBS))
-TEST_DEPS_dtype := kernels common
-TEST_DEPS_kernels_ref := sandbox kernels common
-TEST_DEPS_jsonrpc := server common
-TEST_DEPS_kb := kb common
-TEST_DEPS_expr := sandbox kernels common
-TEST_DEPS_spec := sandbox kernels common
-TEST_DEPS_jail := sandbox common
-TEST_DEPS_compile := sandbox kb kernels common
-TEST_DEPS_sass := sandbox common
-TEST_DEPS_runner := sandbox common
-TEST_DEPS_history := sandbox common
-TEST_DEPS_gpu := sandbox common
+# tests/unit/check_<name>.c is one Check suite, linked against the module
+# libraries (the linker takes only what the suite calls).
+TEST_SRC := $(wildcard tests/unit/check_*.c)
+TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(TEST_SRC))
 
 .SECONDARY:
 .SECONDEXPANSION:
-$(B)/tests/check_%: $(B)/tests/check_%.o $$(call test_libs,$$*)
+$(B)/tests/unit/check_%: $(B)/tests/unit/check_%.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
 
@@ -203,7 +214,7 @@ test-unit: all $(TESTS)
 
 # Protocol, conformance and end-to-end suites are added as tests/*.sh; each
 # exits 0 on success and prints its own summary.
-PROTO_TESTS := $(sort $(wildcard tests/proto_*.sh))
+PROTO_TESTS := $(sort $(wildcard tests/proto/proto_*.sh))
 test: test-unit
 	$(Q)fail=0; for t in $(PROTO_TESTS); do $(TEST_ENV) sh $$t || fail=1; done; exit $$fail
 
@@ -211,28 +222,28 @@ test-gpu: all
 	$(Q)$(TEST_ENV) sh tests/gpu/run.sh
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
-BENCH_KB := $(B)/tests/bench_kb
-$(BENCH_KB): $(B)/tests/bench_kb.o $(LIB_kb) $(LIB_common)
+BENCH_KB := $(B)/tests/bench/bench_kb
+$(BENCH_KB): $(B)/tests/bench/bench_kb.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-kb: $(BENCH_KB) $(KB_DB)
 	$(Q)$(BENCH_KB) $(KB_DB) docs/bench-kb.md
 # Compile: cold nvcc -c vs nvcc --cubin vs NVRTC vs kforge's jailed
 # compile, and cache-hit latency -> docs/bench-compile.md.
-BENCH_COMPILE := $(B)/tests/bench_compile
-$(BENCH_COMPILE): $(B)/tests/bench_compile.o $(LIB_sandbox) $(LIB_kb) $(LIB_kernels) $(LIB_common)
+BENCH_COMPILE := $(B)/tests/bench/bench_compile
+$(BENCH_COMPILE): $(B)/tests/bench/bench_compile.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-compile: $(BENCH_COMPILE) $(NVRTC_HELPER)
 	$(Q)$(BENCH_COMPILE) docs/bench-compile.md
 # Protocol overhead: tools/list and a trivial tool call over HTTP (wrk,
 # many connections) and stdio -> docs/bench-protocol.md.
-BENCH_STDIO := $(B)/tests/bench_stdio
-$(BENCH_STDIO): $(B)/tests/bench_stdio.o
+BENCH_STDIO := $(B)/tests/bench/bench_stdio
+$(BENCH_STDIO): $(B)/tests/bench/bench_stdio.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
 bench-protocol: $(BIN) $(BENCH_STDIO)
-	$(Q)KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) sh tests/bench_protocol.sh docs/bench-protocol.md
+	$(Q)KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) sh tests/bench/bench_protocol.sh docs/bench-protocol.md
 bench: bench-kb bench-compile bench-protocol
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).
@@ -262,8 +273,8 @@ asan:
 # libFuzzer targets for the JSON-RPC parser and the schema validator, each
 # run for FUZZ_SECONDS from the seeds in tests/fuzz/seeds (clang needed).
 FUZZ_SECONDS ?= 30
-FUZZ_SRC_jsonrpc := server/jsonrpc.c server/kf_err.c
-FUZZ_SRC_schema := server/schema.c server/kf_err.c
+FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
+FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
 fuzz:
 	$(Q)command -v clang >/dev/null || $(MAKE) --no-print-directory deps
 	$(Q)mkdir -p build-fuzz
@@ -278,13 +289,14 @@ fuzz:
 		grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_$$t.log; \
 	done
 
-# The clang-format check covers the project's C and CUDA: server/, sandbox/,
-# knowledge/, kernels/ (library, references, headers) and tests/*.c. Left
-# out: the .cu test data and skill examples, whose layout is part of what
-# they show, and kernels/dev/ experiments. The banned-call grep covers
-# everything.
-LINT_FORMAT_FILES = $$(git ls-files 'server/*.[ch]' 'sandbox/*.[ch]' 'knowledge/*.[ch]' 'tests/*.c' \
-	'kernels/*.[ch]' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/ref/*.[ch]' | grep -v '^tests/.*/')
+# The clang-format check covers the project's C and CUDA: base/, server/,
+# sandbox/, knowledge/, kernels/ (library, references, headers) and the C of
+# tests/unit, tests/bench and tests/fuzz. Left out: the .cu test data and
+# skill examples, whose layout is part of what they show. The banned-call
+# grep covers everything.
+LINT_FORMAT_FILES = $$(git ls-files 'base/*.[ch]' 'server/*.[ch]' 'sandbox/*.[ch]' 'knowledge/*.[ch]' \
+	'tests/unit/*.[ch]' 'tests/bench/*.c' 'tests/fuzz/*.c' \
+	'kernels/*.[ch]' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/ref/*.[ch]' | grep -v '^kernels/\(dev\|bench\)/')
 lint:
 	$(Q)clang-format --dry-run --Werror $(LINT_FORMAT_FILES)
 	$(Q)! git grep -nE '\b(strcpy|sprintf|strcat|atoi|gets)\s*\(' -- '*.c' '*.h' '*.cu' || \

@@ -54,7 +54,7 @@ enum act { SILU = 0, GELU = 1, GELU_TANH = 2 };
 /* FAST (f16/bf16 outputs): the formulas of kernels/ref/gelu_fast.h, whose
  * error bounds (|gelu_fast - gelu| <= |x| 4e-6 for erf; ~3e-5 relative for
  * tanh) are far below a 16-bit output's rounding and are checked for every
- * f16/bf16 input by tests/check_kernels_ref.c. f32 keeps erff and tanhf
+ * f16/bf16 input by tests/unit/check_kernels_ref.c. f32 keeps erff and tanhf
  * (its 1e-5 tolerance is the reason). silu: a * rcp(1 + e^-a) for every
  * dtype (2 ulp instead of IEEE division's long sequence). */
 template <int A, bool FAST> __device__ __forceinline__ float apply(float a)

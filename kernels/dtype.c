@@ -1,5 +1,5 @@
 /* dtype: element types and exact conversions; see dtype.h. */
-#include "dtype.h"
+#include "kernels/dtype.h"
 
 #include <math.h>
 #include <string.h>

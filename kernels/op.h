@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../server/kf_err.h"
-#include "dtype.h"
+#include "base/kf_err.h"
+#include "kernels/dtype.h"
 
 struct op_template;
 

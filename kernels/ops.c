@@ -4,17 +4,17 @@
  * fast kernel) with its float64 reference from kernels/ref/ and its cost
  * function. Static, immutable data: every function here is thread-safe.
  * The launch expressions mirror the C launch helpers in kernels/OP.cu. */
-#include "op.h"
+#include "kernels/op.h"
 
 #include <string.h>
 
-#include "ref/activation_ref.h"
-#include "ref/adaln_ref.h"
-#include "ref/gemm_ref.h"
-#include "ref/layernorm_ref.h"
-#include "ref/rmsnorm_ref.h"
-#include "ref/rope_ref.h"
-#include "ref/softmax_ref.h"
+#include "kernels/ref/activation_ref.h"
+#include "kernels/ref/adaln_ref.h"
+#include "kernels/ref/gemm_ref.h"
+#include "kernels/ref/layernorm_ref.h"
+#include "kernels/ref/rmsnorm_ref.h"
+#include "kernels/ref/rope_ref.h"
+#include "kernels/ref/softmax_ref.h"
 
 /* --- shared JSON pieces ----------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "dtype.h"
+#include "kernels/dtype.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "server/kf_err.h"
+#include "base/kf_err.h"
 
 struct kb;
 

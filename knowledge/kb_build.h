@@ -6,7 +6,7 @@
 #ifndef KF_KB_BUILD_H
 #define KF_KB_BUILD_H
 
-#include "server/kf_err.h"
+#include "base/kf_err.h"
 
 /* Builds out_path (replaced atomically: written to out_path.tmp, renamed)
  * from src_dir (borrowed; contains schema.sql, gpu-facts/, guides/). A

@@ -5,7 +5,7 @@
 
 #include <sqlite3.h>
 
-#include "server/kf_err.h"
+#include "base/kf_err.h"
 
 /* Runs sql (no results) on db; KF_EDB with sqlite's message and what. */
 int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)

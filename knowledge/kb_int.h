@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "knowledge/kb.h"
-#include "server/kf_err.h"
+#include "base/kf_err.h"
 
 #define KB_FILE_MAX_BYTES (4u << 20) /* any one source file */
 #define KB_SCHEMA_VERSION "2"

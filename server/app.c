@@ -4,7 +4,7 @@
  * the knowledge base ($KFORGE_KB, then knowledge.db next to the binary, then
  * ../share/kforge/knowledge.db for an installed binary). Each domain adds its
  * open/close lines below (small edits, marked). */
-#include "app.h"
+#include "server/app.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "knowledge/kb.h" /* kb */
-#include "log.h"
-#include "sandbox/compile.h" /* compile */
-#include "sandbox/history.h" /* runner */
-#include "sandbox/runner.h"  /* runner */
+#include "base/log.h"
+#include "sandbox/compile/compile.h" /* compile */
+#include "sandbox/history/history.h" /* runner */
+#include "sandbox/pool/runner.h"     /* runner */
+#include "server/mcp/tools.h"
+#include "server/tools/groups.h"
 
 #define APP_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
 
@@ -154,6 +156,16 @@ static void app_open_compiler(struct app *app)
 	}
 	if (compile_sandbox_usable(app->cc, &e) != 0)
 		log_warn("compile", "%s", e.msg);
+}
+
+int app_tools_load(int fixtures, struct kf_err *err)
+{
+	/* In the order tools/list shows them. */
+	const struct tool_group *groups[] = {&TOOLS_KB,	  &TOOLS_COMPILE, &TOOLS_CHECK_BENCH,
+					     &TOOLS_RUNS, &TOOLS_PROMPTS, &TOOLS_FIXTURES};
+	size_t n = sizeof(groups) / sizeof(groups[0]);
+
+	return tools_load_groups(groups, fixtures ? n : n - 1, err);
 }
 
 int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "kf_err.h"
+#include "base/kf_err.h"
 
 struct kb;
 struct compiler;
@@ -38,6 +38,12 @@ struct app {
  * KF_E* code with err set naming what failed. */
 int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 	__attribute__((warn_unused_result));
+
+/* Registers the daemon's tool, resource and prompt groups (server/tools/)
+ * with the registry (server/mcp/tools.h); with fixtures nonzero the
+ * conformance suite's fixture group too. Call once before any session.
+ * Returns 0, or KF_EINVAL naming the tool whose table is wrong. */
+int app_tools_load(int fixtures, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Closes the modules in reverse order and frees app. NULL is a no-op. */
 void app_close(struct app *app);

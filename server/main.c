@@ -2,7 +2,7 @@
  * a write error, not kill the daemon) and hands argv to the CLI. */
 #include <signal.h>
 
-#include "cli.h"
+#include "server/cli/cli.h"
 
 int main(int argc, char **argv)
 {

@@ -43,7 +43,7 @@ if [ "${KF_BUILD_TUNE:-0}" = 1 ]; then
 else
 	rm -f "$B/libkfk_tune.so"
 fi
-for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c server/kf_err.c; do
+for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c base/kf_err.c; do
 	"$CC" -std=c11 -O2 -fPIC -D_GNU_SOURCE -I. -c "$f" -o "$B/c_$(basename "$f" .c).o"
 done
 fail=0

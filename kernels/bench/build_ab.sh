@@ -33,7 +33,7 @@ while [ "$n" -le "${KF_AB_COUNT:-3}" ]; do
 done
 if [ -n "${KF_AB_BASE:-}" ]; then
 	T=$(mktemp -d)
-	git archive "$KF_AB_BASE" kernels server/kf_err.h | tar -x -C "$T"
+	git archive "$KF_AB_BASE" kernels base/kf_err.h | tar -x -C "$T"
 	(cd "$T" && printf '#include "%s"\n' kernels/*.cu >unity.cu)
 	"$NVCC" -O3 -std=c++17 -I"$T" $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_base.so" \
 		"$T/unity.cu" "$B"/c_*.o

@@ -1,5 +1,5 @@
 /* activation_ref: float64 activations; see activation_ref.h. */
-#include "activation_ref.h"
+#include "kernels/ref/activation_ref.h"
 
 #include <math.h>
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 enum act_ref_op {
 	ACT_REF_SILU_AND_MUL = 0,

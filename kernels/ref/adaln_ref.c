@@ -1,5 +1,5 @@
 /* adaln_ref: float64 AdaLN modulation; see adaln_ref.h. */
-#include "adaln_ref.h"
+#include "kernels/ref/adaln_ref.h"
 
 int adaln_modulate_ref(double *y, const double *x, const double *scale, const double *shift,
 		       int64_t B, int64_t S, int64_t D, struct kf_err *err)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* Borrows all. Returns 0, or KF_EINVAL (with err) for B < 0, S < 0, D < 1,
  * or a NULL pointer. */

@@ -1,6 +1,6 @@
 /* gelu_fast: the cheap GELU formulas kernels/activation.cu uses for f16 and
  * bf16 outputs (f32 keeps erff / tanhf), their coefficients, and a plain C
- * emulation of the device arithmetic for tests/check_kernels_ref.c. Plain
+ * emulation of the device arithmetic for tests/unit/check_kernels_ref.c. Plain
  * C, header-only; the .cu includes it for the constants only.
  *
  * erf GELU, gelu(x) = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2:
@@ -23,7 +23,7 @@
  *   measured with the doubled reciprocal error. So |gelu_fast - gelu| <=
  *   |x| * 4e-6 (+ the final product's rounding), 500x below bf16's and
  *   100x below f16's relative rounding (2^-9, 2^-12) wherever gelu is not
- *   tiny (x > -1: |gelu| >= |x| / 7). tests/check_kernels_ref.c
+ *   tiny (x > -1: |gelu| >= |x| / 7). tests/unit/check_kernels_ref.c
  *   checks the bound against float64 erf on a dense grid of x in [-12, 12]
  *   (step 2^-12) with the reciprocal perturbed by +-1 ulp, and checks every
  *   finite f16 and bf16 input, rounded to the dtype, against the op

@@ -1,5 +1,5 @@
 /* gemm_ref: float64 y = x @ w^T; see gemm_ref.h. */
-#include "gemm_ref.h"
+#include "kernels/ref/gemm_ref.h"
 
 int gemm_ref(double *y, const double *x, const double *w, int64_t M, int64_t N, int64_t K,
 	     struct kf_err *err)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* Borrows all. Returns 0, or KF_EINVAL (with err) for M, N or K < 1, or a
  * NULL pointer. O(M*N*K): keep the sizes checked on the CPU moderate. */

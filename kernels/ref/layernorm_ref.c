@@ -1,5 +1,5 @@
 /* layernorm_ref: float64 layer normalization; see layernorm_ref.h. */
-#include "layernorm_ref.h"
+#include "kernels/ref/layernorm_ref.h"
 
 #include <math.h>
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* w == NULL: no scale; b == NULL: no shift. Borrows all. Returns 0, or
  * KF_EINVAL (with err) for T < 0, D < 1, eps < 0 or NaN, a NULL y or x. */

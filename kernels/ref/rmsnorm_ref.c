@@ -1,6 +1,6 @@
 /* rmsnorm_ref: float64 rmsnorm, rmsnorm without weight, residual add +
  * rmsnorm; see rmsnorm_ref.h. Straight loops: this is the specification. */
-#include "rmsnorm_ref.h"
+#include "kernels/ref/rmsnorm_ref.h"
 
 #include <math.h>
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* y = rmsnorm(x) * w; w == NULL means no weight. Borrows every buffer.
  * Returns 0, or KF_EINVAL (with err) for T < 0, D < 1, eps < 0 or NaN, or a

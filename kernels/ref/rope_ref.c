@@ -1,5 +1,5 @@
 /* rope_ref: float64 rotary embedding; see rope_ref.h. */
-#include "rope_ref.h"
+#include "kernels/ref/rope_ref.h"
 
 int rope_ref(int neox, double *y, const double *x, const double *cos_t, const double *sin_t,
 	     int64_t T, int64_t H, int64_t Dh, struct kf_err *err)

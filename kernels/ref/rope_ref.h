@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* neox != 0: NeoX layout, else GPT-J. Borrows all. Returns 0, or KF_EINVAL
  * (with err) for T < 0, H < 0, Dh odd or < 2, or a NULL pointer. */

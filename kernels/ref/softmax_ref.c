@@ -1,5 +1,5 @@
 /* softmax_ref: float64 softmax over the last dimension; see softmax_ref.h. */
-#include "softmax_ref.h"
+#include "kernels/ref/softmax_ref.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../server/kf_err.h"
+#include "base/kf_err.h"
 
 /* Borrows both. Returns 0, or KF_EINVAL (with err) for T < 0, D < 1, or a
  * NULL y or x. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness_int.h"
+#include "sandbox/harness/harness_int.h"
 
 /* Poison patterns per dtype: A and B, both NaN for floats. Only an element
  * the kernel never wrote holds A after the first run and B after the

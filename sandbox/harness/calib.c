@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness_int.h"
+#include "sandbox/harness/harness_int.h"
 
 #define REPS 15
 

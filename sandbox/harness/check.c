@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness_int.h"
+#include "sandbox/harness/harness_int.h"
 
 /* --- check mode -------------------------------------------------------- */
 

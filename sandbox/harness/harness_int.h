@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "sandbox/spec.h"
+#include "sandbox/spec/spec.h"
 
 /* One device buffer with guard bands: [guard | data (bytes) | canary tail
  * up to the 256-byte rounding | guard]. */

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness_int.h"
+#include "sandbox/harness/harness_int.h"
 
 double h_now_ms(void)
 {

@@ -4,13 +4,13 @@
  * it), after a warm-up by time, until the median's standard error is under
  * the target or the time budget ends. Then fresh inputs, poisoned outputs
  * and one more candidate run whose outputs the daemon checks. Raw samples
- * go to the daemon; statistics are computed there (sandbox/stats.c). */
+ * go to the daemon; statistics are computed there (sandbox/check/stats.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness_int.h"
+#include "sandbox/harness/harness_int.h"
 
 #define BATCH	    8
 #define MAX_SAMPLES 20000

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "server/jsonrpc.h"
+#include "server/mcp/jsonrpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -15,14 +15,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *out;
 
 	if (jsonrpc_parse((const char *)data, size, 1u << 20, &m, &err)) {
-		assert(m.rpc_code == JSONRPC_PARSE_ERROR ||
-		       m.rpc_code == JSONRPC_INVALID_REQUEST);
+		assert(m.rpc_code == JSONRPC_PARSE_ERROR || m.rpc_code == JSONRPC_INVALID_REQUEST);
 		assert(err.msg[0] != '\0');
 		out = jsonrpc_error(m.bad_id, m.rpc_code, err.msg, NULL, &len);
 	} else if (m.kind == JSONRPC_REQUEST || m.kind == JSONRPC_NOTIFICATION) {
 		assert(m.method != NULL);
-		out = jsonrpc_request(m.id, m.method,
-				      m.params ? json_incref(m.params) : NULL, &len);
+		out = jsonrpc_request(m.id, m.method, m.params ? json_incref(m.params) : NULL,
+				      &len);
 	} else {
 		assert(m.id != NULL);
 		out = jsonrpc_result(m.id, json_incref(m.result ? m.result : m.error), &len);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "server/schema.h"
+#include "server/mcp/schema.h"
 
 static const char *const RICH =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"s\"],"

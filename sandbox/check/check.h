@@ -1,0 +1,190 @@
+/* check: check_kernel on the daemon side (DESIGN.md "What a check does").
+ * Parses the spec, compiles the candidate (and a CUDA reference) through
+ * sandbox/compile/compile.h, runs kforge-harness in the jail on a GPU from the
+ * runner for every size (the spec's plus an odd one) and trial, computes the
+ * reference outside the harness process (float64 CPU op from kernels/, a
+ * CUDA reference in a separate harness process, or PyTorch in a sandboxed
+ * python3), compares, and builds the structured answer. Also the pieces
+ * bench.c shares: preparing a spec, running the harness, references and
+ * the element-wise comparison. Thread-safe. */
+#ifndef KF_CHECK_H
+#define KF_CHECK_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/kf_err.h"
+#include "sandbox/spec/spec.h"
+
+struct app;
+
+#define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
+#define CHECK_DEFAULT_TRIALS	 3
+#define CHECK_MAX_TRIALS	 20
+#define CHECK_DEFAULT_TIMEOUT_MS 60000u
+#define CHECK_REPORT_MAX_BYTES	 (16u << 20) /* harness report cap */
+#define CHECK_EXTRA_LAUNCHES	 8	     /* launches between the two compared runs */
+
+/* Progress: called with a growing progress value and a message. */
+typedef void (*check_progress_fn)(void *arg, double progress, double total, const char *message);
+
+struct check_opts {
+	int trials;	      /* 0 = CHECK_DEFAULT_TRIALS */
+	int no_odd_size;      /* 1: only the spec's sizes */
+	const json_t *replay; /* {"size": {var: v}, "seed": "hex"} or NULL */
+	unsigned timeout_ms;  /* per harness run; 0 = default */
+	const volatile int *cancel;
+	check_progress_fn progress;
+	void *progress_arg;
+};
+
+/* Runs check_kernel for spec (borrowed JSON, op shorthand allowed).
+ * Returns 0 with *out (new) when every size and trial passed ("passed":
+ * true, perhaps with flags), or:
+ *   KF_EFAULT    the kernel failed (mismatch, safeguard, fault, timeout):
+ *                *out says which and where;
+ *   KF_ECOMPILE  the candidate or reference did not compile: *out has the
+ *                diagnostics;
+ *   KF_EINVAL / KF_ETOOBIG  the spec was rejected (err names the field);
+ *   KF_ENOGPU    no GPU on this host (err says why); never a number;
+ *   KF_ENOTFOUND "torch not available" for a torch reference;
+ *   KF_ECANCELED, KF_EBUSY, KF_ESANDBOX, KF_EIO, KF_ENOMEM.
+ * *gpu is set to the device ordinal used, or -1. */
+int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o, json_t **out,
+		 int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+
+/* --- element-wise comparison (pure; tested in CI) ----------------------- */
+
+struct check_cmp {
+	uint64_t n;	     /* elements compared */
+	uint64_t mismatches; /* |got - want| > atol + rtol |want| */
+	uint64_t nonfinite;  /* got NaN/Inf where want is finite */
+	double max_abs;	     /* max |got - want| over finite pairs */
+	double max_rel;	     /* max |got - want| / |want| (want != 0) */
+	double rel_l2;	     /* ||got - want||_2 / ||want||_2 (0/0 = 0) */
+	uint64_t worst;	     /* index of the largest excess over the bound */
+	size_t first_len;    /* first mismatches, in index order */
+	uint64_t first[CHECK_FIRST_MAX];
+	double first_got[CHECK_FIRST_MAX], first_want[CHECK_FIRST_MAX];
+	/* What the reference can tell apart: */
+	double want_absmax;	 /* max |want| */
+	int zeros_would_pass;	 /* all-zero output would pass the tolerance */
+	int constant_would_pass; /* one constant (the mean) would pass */
+};
+
+/* Compares got against want (n elements each, borrowed) with the bound
+ * atol + rtol * |want|. NaN where want is NaN, and an infinity equal to
+ * want's, match. */
+void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
+		   struct check_cmp *out);
+
+/* Formats flat index i of a tensor with dims (rank entries) as "[a, b]". */
+void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf, size_t cap);
+
+/* --- pieces shared with bench.c ---------------------------------------- */
+
+/* A spec ready to run: parsed, compiled, with module paths on the host. */
+struct check_prep {
+	struct spec *s;
+	char cand_cubin[1024];
+	char ref_cubin[1024];	/* SPEC_REF_CUDA */
+	char base_module[1024]; /* baseline cubin or kernels.fatbin; "" none */
+	char cand_artifact[80];
+	int cand_cache_hit;
+	unsigned compile_ms;
+	char arch[16];
+};
+
+/* Parses spec (op shorthand allowed) and checks a GPU is present, then
+ * compiles the candidate (and the reference / baseline sources). With
+ * want_baseline it also resolves the baseline module. On a compile error
+ * returns KF_ECOMPILE and sets *out to the structured diagnostics. Release
+ * p with check_prep_fini whatever the return. */
+int check_prepare(struct app *app, const json_t *spec, int want_baseline,
+		  const volatile int *cancel, struct check_prep *p, json_t **out,
+		  struct kf_err *err) __attribute__((warn_unused_result));
+void check_prep_fini(struct check_prep *p);
+
+/* Creates a fresh job directory under the data dir (path written to dir,
+ * cap bytes) holding spec.json (the expanded spec). Remove it with
+ * check_jobdir_remove. */
+int check_jobdir_new(struct app *app, const struct spec *s, char *dir, size_t cap,
+		     struct kf_err *err) __attribute__((warn_unused_result));
+void check_jobdir_remove(const char *dir);
+
+/* Copies src (host path) into dir as name. */
+int check_copy_file(const char *src, const char *dir, const char *name, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Writes job (borrowed) as dir/job.json and runs kforge-harness on it in
+ * the jail with the GPU nodes, killing it after timeout_ms or when stop
+ * becomes nonzero. The harness reports JSON lines (one per finished row in
+ * check mode, then a final object); *report (new, set whenever the harness
+ * ran) is the final object with "rows": [the row lines], or just {"rows":
+ * [...]} when it died. Returns 0 when the final report arrived (it may
+ * itself describe a fault); KF_ETIMEOUT when the harness was killed at the
+ * limit; KF_EFAULT when it died without a final report (err has the signal
+ * or exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
+ * KF_EIO. *stdout_text (new, may be NULL) gets the kernel's printf output,
+ * capped at 16 KiB. */
+int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsigned timeout_ms,
+		       const volatile int *stop, json_t **report, char **stdout_text,
+		       struct kf_err *err) __attribute__((warn_unused_result));
+
+/* The reference outputs for one size and seed, float64, in the order of the
+ * spec's tensors (NULL for inputs): a built-in op on the CPU, or (CUDA
+ * references) read back from dir/ref.t<trial>.<name>.bin written by a
+ * reference harness run, or a torch run. want[i] are new (free each). */
+int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed, double **want,
+			struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Reads an output file of tensor t (stored as its dtype) into new float64
+ * storage. */
+int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t, const char *path,
+		      double **out, struct kf_err *err) __attribute__((warn_unused_result));
+
+/* The reference outputs (float64, per spec tensor, NULL for inputs; free
+ * each) of trial `trial` with seed for one size: a built-in op computed on
+ * the CPU now; a CUDA reference read from dir/ref.t<trial>.<name>.bin (a
+ * reference harness run wrote them); a torch reference read from
+ * dir/torch.t<trial>.<name>.bin (check_torch_reference wrote them). */
+int check_reference_want(const struct spec *s, const char *dir, const char *prefix,
+			 const int64_t *vals, const struct spec_bound *b, int trial, uint64_t seed,
+			 double **want, struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Runs the spec's torch reference in a sandboxed python3 (no GPU) for
+ * ntrials seeds of one size, writing dir/torch.t<k>.<name>.bin. Returns 0,
+ * KF_ENOTFOUND "torch not available: ..." when python3 cannot import torch
+ * on this host, KF_EINVAL when the expression fails (its error), or the
+ * jail's codes. */
+int check_torch_reference(struct app *app, const struct spec *s, const char *dir,
+			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
+			  int ntrials, const volatile int *cancel, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Judges one harness run (tr: a trial or the benchmark's "verify" object of
+ * the report, borrowed) for one size: guard bands, inputs, coverage,
+ * state across launches, determinism, and, when want is not NULL, the
+ * comparison with the tolerance. Appends {"name", "message"} safeguards to
+ * out_tr["safeguards"], per-output errors to out_tr["outputs"], sets
+ * out_tr["passed"]; records the first message per safeguard name in fired
+ * and a "weak_reference" flag in flags. Returns 1 when it passed. */
+int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
+		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
+		    double *max_rel_seen);
+
+/* Appends {"name": name, "message": ...} to list and records it in fired
+ * (first message per name wins; fired may be NULL). */
+void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The limits specs are held to: spec_limits_default, then the operator's
+ * KFORGE_MAX_DEVICE_BYTES / KFORGE_MAX_HOST_BYTES ("16G", "512M", bytes),
+ * never above 40% of the smallest GPU's memory (a benchmark holds two
+ * buffer sets). */
+void check_limits(struct spec_limits *lim);
+
+/* Random 64-bit seed from the kernel (getrandom). */
+uint64_t check_new_seed(void);
+
+#endif

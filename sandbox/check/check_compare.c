@@ -1,0 +1,331 @@
+/* check_compare: judging one run: the tolerance comparison against the
+ * reference, index formatting for messages, and the safeguards (guard
+ * bands, inputs modified, coverage, state across launches, determinism,
+ * non-finite values, weak references). */
+#include "sandbox/check/check.h"
+#include "sandbox/check/check_int.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- comparison -------------------------------------------------------- */
+
+void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
+		   struct check_cmp *o)
+{
+	memset(o, 0, sizeof *o);
+	o->n = n;
+	double num = 0, den = 0, worst_excess = -1, sum = 0;
+	uint64_t finite_n = 0;
+	int zeros = 1;
+	for (uint64_t i = 0; i < n; i++) {
+		double g = got[i], w = want[i];
+		int bad;
+		if (!isfinite(w)) {
+			/* The reference itself is NaN/Inf: only the same matches. */
+			bad = isnan(w) ? !isnan(g) : g != w;
+			zeros = 0;
+		} else if (!isfinite(g)) {
+			bad = 1;
+			o->nonfinite++;
+		} else {
+			double d = fabs(g - w), bound = atol + rtol * fabs(w);
+			bad = d > bound;
+			if (d > o->max_abs)
+				o->max_abs = d;
+			if (w != 0 && d / fabs(w) > o->max_rel)
+				o->max_rel = d / fabs(w);
+			num += d * d;
+			den += w * w;
+			if (fabs(w) > o->want_absmax)
+				o->want_absmax = fabs(w);
+			if (fabs(w) > bound)
+				zeros = 0;
+			sum += w;
+			finite_n++;
+			if (d - bound > worst_excess) {
+				worst_excess = d - bound;
+				o->worst = i;
+			}
+		}
+		if (bad) {
+			if (o->first_len < CHECK_FIRST_MAX) {
+				o->first[o->first_len] = i;
+				o->first_got[o->first_len] = g;
+				o->first_want[o->first_len] = w;
+				o->first_len++;
+			}
+			o->mismatches++;
+		}
+	}
+	o->rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+	o->zeros_would_pass = n > 0 && zeros;
+	/* Would writing the mean everywhere pass? */
+	int constant = finite_n > 0;
+	double mean = finite_n ? sum / (double)finite_n : 0;
+	for (uint64_t i = 0; i < n && constant; i++)
+		if (isfinite(want[i]) && fabs(mean - want[i]) > atol + rtol * fabs(want[i]))
+			constant = 0;
+	o->constant_would_pass = n > 1 && constant;
+}
+
+void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf, size_t cap)
+{
+	if (rank == 0) {
+		snprintf(buf, cap, "[]");
+		return;
+	}
+	uint64_t idx[SPEC_MAX_RANK];
+	for (size_t d = rank; d-- > 0;) {
+		uint64_t dim = dims[d] > 0 ? (uint64_t)dims[d] : 1;
+		idx[d] = i % dim;
+		i /= dim;
+	}
+	size_t n = (size_t)snprintf(buf, cap, "[");
+	for (size_t d = 0; d < rank && n < cap; d++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? ", " : "", idx[d]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "]");
+}
+
+/* Adds a fired safeguard {name, message} to a trial and to the global set. */
+void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "message", msg));
+	if (fired && !json_object_get(fired, name))
+		json_object_set_new(fired, name, json_string(msg));
+}
+
+static void idx_text(const struct spec *s, const struct spec_bound *b, size_t t,
+		     const json_t *first, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	if (json_array_size(first))
+		check_format_index(b->dims[t], s->tensors[t].rank,
+				   (uint64_t)json_integer_value(json_array_get(first, 0)), buf,
+				   cap);
+}
+
+void check_tolerance_of(const struct spec *s, size_t t, double *atol, double *rtol)
+{
+	if (s->tol_given) {
+		*atol = s->atol;
+		*rtol = s->rtol;
+	} else
+		spec_default_tolerance(s->tensors[t].dtype, atol, rtol);
+}
+
+/* Judges one trial from the harness report and the reference. Returns 1
+ * when it passed. */
+int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
+		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
+		    double *max_rel_seen)
+{
+	struct {
+		const char *dir;
+		struct spec_bound b;
+	} rr = {dir, *b}, *r = &rr;
+	json_t *sg = json_array();
+	json_object_set_new(out_tr, "safeguards", sg);
+	json_t *outs_j = json_object();
+	json_object_set_new(out_tr, "outputs", outs_j);
+	const json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(tr, "guard_violations"), i, v) {
+		const char *side = json_string_value(json_object_get(v, "side"));
+		json_int_t fo = json_integer_value(json_object_get(v, "first_offset"));
+		json_int_t lo = json_integer_value(json_object_get(v, "last_offset"));
+		if (side && strcmp(side, "before") == 0)
+			check_fire(sg, fired, "out_of_bounds",
+				   "%s: wrote before the start of the tensor (%" JSON_INTEGER_FORMAT
+				   " guard bytes changed, offsets %" JSON_INTEGER_FORMAT
+				   " to %" JSON_INTEGER_FORMAT
+				   "): check index arithmetic and bounds",
+				   json_string_value(json_object_get(v, "tensor")),
+				   json_integer_value(json_object_get(v, "bytes")), fo, lo);
+		else
+			check_fire(sg, fired, "out_of_bounds",
+				   "%s: wrote past the end of the tensor (%" JSON_INTEGER_FORMAT
+				   " guard bytes changed, from byte %" JSON_INTEGER_FORMAT
+				   " to byte %" JSON_INTEGER_FORMAT
+				   " after its end): guard the tail "
+				   "with if (i < n)",
+				   json_string_value(json_object_get(v, "tensor")),
+				   json_integer_value(json_object_get(v, "bytes")), fo, lo);
+	}
+	json_array_foreach(json_object_get(tr, "inputs_modified"), i, v) {
+		const char *name = json_string_value(json_object_get(v, "tensor"));
+		int t = spec_tensor_index(s, name);
+		char at[96] = "";
+		if (t >= 0)
+			check_format_index(
+				r->b.dims[t], s->tensors[t].rank,
+				(uint64_t)json_integer_value(json_object_get(v, "first_index")), at,
+				sizeof at);
+		check_fire(
+			sg, fired, "input_modified",
+			"%s: %" JSON_INTEGER_FORMAT " elements of an input changed (first at %s): "
+			"inputs are read-only (declare it inout if the kernel updates it in place)",
+			name, json_integer_value(json_object_get(v, "elements")), at);
+	}
+	const json_t *houts = json_object_get(tr, "outputs");
+	for (size_t t = 0; t < s->tensors_len; t++) {
+		const struct spec_tensor *T = &s->tensors[t];
+		if (T->role == SPEC_ROLE_INPUT)
+			continue;
+		const json_t *ho = json_object_get(houts, T->name);
+		if (!ho)
+			continue;
+		char at[96];
+		json_int_t unw = json_integer_value(json_object_get(ho, "unwritten"));
+		json_int_t unw2 = json_integer_value(json_object_get(ho, "unwritten_second_run"));
+		json_int_t late =
+			json_integer_value(json_object_get(ho, "unwritten_first_run_only"));
+		json_int_t chg = json_integer_value(json_object_get(ho, "changed_between_runs"));
+		if (unw) {
+			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten"), at,
+				 sizeof at);
+			check_fire(
+				sg, fired, "coverage",
+				"%s: %" JSON_INTEGER_FORMAT " of %" PRIu64
+				" elements never written "
+				"(first at %s): the kernel must write every output element (outputs "
+				"are poisoned before each run, so stale memory cannot pass)",
+				T->name, unw, r->b.elems[t], at);
+		}
+		if (unw2) {
+			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_second_run"), at,
+				 sizeof at);
+			check_fire(
+				sg, fired, "state_across_launches",
+				"%s: %" JSON_INTEGER_FORMAT
+				" elements written on the first launch but "
+				"not on launch %d with the same input (first at %s): the kernel keeps "
+				"state between launches (a __device__ variable or cached result?)",
+				T->name, unw2, CHECK_EXTRA_LAUNCHES + 2, at);
+		}
+		if (late) {
+			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_first_run_only"),
+				 at, sizeof at);
+			check_fire(sg, fired, "state_across_launches",
+				   "%s: %" JSON_INTEGER_FORMAT
+				   " elements not written on the first launch "
+				   "but written later (first at %s): the kernel depends on earlier "
+				   "launches",
+				   T->name, late, at);
+		}
+		if (chg) {
+			idx_text(s, &r->b, t, json_object_get(ho, "first_changed"), at, sizeof at);
+			check_fire(sg, fired, "nondeterministic",
+				   "%s: %" JSON_INTEGER_FORMAT
+				   " elements differ between the first launch "
+				   "and launch %d on the same input (first at %s): a race, an "
+				   "uninitialised read, or state kept between launches",
+				   T->name, chg, CHECK_EXTRA_LAUNCHES + 2, at);
+		}
+		if (!want || !want[t])
+			continue;
+		/* Compare the first run against the reference. */
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof path, "%s/%s", r->dir,
+			 json_string_value(json_object_get(ho, "file")));
+		double *got = NULL;
+		struct kf_err e = {0};
+		if (check_load_output(s, &r->b, t, path, &got, &e)) {
+			check_fire(sg, fired, "harness_error", "%s", e.msg);
+			continue;
+		}
+		double atol, rtol;
+		check_tolerance_of(s, t, &atol, &rtol);
+		struct check_cmp c;
+		check_compare(got, want[t], r->b.elems[t], atol, rtol, &c);
+		free(got);
+		if (c.max_rel > *max_rel_seen)
+			*max_rel_seen = c.max_rel;
+		json_t *fm = json_array();
+		for (size_t q = 0; q < c.first_len; q++) {
+			check_format_index(r->b.dims[t], T->rank, c.first[q], at, sizeof at);
+			json_array_append_new(
+				fm, json_pack("{s:s, s:f, s:f}", "at", at, "got",
+					      isfinite(c.first_got[q]) ? c.first_got[q] : 0.0,
+					      "want", c.first_want[q]));
+			if (!isfinite(c.first_got[q]))
+				json_object_set_new(json_array_get(fm, q), "got",
+						    json_string(isnan(c.first_got[q]) ? "NaN"
+								: c.first_got[q] > 0  ? "Inf"
+										      : "-Inf"));
+		}
+		json_object_set_new(outs_j, T->name,
+				    json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:o}", "max_abs_err",
+					      c.max_abs, "max_rel_err", c.max_rel, "rel_l2_err",
+					      isfinite(c.rel_l2) ? c.rel_l2 : 1e308, "mismatches",
+					      (json_int_t)c.mismatches, "nonfinite",
+					      (json_int_t)c.nonfinite, "elements", (json_int_t)c.n,
+					      "first_mismatches", fm));
+		if (c.nonfinite) {
+			check_format_index(r->b.dims[t], T->rank, c.first[0], at, sizeof at);
+			check_fire(sg, fired, "nonfinite",
+				   "%s: %" PRIu64 " NaN/Inf values where the reference is finite "
+				   "(first mismatch at %s)",
+				   T->name, c.nonfinite, at);
+		}
+		if (c.mismatches > c.nonfinite || (c.mismatches && !c.nonfinite)) {
+			char wat[96];
+			check_format_index(r->b.dims[t], T->rank, c.first[0], at, sizeof at);
+			check_format_index(r->b.dims[t], T->rank, c.worst, wat, sizeof wat);
+			check_fire(
+				sg, fired, "mismatch",
+				"%s: %" PRIu64 " of %" PRIu64 " elements outside |got - want| <= "
+				"%g + %g*|want| (first at %s: got %.6g, want %.6g; max abs err %.3g "
+				"at "
+				"%s, max rel err %.3g, rel L2 %.3g)",
+				T->name, c.mismatches, c.n, atol, rtol, at, c.first_got[0],
+				c.first_want[0], c.max_abs, wat, c.max_rel, c.rel_l2);
+			/* Rounding every element to fp16 gives a relative L2 error of
+			 * ~1e-4..1e-3 (bf16 ~1e-3..1e-2): a precision problem, not a
+			 * logic error. */
+			if (T->dtype == KF_DT_F32 && c.rel_l2 > 5e-5 && c.rel_l2 < 2e-2 &&
+			    c.mismatches * 50 > c.n)
+				check_fire(
+					sg, NULL, "precision_hint",
+					"%s: relative L2 error %.1e spread over many elements looks "
+					"like half-precision (fp16/bf16) arithmetic; this output is "
+					"checked in fp32",
+					T->name, c.rel_l2);
+		}
+		if (!json_object_get(flags, "weak_reference") &&
+		    (c.zeros_would_pass || c.constant_would_pass)) {
+			char m[400];
+			if (c.zeros_would_pass)
+				snprintf(m, sizeof m,
+					 "reference output %s is tiny against the tolerance (max "
+					 "|want| %.3g vs atol %g): a kernel writing zeros would "
+					 "pass; "
+					 "scale the inputs or lower atol",
+					 T->name, c.want_absmax, atol);
+			else
+				snprintf(m, sizeof m,
+					 "reference output %s is nearly constant against the "
+					 "tolerance: a kernel writing one value would pass; use "
+					 "inputs that vary the output or tighten the tolerance",
+					 T->name);
+			json_object_set_new(flags, "weak_reference", json_string(m));
+		}
+	}
+	size_t nsg = 0;
+	json_array_foreach(sg, i, v)
+		if (strcmp(json_string_value(json_object_get(v, "name")), "precision_hint") != 0)
+			nsg++;
+	json_object_set_new(out_tr, "passed", json_boolean(nsg == 0));
+	return nsg == 0;
+}

@@ -1,0 +1,315 @@
+/* check_harness: finding kforge's files, the jail, job directories and one
+ * run of kforge-harness in the jail (job.json in, a JSON report on fd 3
+ * out, capped at CHECK_REPORT_MAX_BYTES). Used by check, bench and the
+ * reference runs. */
+#include "sandbox/check/check.h"
+#include "sandbox/check/check_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/app.h"
+#include "sandbox/jail/jail.h"
+
+/* --- paths, jail ---------------------------------------------- */
+
+static int exe_dir(char *buf, size_t cap)
+{
+	char p[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
+	if (n <= 0)
+		return -1;
+	p[n] = 0;
+	char *slash = strrchr(p, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	snprintf(buf, cap, "%s", p);
+	return 0;
+}
+
+/* The first existing of: $env, <exe dir>/rel1, <exe dir>/rel2. */
+int check_find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap)
+{
+	const char *e = getenv(env);
+	if (e && *e && access(e, R_OK) == 0) {
+		snprintf(out, cap, "%s", e);
+		return 0;
+	}
+	char d[PATH_MAX];
+	if (exe_dir(d, sizeof d))
+		return -1;
+	const char *rels[] = {rel1, rel2};
+	for (int i = 0; i < 2; i++) {
+		if (!rels[i])
+			continue;
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof p, "%s/%s", d, rels[i]);
+		char real[PATH_MAX];
+		if (realpath(p, real) && access(real, R_OK) == 0) {
+			snprintf(out, cap, "%s", real);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static pthread_mutex_t jail_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct jail *jails[2];
+
+int check_get_jail(struct app *app, struct jail **out, struct kf_err *err)
+{
+	int mode = app && app->cfg.sandbox == APP_SANDBOX_NONE ? JAIL_NONE : JAIL_BWRAP;
+	pthread_mutex_lock(&jail_mu);
+	int rc = 0;
+	if (!jails[mode]) {
+		struct jail_config cfg = {.mode = (enum jail_mode)mode};
+		rc = jail_open(&cfg, &jails[mode], err);
+	}
+	*out = jails[mode];
+	pthread_mutex_unlock(&jail_mu);
+	if (!rc)
+		rc = jail_usable(*out, err);
+	return rc;
+}
+
+/* --- job directories ---------------------------------------------------- */
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			rm_tree(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+void check_jobdir_remove(const char *dir)
+{
+	if (dir && *dir && !getenv("KFORGE_KEEP_JOBS"))
+		rm_tree(dir);
+}
+
+int check_jobdir_new(struct app *app, const struct spec *s, char *dir, size_t cap,
+		     struct kf_err *err)
+{
+	const char *base = app && app->cfg.data_dir ? app->cfg.data_dir : "/tmp";
+	char jobs[PATH_MAX];
+	snprintf(jobs, sizeof jobs, "%s/jobs", base);
+	if (mkdir(jobs, 0700) && errno != EEXIST)
+		return kf_err_set(err, KF_EIO, "cannot create %s: %s", jobs, strerror(errno));
+	snprintf(dir, cap, "%s/gpu-XXXXXX", jobs);
+	if (!mkdtemp(dir))
+		return kf_err_set(err, KF_EIO, "cannot create a job directory in %s: %s", jobs,
+				  strerror(errno));
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/spec.json", dir);
+	if (s && json_dump_file(s->json, p, JSON_COMPACT)) {
+		check_jobdir_remove(dir);
+		return kf_err_set(err, KF_EIO, "cannot write %s", p);
+	}
+	return 0;
+}
+
+int check_copy_file(const char *src, const char *dir, const char *name, struct kf_err *err)
+{
+	char dst[PATH_MAX + 64];
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return kf_err_set(err, KF_EIO, "cannot read %s: %s", src, strerror(errno));
+	int o = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (o < 0) {
+		close(in);
+		return kf_err_set(err, KF_EIO, "cannot write %s: %s", dst, strerror(errno));
+	}
+	char buf[1 << 16];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(o, buf, (size_t)n) != n) {
+			rc = kf_err_set(err, KF_EIO, "cannot write %s", dst);
+			break;
+		}
+	if (n < 0)
+		rc = kf_err_set(err, KF_EIO, "cannot read %s", src);
+	close(in);
+	if (close(o) && !rc)
+		rc = kf_err_set(err, KF_EIO, "cannot write %s", dst);
+	return rc;
+}
+
+/* --- running the harness ------------------------------------------------ */
+
+struct reader {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	int too_big;
+};
+
+static void *read_all(void *arg)
+{
+	struct reader *r = arg;
+	char tmp[65536];
+	for (;;) {
+		ssize_t n = read(r->fd, tmp, sizeof tmp);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (r->len + (size_t)n > CHECK_REPORT_MAX_BYTES) {
+			r->too_big = 1; /* keep draining so the harness never blocks */
+			continue;
+		}
+		if (r->len + (size_t)n + 1 > r->cap) {
+			size_t nc = (r->cap ? r->cap * 2 : 1 << 16);
+			while (nc < r->len + (size_t)n + 1)
+				nc *= 2;
+			char *nb = realloc(r->buf, nc);
+			if (!nb) {
+				r->too_big = 1;
+				continue;
+			}
+			r->buf = nb;
+			r->cap = nc;
+		}
+		memcpy(r->buf + r->len, tmp, (size_t)n);
+		r->len += (size_t)n;
+		r->buf[r->len] = 0;
+	}
+	return NULL;
+}
+
+int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsigned timeout_ms,
+		       const volatile int *stop, json_t **report, char **stdout_text,
+		       struct kf_err *err)
+{
+	*report = NULL;
+	if (stdout_text)
+		*stdout_text = NULL;
+	char harness[PATH_MAX];
+	if (check_find_file("KFORGE_HARNESS", "kforge-harness", "../lib/kforge/kforge-harness",
+			    harness, sizeof harness))
+		return kf_err_set(err, KF_ENOTFOUND,
+				  "kforge-harness not found next to kforge (set KFORGE_HARNESS)");
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/job.json", dir);
+	if (json_dump_file(job, p, JSON_COMPACT))
+		return kf_err_set(err, KF_EIO, "cannot write %s", p);
+	struct jail *j;
+	int rc = check_get_jail(app, &j, err);
+	if (rc)
+		return rc;
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC))
+		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
+	struct reader rd = {.fd = fds[0]};
+	pthread_t th;
+	if (pthread_create(&th, NULL, read_all, &rd)) {
+		close(fds[0]);
+		close(fds[1]);
+		return kf_err_set(err, KF_ENOMEM, "cannot start the report reader");
+	}
+	const char *argv[] = {harness, "--job", ".", "--report-fd", "3", NULL};
+	struct jail_bind binds[] = {{harness, NULL}};
+	struct jail_job jj = {
+		.argv = argv,
+		.job_dir = dir,
+		.ro_binds = binds,
+		.ro_binds_len = 1,
+		.want_gpu = 1,
+		.pass_fds = &fds[1],
+		.pass_fds_len = 1,
+		.wall_ms = timeout_ms ? timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+		.fsize_bytes = 64ull << 30,
+		.stdout_cap_bytes = 16384,
+		.stderr_cap_bytes = 16384,
+		.cancel = stop,
+	};
+	struct jail_result res;
+	struct kf_err jerr = {0};
+	rc = jail_run(j, &jj, &res, &jerr);
+	if (rc && rc != KF_ETIMEOUT)
+		kf_err_set(err, rc, "%s", jerr.msg);
+	close(fds[1]);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	if (stdout_text && res.out && res.out_len)
+		*stdout_text = strdup(res.out);
+	if (rc == KF_ETIMEOUT) {
+		kf_err_set(err, KF_ETIMEOUT,
+			   "the kernel did not finish within %u ms: the harness was killed",
+			   jj.wall_ms);
+	}
+	/* The report is JSON lines: one per finished row (check mode), then the
+	 * final object. What arrived is kept even when the harness died. */
+	json_t *rep = json_object(), *rows = json_array(), *final = NULL;
+	json_object_set_new(rep, "rows", rows);
+	for (char *line = rd.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		json_t *o = json_loads(line, 0, NULL);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			continue;
+		}
+		if (json_is_true(json_object_get(o, "final"))) {
+			json_decref(final);
+			final = o;
+		} else
+			json_array_append_new(rows, o);
+	}
+	if (final) {
+		json_object_update_missing(final, rep);
+		json_decref(rep);
+		rep = final;
+	}
+	if (rc == 0 && !final) {
+		char tail[160] = "";
+		if (res.errout_len) {
+			const char *t = res.errout;
+			if (res.errout_len > 150)
+				t += res.errout_len - 150;
+			snprintf(tail, sizeof tail, "%s", t);
+			for (char *c = tail; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+		}
+		if (rd.too_big)
+			rc = kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
+					CHECK_REPORT_MAX_BYTES);
+		else if (res.term_signal)
+			rc = kf_err_set(err, KF_EFAULT,
+					"the harness died of signal %d without a report%s%s",
+					res.term_signal, tail[0] ? ": " : "", tail);
+		else
+			rc = kf_err_set(err, KF_EFAULT,
+					"the harness exited with status %d without a report%s%s",
+					res.exit_code, tail[0] ? ": " : "", tail);
+	}
+	*report = rep;
+	jail_result_fini(&res);
+	free(rd.buf);
+	return rc;
+}

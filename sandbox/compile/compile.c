@@ -1,0 +1,634 @@
+/* compile: untrusted CUDA device code -> cubin, in the jail. The flags pass an
+ * allowlist and are rebuilt for the backend (NVRTC through the kforge-nvrtc
+ * helper when it exists, nvcc --cubin otherwise or when NVRTC fails, so
+ * nvcc's diagnostics are the authoritative ones). Output is parsed into
+ * diagnostics and per-kernel resources (compile_parse.c), then stored as an
+ * artifact keyed by sha256(compiler version, arch, flags, source). The flag
+ * allowlist is in compile_flags.c. */
+#include "sandbox/compile/compile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox/compile/cache.h"
+#include "sandbox/compile/compile_int.h"
+#include "sandbox/pool/gpu.h"
+#include "sandbox/jail/jail.h"
+#include "sandbox/compile/sass.h"
+
+#define DEFAULT_TIMEOUT_MS 60000u
+#define LOG_CAP		   (256u << 10) /* bytes of compiler output kept */
+#define PTX_READ_CAP	   (64u << 20)
+#define SRC_NAME	   "kernel.cu"
+
+struct compiler {
+	struct compile_config cfg;
+	struct jail *jail;
+	struct jail *own_jail; /* opened here when cfg->jail was NULL */
+	struct cache *cache;
+	char nvcc[PATH_MAX];
+	char cuobjdump[PATH_MAX];    /* "" when the toolkit has none */
+	char nvrtc_helper[PATH_MAX]; /* "" when not available */
+	char libnvrtc[PATH_MAX];
+	char version[64]; /* "13.0.88" */
+	char default_arch[16];
+	pthread_mutex_t slot_lock; /* bounds concurrent compiler processes */
+	pthread_cond_t slot_cond;
+	int slots_free;
+};
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* --- open / close -------------------------------------------------------- */
+
+static int exe_dir(char *buf, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *s = strrchr(buf, '/');
+	if (!s)
+		return -1;
+	*s = 0;
+	return 0;
+}
+
+static void find_helper(struct compiler *cc)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 32];
+	cc->nvrtc_helper[0] = 0;
+	if (cc->cfg.nvrtc_helper) {
+		if (*cc->cfg.nvrtc_helper && access(cc->cfg.nvrtc_helper, X_OK) == 0)
+			realpath(cc->cfg.nvrtc_helper, cc->nvrtc_helper)
+				? (void)0
+				: (void)(cc->nvrtc_helper[0] = 0);
+	} else if (exe_dir(dir, sizeof dir) == 0) {
+		const char *cands[] = {"%s/kforge-nvrtc", "%s/../kforge-nvrtc",
+				       "%s/../lib/kforge/kforge-nvrtc"};
+		for (size_t i = 0; i < 3 && !cc->nvrtc_helper[0]; i++) {
+			snprintf(p, sizeof p, cands[i], dir);
+			if (access(p, X_OK) == 0 && !realpath(p, cc->nvrtc_helper))
+				cc->nvrtc_helper[0] = 0;
+		}
+	}
+	if (!cc->nvrtc_helper[0])
+		return;
+	const char *libs[] = {"lib64/libnvrtc.so", "lib/libnvrtc.so", "lib64/libnvrtc.so.13",
+			      "lib64/libnvrtc.so.12"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/%s", jail_cuda_home(cc->jail), libs[i]);
+		if (access(p, R_OK) == 0 && realpath(p, cc->libnvrtc))
+			return;
+	}
+	cc->nvrtc_helper[0] = 0; /* no libnvrtc: nvcc only */
+}
+
+/* nvcc --version, run as a plain child: trusted binary, trusted argument. */
+static void read_version(struct compiler *cc)
+{
+	snprintf(cc->version, sizeof cc->version, "unknown");
+	struct jail *plain = NULL;
+	struct jail_config jc = {.mode = JAIL_NONE, .cuda_home = jail_cuda_home(cc->jail)};
+	if (jail_open(&jc, &plain, NULL) != 0)
+		return;
+	const char *argv[] = {cc->nvcc, "--version", NULL};
+	struct jail_job job = {.argv = argv, .job_dir = "/", .wall_ms = 30000};
+	struct jail_result r;
+	if (jail_run(plain, &job, &r, NULL) == 0 && r.exit_code == 0) {
+		const char *v = strstr(r.out, ", V");
+		if (v) {
+			v += 3;
+			size_t n = strcspn(v, " \n");
+			if (n < sizeof cc->version)
+				snprintf(cc->version, sizeof cc->version, "%.*s", (int)n, v);
+		}
+	}
+	jail_result_fini(&r);
+	jail_close(plain);
+}
+
+static void pick_default_arch(struct compiler *cc)
+{
+	snprintf(cc->default_arch, sizeof cc->default_arch, "sm_90");
+	if (cc->cfg.default_arch && compile_check_arch(cc->cfg.default_arch, NULL) == 0) {
+		snprintf(cc->default_arch, sizeof cc->default_arch, "%s", cc->cfg.default_arch);
+		return;
+	}
+	/* The local GPU's arch when there is one (sandbox/pool/gpu.h). */
+	const struct gpu_host *host = NULL;
+	if (gpu_probe(&host, NULL) == 0 && host->count > 0 &&
+	    compile_check_arch(host->gpus[0].arch, NULL) == 0)
+		snprintf(cc->default_arch, sizeof cc->default_arch, "%s", host->gpus[0].arch);
+}
+
+int compile_open(const struct compile_config *cfg, struct compiler **out, struct kf_err *err)
+{
+	*out = NULL;
+	if (!cfg || !cfg->data_dir)
+		return kf_err_set(err, KF_EINVAL, "compile: a data dir is required");
+	struct compiler *cc = calloc(1, sizeof *cc);
+	if (!cc)
+		return kf_err_set(err, KF_ENOMEM, "compile: out of memory");
+	cc->cfg = *cfg;
+	cc->jail = cfg->jail;
+	int rc = 0;
+	if (!cc->jail) {
+		struct jail_config jc = {.mode = cfg->sandbox_none ? JAIL_NONE : JAIL_BWRAP};
+		rc = jail_open(&jc, &cc->own_jail, err);
+		if (rc)
+			goto out;
+		cc->jail = cc->own_jail;
+	}
+	snprintf(cc->nvcc, sizeof cc->nvcc, "%s/bin/nvcc", jail_cuda_home(cc->jail));
+	if (access(cc->nvcc, X_OK) != 0) {
+		rc = kf_err_set(err, KF_EINVAL, "compile: nvcc not found at %s (set CUDA_HOME)",
+				cc->nvcc);
+		goto out;
+	}
+	snprintf(cc->cuobjdump, sizeof cc->cuobjdump, "%s/bin/cuobjdump", jail_cuda_home(cc->jail));
+	if (access(cc->cuobjdump, X_OK) != 0)
+		cc->cuobjdump[0] = 0;
+	char root[PATH_MAX];
+	if (snprintf(root, sizeof root, "%s/artifacts", cfg->data_dir) >= (int)sizeof root) {
+		rc = kf_err_set(err, KF_EINVAL, "compile: data dir path too long");
+		goto out;
+	}
+	rc = cache_open(root, cfg->cache_cap_bytes, &cc->cache, err);
+	if (rc)
+		goto out;
+	find_helper(cc);
+	read_version(cc);
+	pick_default_arch(cc);
+	/* The operator's knob for the time limit (tests use a short one). */
+	const char *tmo = getenv("KFORGE_COMPILE_TIMEOUT_MS");
+	if (!cc->cfg.timeout_ms && tmo && *tmo) {
+		char *end;
+		unsigned long v = strtoul(tmo, &end, 10);
+		if (*end || v < 100 || v > 3600000) {
+			rc = kf_err_set(
+				err, KF_EINVAL,
+				"KFORGE_COMPILE_TIMEOUT_MS='%.20s': expected milliseconds, 100..3600000",
+				tmo);
+			goto out;
+		}
+		cc->cfg.timeout_ms = (unsigned)v;
+	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cc->slots_free = ncpu < 2 ? 2 : (int)ncpu;
+	pthread_mutex_init(&cc->slot_lock, NULL);
+	pthread_cond_init(&cc->slot_cond, NULL);
+	*out = cc;
+	return 0;
+out:
+	cache_close(cc->cache);
+	jail_close(cc->own_jail);
+	free(cc);
+	return rc;
+}
+
+void compile_close(struct compiler *cc)
+{
+	if (!cc)
+		return;
+	cache_close(cc->cache);
+	jail_close(cc->own_jail);
+	pthread_mutex_destroy(&cc->slot_lock);
+	pthread_cond_destroy(&cc->slot_cond);
+	free(cc);
+}
+
+const char *compile_default_arch(const struct compiler *cc)
+{
+	return cc->default_arch;
+}
+
+const char *compile_backend_name(const struct compiler *cc)
+{
+	return cc->nvrtc_helper[0] ? "nvrtc" : "nvcc";
+}
+
+const char *compile_compiler_version(const struct compiler *cc)
+{
+	return cc->version;
+}
+
+/* --- slots: at most one compiler process per CPU ------------------------ */
+
+static int slot_take(struct compiler *cc, const volatile int *cancel, struct kf_err *err)
+{
+	pthread_mutex_lock(&cc->slot_lock);
+	while (cc->slots_free == 0) {
+		if (cancel && *cancel) {
+			pthread_mutex_unlock(&cc->slot_lock);
+			return kf_err_set(err, KF_ECANCELED, "compile cancelled while queued");
+		}
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 50 * 1000000;
+		if (t.tv_nsec >= 1000000000)
+			t.tv_sec++, t.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&cc->slot_cond, &cc->slot_lock, &t);
+	}
+	cc->slots_free--;
+	pthread_mutex_unlock(&cc->slot_lock);
+	return 0;
+}
+
+static void slot_give(struct compiler *cc)
+{
+	pthread_mutex_lock(&cc->slot_lock);
+	cc->slots_free++;
+	pthread_cond_signal(&cc->slot_cond);
+	pthread_mutex_unlock(&cc->slot_lock);
+}
+
+/* --- the compile --------------------------------------------------------- */
+
+static int write_all(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	return close(fd) == 0 && off == len ? 0 : -1;
+}
+
+static void compute_key(const struct compiler *cc, const struct compile_req *req, const char *arch,
+			char id[COMPILE_ID_LEN + 1])
+{
+	struct cache_sha256 s;
+	cache_sha256_init(&s);
+	const char tag[] = "kforge-compile/1";
+	cache_sha256_update(&s, tag, sizeof tag);
+	cache_sha256_update(&s, cc->version, strlen(cc->version) + 1);
+	cache_sha256_update(&s, arch, strlen(arch) + 1);
+	char n[32];
+	snprintf(n, sizeof n, "%zu", req->flags_len);
+	cache_sha256_update(&s, n, strlen(n) + 1);
+	for (size_t i = 0; i < req->flags_len; i++)
+		cache_sha256_update(&s, req->flags[i], strlen(req->flags[i]) + 1);
+	cache_sha256_update(&s, req->source, req->source_len);
+	cache_sha256_final_hex(&s, id);
+}
+
+/* Appends the jail's output to log (stdout then stderr). */
+static char *join_output(const struct jail_result *r)
+{
+	size_t n = r->out_len + r->errout_len + 2;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	memcpy(s, r->out, r->out_len);
+	size_t k = r->out_len;
+	if (k && s[k - 1] != '\n' && r->errout_len)
+		s[k++] = '\n';
+	memcpy(s + k, r->errout, r->errout_len);
+	s[k + r->errout_len] = 0;
+	return s;
+}
+
+/* Runs one backend in the jail. Returns the jail_run code; *exit_code the
+ * backend's exit status; *log new text (stdout+stderr). */
+static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, const char *arch,
+		       const struct compile_flagset *fs, int keep_ptx,
+		       const struct compile_req *req, unsigned timeout_ms, int *exit_code,
+		       char **log, int *log_truncated, struct kf_err *err)
+{
+	const char *argv[COMPILE_FLAGS_MAX * 2 + 24];
+	int n = 0;
+	char archopt[48], gencode[96];
+	struct jail_bind bind = {.src = cc->nvrtc_helper};
+	if (use_nvrtc) {
+		argv[n++] = cc->nvrtc_helper;
+		argv[n++] = cc->libnvrtc;
+		argv[n++] = SRC_NAME;
+		argv[n++] = "kernel.cubin";
+		argv[n++] = "kernel.ptx";
+		snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+		argv[n++] = archopt;
+		argv[n++] = "--ptxas-options=-v";
+		for (int i = 0; i < fs->nvrtc_len; i++)
+			argv[n++] = fs->nvrtc[i];
+	} else {
+		argv[n++] = cc->nvcc;
+		argv[n++] = "--cubin";
+		const char *num = arch + 3;
+		snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", num, arch);
+		argv[n++] = gencode;
+		argv[n++] = "-Xptxas";
+		argv[n++] = "-v";
+		for (int i = 0; i < fs->nvcc_len; i++)
+			argv[n++] = fs->nvcc[i];
+		if (keep_ptx) {
+			argv[n++] = "--keep";
+			argv[n++] = "--keep-dir";
+			argv[n++] = "kf-keep";
+		}
+		argv[n++] = "-o";
+		argv[n++] = "kernel.cubin";
+		argv[n++] = SRC_NAME;
+	}
+	argv[n] = NULL;
+	if (keep_ptx && !use_nvrtc) {
+		char kd[PATH_MAX];
+		snprintf(kd, sizeof kd, "%s/kf-keep", dir);
+		mkdir(kd, 0755);
+	}
+	struct jail_job job = {
+		.argv = argv,
+		.job_dir = dir,
+		.ro_binds = use_nvrtc ? &bind : NULL,
+		.ro_binds_len = use_nvrtc ? 1 : 0,
+		.wall_ms = timeout_ms,
+		.stdout_cap_bytes = LOG_CAP,
+		.stderr_cap_bytes = LOG_CAP,
+		.cancel = req->cancel,
+	};
+	struct jail_result r;
+	int rc = jail_run(cc->jail, &job, &r, err);
+	*exit_code = r.exited ? r.exit_code : -1;
+	*log = join_output(&r);
+	*log_truncated = r.out_truncated || r.errout_truncated;
+	jail_result_fini(&r);
+	if (!*log && rc == 0)
+		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
+	return rc;
+}
+
+static void rm_job_junk(const char *dir)
+{
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/kf-keep", dir);
+	/* kf-keep holds nvcc's intermediates; only kernel.ptx is kept. */
+	char from[PATH_MAX + 48], to[PATH_MAX + 48];
+	snprintf(from, sizeof from, "%s/kernel.ptx", p);
+	snprintf(to, sizeof to, "%s/kernel.ptx", dir);
+	struct stat st;
+	if (lstat(from, &st) == 0 && S_ISREG(st.st_mode))
+		rename(from, to);
+	compile_rm_tree(p);
+}
+
+int compile_kernel(struct compiler *cc, const struct compile_req *req, struct compile_result *res,
+		   struct kf_err *err)
+{
+	memset(res, 0, sizeof *res);
+	long long t0 = now_ms();
+	int rc = 0;
+	struct compile_flagset *fs = NULL;
+	char *log = NULL, *ptx = NULL, *rjson = NULL, *cubin = NULL;
+	size_t cubin_len = 0;
+	char dir[PATH_MAX] = "";
+	json_t *base = NULL;
+
+	if (!req || !req->source)
+		return kf_err_set(err, KF_EINVAL,
+				  "source is missing: give the CUDA C++ text of the kernels");
+	if (req->source_len == 0)
+		return kf_err_set(err, KF_EINVAL,
+				  "source is empty: give the CUDA C++ text of the kernels");
+	if (req->source_len > COMPILE_SOURCE_MAX_BYTES)
+		return kf_err_set(err, KF_ETOOBIG,
+				  "source is %zu bytes, over the %u-byte (1 MiB) cap",
+				  req->source_len, COMPILE_SOURCE_MAX_BYTES);
+	if (memchr(req->source, 0, req->source_len))
+		return kf_err_set(err, KF_EINVAL, "source contains a NUL byte: expected text");
+	const char *arch = req->arch && *req->arch ? req->arch : cc->default_arch;
+	rc = compile_check_arch(arch, err);
+	if (rc)
+		return rc;
+	snprintf(res->arch, sizeof res->arch, "%s", arch);
+	fs = malloc(sizeof *fs);
+	if (!fs)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	rc = compile_parse_flags(req->flags, req->flags_len, fs, err);
+	if (rc)
+		goto out;
+	rc = jail_usable(cc->jail, err);
+	if (rc)
+		goto out;
+
+	char id[COMPILE_ID_LEN + 1];
+	compute_key(cc, req, arch, id);
+
+	/* Cache hit: the stored result plus what this request asks for. */
+	size_t rlen = 0;
+	if (cache_read(cc->cache, id, "result.json", 1u << 20, &rjson, &rlen, NULL) == 0) {
+		base = json_loadb(rjson, rlen, 0, NULL);
+		if (base) {
+			res->cache_hit = 1;
+			goto answer;
+		}
+	}
+
+	rc = slot_take(cc, req->cancel, err);
+	if (rc)
+		goto out;
+	rc = cache_stage(cc->cache, dir, sizeof dir, err);
+	if (rc) {
+		slot_give(cc);
+		goto out;
+	}
+	char src_path[PATH_MAX + 16];
+	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
+	if (write_all(src_path, req->source, req->source_len) != 0) {
+		slot_give(cc);
+		rc = kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
+				strerror(errno));
+		goto out;
+	}
+	unsigned timeout = cc->cfg.timeout_ms ? cc->cfg.timeout_ms : DEFAULT_TIMEOUT_MS;
+	int code = -1, trunc = 0;
+	const char *backend = "nvcc";
+	if (cc->nvrtc_helper[0] && !cc->cfg.force_nvcc) {
+		backend = "nvrtc";
+		rc = run_backend(cc, 1, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, err);
+		if (rc == 0 && code != 0) {
+			/* NVRTC lacks the host headers and some options: nvcc has the
+			 * last word, and its diagnostics are the ones reported. */
+			free(log);
+			log = NULL;
+			backend = "nvcc";
+			long long left = (long long)timeout - (now_ms() - t0);
+			rc = run_backend(cc, 0, dir, arch, fs, 1, req,
+					 left > 1000 ? (unsigned)left : 1000, &code, &log, &trunc,
+					 err);
+		}
+	} else {
+		rc = run_backend(cc, 0, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, err);
+	}
+	slot_give(cc);
+	rm_job_junk(dir);
+	if (rc == KF_ETIMEOUT) {
+		kf_err_clear(err);
+		rc = kf_err_set(err, KF_ETIMEOUT,
+				"compile timed out after %u ms (runaway template recursion or "
+				"constexpr evaluation?); the compiler was killed",
+				timeout);
+		struct compile_parse_in in = {.log = log,
+					      .source = req->source,
+					      .source_len = req->source_len,
+					      .job_dir = dir,
+					      .cuda_home = jail_cuda_home(cc->jail)};
+		res->json = compile_timeout_json(&in, arch, jail_mode_name(cc->jail), timeout);
+		goto out;
+	}
+	if (rc)
+		goto out;
+
+	{
+		char ptx_path[PATH_MAX + 16];
+		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.ptx", dir);
+		size_t plen = 0;
+		compile_read_file(ptx_path, PTX_READ_CAP, &ptx, &plen);
+		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.cubin", dir);
+		compile_read_file(ptx_path, PTX_READ_CAP, &cubin, &cubin_len);
+		struct compile_parse_in in = {
+			.log = log,
+			.log_truncated = trunc,
+			.source = req->source,
+			.source_len = req->source_len,
+			.ptx = ptx,
+			.job_dir = dir,
+			.cubin = (const unsigned char *)cubin,
+			.cubin_len = cubin_len,
+			.cuda_home = jail_cuda_home(cc->jail),
+			.ok = code == 0,
+			.arch = arch,
+			.backend = backend,
+			.version = cc->version,
+			.debug = fs->debug,
+			.kb = cc->cfg.kb,
+		};
+		base = compile_build_result(&in);
+		if (!base) {
+			rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
+			goto out;
+		}
+		char *clean = compile_clean_log(&in);
+		char lp[PATH_MAX + 16];
+		snprintf(lp, sizeof lp, "%s/log.txt", dir);
+		if (clean)
+			write_all(lp, clean, strlen(clean));
+		free(clean);
+		json_object_set_new(base, "artifact_id", json_string(id));
+		char *txt = json_dumps(base, JSON_COMPACT);
+		snprintf(lp, sizeof lp, "%s/result.json", dir);
+		if (!txt || write_all(lp, txt, strlen(txt)) != 0) {
+			free(txt);
+			rc = kf_err_set(err, KF_EIO, "compile: cannot write result.json");
+			goto out;
+		}
+		free(txt);
+		/* The source stays as kernel.cu; nothing else from the job. */
+		rc = cache_publish(cc->cache, dir, id, err);
+		dir[0] = 0;
+		if (rc)
+			goto out;
+	}
+
+answer:
+	res->ok = json_is_true(json_object_get(base, "ok"));
+	snprintf(res->artifact_id, sizeof res->artifact_id, "%s", id);
+	res->compile_ms = (unsigned)(now_ms() - t0);
+	{
+		struct sass_summary_ctx sctx = {
+			.cc = cc, .id = id, .want = req->want_sass && res->ok};
+		res->json = compile_answer_json(base, res, jail_mode_name(cc->jail), req->want_ptx,
+						&sctx);
+	}
+	if (!res->json) {
+		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
+		goto out;
+	}
+	if (!res->ok)
+		rc = kf_err_set(err, KF_ECOMPILE, "%s",
+				json_string_value(json_object_get(res->json, "summary")));
+out:
+	if (dir[0])
+		cache_discard(cc->cache, dir);
+	json_decref(base);
+	free(rjson);
+	free(ptx);
+	free(cubin);
+	free(log);
+	free(fs);
+	if (res->compile_ms == 0)
+		res->compile_ms = (unsigned)(now_ms() - t0);
+	return rc;
+}
+
+void compile_result_fini(struct compile_result *res)
+{
+	if (!res)
+		return;
+	json_decref(res->json);
+	memset(res, 0, sizeof *res);
+}
+
+int compile_artifact_path(struct compiler *cc, const char *id, const char *kind, char *buf,
+			  size_t cap, struct kf_err *err)
+{
+	const char *name = compile_artifact_file(kind);
+	if (!name)
+		return kf_err_set(err, KF_EINVAL,
+				  "artifact kind '%.32s' unknown: expected cubin, ptx, log, sass, "
+				  "source or result.json",
+				  kind ? kind : "(null)");
+	return cache_file_path(cc->cache, id, name, buf, cap, err);
+}
+
+int compile_artifact_read(struct compiler *cc, const char *id, const char *kind, size_t max_bytes,
+			  char **data, size_t *len, struct kf_err *err)
+{
+	*data = NULL;
+	*len = 0;
+	const char *name = compile_artifact_file(kind);
+	if (!name)
+		return kf_err_set(err, KF_EINVAL,
+				  "artifact kind '%.32s' unknown: expected cubin, ptx, log, sass, "
+				  "source or result.json",
+				  kind ? kind : "(null)");
+	return cache_read(cc->cache, id, name, max_bytes, data, len, err);
+}
+
+/* For compile_sass.c: the pieces it needs from the compiler. */
+struct cache *compile_cache(struct compiler *cc)
+{
+	return cc->cache;
+}
+struct jail *compile_jail(struct compiler *cc)
+{
+	return cc->jail;
+}
+
+int compile_sandbox_usable(const struct compiler *cc, struct kf_err *err)
+{
+	return jail_usable(cc->jail, err);
+}
+const char *compile_cuobjdump(const struct compiler *cc)
+{
+	return cc->cuobjdump;
+}

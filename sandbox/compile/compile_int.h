@@ -1,0 +1,97 @@
+/* compile_int: internals shared by compile.c (driver, cache use),
+ * compile_flags.c (the flag allowlist), compile_parse.c (compiler output ->
+ * diagnostics, kernels, warnings), compile_answer.c (the tool's answer) and
+ * compile_sass.c (cuobjdump in the jail). Included by no one else. */
+#ifndef KF_COMPILE_INT_H
+#define KF_COMPILE_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "sandbox/compile/compile.h"
+
+struct cache;
+struct jail;
+
+/* A request's flags, checked and rebuilt for both backends. */
+struct compile_flagset {
+	/* Backend arguments; strings point into the request or into store. */
+	const char *nvcc[COMPILE_FLAGS_MAX * 2];
+	int nvcc_len;
+	const char *nvrtc[COMPILE_FLAGS_MAX * 2];
+	int nvrtc_len;
+	char store[COMPILE_FLAGS_MAX * 2][160];
+	int store_len;
+	int debug; /* -G */
+};
+
+/* Validates flags (len of them, borrowed) and translates them for both
+ * backends into *fs (caller's storage; strings point into flags or into
+ * fs->store). Returns 0, KF_EPERM for a refused flag (with the reason),
+ * KF_EINVAL for a malformed one, or KF_ETOOBIG past COMPILE_FLAGS_MAX. */
+int compile_parse_flags(const char *const *flags, size_t len, struct compile_flagset *fs,
+			struct kf_err *err);
+
+/* What the parser reads. Strings borrowed. */
+struct compile_parse_in {
+	const char *log;    /* stdout + stderr of the backend, NUL-terminated */
+	int log_truncated;  /* 1 when the output hit its cap */
+	const char *source; /* the submitted source */
+	size_t source_len;
+	const char *ptx;	    /* PTX text or NULL (launch bounds, .const) */
+	const unsigned char *cubin; /* the cubin (ELF) or NULL: constant banks */
+	size_t cubin_len;
+	const char *job_dir;   /* host path of the job dir, rewritten away */
+	const char *cuda_home; /* resolved toolkit path, rewritten to "cuda" */
+	int ok;		       /* 1 when the backend produced a cubin */
+	const char *arch, *backend, *version;
+	int debug;     /* -G given */
+	struct kb *kb; /* occupancy; may be NULL */
+};
+
+/* Returns new JSON (no summary yet): ok, arch, backend, compiler_version,
+ * kernels, warnings, diagnostics, log_truncated, ...; NULL on ENOMEM. */
+json_t *compile_build_result(const struct compile_parse_in *in);
+
+/* Returns new JSON for a compile killed at the time limit. */
+json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
+			     const char *sandbox, unsigned timeout_ms);
+
+/* A new JSON string of s; text that is not valid UTF-8 has its bytes
+ * >= 0x80 and control characters replaced by '?'. NULL on ENOMEM. */
+json_t *compile_json_text(const char *s);
+
+/* Returns the log with host paths rewritten (new, free()), or NULL. */
+char *compile_clean_log(const struct compile_parse_in *in);
+
+/* Rewrites host paths in text (new string, free()); NULL on ENOMEM. */
+char *compile_rewrite_paths(const char *text, const char *job_dir, const char *cuda_home);
+
+struct sass_summary_ctx {
+	struct compiler *cc;
+	const char *id;
+	int want;
+};
+
+/* The answer: a new object with "summary" first, then base's members with
+ * sandbox, cache_hit, compile_ms set from res, the PTX link when want_ptx,
+ * the SASS summary when sctx->want. NULL on ENOMEM. */
+json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
+			    const char *sandbox, int want_ptx, const struct sass_summary_ctx *sctx);
+
+/* Returns a new JSON "sass" member for artifact id (runs cuobjdump in the
+ * jail the first time, then reads the stored summary). */
+json_t *compile_sass_json(struct compiler *cc, const char *id);
+
+/* The artifact file name for a kind ("ptx" -> "kernel.ptx"), or NULL. */
+const char *compile_artifact_file(const char *kind);
+
+/* Small file helpers: read up to cap bytes (new buffer, NUL-terminated;
+ * -1 on error or over cap), remove a tree. */
+int compile_read_file(const char *path, size_t cap, char **data, size_t *len);
+void compile_rm_tree(const char *path);
+
+struct cache *compile_cache(struct compiler *cc);
+const char *compile_cuobjdump(const struct compiler *cc);
+
+#endif

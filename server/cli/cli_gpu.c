@@ -1,0 +1,538 @@
+/* cli_gpu: `kforge check SPEC.json`, `kforge bench SPEC.json` (through the
+ * check_kernel and benchmark_kernel tools) and `kforge calibrate` (measures
+ * this GPU's ceilings and stores them in state.db). */
+#include "server/cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/mcp/mcp.h"
+#include "sandbox/check/bench.h"
+#include "sandbox/pool/gpu.h"
+#include "sandbox/spec/spec.h"
+#include "server/tools/tools_runs.h"
+
+#define SPEC_FILE_MAX_BYTES (8u << 20)
+
+static const char CHECK_USAGE[] =
+	"usage: kforge check SPEC.json [--trials N] [--no-odd-size]\n"
+	"                    [--replay-seed HEX --replay-size VAR=N,VAR=N]\n"
+	"                    [--timeout-s N] [--json]\n"
+	"\n"
+	"Checks a kernel spec against its reference on this host's GPU: every size of\n"
+	"the spec plus one odd size, N trials (default 3) with fresh secret inputs,\n"
+	"poisoned outputs, guard bands, input and determinism checks. Exit 0 when it\n"
+	"passes, 1 when the kernel fails (the summary says which safeguard fired and\n"
+	"how to replay it), 3 without a GPU.\n"
+	"  --trials N         trials per size (1-20)\n"
+	"  --no-odd-size      only the sizes the spec lists\n"
+	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
+	"  --timeout-s N      per harness run (default 60)\n"
+	"\n" CLI_COMMON_HELP "\n"
+	"Examples:\n"
+	"  kforge check rmsnorm.json\n"
+	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
+
+static const char BENCH_USAGE[] =
+	"usage: kforge bench SPEC.json [--size I] [--no-baseline] [--budget-ms N]\n"
+	"                    [--target F] [--warmup-ms N] [--no-flush] [--json]\n"
+	"\n"
+	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
+	"the L2 flushed before each timed run, until the median's standard error is\n"
+	"under the target (default 0.005 = 0.5%) or the budget ends; then verifies\n"
+	"a run after timing.\n"
+	"  --size I          only sizes[I] of the spec (default every size)\n"
+	"  --no-baseline     time the candidate alone\n"
+	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
+	"  --target F        relative standard error target (default 0.005)\n"
+	"  --warmup-ms N     warm-up (default 50)\n"
+	"  --no-flush        keep the L2 warm between iterations\n"
+	"\n" CLI_COMMON_HELP "\n"
+	"Example:\n"
+	"  kforge bench rmsnorm.json --size 0\n";
+
+static const char CALIBRATE_USAGE[] =
+	"usage: kforge calibrate [--device N] [--json]\n"
+	"\n"
+	"Measures this GPU's ceilings once: device-to-device copy bandwidth (read +\n"
+	"write bytes) and cuBLAS bf16 and fp32 matmul throughput, and stores them in\n"
+	"state.db; benchmarks then report % of these measured ceilings.\n"
+	"  --device N   the CUDA device ordinal (default: the first free GPU)\n"
+	"\n" CLI_COMMON_HELP;
+
+/* A spec file may name its CUDA source as "source_file" (relative to the
+ * spec's folder) instead of embedding it as a JSON string: the CLI reads the
+ * file and sends "source", so the tools never read host paths. obj may be
+ * NULL or not an object (nothing to do). Returns 0 or -1 after a message. */
+static int inline_source(const char *cmd, const char *spec_path, json_t *obj, const char *where)
+{
+	const char *file = json_string_value(json_object_get(obj, "source_file"));
+	char path[4096];
+
+	if (!file)
+		return 0;
+	if (json_object_get(obj, "source")) {
+		fprintf(stderr, "kforge %s: %ssource_file: give source or source_file, not both\n",
+			cmd, where);
+		return -1;
+	}
+	const char *slash = strrchr(spec_path, '/');
+	int n = file[0] == '/' || !slash ? snprintf(path, sizeof(path), "%s", file)
+					 : snprintf(path, sizeof(path), "%.*s/%s",
+						    (int)(slash - spec_path), spec_path, file);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		fprintf(stderr, "kforge %s: %ssource_file: path too long\n", cmd, where);
+		return -1;
+	}
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "kforge %s: %ssource_file: cannot open %s: %s\n", cmd, where, path,
+			strerror(errno));
+		return -1;
+	}
+	char *buf = malloc(SPEC_MAX_SOURCE_BYTES + 1);
+	size_t len = buf ? fread(buf, 1, SPEC_MAX_SOURCE_BYTES + 1, f) : 0;
+	fclose(f);
+	if (!buf || len > SPEC_MAX_SOURCE_BYTES) {
+		fprintf(stderr, "kforge %s: %ssource_file: %s is larger than %u bytes\n", cmd,
+			where, path, SPEC_MAX_SOURCE_BYTES);
+		free(buf);
+		return -1;
+	}
+	json_t *src = json_stringn(buf, len);
+	free(buf);
+	if (!src) {
+		fprintf(stderr, "kforge %s: %ssource_file: %s is not UTF-8 text\n", cmd, where,
+			path);
+		return -1;
+	}
+	json_object_set_new(obj, "source", src);
+	json_object_del(obj, "source_file");
+	return 0;
+}
+
+static json_t *load_spec(const char *cmd, const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "kforge %s: cannot open %s: %s\n", cmd, path, strerror(errno));
+		return NULL;
+	}
+	char *buf = malloc(SPEC_FILE_MAX_BYTES + 1);
+	size_t n = buf ? fread(buf, 1, SPEC_FILE_MAX_BYTES + 1, f) : 0;
+	if (f != stdin)
+		fclose(f);
+	if (!buf)
+		return NULL;
+	if (n > SPEC_FILE_MAX_BYTES) {
+		fprintf(stderr, "kforge %s: %s is larger than %u bytes\n", cmd, path,
+			SPEC_FILE_MAX_BYTES);
+		free(buf);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *j = json_loadb(buf, n, 0, &je);
+	free(buf);
+	if (!j) {
+		fprintf(stderr, "kforge %s: %s: invalid JSON at line %d column %d: %s\n", cmd, path,
+			je.line, je.column, je.text);
+		return NULL;
+	}
+	if (inline_source(cmd, path, j, "") != 0 ||
+	    inline_source(cmd, path, json_object_get(j, "reference"), "reference.") != 0 ||
+	    inline_source(cmd, path, json_object_get(j, "baseline"), "baseline.") != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int num_opt(const char *cmd, const char *name, const char *v, double lo, double hi,
+		   double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || *end || !(d >= lo && d <= hi))
+		return cli_usage_error(cmd, "%s: '%s' is not a number from %g to %g", name, v, lo,
+				       hi);
+	*out = d;
+	return 0;
+}
+
+/* --- readable output ------------------------------------------------------ */
+
+static const char *str(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void sizes_label(const json_t *sz, char *buf, size_t cap)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+	buf[0] = 0;
+	json_object_foreach((json_t *)sz, k, v) {
+		if (n >= cap)
+			break;
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s=%" JSON_INTEGER_FORMAT, n ? "," : "",
+				      k, json_integer_value(v));
+	}
+}
+
+/* One line per size: the worst errors over its trials and outputs, and the
+ * safeguards that fired. */
+static void print_check(FILE *f, const json_t *r)
+{
+	fprintf(f, "%s\n", str(r, "summary"));
+	const json_t *sizes = json_object_get(r, "sizes");
+	if (json_array_size(sizes)) {
+		fprintf(f, "\n%-22s %-4s %-6s %-10s %-10s %-10s %s\n", "size", "odd", "result",
+			"max abs", "max rel", "rel L2", "safeguards");
+		size_t i;
+		json_t *row;
+		json_array_foreach(sizes, i, row) {
+			char label[128], sg[256] = "";
+			double ma = 0, mr = 0, l2 = 0;
+			size_t n = 0, t;
+			json_t *tr;
+			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
+			json_array_foreach(json_object_get(row, "trials"), t, tr) {
+				const char *k;
+				json_t *o;
+				json_object_foreach(json_object_get(tr, "outputs"), k, o) {
+					double a = json_number_value(
+						json_object_get(o, "max_abs_err"));
+					double b = json_number_value(
+						json_object_get(o, "max_rel_err"));
+					double c =
+						json_number_value(json_object_get(o, "rel_l2_err"));
+					ma = a > ma ? a : ma;
+					mr = b > mr ? b : mr;
+					l2 = c > l2 ? c : l2;
+				}
+				size_t q;
+				json_t *g;
+				json_array_foreach(json_object_get(tr, "safeguards"), q, g) {
+					const char *nm = str(g, "name");
+					if (!strstr(sg, nm) && n < sizeof sg)
+						n += (size_t)snprintf(sg + n, sizeof sg - n, "%s%s",
+								      n ? ", " : "", nm);
+				}
+			}
+			fprintf(f, "%-22s %-4s %-6s %-10.3g %-10.3g %-10.3g %s\n", label,
+				json_is_true(json_object_get(row, "odd_size")) ? "yes" : "",
+				json_is_true(json_object_get(row, "passed")) ? "pass" : "FAIL", ma,
+				mr, l2, sg);
+		}
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(r, "tolerance"), k, v)
+		fprintf(f, "tolerance %s: atol %g rtol %g (%s)\n", k,
+			json_number_value(json_object_get(v, "atol")),
+			json_number_value(json_object_get(v, "rtol")), str(v, "source"));
+	json_object_foreach(json_object_get(r, "flags"), k, v)
+		fprintf(f, "flag %s: %s\n", k, json_string_value(v));
+	const json_t *rp = json_object_get(r, "replay");
+	if (rp) {
+		char label[128];
+		sizes_label(json_object_get(rp, "size"), label, sizeof label);
+		fprintf(f, "replay: kforge check SPEC.json --replay-size %s --replay-seed %s\n",
+			label, str(rp, "seed"));
+	}
+	if (json_object_get(r, "kernel_stdout"))
+		fprintf(f, "kernel stdout:\n%s\n", str(r, "kernel_stdout"));
+	if (json_object_get(r, "run_id"))
+		fprintf(f, "run: %s\n", str(r, "run_id"));
+}
+
+static void print_bench(FILE *f, const json_t *r)
+{
+	fprintf(f, "%s\n", str(r, "summary"));
+	const json_t *sizes = json_object_get(r, "sizes");
+	if (json_array_size(sizes)) {
+		fprintf(f, "\n%-22s %-24s %-10s %-26s %-8s %-6s %-9s %s\n", "size",
+			"candidate us (p10-p90)", "baseline", "speedup [95%]", "GB/s", "%peak",
+			"floor us", "verified");
+		size_t i;
+		json_t *row;
+		json_array_foreach(sizes, i, row) {
+			char label[128], cand[64] = "-", base[32] = "-", sp[64] = "-";
+			sizes_label(json_object_get(row, "sizes"), label, sizeof label);
+			const json_t *c = json_object_get(row, "candidate");
+			const json_t *b = json_object_get(row, "baseline");
+			const json_t *s = json_object_get(row, "speedup");
+			if (c)
+				snprintf(cand, sizeof cand, "%.2f (%.2f-%.2f)",
+					 json_number_value(json_object_get(c, "median_us")),
+					 json_number_value(json_object_get(c, "p10_us")),
+					 json_number_value(json_object_get(c, "p90_us")));
+			if (b)
+				snprintf(base, sizeof base, "%.2f",
+					 json_number_value(json_object_get(b, "median_us")));
+			if (s)
+				snprintf(sp, sizeof sp, "%.3f [%.3f, %.3f]",
+					 json_number_value(json_object_get(s, "value")),
+					 json_number_value(json_object_get(s, "ci95_lo")),
+					 json_number_value(json_object_get(s, "ci95_hi")));
+			fprintf(f, "%-22s %-24s %-10s %-26s %-8.0f %-6.0f %-9.2f %s\n", label, cand,
+				base, sp, json_number_value(json_object_get(row, "gbs")),
+				json_number_value(json_object_get(row, "pct_of_peak_bw")),
+				json_number_value(json_object_get(row, "roofline_floor_us")),
+				json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
+			size_t q;
+			json_t *g;
+			json_array_foreach(json_object_get(row, "safeguards"), q, g)
+				fprintf(f, "  %s: %s\n", str(g, "name"), str(g, "message"));
+			json_array_foreach(
+				json_object_get(json_object_get(row, "verification"), "safeguards"),
+				q, g)
+				fprintf(f, "  after timing, %s: %s\n", str(g, "name"),
+					str(g, "message"));
+		}
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(r, "flags"), k, v)
+		fprintf(f, "flag %s: %s\n", k, json_string_value(v));
+	if (json_object_get(r, "method"))
+		fprintf(f, "method: %s\n", str(r, "method"));
+	if (json_object_get(r, "run_id"))
+		fprintf(f, "run: %s\n", str(r, "run_id"));
+}
+
+/* Like cli_tool_run, with this module's readable printers. */
+static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
+		    void (*print)(FILE *, const json_t *))
+{
+	struct kf_err err = {0};
+	struct app *app = NULL;
+	int rc = cli_app_open(co, &app, &err);
+	if (rc) {
+		json_decref(args);
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	json_t *res = NULL;
+	int is_error = 0;
+	rc = mcp_tool_call(app, tool, args, &res, &is_error, &err);
+	json_decref(args);
+	if (rc) {
+		fprintf(stderr, "kforge %s: %s\n", tool, err.msg);
+		app_close(app);
+		return cli_exit_code(rc);
+	}
+	const char *code =
+		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	if (co->json)
+		cli_print_result(stdout, res, 1);
+	else if (code && strcmp(code, "fault") != 0 && strcmp(code, "compile_error") != 0)
+		fprintf(stderr, "kforge %s: %s\n", tool, str(res, "summary"));
+	else
+		print(stdout, res);
+	int exit = CLI_EXIT_OK;
+	if (is_error) {
+		static const int codes[] = {KF_ENOGPU,	  KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
+					    KF_ECANCELED, KF_ESANDBOX,	KF_EDB,	  KF_EIO};
+		exit = CLI_EXIT_FAIL;
+		for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
+			if (strcmp(code, kf_err_name(codes[i])) == 0)
+				exit = cli_exit_code(codes[i]);
+	}
+	json_decref(res);
+	app_close(app);
+	return exit;
+}
+
+/* The arguments check and bench share after their own options: an option
+ * whose value is missing, an unknown option, the one SPEC.json (into
+ * *path). Returns 0 or the usage error's exit code. */
+static int spec_arg(const char *cmd, const char *a, int missing, const char **path)
+{
+	if (missing)
+		return cli_usage_error(cmd, "%s needs a value", a);
+	if (a[0] == '-' && a[1])
+		return cli_usage_error(cmd, "unknown option %s", a);
+	if (*path)
+		return cli_usage_error(cmd, "one SPEC.json only");
+	*path = a;
+	return 0;
+}
+
+/* The end of check and bench: unless rc (a usage error already printed) is
+ * set, loads the spec at path into args["spec"] and runs tool. Takes args.
+ * Returns rc, CLI_EXIT_FAIL when the spec cannot be loaded, or run_tool's
+ * code. */
+static int run_spec_tool(const struct cli_common *co, const char *cmd, const char *path,
+			 json_t *args, int rc, const char *tool,
+			 void (*print)(FILE *, const json_t *))
+{
+	if (rc) {
+		json_decref(args);
+		return rc;
+	}
+	json_t *spec = load_spec(cmd, path);
+	if (!spec) {
+		json_decref(args);
+		return CLI_EXIT_FAIL;
+	}
+	json_object_set_new(args, "spec", spec);
+	return run_tool(co, tool, args, print);
+}
+
+static int check_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("check", "%s", err.msg);
+	const char *path = NULL, *seed = NULL, *rsize = NULL;
+	json_t *args = json_object();
+	int rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		int missing = 0;
+		const char *v;
+		double d;
+		if ((v = cli_opt_value(argc, argv, &i, "--trials", &missing))) {
+			if (!(rc = num_opt("check", "--trials", v, 1, 20, &d)))
+				json_object_set_new(args, "trials", json_integer((json_int_t)d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
+			if (!(rc = num_opt("check", "--timeout-s", v, 1, 600, &d)))
+				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-seed", &missing))) {
+			seed = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-size", &missing))) {
+			rsize = v;
+		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
+			json_object_set_new(args, "odd_size", json_false());
+		} else {
+			rc = spec_arg("check", argv[i], missing, &path);
+		}
+	}
+	if (!rc && !path)
+		rc = cli_usage_error("check", "SPEC.json missing");
+	if (!rc && (!seed) != (!rsize))
+		rc = cli_usage_error("check", "--replay-seed and --replay-size go together");
+	if (!rc && seed) {
+		json_t *sz = json_object();
+		char buf[512];
+		snprintf(buf, sizeof buf, "%s", rsize);
+		char *save = NULL;
+		for (char *tok = strtok_r(buf, ",", &save); tok && !rc;
+		     tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '=');
+			char *end = NULL;
+			long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+			if (!eq || !end || *end || eq == tok)
+				rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N",
+						     tok);
+			else {
+				*eq = 0;
+				json_object_set_new(sz, tok, json_integer(v));
+			}
+		}
+		json_object_set_new(args, "replay",
+				    json_pack("{s:o, s:s}", "size", sz, "seed", seed));
+	}
+	return run_spec_tool(&co, "check", path, args, rc, "check_kernel", print_check);
+}
+
+static int bench_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("bench", "%s", err.msg);
+	const char *path = NULL;
+	json_t *args = json_object();
+	int rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		int missing = 0;
+		const char *v;
+		double d;
+		if ((v = cli_opt_value(argc, argv, &i, "--size", &missing))) {
+			if (!(rc = num_opt("bench", "--size", v, 0, 31, &d)))
+				json_object_set_new(args, "size", json_integer((json_int_t)d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--budget-ms", &missing))) {
+			if (!(rc = num_opt("bench", "--budget-ms", v, 10, 60000, &d)))
+				json_object_set_new(args, "budget_ms", json_real(d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--target", &missing))) {
+			if (!(rc = num_opt("bench", "--target", v, 0.0001, 0.5, &d)))
+				json_object_set_new(args, "target_rel_se", json_real(d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
+			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
+				json_object_set_new(args, "warmup_ms", json_real(d));
+		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
+			json_object_set_new(args, "baseline", json_false());
+		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {
+			json_object_set_new(args, "flush_l2", json_false());
+		} else {
+			rc = spec_arg("bench", argv[i], missing, &path);
+		}
+	}
+	if (!rc && !path)
+		rc = cli_usage_error("bench", "SPEC.json missing");
+	return run_spec_tool(&co, "bench", path, args, rc, "benchmark_kernel", print_bench);
+}
+
+static int calibrate_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("calibrate", "%s", err.msg);
+	int device = -1;
+	for (int i = 1; i < argc; i++) {
+		int missing = 0;
+		const char *v = cli_opt_value(argc, argv, &i, "--device", &missing);
+		double d;
+		if (v) {
+			int rc = num_opt("calibrate", "--device", v, 0, 15, &d);
+			if (rc)
+				return rc;
+			device = (int)d;
+		} else
+			return cli_usage_error("calibrate", "%s %s",
+					       missing ? "needs a value:" : "unknown option",
+					       argv[i]);
+	}
+	struct app *app = NULL;
+	int rc = cli_app_open(&co, &app, &err);
+	if (rc) {
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	json_t *out = NULL;
+	int gpu = -1;
+	int64_t t0 = runs_now_ms();
+	rc = bench_calibrate(app, device, NULL, &out, &gpu, &err);
+	json_t *args = json_pack("{s:i}", "device", device);
+	if (rc && !out)
+		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
+				kf_err_name(rc), "message", err.msg);
+	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0, NULL);
+	json_decref(args);
+	if (rc)
+		fprintf(stderr, "kforge: %s\n", err.msg);
+	else
+		cli_print_result(stdout, out, co.json);
+	json_decref(out);
+	app_close(app);
+	return rc ? cli_exit_code(rc) : CLI_EXIT_OK;
+}
+
+const struct cli_cmd CLI_GPU[] = {
+	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE, check_main},
+	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE, bench_main},
+	{"calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
+	 calibrate_main},
+	{NULL, NULL, NULL, NULL},
+};

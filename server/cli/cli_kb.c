@@ -1,0 +1,530 @@
+/* cli_kb: `kforge gpu` and `kforge guide` — the knowledge base from the
+ * shell, through the same tools an agent calls (get_gpu_specs,
+ * search_guides, read_guide). Readable tables by default, the
+ * structuredContent JSON with --json. */
+#include "server/cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/mcp/mcp.h"
+#include "server/mcp/tools.h"
+
+static const char GPU_USAGE[] =
+	"usage: kforge gpu NAME [--arch TARGET] [--block N [--regs R] [--smem BYTES]] [--json]\n"
+	"       kforge gpu --list [--json]\n"
+	"       kforge gpu --compare A B [C [D]] [--json]\n"
+	"       kforge gpu local [--json]\n"
+	"\n"
+	"GPU facts from kforge's sourced table. NAME is a name or alias: h100,\n"
+	"'H100 SXM', a100-80g-pcie, h200, b200, 'rtx 4090', 4090, t4, sm_90, hopper.\n"
+	"An alias naming several GPUs (h100, sm_90, hopper) shows the canonical pick\n"
+	"and lists the others. Every figure shows its source keys (see\n"
+	"docs/knowledge.md); '-' means not confirmed by a source, 'n/a' that the\n"
+	"format does not exist there. Derived figures are marked 'derived'.\n"
+	"  --list           every GPU, one line each\n"
+	"  --compare A B..  2 to 4 GPUs side by side\n"
+	"  local            the GPUs of this host, read from the CUDA driver, matched\n"
+	"                   to the table (exit 3 when there is no GPU)\n"
+	"  --arch TARGET    target for feature usability (default the GPU's best:\n"
+	"                   sm_90a on Hopper, sm_100a on B200...)\n"
+	"  --block N        occupancy for blocks of N threads, with --regs R\n"
+	"                   registers per thread and --smem BYTES shared memory per block\n"
+	"\n" CLI_COMMON_HELP "\n"
+	"Examples:\n"
+	"  kforge gpu h100\n"
+	"  kforge gpu --compare a100 h100 h200\n"
+	"  kforge gpu h100 --block 256 --regs 128 --smem 49152\n";
+
+static const char GUIDE_USAGE[] =
+	"usage: kforge guide search WORDS [--arch TARGET] [--tag TAG] [--limit N] [--json]\n"
+	"       kforge guide read ID [--json]\n"
+	"       kforge guide list [--json]\n"
+	"\n"
+	"Search and read kforge's CUDA optimization guides.\n"
+	"  search WORDS     ranked full-text search (bm25; titles and tags weigh more)\n"
+	"  --arch TARGET    only guides for this target or GPU (sm_90, h100, hopper)\n"
+	"  --tag TAG        only guides with this tag\n"
+	"  --limit N        at most N hits (1-50, default 10)\n"
+	"  read ID          one guide, whole, with its sources\n"
+	"  list             every guide id and title\n"
+	"\n" CLI_COMMON_HELP "\n"
+	"Examples:\n"
+	"  kforge guide search \"bank conflicts\"\n"
+	"  kforge guide search wgmma --arch sm_90\n"
+	"  kforge guide read coalescing\n";
+
+/* Calls tool with args (taken) in an app opened from co. Returns the exit
+ * code; on success or tool error sets *res (new) and *is_error. */
+static int call(const struct cli_common *co, const char *tool, json_t *args, json_t **res,
+		int *is_error)
+{
+	struct app *app = NULL;
+	struct kf_err err = {0};
+	*res = NULL;
+	*is_error = 0;
+	int rc = cli_app_open(co, &app, &err);
+	if (rc) {
+		json_decref(args);
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	rc = mcp_tool_call(app, tool, args, res, is_error, &err);
+	json_decref(args);
+	app_close(app);
+	if (rc) {
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return cli_exit_code(rc);
+	}
+	return CLI_EXIT_OK;
+}
+
+/* The exit code and message of a tool-level error. */
+static int tool_error(const json_t *res, int json)
+{
+	const char *code =
+		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	if (json) {
+		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		fprintf(stderr, "kforge: %s\n", json_string_value(json_object_get(res, "summary")));
+	}
+	if (!code)
+		return CLI_EXIT_FAIL;
+	if (strcmp(code, "no_gpu") == 0)
+		return CLI_EXIT_NOGPU;
+	if (strcmp(code, "not_found") == 0)
+		return CLI_EXIT_NOTFOUND;
+	if (strcmp(code, "invalid") == 0)
+		return CLI_EXIT_USAGE;
+	if (strcmp(code, "busy") == 0 || strcmp(code, "timeout") == 0)
+		return CLI_EXIT_BUSY;
+	if (strcmp(code, "io") == 0 || strcmp(code, "db") == 0)
+		return CLI_EXIT_ENV; /* the knowledge base is missing or unreadable */
+	return CLI_EXIT_FAIL;
+}
+
+/* The string member key of o, or "" when absent. */
+static const char *sget(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+static void value_str(const json_t *v, char *buf, size_t cap)
+{
+	if (!v || json_is_null(v))
+		snprintf(buf, cap, "-");
+	else if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, cap, "%.10g", json_real_value(v));
+	else if (json_is_string(v))
+		snprintf(buf, cap, "%s", json_string_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, cap, "%s", json_is_true(v) ? "yes" : "no");
+	else
+		snprintf(buf, cap, "?");
+}
+
+static void keys_str(const json_t *keys, char *buf, size_t cap)
+{
+	size_t at = 0, i;
+	json_t *k;
+	buf[0] = '\0';
+	json_array_foreach(keys, i, k) {
+		int n = snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", json_string_value(k));
+		if (n < 0 || (size_t)n >= cap - at)
+			break;
+		at += (size_t)n;
+	}
+}
+
+static void print_gpu(const json_t *g)
+{
+	const char *key;
+	json_t *f;
+	char v[64], keys[160];
+	printf("\n%-38s %18s %-7s %s\n", "figure", "value", "unit", "source");
+	json_object_foreach(json_object_get(g, "figures"), key, f) {
+		const char *st = json_string_value(json_object_get(f, "status"));
+		value_str(json_object_get(f, "value"), v, sizeof v);
+		if (st && strcmp(st, "n/a") == 0)
+			snprintf(v, sizeof v, "n/a");
+		keys_str(json_object_get(f, "source_keys"), keys, sizeof keys);
+		const char *lab = json_string_value(json_object_get(f, "label"));
+		printf("%-38.38s %18.18s %-7s %s%s\n", lab ? lab : key, v, sget(f, "unit"),
+		       keys[0] ? keys : (st && strcmp(st, "unknown") == 0 ? "(not confirmed)" : ""),
+		       json_object_get(f, "derivation") ? " [derived in source]" : "");
+	}
+	printf("\n%-38s %14s %-12s %s\n", "derived figure", "value", "unit", "formula");
+	json_object_foreach(json_object_get(g, "derived"), key, f) {
+		value_str(json_object_get(f, "value"), v, sizeof v);
+		printf("%-38.38s %14.14s %-12s %s\n",
+		       json_string_value(json_object_get(f, "label")), v, sget(f, "unit"),
+		       json_string_value(json_object_get(f, "formula")));
+	}
+	printf("\n%-10s %-7s %s\n", "feature", "usable", "rule (derived)");
+	json_object_foreach(json_object_get(g, "features"), key, f)
+		printf("%-10s %-7s %s\n", key,
+		       json_is_true(json_object_get(f, "usable")) ? "yes" : "no",
+		       json_string_value(json_object_get(f, "rule")));
+	printf("\nnotes: %s\n", json_string_value(json_object_get(g, "notes")));
+	printf("sources (product): %s\n", json_string_value(json_object_get(g, "sources_product")));
+	printf("sources (per-CC):  %s\n",
+	       json_string_value(json_object_get(g, "sources_per_cc_limits")));
+	size_t i;
+	json_array_foreach(json_object_get(g, "conflicts"), i, f)
+		printf("conflict %s: %s\n", json_string_value(json_object_get(f, "id")),
+		       json_string_value(json_object_get(f, "text")));
+	json_object_foreach(json_object_get(g, "sources"), key, f)
+		printf("  [%s] %s\n", key, json_string_value(f));
+}
+
+static void print_occupancy(const json_t *o)
+{
+	if (!o)
+		return;
+	printf("\noccupancy (derived): %s\n", json_string_value(json_object_get(o, "reason")));
+	json_t *l = json_object_get(o, "limits");
+	printf("  blocks/SM allowed by warps %lld, blocks %lld, registers %lld, shared memory %lld\n",
+	       (long long)json_integer_value(json_object_get(l, "warps")),
+	       (long long)json_integer_value(json_object_get(l, "blocks")),
+	       (long long)json_integer_value(json_object_get(l, "registers")),
+	       (long long)json_integer_value(json_object_get(l, "shared_memory")));
+	printf("  registers per warp allocated %lld, shared memory per block allocated %lld B%s\n",
+	       (long long)json_integer_value(json_object_get(o, "regs_per_warp_alloc")),
+	       (long long)json_integer_value(json_object_get(o, "smem_per_block_alloc_bytes")),
+	       json_is_true(json_object_get(o, "needs_smem_optin"))
+		       ? " (over 48 KB: needs cudaFuncSetAttribute opt-in)"
+		       : "");
+}
+
+static void print_list(const json_t *res)
+{
+	size_t i;
+	json_t *g;
+	char c[6][24];
+	static const char *const cols[] = {"sm_count",
+					   "memory_gb",
+					   "memory_bandwidth_gbs",
+					   "peak_fp32_tflops",
+					   "fp16_bf16_tensor_dense_tflops",
+					   "fp8_tensor_dense_tflops"};
+	printf("%-14s %-44s %-5s %5s %6s %7s %7s %8s %8s\n", "id", "name", "CC", "SMs", "GB",
+	       "GB/s", "FP32", "BF16 TC", "FP8 TC");
+	json_array_foreach(json_object_get(res, "gpus"), i, g) {
+		for (int k = 0; k < 6; k++)
+			value_str(json_object_get(g, cols[k]), c[k], sizeof c[k]);
+		printf("%-14s %-44.44s %-5s %5s %6s %7s %7s %8s %8s\n",
+		       json_string_value(json_object_get(g, "id")),
+		       json_string_value(json_object_get(g, "name")),
+		       json_string_value(json_object_get(g, "compute_capability")), c[0], c[1],
+		       c[2], c[3], c[4], c[5]);
+	}
+	printf("(TFLOPS dense; '-' = not confirmed by a source; kforge gpu ID for sources)\n");
+}
+
+static void print_compare(const json_t *res)
+{
+	size_t i, j;
+	json_t *r, *v;
+	json_t *gpus = json_object_get(res, "gpus");
+	char s[64];
+	printf("%-38s", "figure");
+	json_array_foreach(gpus, i, v)
+		printf(" %14.14s", json_string_value(json_object_get(v, "id")));
+	printf("  unit\n");
+	json_array_foreach(json_object_get(res, "rows"), i, r) {
+		printf("%-38.38s", json_string_value(json_object_get(r, "label")));
+		json_array_foreach(json_object_get(r, "values"), j, v) {
+			value_str(v, s, sizeof s);
+			printf(" %14.14s", s);
+		}
+		printf("  %s%s\n", sget(r, "unit"),
+		       json_is_true(json_object_get(r, "derived")) ? " (derived)" : "");
+	}
+	printf("(sources per figure: kforge gpu ID, or --json)\n");
+}
+
+static int int_opt(const char *cmd, const char *name, const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || n < lo || n > hi)
+		return cli_usage_error(cmd, "%s: '%s' is not a number from %ld to %ld", name, v, lo,
+				       hi);
+	*out = n;
+	return 0;
+}
+
+static int gpu_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	json_t *args = json_object(), *names = json_array(), *occ = NULL;
+	int list = 0, compare = 0, rc;
+	long n;
+
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err)) {
+		json_decref(args);
+		json_decref(names);
+		return cli_usage_error("gpu", "%s", err.msg);
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--list") == 0) {
+			list = 1;
+		} else if (strcmp(a, "--compare") == 0) {
+			compare = 1;
+		} else if (strcmp(a, "--arch") == 0 || strcmp(a, "--block") == 0 ||
+			   strcmp(a, "--regs") == 0 || strcmp(a, "--smem") == 0) {
+			if (!next) {
+				rc = cli_usage_error("gpu", "%s needs a value", a);
+				goto fail;
+			}
+			i++;
+			if (strcmp(a, "--arch") == 0) {
+				json_object_set_new(args, "arch", json_string(next));
+				continue;
+			}
+			if (!occ)
+				occ = json_object();
+			const char *key = strcmp(a, "--block") == 0  ? "block_threads"
+					  : strcmp(a, "--regs") == 0 ? "regs_per_thread"
+								     : "smem_per_block_bytes";
+			long hi = strcmp(a, "--block") == 0  ? 1024
+				  : strcmp(a, "--regs") == 0 ? 255
+							     : 1048576;
+			if ((rc = int_opt("gpu", a, next, strcmp(a, "--block") == 0, hi, &n)))
+				goto fail;
+			json_object_set_new(occ, key, json_integer(n));
+		} else if (a[0] == '-' && a[1]) {
+			rc = cli_usage_error("gpu", "unknown option '%s'", a);
+			goto fail;
+		} else {
+			json_array_append_new(names, json_string(a));
+		}
+	}
+	size_t nn = json_array_size(names);
+	if (list + compare > 1 || (list && nn) || (!list && !compare && nn != 1)) {
+		rc = cli_usage_error("gpu",
+				     "give one GPU name, --list, or --compare with 2-4 names");
+		goto fail;
+	}
+	if (compare && (nn < 2 || nn > 4)) {
+		rc = cli_usage_error("gpu", "--compare takes 2 to 4 GPU names, got %zu", nn);
+		goto fail;
+	}
+	if (occ && !json_object_get(occ, "block_threads")) {
+		rc = cli_usage_error("gpu", "--regs and --smem need --block N");
+		goto fail;
+	}
+	if (list)
+		json_object_set_new(args, "list", json_true());
+	else if (compare)
+		json_object_set(args, "compare", names);
+	else
+		json_object_set(args, "gpu", json_array_get(names, 0));
+	if (occ)
+		json_object_set_new(args, "occupancy", occ);
+	occ = NULL;
+	json_decref(names);
+
+	json_t *res = NULL;
+	int is_error = 0;
+	if ((rc = call(&co, "get_gpu_specs", args, &res, &is_error)))
+		return rc;
+	if (is_error) {
+		rc = tool_error(res, co.json);
+		json_decref(res);
+		return rc;
+	}
+	if (co.json) {
+		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		printf("%s\n", json_string_value(json_object_get(res, "summary")));
+		if (list)
+			print_list(res);
+		else if (compare)
+			print_compare(res);
+		else if (json_object_get(res, "local")) {
+			size_t i;
+			json_t *d;
+			json_array_foreach(json_object_get(res, "local"), i, d) {
+				json_t *g = json_object_get(d, "gpu");
+				if (g)
+					print_gpu(g);
+				else
+					printf("%s\n",
+					       json_string_value(json_object_get(d, "no_match")));
+			}
+		} else {
+			json_t *amb = json_object_get(res, "ambiguous");
+			if (amb) {
+				char m[256];
+				keys_str(json_object_get(amb, "matches"), m, sizeof m);
+				printf("'%s' names: %s\n",
+				       json_string_value(json_object_get(amb, "query")), m);
+			}
+			print_gpu(json_object_get(res, "gpu"));
+			print_occupancy(json_object_get(res, "occupancy"));
+		}
+	}
+	json_decref(res);
+	return CLI_EXIT_OK;
+fail:
+	json_decref(args);
+	json_decref(names);
+	json_decref(occ);
+	return rc;
+}
+
+static int guide_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("guide", "%s", err.msg);
+	if (argc < 2)
+		return cli_usage_error("guide", "give search WORDS, read ID or list");
+	const char *sub = argv[1];
+	json_t *args = json_object(), *res = NULL;
+	const char *tool;
+	int rc, is_error = 0;
+	if (strcmp(sub, "search") == 0) {
+		tool = "search_guides";
+		char q[600] = "";
+		size_t at = 0;
+		for (int i = 2; i < argc; i++) {
+			const char *a = argv[i];
+			if (strcmp(a, "--arch") == 0 || strcmp(a, "--tag") == 0 ||
+			    strcmp(a, "--limit") == 0) {
+				if (i + 1 >= argc) {
+					json_decref(args);
+					return cli_usage_error("guide", "%s needs a value", a);
+				}
+				const char *v = argv[++i];
+				if (strcmp(a, "--limit") == 0) {
+					long n;
+					if ((rc = int_opt("guide", a, v, 1, 50, &n))) {
+						json_decref(args);
+						return rc;
+					}
+					json_object_set_new(args, "limit", json_integer(n));
+				} else {
+					json_object_set_new(args, a + 2, json_string(v));
+				}
+			} else {
+				int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
+				if (w < 0 || (size_t)w >= sizeof q - at) {
+					json_decref(args);
+					return cli_usage_error(
+						"guide", "the query is longer than 512 bytes");
+				}
+				at += (size_t)w;
+			}
+		}
+		if (!at) {
+			json_decref(args);
+			return cli_usage_error("guide",
+					       "search needs words, e.g. \"bank conflicts\"");
+		}
+		json_object_set_new(args, "query", json_string(q));
+	} else if (strcmp(sub, "read") == 0) {
+		tool = "read_guide";
+		if (argc != 3) {
+			json_decref(args);
+			return cli_usage_error("guide", "read takes one guide id");
+		}
+		json_object_set_new(args, "id", json_string(argv[2]));
+	} else if (strcmp(sub, "list") == 0) {
+		tool = "search_guides"; /* not a tool of its own: list via resources */
+		json_decref(args);
+		struct app *app = NULL;
+		if ((rc = cli_app_open(&co, &app, &err))) {
+			fprintf(stderr, "kforge: %s\n", err.msg);
+			return CLI_EXIT_ENV;
+		}
+		json_t *arr = json_array();
+		const struct resource_def *r = NULL;
+		for (size_t i = 0; i < tools_resource_count(); i++)
+			if (strcmp(tools_resource_at(i)->uri_template, "kforge://guides/{id}") == 0)
+				r = tools_resource_at(i);
+		rc = r && r->list ? r->list(app, arr, &err)
+				  : kf_err_set(&err, KF_EINTERNAL, "no guides resource");
+		app_close(app);
+		if (rc) {
+			json_decref(arr);
+			fprintf(stderr, "kforge: %s\n", err.msg);
+			return cli_exit_code(rc);
+		}
+		size_t i;
+		json_t *g;
+		if (co.json) {
+			char *s = json_dumps(arr, JSON_COMPACT);
+			if (s)
+				puts(s);
+			free(s);
+		} else
+			json_array_foreach(arr, i, g)
+				printf("%-28s %s\n", json_string_value(json_object_get(g, "name")),
+				       json_string_value(json_object_get(g, "title")));
+		json_decref(arr);
+		return CLI_EXIT_OK;
+	} else {
+		json_decref(args);
+		return cli_usage_error("guide", "unknown subcommand '%s' (search, read, list)",
+				       sub);
+	}
+	(void)tool;
+	if ((rc = call(&co, tool, args, &res, &is_error)))
+		return rc;
+	if (is_error) {
+		rc = tool_error(res, co.json);
+		json_decref(res);
+		return rc;
+	}
+	if (co.json) {
+		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	} else if (strcmp(sub, "search") == 0) {
+		size_t i;
+		json_t *h;
+		printf("%s\n", json_string_value(json_object_get(res, "summary")));
+		json_array_foreach(json_object_get(res, "hits"), i, h) {
+			printf("\n%2zu. %s — %s\n", i + 1,
+			       json_string_value(json_object_get(h, "id")),
+			       json_string_value(json_object_get(h, "title")));
+			printf("    %s\n", json_string_value(json_object_get(h, "snippet")));
+		}
+	} else {
+		size_t i;
+		json_t *s;
+		printf("%s\n", json_string_value(json_object_get(res, "markdown")));
+		printf("\n## Sources\n\n");
+		json_array_foreach(json_object_get(res, "sources"), i, s)
+			printf("- %s\n", json_string_value(s));
+	}
+	json_decref(res);
+	return CLI_EXIT_OK;
+}
+
+const struct cli_cmd CLI_KB[] = {
+	{"gpu", "GPU facts with sources: one GPU, --list, --compare, local, occupancy", GPU_USAGE,
+	 gpu_main},
+	{"guide", "search and read the CUDA optimization guides", GUIDE_USAGE, guide_main},
+	{NULL, NULL, NULL, NULL},
+};

@@ -1,0 +1,565 @@
+/* mcp_call: tools/call. Arguments are validated against the tool's parsed
+ * inputSchema, the handler runs on a bounded worker pool shared by every
+ * session (a full queue answers "busy, retry" at once instead of piling
+ * up), and the result becomes structuredContent (summary first) plus the
+ * same JSON as a text block, with isError for tool-level failures. Also the
+ * tool_ctx calls handlers use, and mcp_tool_call for REST and the CLI. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/app.h"
+#include "server/mcp/jsonrpc.h"
+#include "base/log.h"
+#include "server/mcp/mcp_int.h"
+#include "server/mcp/schema.h"
+
+#define POOL_QUEUE_MAX	     256 /* queued calls across all sessions */
+#define POOL_THREADS_MAX     64
+#define MCP_RESULT_MAX_BYTES (2u << 20) /* structuredContent as JSON */
+
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tool_ctx *head, *tail;
+	size_t len;
+	int threads;
+} pool = {.once = PTHREAD_ONCE_INIT,
+	  .lock = PTHREAD_MUTEX_INITIALIZER,
+	  .cond = PTHREAD_COND_INITIALIZER};
+
+/* --- results ----------------------------------------------------------------- */
+
+static json_t *error_object(int code, const char *msg)
+{
+	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(code),
+			 "message", msg);
+}
+
+/* Returns obj (taken) with "summary" as its first member, inserting
+ * fallback when it has none. */
+static json_t *summary_first(json_t *obj, const char *fallback)
+{
+	void *it = json_object_iter(obj);
+	json_t *n, *sum;
+	const char *key;
+	json_t *v;
+
+	if (it && strcmp(json_object_iter_key(it), "summary") == 0)
+		return obj;
+	sum = json_object_get(obj, "summary");
+	n = json_object();
+	if (sum)
+		json_object_set(n, "summary", sum);
+	else
+		json_object_set_new(n, "summary", json_string(fallback));
+	json_object_foreach(obj, key, v)
+		if (strcmp(key, "summary") != 0)
+			json_object_set(n, key, v);
+	json_decref(obj);
+	return n;
+}
+
+/* Runs the call: validation, handler, result shaping. Sets *sc to the
+ * structuredContent (new, or NULL when the handler gave content blocks
+ * only) and *is_error. */
+static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
+{
+	const struct schema *in = tools_input_schema(c->tool);
+	const struct schema *outs = tools_output_schema(c->tool);
+	struct kf_err err = {0};
+	json_t *out = NULL;
+	int rc;
+
+	*sc = NULL;
+	*is_error = 1;
+	if (in && schema_validate(in, c->args, "arguments", &err)) {
+		*sc = error_object(KF_EINVAL, err.msg);
+		return;
+	}
+	if (c->cancelled) {
+		*sc = error_object(KF_ECANCELED, "cancelled before it started");
+		return;
+	}
+	rc = c->tool->handler(c, c->args, &out, &err);
+	if (rc) {
+		if (!err.code)
+			kf_err_set(&err, rc, "%s failed (%s)", c->tool->name, kf_err_name(rc));
+		if (!json_is_object(out)) {
+			json_decref(out);
+			*sc = error_object(rc, err.msg);
+			return;
+		}
+		out = summary_first(out, err.msg);
+		if (!json_object_get(out, "error"))
+			json_object_set_new(out, "error",
+					    json_pack("{s:s,s:s}", "code", kf_err_name(rc),
+						      "message", err.msg));
+		*sc = out;
+		return;
+	}
+	if (!out && c->content) {
+		*is_error = 0;
+		return;
+	}
+	if (!json_is_object(out)) {
+		json_decref(out);
+		log_error("mcp", "tool %s returned no result object", c->tool->name);
+		*sc = error_object(KF_EINTERNAL, "internal error: the tool returned no result");
+		return;
+	}
+	out = summary_first(out, "done");
+	if (outs && schema_validate(outs, out, "structuredContent", &err)) {
+		log_error("mcp", "tool %s: result does not match its outputSchema: %s",
+			  c->tool->name, err.msg);
+		json_decref(out);
+		*sc = error_object(KF_EINTERNAL, err.msg);
+		return;
+	}
+	*sc = out;
+	*is_error = 0;
+}
+
+static json_t *mcp_result(struct tool_ctx *c, json_t *sc, int is_error)
+{
+	json_t *r = json_object();
+	char *text;
+
+	if (c->content) {
+		json_object_set(r, "content", c->content);
+	} else {
+		text = json_dumps(sc, JSON_COMPACT);
+		if (text && strlen(text) > MCP_RESULT_MAX_BYTES) {
+			/* A client must never receive an unbounded answer; large
+			 * artifacts belong in resources. */
+			char msg[200];
+			snprintf(
+				msg, sizeof(msg),
+				"internal error: %s produced a %zu-byte result, over the %u-byte cap",
+				c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
+			log_error("mcp", "%s", msg);
+			free(text);
+			json_decref(sc);
+			sc = error_object(KF_ETOOBIG, msg);
+			is_error = 1;
+			text = json_dumps(sc, JSON_COMPACT);
+		}
+		json_object_set_new(
+			r, "content",
+			json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"));
+		free(text);
+	}
+	if (sc)
+		json_object_set_new(r, "structuredContent", sc);
+	if (is_error)
+		json_object_set_new(r, "isError", json_true());
+	return r;
+}
+
+/* --- calls -------------------------------------------------------------------- */
+
+static void call_free(struct tool_ctx *c)
+{
+	if (!c)
+		return;
+	json_decref(c->id);
+	json_decref(c->progress_token);
+	json_decref(c->args);
+	json_decref(c->content);
+	free(c);
+}
+
+/* Removes c from its session and wakes mcp_call_drain. */
+static void call_done(struct tool_ctx *c)
+{
+	struct mcp_session *s = c->s;
+	struct tool_ctx **pp;
+
+	pthread_mutex_lock(&s->lock);
+	for (pp = &s->calls; *pp; pp = &(*pp)->snext)
+		if (*pp == c) {
+			*pp = c->snext;
+			s->calls_len--;
+			break;
+		}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	call_free(c);
+}
+
+static void call_run(struct tool_ctx *c)
+{
+	json_t *sc;
+	int is_error;
+	size_t len;
+	char *text;
+
+	execute(c, &sc, &is_error);
+	text = jsonrpc_result(c->id, mcp_result(c, sc, is_error), &len);
+	mcp_send_text(c->s, c->tcall, 1, c->id, text, len);
+	call_done(c);
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct tool_ctx *c;
+
+		pthread_mutex_lock(&pool.lock);
+		while (!pool.head)
+			pthread_cond_wait(&pool.cond, &pool.lock);
+		c = pool.head;
+		pool.head = c->qnext;
+		if (!pool.head)
+			pool.tail = NULL;
+		pool.len--;
+		pthread_mutex_unlock(&pool.lock);
+		call_run(c);
+	}
+	return NULL;
+}
+
+/* Tool handlers block on nvcc and the GPU queue, so the pool is larger
+ * than the CPU count; KFORGE_WORKERS overrides it. */
+static void pool_start(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *env = getenv("KFORGE_WORKERS");
+	int n = ncpu > 0 ? (int)ncpu * 2 : 4;
+
+	if (n < 4)
+		n = 4;
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (!*end && v > 0 && v <= POOL_THREADS_MAX)
+			n = (int)v;
+	}
+	if (n > POOL_THREADS_MAX)
+		n = POOL_THREADS_MAX;
+	for (int i = 0; i < n; i++) {
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, worker, NULL) == 0)
+			pool.threads++;
+		pthread_attr_destroy(&a);
+	}
+	if (pool.threads == 0)
+		log_error("mcp", "could not start any worker thread: %s", strerror(errno));
+}
+
+/* Queues c; returns 0, or -1 when the queue is full or there are no workers. */
+static int pool_push(struct tool_ctx *c)
+{
+	pthread_once(&pool.once, pool_start);
+	pthread_mutex_lock(&pool.lock);
+	if (pool.len >= POOL_QUEUE_MAX || pool.threads == 0) {
+		pthread_mutex_unlock(&pool.lock);
+		return -1;
+	}
+	c->qnext = NULL;
+	if (pool.tail)
+		pool.tail->qnext = c;
+	else
+		pool.head = c;
+	pool.tail = c;
+	pool.len++;
+	pthread_cond_signal(&pool.cond);
+	pthread_mutex_unlock(&pool.lock);
+	return 0;
+}
+
+static void reply_busy(struct mcp_session *s, struct tool_ctx *c, const char *why)
+{
+	json_t *sc = error_object(KF_EBUSY, why);
+	size_t len;
+	char *text = jsonrpc_result(c->id, mcp_result(c, sc, 1), &len);
+
+	mcp_send_text(s, c->tcall, 1, c->id, text, len);
+}
+
+void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *args = json_object_get(params, "arguments");
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *token = json_object_get(meta, "progressToken");
+	const struct tool_def *t;
+	struct tool_ctx *c;
+	int full;
+
+	if (!name) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.name must be a tool name (see tools/list)");
+		return;
+	}
+	t = tools_find(name);
+	if (!t) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: unknown tool '%.128s' (see tools/list)", name);
+		return;
+	}
+	if (args && !json_is_object(args)) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.arguments must be an object");
+		return;
+	}
+	if (token && !json_is_string(token) && !json_is_integer(token)) {
+		mcp_reply_error(
+			s, call, id, JSONRPC_INVALID_PARAMS,
+			"Invalid params: _meta.progressToken must be a string or an integer");
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
+				"Internal error: out of memory");
+		return;
+	}
+	c->s = s;
+	c->app = s->app;
+	c->id = json_deep_copy(id);
+	c->tcall = call;
+	c->tool = t;
+	c->args = args ? json_deep_copy(args) : json_object();
+	c->progress_token = token ? json_deep_copy(token) : NULL;
+
+	pthread_mutex_lock(&s->lock);
+	full = s->calls_len >= MCP_SESSION_MAX_CALLS || s->closing;
+	if (!full) {
+		c->snext = s->calls;
+		s->calls = c;
+		s->calls_len++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		reply_busy(
+			s, c,
+			"busy: this session has too many calls in flight; retry when some finish");
+		call_free(c);
+		return;
+	}
+	if (t->annotations & TOOL_FAST) {
+		/* Cheaper than two thread handoffs, and it cannot block pings. */
+		call_run(c);
+		return;
+	}
+	if (pool_push(c)) {
+		reply_busy(s, c, "busy: the server's call queue is full; retry in a moment");
+		call_done(c);
+	}
+}
+
+void mcp_call_cancel(struct mcp_session *s, const json_t *id)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct tool_ctx *c = s->calls; c; c = c->snext)
+		if (json_equal(c->id, (json_t *)id)) {
+			c->cancelled = 1;
+			log_debug("mcp", "call to %s cancelled", c->tool->name);
+		}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void mcp_call_drain(struct mcp_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->closing = 1;
+	for (struct tool_ctx *c = s->calls; c; c = c->snext)
+		c->cancelled = 1;
+	pthread_cond_broadcast(&s->cond);
+	while (s->calls_len > 0)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* --- tool_ctx ------------------------------------------------------------------- */
+
+struct app *tool_ctx_app(struct tool_ctx *ctx)
+{
+	return ctx->app;
+}
+
+const volatile int *tool_ctx_cancel_flag(struct tool_ctx *ctx)
+{
+	return &ctx->cancelled;
+}
+
+void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, const char *message)
+{
+	json_t *p;
+	size_t len;
+	char *text;
+
+	if (!ctx->s || !ctx->progress_token)
+		return;
+	p = json_pack("{s:O,s:f}", "progressToken", ctx->progress_token, "progress", progress);
+	if (!p)
+		return;
+	if (total > 0)
+		json_object_set_new(p, "total", json_real(total));
+	if (message)
+		json_object_set_new(p, "message", json_string(message));
+	text = jsonrpc_notification("notifications/progress", p, &len);
+	mcp_send_text(ctx->s, ctx->tcall, 0, NULL, text, len);
+}
+
+void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
+{
+	char msg[1024];
+	int li = mcp_log_level_index(level), want;
+	va_list ap;
+	size_t len;
+	char *text;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!ctx->s) {
+		log_write(li <= 0   ? LOG_DEBUG
+			  : li <= 2 ? LOG_INFO
+			  : li == 3 ? LOG_WARN
+				    : LOG_ERROR,
+			  ctx->tool ? ctx->tool->name : "tool", "%s", msg);
+		return;
+	}
+	pthread_mutex_lock(&ctx->s->lock);
+	want = ctx->s->log_level;
+	pthread_mutex_unlock(&ctx->s->lock);
+	if (li < 0 || li < want)
+		return;
+	text = jsonrpc_notification("notifications/message",
+				    json_pack("{s:s,s:s,s:s}", "level", level, "logger",
+					      ctx->tool ? ctx->tool->name : "kforge", "data", msg),
+				    &len);
+	mcp_send_text(ctx->s, ctx->tcall, 0, NULL, text, len);
+}
+
+void tool_ctx_set_content(struct tool_ctx *ctx, json_t *content)
+{
+	json_decref(ctx->content);
+	ctx->content = json_is_array(content) ? content : NULL;
+	if (!ctx->content)
+		json_decref(content);
+}
+
+int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
+{
+	int yes;
+
+	if (!ctx->s)
+		return 0;
+	pthread_mutex_lock(&ctx->s->lock);
+	yes = json_object_get(ctx->s->client_caps, name) != NULL;
+	pthread_mutex_unlock(&ctx->s->lock);
+	return yes;
+}
+
+int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
+		     json_t **result, struct kf_err *err)
+{
+	struct mcp_session *s = ctx->s;
+	struct mcp_pending p = {0}, **pp;
+	struct timespec dl;
+	json_t *jid;
+	size_t len;
+	char *text;
+	int rc = 0;
+
+	*result = NULL;
+	if (!s) {
+		json_decref(params);
+		return kf_err_set(err, KF_ENOTFOUND, "%s needs an MCP client session", method);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	p.id = ++s->next_id;
+	p.next = s->pending;
+	s->pending = &p;
+	pthread_mutex_unlock(&s->lock);
+
+	jid = json_integer(p.id);
+	text = jsonrpc_request(jid, method, params, &len);
+	json_decref(jid);
+	mcp_send_text(s, ctx->tcall, 0, NULL, text, len);
+
+	pthread_mutex_lock(&s->lock);
+	while (!p.done && !ctx->cancelled && !s->closing && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&s->cond, &s->lock, &dl);
+	for (pp = &s->pending; *pp; pp = &(*pp)->next)
+		if (*pp == &p) {
+			*pp = p.next;
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+
+	if (!p.done) {
+		if (ctx->cancelled || s->closing)
+			return kf_err_set(err, KF_ECANCELED, "%s: cancelled", method);
+		return kf_err_set(err, KF_ETIMEOUT, "%s: the client did not answer within %d ms",
+				  method, timeout_ms);
+	}
+	if (p.error) {
+		const char *m = json_string_value(json_object_get(p.error, "message"));
+		rc = kf_err_set(err, KF_EINVAL, "%s: the client answered error %lld: %s", method,
+				(long long)json_integer_value(json_object_get(p.error, "code")),
+				m ? m : "(no message)");
+		json_decref(p.error);
+		json_decref(p.result);
+		return rc;
+	}
+	*result = p.result;
+	return 0;
+}
+
+/* --- outside a session ------------------------------------------------------------ */
+
+int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,
+		  int *is_error, struct kf_err *err)
+{
+	struct tool_ctx c = {0};
+	const struct schema *in;
+	json_t *sc;
+
+	*result = NULL;
+	*is_error = 0;
+	c.tool = name ? tools_find(name) : NULL;
+	if (!c.tool)
+		return kf_err_set(err, KF_ENOTFOUND, "unknown tool '%s'", name ? name : "(null)");
+	if (args && !json_is_object(args))
+		return kf_err_set(err, KF_EINVAL, "arguments: expected object");
+	c.args = args ? json_incref((json_t *)args) : json_object();
+	in = tools_input_schema(c.tool);
+	if (in && schema_validate(in, c.args, "arguments", err)) {
+		json_decref(c.args);
+		return KF_EINVAL;
+	}
+	c.app = app;
+	execute(&c, &sc, is_error);
+	if (!sc) {
+		/* Content blocks only: summarize them for REST and the CLI. */
+		json_t *first = json_array_get(c.content, 0);
+		const char *t = json_string_value(json_object_get(first, "text"));
+		sc = json_pack("{s:s,s:o}", "summary", t ? t : "done", "content",
+			       c.content ? json_incref(c.content) : json_array());
+	}
+	json_decref(c.args);
+	json_decref(c.content);
+	*result = sc;
+	return sc ? 0 : kf_err_set(err, KF_ENOMEM, "out of memory");
+}

@@ -1,0 +1,109 @@
+/* mcp_int: what mcp.c (lifecycle, dispatch, lists) and mcp_call.c (tool
+ * calls, the worker pool, tool_ctx) share. Included by no one else. */
+#ifndef KF_MCP_INT_H
+#define KF_MCP_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "server/mcp/mcp.h"
+#include "server/mcp/tools.h"
+
+#define MCP_SESSION_MAX_CALLS  64  /* in-flight tool calls per session */
+#define MCP_PAGE_SIZE	       50  /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX     100 /* values per completion/complete answer */
+#define MCP_RESOURCE_NOT_FOUND -32002
+
+/* A request the server sent to the client, waiting for its response. */
+struct mcp_pending {
+	json_int_t id;
+	json_t *result; /* new reference once answered */
+	json_t *error;	/* new reference when the client answered an error */
+	int done;
+	struct mcp_pending *next;
+};
+
+struct mcp_session {
+	struct app *app;
+	mcp_send_fn send;
+	void *arg;
+	pthread_mutex_t lock;	   /* everything below */
+	pthread_cond_t cond;	   /* calls finishing, pending answers, cancels */
+	pthread_mutex_t send_lock; /* serializes send */
+	const char *version;	   /* negotiated, static; NULL before initialize */
+	int initialized;
+	int closing;
+	int log_level;		/* index into MCP_LOG_LEVELS */
+	json_t *client_caps;	/* initialize's params.capabilities */
+	json_t *subs;		/* object: subscribed uri -> true */
+	struct tool_ctx *calls; /* in flight (queued or running) */
+	size_t calls_len;
+	struct mcp_pending *pending;
+	json_int_t next_id;		     /* ids of server-to-client requests */
+	struct mcp_session *g_next, *g_prev; /* all sessions (resource updates) */
+};
+
+/* One tool call; also what handlers see as struct tool_ctx. */
+struct tool_ctx {
+	struct mcp_session *s; /* NULL outside a session (REST, CLI) */
+	struct app *app;
+	json_t *id;		/* the request id; owned */
+	void *tcall;		/* the transport's call pointer */
+	json_t *progress_token; /* owned, or NULL */
+	volatile int cancelled;
+	const struct tool_def *tool;
+	json_t *args;		/* owned */
+	json_t *content;	/* owned: set by tool_ctx_set_content */
+	struct tool_ctx *snext; /* session's in-flight list */
+	struct tool_ctx *qnext; /* pool queue */
+};
+
+/* MCP logging levels, least severe first. */
+extern const char *const MCP_LOG_LEVELS[];
+int mcp_log_level_index(const char *name); /* -1 when unknown */
+
+/* Sends text (taken: freed here) through the session's send under its send
+ * lock. A NULL text (allocation failed) sends a prebuilt internal error
+ * when final, else nothing. */
+void mcp_send_text(struct mcp_session *s, void *call, int final, const json_t *id, char *text,
+		   size_t len);
+
+/* Sends a JSON-RPC error response (final) for id. */
+void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id, int code, const char *fmt,
+		     ...) __attribute__((format(printf, 5, 6)));
+
+/* Sends a result response (final); result taken. */
+void mcp_reply(struct mcp_session *s, void *call, const json_t *id, json_t *result);
+
+/* Sets o[key] to the string v when v is not NULL. */
+void mcp_set_str(json_t *o, const char *key, const char *v);
+
+/* Reads params.cursor of a list request into *start. Returns 0, or -1
+ * after replying Invalid params. mcp_page_finish sets nextCursor when
+ * next < total. */
+int mcp_page_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
+		   size_t total, size_t *start);
+void mcp_page_finish(json_t *result, size_t next, size_t total);
+
+/* mcp_res.c: each answers the request (exactly one final send). */
+void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+void mcp_resources_read(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+void mcp_subscribe(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
+		   int on);
+void mcp_prompts_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+void mcp_prompts_get(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+void mcp_complete(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+
+/* tools/call: validates params, then either answers at once (unknown tool,
+ * busy) or queues the call on the worker pool. Always leads to exactly one
+ * final send for call. */
+void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call);
+
+/* notifications/cancelled: flags the in-flight call with this id. */
+void mcp_call_cancel(struct mcp_session *s, const json_t *id);
+
+/* Flags every call of s, wakes waiters, and waits until none is left. */
+void mcp_call_drain(struct mcp_session *s);
+
+#endif

@@ -1,0 +1,208 @@
+/* tools_gpu: the check_kernel and benchmark_kernel MCP tools over
+ * sandbox/check/check.h and sandbox/check/bench.h. Progress goes to the client as MCP
+ * progress notifications, cancellation kills the GPU job, every call is
+ * recorded in the run history. Without a GPU both answer a structured
+ * isError result with error.code "no_gpu" (never a number). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/app.h"
+#include "sandbox/check/bench.h"
+#include "sandbox/check/check.h"
+#include "server/mcp/tools.h"
+#include "server/tools/tools_runs.h"
+
+/* Progress comes from two threads (the runner's monitor and the job's own
+ * steps) with their own counters; MCP wants it strictly increasing, so the
+ * value sent is forced past the last one. */
+struct progress {
+	struct tool_ctx *ctx;
+	pthread_mutex_t mu;
+	double last;
+};
+
+static void progress_to_client(void *arg, double progress, double total, const char *message)
+{
+	struct progress *p = arg;
+	pthread_mutex_lock(&p->mu);
+	if (progress <= p->last)
+		progress = p->last + 0.01;
+	p->last = progress;
+	tool_ctx_progress(p->ctx, progress, total > progress ? total : 0, message);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* A bad spec or a missing GPU is answered with the error object the server
+ * would build, plus the field-level message as summary. */
+static json_t *error_result(int rc, const char *msg)
+{
+	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", msg, "passed", 0, "error", "code",
+			 kf_err_name(rc), "message", msg);
+}
+
+/* Completes the answer (*out, may be NULL) of a check or benchmark that
+ * returned rc: an error result when there is no answer; otherwise an
+ * "error" member naming the code, unless the answer has one or rc is a
+ * verdict the answer already explains (KF_EFAULT: the kernel failed;
+ * KF_ECOMPILE: it did not compile). Nothing when rc is 0. */
+static void answer_error(int rc, const char *msg, json_t **out)
+{
+	if (!rc)
+		return;
+	if (!*out)
+		*out = error_result(rc, msg);
+	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", msg));
+}
+
+static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	struct app *app = tool_ctx_app(ctx);
+	int64_t t0 = runs_now_ms();
+	const json_t *spec = json_object_get(args, "spec");
+	const json_t *odd = json_object_get(args, "odd_size");
+	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct check_opts o = {
+		.trials = (int)json_integer_value(json_object_get(args, "trials")),
+		.no_odd_size = json_is_false(odd),
+		.replay = json_object_get(args, "replay"),
+		.timeout_ms =
+			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.cancel = tool_ctx_cancel_flag(ctx),
+		.progress = progress_to_client,
+		.progress_arg = &pr,
+	};
+	int gpu = -1;
+	int rc = check_kernel(app, spec, &o, out, &gpu, err);
+	answer_error(rc, err->msg, out);
+	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	return rc;
+}
+
+static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	struct app *app = tool_ctx_app(ctx);
+	int64_t t0 = runs_now_ms();
+	const json_t *spec = json_object_get(args, "spec");
+	const json_t *sz = json_object_get(args, "size");
+	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct bench_opts o = {
+		.target_rel_se = json_number_value(json_object_get(args, "target_rel_se")),
+		.budget_ms = json_number_value(json_object_get(args, "budget_ms")),
+		.warmup_ms = json_number_value(json_object_get(args, "warmup_ms")),
+		.size_index = json_is_integer(sz) ? (int)json_integer_value(sz) : -1,
+		.no_baseline = json_is_false(json_object_get(args, "baseline")),
+		.no_flush = json_is_false(json_object_get(args, "flush_l2")),
+		.timeout_ms =
+			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.cancel = tool_ctx_cancel_flag(ctx),
+		.progress = progress_to_client,
+		.progress_arg = &pr,
+	};
+	int gpu = -1;
+	int rc = bench_kernel(app, spec, &o, out, &gpu, err);
+	answer_error(rc, err->msg, out);
+	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	return rc;
+}
+
+#define SPEC_SCHEMA                                                                     \
+	"\"spec\": {\"type\": \"object\", \"description\": \"the kernel spec: source, " \
+	"sizes, tensors, scalars, launch, reference, tolerance, cost, constraints; or " \
+	"the op shorthand {op, dtype, source, launch}\"}"
+
+static const char CHECK_INPUT[] =
+	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
+	"\"properties\": {" SPEC_SCHEMA ", "
+	"\"trials\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20, \"default\": 3, "
+	"\"description\": \"fresh secret inputs per size\"}, "
+	"\"odd_size\": {\"type\": \"boolean\", \"default\": true, \"description\": \"also "
+	"test one size near the spec's that the spec does not list\"}, "
+	"\"replay\": {\"type\": \"object\", \"additionalProperties\": false, "
+	"\"required\": [\"size\", \"seed\"], \"properties\": {\"size\": {\"type\": "
+	"\"object\"}, \"seed\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 16}}, "
+	"\"description\": \"re-run one failing case exactly, as a check reported it\"}, "
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
+	"\"default\": 60}}}";
+
+static const char CHECK_OUTPUT[] =
+	"{\"type\": \"object\", \"required\": [\"summary\", \"passed\"], \"properties\": {"
+	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}, "
+	"\"sizes\": {\"type\": \"array\"}, \"safeguards_fired\": {\"type\": \"array\"}, "
+	"\"flags\": {\"type\": \"object\"}, \"tolerance\": {\"type\": \"object\"}, "
+	"\"replay\": {\"type\": \"object\"}, \"error\": {\"type\": \"object\"}}}";
+
+static const char BENCH_INPUT[] =
+	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
+	"\"properties\": {" SPEC_SCHEMA ", "
+	"\"size\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 31, \"description\": "
+	"\"index into the spec's sizes; default every size\"}, "
+	"\"baseline\": {\"type\": \"boolean\", \"default\": true, \"description\": \"time "
+	"the baseline (kforge's kernel for an op, or the CUDA reference) interleaved\"}, "
+	"\"target_rel_se\": {\"type\": \"number\", \"minimum\": 0.0001, \"maximum\": 0.5, "
+	"\"default\": 0.005}, "
+	"\"budget_ms\": {\"type\": \"number\", \"minimum\": 10, \"maximum\": 60000, "
+	"\"default\": 1000, \"description\": \"timing budget per size\"}, "
+	"\"warmup_ms\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 10000, "
+	"\"default\": 50}, "
+	"\"flush_l2\": {\"type\": \"boolean\", \"default\": true}, "
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
+	"\"default\": 120}}}";
+
+static const char BENCH_OUTPUT[] =
+	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
+	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}, "
+	"\"candidate\": {\"type\": \"object\"}, \"baseline\": {}, \"speedup\": {\"type\": "
+	"\"object\"}, \"sizes\": {\"type\": \"array\"}, \"peak\": {\"type\": \"object\"}, "
+	"\"ceilings\": {}, \"flags\": {\"type\": \"object\"}, \"error\": {\"type\": "
+	"\"object\"}}}";
+
+static const struct tool_def GPU_TOOLS[] = {
+	{
+		.name = "check_kernel",
+		.title = "Check a kernel against a reference",
+		.description =
+			"Runs a kernel spec on the GPU against a trusted reference (a built-in op "
+			"computed in float64 on the CPU, a second CUDA source, or a torch "
+			"expression) and says whether it is correct. Every size of the spec plus "
+			"one odd size kforge picks, 3 trials each with fresh secret inputs (seeds "
+			"reported for replay). Safeguards: outputs poisoned and checked for full "
+			"coverage, guard bands for out-of-bounds writes, inputs verified "
+			"unchanged, "
+			"module reloaded per trial, two runs compared (races, state kept across "
+			"launches), NaN/Inf, a flag when the reference cannot tell wrong from "
+			"right. Answer: passed, per size and trial the errors and first "
+			"mismatches with coordinates, which safeguard fired, a one-line summary.",
+		.input_schema = CHECK_INPUT,
+		.output_schema = CHECK_OUTPUT,
+		.annotations = TOOL_IDEMPOTENT,
+		.handler = check_handler,
+	},
+	{
+		.name = "benchmark_kernel",
+		.title = "Benchmark a kernel",
+		.description =
+			"Times a kernel spec on the GPU with CUDA events, after a warm-up, with "
+			"the "
+			"L2 flushed before every timed run, until the median's standard error is "
+			"under 0.5% or the budget ends; the baseline (kforge's fast kernel for an "
+			"op, or the CUDA reference) runs interleaved. Reports median/p10/p90/mean/"
+			"CV in microseconds, the speedup with its 95% interval (or 'no measurable "
+			"difference'), GB/s and TFLOP/s, % of the GPU's peak and of its calibrated "
+			"ceilings, the roofline floor (a time below it is flagged), and verifies "
+			"the outputs of a run after timing.",
+		.input_schema = BENCH_INPUT,
+		.output_schema = BENCH_OUTPUT,
+		.annotations = 0,
+		.handler = bench_handler,
+	},
+};
+
+const struct tool_group TOOLS_CHECK_BENCH = {
+	.tools = GPU_TOOLS,
+	.tools_len = sizeof(GPU_TOOLS) / sizeof(GPU_TOOLS[0]),
+};

@@ -1,0 +1,46 @@
+/* tools_runs: the run history as MCP tools (list_runs, get_run,
+ * compare_runs) and resources (kforge://runs/{id}[/source|spec|result]),
+ * plus runs_record, which every compile, check, benchmark and calibrate
+ * handler calls once its result is built, so state.db holds every run
+ * whichever way it came in (MCP, REST, CLI). */
+#ifndef KF_TOOLS_RUNS_H
+#define KF_TOOLS_RUNS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/kf_err.h"
+#include "sandbox/history/history.h"
+
+struct app;
+
+/* Records one finished tool call in app->history and, on success, adds
+ * "run_id": "r..." to result so the agent can cite it (get_run,
+ * compare_runs).
+ *   kind        HISTORY_COMPILE / CHECK / BENCH / CALIBRATE;
+ *   args        the tool's arguments (borrowed): stored as the run's spec;
+ *               its "source" string gives the source hash (sha256) and its
+ *               "launch"[].kernel names the kernels when the result does not;
+ *   result      the structuredContent (borrowed, gains "run_id"); its
+ *               "summary" is stored as the run's summary and its
+ *               "kernels"[].name (or strings) as the kernel names; may be
+ *               NULL (then only the error is stored);
+ *   rc          the handler's return: 0 -> status ok unless result has
+ *               "passed": false (-> failed); KF_ECOMPILE, KF_EFAULT,
+ *               KF_ETIMEOUT -> failed (the kernel's fault); any other code
+ *               -> error (no_gpu, bad spec, busy, cancelled...);
+ *   err_msg     the handler's message when rc != 0 (borrowed, may be NULL):
+ *               the summary when result has none;
+ *   gpu         the device ordinal the job ran on, or -1: its name and uuid
+ *               are stored (from sandbox/pool/gpu.h);
+ *   duration_ms wall time of the call.
+ * Returns 0, or the KF_E* code of history_add (the failure is logged; the
+ * tool's own result is still valid, so callers normally carry on). Writes
+ * the id into id_out when it is not NULL. Thread-safe. */
+int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
+		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
+
+/* Monotonic milliseconds, for duration_ms. */
+int64_t runs_now_ms(void);
+
+#endif

@@ -1,0 +1,264 @@
+/* http_int: what the HTTP transport's files share (transport_http.c: the
+ * daemon, checks and dispatch; http_sess.c: the session table, the send
+ * callback and SSE buffers; http_mcp.c: the /mcp requests and their calls;
+ * http_rest.c: REST jobs under /v1). Included by no one else.
+ * Locks: srv.lock (session table) before sess.lock (everything in one
+ * session: its calls, its GET stream, its backlog). */
+#ifndef KF_HTTP_INT_H
+#define KF_HTTP_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "server/mcp/mcp.h"
+#include "server/transport/rest.h"
+
+#define HTTP_SID_BYTES	      16		   /* random bytes in a session id */
+#define HTTP_SID_LEN	      (HTTP_SID_BYTES * 2) /* hex characters */
+#define HTTP_BUCKETS	      4096		   /* session hash buckets */
+#define HTTP_DEFAULT_BODY     (8u << 20)	   /* bytes */
+#define HTTP_DEFAULT_IDLE_S   1800
+#define HTTP_DEFAULT_SESSIONS 1024
+#define HTTP_DEFAULT_INFLIGHT 1024
+#define HTTP_REST_MAX	      64  /* REST tool calls at once */
+#define HTTP_BACKLOG_MAX      256 /* unrouted messages kept per session */
+#define HTTP_KEEPALIVE_S      15  /* SSE comment on idle GET streams */
+#define HTTP_SSE_RETRY_MS     1000
+#define HTTP_REPLAY_MAX	      64  /* written events kept per stream */
+#define HTTP_ORPHAN_S	      120 /* a lost stream waits this long */
+#define HTTP_TOKEN_MAX	      512
+
+/* --- types --------------------------------------------------------------------- */
+
+struct hmsg {
+	struct hmsg *next;
+	unsigned long long seq; /* the event's number in its stream; 0: none */
+	size_t len;		/* bytes in data */
+	char data[];
+};
+
+enum call_mode { MODE_UNDECIDED = 0, MODE_JSON, MODE_SSE };
+
+/* One POST request waiting for its answer, or the session's GET stream.
+ * Refcounted: the connection holds one reference until MHD completes the
+ * request, the session one until the final message (or, for the GET
+ * stream, until the stream is detached). A POST whose SSE stream loses its
+ * connection before the final message is kept on the session's orphan
+ * list (the connection's reference moves there) so a GET with
+ * Last-Event-ID can resume it. */
+struct hcall {
+	struct hsess *sess;
+	struct MHD_Connection *conn;
+	int refs;      /* under sess->lock */
+	int get;       /* 1: the session's GET stream */
+	int init;      /* 1: the initialize request of a new session */
+	int final;     /* the final message arrived */
+	int suspended; /* the connection is suspended waiting for us */
+	int gone;      /* the connection was completed or closed */
+	enum call_mode mode;
+	char *json; /* MODE_JSON: the final message (owned) */
+	size_t json_len;
+	struct hmsg *head, *tail; /* MODE_SSE: events, the written ones kept
+				   * (at most HTTP_REPLAY_MAX) for a resume */
+	struct hmsg *cur;	  /* the next event to write, NULL: none */
+	size_t off;		  /* bytes of cur already written */
+	size_t kept;		  /* written events still in the list */
+	unsigned stream;	  /* MODE_SSE: the stream's number in the session */
+	unsigned long long seq;	  /* the last event number used */
+	int counted;		  /* holds one of srv->inflight */
+	int primed;		  /* MODE_SSE: the priming event was queued */
+	int detached;		  /* on the orphan list, waiting for a resume */
+	time_t detached_at;	  /* monotonic seconds */
+	struct hcall *onext;	  /* the session's orphan list */
+};
+
+struct hsess {
+	char id[HTTP_SID_LEN + 1];
+	struct hsrv *srv;
+	struct mcp_session *ms;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* users reaching 0 */
+	atomic_int refs;		/* table + each hcall + each handler using it */
+	int in_table;			/* under srv->lock */
+	int ended;			/* under lock: DELETEd, expired or shut down */
+	int users;			/* handlers inside mcp_session_handle */
+	unsigned calls;			/* requests waiting for their final message */
+	time_t last_used;		/* monotonic seconds */
+	time_t last_ping;		/* monotonic seconds of the last keepalive */
+	struct hcall *get;		/* the open GET stream, or NULL */
+	struct hmsg *bl_head, *bl_tail; /* messages for no request, no stream */
+	size_t bl_len;
+	unsigned next_stream;  /* SSE stream numbers (event ids are stream-seq) */
+	struct hcall *orphans; /* POST streams that lost their connection */
+	struct hsess *next;    /* hash chain */
+};
+
+struct hsrv {
+	struct app *app;
+	struct MHD_Daemon *d;
+	size_t max_body;
+	unsigned idle_s, max_sessions, max_inflight;
+	char token[HTTP_TOKEN_MAX];
+	size_t token_len;   /* 0: no auth */
+	int any_host;	    /* bound to a wildcard address: Host not checked */
+	char bind_host[64]; /* the bound address as a Host value */
+	const char *const *origins;
+	char listen[128]; /* "http://127.0.0.1:7070" */
+	time_t started;
+	pthread_mutex_t lock; /* table, nsess */
+	struct hsess *buckets[HTTP_BUCKETS];
+	size_t nsess;
+	atomic_uint inflight; /* MCP requests waiting for their answer */
+	atomic_uint rest_running;
+	atomic_int stopping;
+};
+
+enum req_kind { RQ_NEW = 0, RQ_MCP_POST, RQ_MCP_GET, RQ_REST, RQ_ANSWERED };
+
+struct rest_job;
+
+/* Per-request state: MHD's con_cls. */
+struct hreq {
+	enum req_kind kind;
+	char *body;
+	size_t len, cap;
+	int too_big;
+	struct hcall *call;
+	struct rest_job *job;
+};
+
+struct rest_job {
+	struct hsrv *srv;
+	struct MHD_Connection *conn;
+	pthread_mutex_t lock;
+	int refs; /* connection + worker thread */
+	int done, suspended;
+	struct rest_plan plan;
+	int status;
+	char *text; /* the answer (owned) */
+	size_t text_len;
+	const char *allow;
+};
+
+/* --- transport_http.c ------------------------------------------------------- */
+
+/* Monotonic seconds. */
+time_t http_mono_s(void);
+
+/* The request header name's value, or NULL. Borrowed from MHD. */
+const char *http_header(struct MHD_Connection *c, const char *name);
+
+/* Adds the CORS headers for the request's Origin, when it sent one (only
+ * allowed origins get this far). */
+void http_cors(struct MHD_Response *r, struct MHD_Connection *c);
+
+/* Queues a response with body (copied) and content type (NULL: none);
+ * extra headers follow as name, value pairs ending with NULL (a NULL value
+ * skips its header). Returns MHD's result. */
+enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *type,
+			   const char *body, size_t len, ...);
+
+/* Queues a JSON-RPC error body (id null) for a transport-level failure on
+ * /mcp, with one optional extra header. */
+enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int code,
+			       const char *extra_name, const char *extra_value, const char *fmt,
+			       ...) __attribute__((format(printf, 6, 7)));
+
+/* Queues a REST error body {"summary", "error": {code, message}}. */
+enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
+				const char *extra_name, const char *extra_value, const char *fmt,
+				...) __attribute__((format(printf, 6, 7)));
+
+/* 1 when the Accept header value allows type; wildcards count. */
+int http_accepts(const char *accept, const char *type);
+
+/* --- http_mcp.c -------------------------------------------------------------- */
+
+/* POST /mcp with its whole body in rq: hands the message to its session (a
+ * new one for initialize) and queues the answer, or suspends the connection
+ * until the session sends it. */
+enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
+
+/* The handler called again after on_send resumed the connection. */
+enum MHD_Result http_mcp_resumed(struct hreq *rq);
+
+/* GET /mcp: opens the session's stream for messages tied to no request. */
+enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
+
+/* DELETE /mcp: ends the session. */
+enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn);
+
+/* The request holding c is complete: ok 1 when MHD wrote the whole
+ * response, 0 when the connection failed. Drops the connection's reference,
+ * or keeps a broken SSE stream for resumption. */
+void http_mcp_completed(struct hcall *c, int ok);
+
+/* Expires idle sessions and pings idle GET streams. */
+void http_housekeep(struct hsrv *srv);
+
+/* Ends every session (for shutdown): their calls are answered and their
+ * GET streams finish, so no connection stays suspended. */
+void http_mcp_close_all(struct hsrv *srv);
+
+/* --- http_sess.c ------------------------------------------------------------- */
+
+/* Returns a new session in the table with one reference for the caller,
+ * NULL with *status set (503 full, 500 failure). */
+struct hsess *http_sess_create(struct hsrv *srv, unsigned *status);
+
+/* Returns the live session with this id with a reference, or NULL. */
+struct hsess *http_sess_find(struct hsrv *srv, const char *id);
+
+/* Drops one reference of s (atomic); frees it at zero. */
+void http_sess_unref(struct hsess *s);
+
+/* Ends a session: out of the table, every call cancelled (their final
+ * messages still reach their connections), the GET stream finished. Safe
+ * to call more than once and from any thread that holds no session lock. */
+void http_sess_close(struct hsrv *srv, struct hsess *s);
+
+/* c has its answer, or needs none: it stops counting against the
+ * in-flight cap. Under c->sess->lock. */
+void http_call_answered_locked(struct hcall *c);
+
+/* Drops one reference of c; frees it at zero. Under c->sess->lock; the
+ * caller unrefs the session after unlocking when this returns 1. */
+int http_call_unref_locked(struct hcall *c);
+
+/* Drops the orphaned streams detached at or before cutoff (monotonic
+ * seconds). Under s->lock; returns how many session references the
+ * caller must drop with http_sess_unref after unlocking. */
+size_t http_orphans_drop(struct hsess *s, time_t cutoff);
+
+/* SSE on a call, all under sess->lock: make c a stream (its number and,
+ * on 2025-11-25 sessions, the priming event), append a "message" event
+ * carrying json, append raw text (a comment); http_wake resumes the
+ * connection parked on c. */
+void http_sse_start(struct hsess *s, struct hcall *c);
+void http_sse_push(struct hcall *c, const char *json, size_t len);
+void http_sse_raw(struct hcall *c, const char *text, size_t len);
+void http_wake(struct hcall *c);
+
+/* Queues c's SSE stream as the response, with the session id header. */
+enum MHD_Result http_queue_sse(struct hcall *c, const char *sid);
+
+/* --- http_rest.c ------------------------------------------------------------- */
+
+/* A request under /v1 with its whole body in rq: plans the route and
+ * answers at once, or runs the tool on a thread with the connection
+ * suspended. */
+enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+				const char *method, struct hreq *rq);
+
+/* The handler called again once the tool finished. */
+enum MHD_Result http_rest_resumed(struct hreq *rq);
+
+/* Drops the connection's reference on a REST job. */
+void http_rest_release(struct rest_job *j);
+
+#endif

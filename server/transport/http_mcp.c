@@ -1,0 +1,472 @@
+/* http_mcp: the requests of MCP Streamable HTTP at /mcp: POST (one
+ * message, its session found or created in http_sess.c), GET (the
+ * session's stream, resumable with Last-Event-ID), DELETE, the calls
+ * (struct hcall) that carry each POSTed message's answer back, and the
+ * housekeeping of idle sessions. The answer's form is decided by the first
+ * message sent for that call: the final response first -> one JSON body; a
+ * notification (progress, log) or a server request (sampling, elicitation)
+ * first -> an SSE stream that carries them and ends with the response.
+ * Until then the connection is suspended, so a tool call on a worker
+ * thread holds no HTTP thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/transport/http_int.h"
+#include "base/log.h"
+
+/* --- /mcp ------------------------------------------------------------------------ */
+
+enum answer { ANS_WAIT = 0, ANS_SSE, ANS_JSON };
+
+/* Under s->lock: whether the answer's form is known yet; for ANS_JSON the
+ * final message is taken into *json (owned by the caller, NULL when its
+ * copy failed). The response itself is queued by answer_queue after
+ * unlocking, so no MHD lock is ever taken under a session lock (sse_read
+ * takes the session lock under MHD's response lock). */
+static enum answer answer_take(struct hcall *c, char **json, size_t *len)
+{
+	if (c->mode == MODE_SSE)
+		return ANS_SSE;
+	if (c->mode == MODE_JSON && c->final) {
+		*json = c->json;
+		*len = c->json_len;
+		c->json = NULL;
+		return ANS_JSON;
+	}
+	return ANS_WAIT;
+}
+
+/* Queues the answer decided by answer_take (json taken). Without the
+ * session lock: c stays valid while its connection holds it. */
+static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, size_t len)
+{
+	const char *sid = c->init ? c->sess->id : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (a == ANS_SSE)
+		return http_queue_sse(c, sid);
+	if (!json)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(len, json, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(json);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (sid)
+		MHD_add_response_header(r, "Mcp-Session-Id", sid);
+	http_cors(r, c->conn);
+	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* 1 when body is a JSON-RPC request (method and id), the only kind the
+ * in-flight cap refuses: notifications and responses start no work, and a
+ * response may be what a waiting call needs to finish. Parses, so it is
+ * called only once the cap is reached. */
+static int is_request(const char *body, size_t len)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	int r = !j || (json_object_get(j, "method") && json_object_get(j, "id"));
+	json_decref(j);
+	return r;
+}
+
+/* 1 when the JSON text of an initialize answer is a result (not an error). */
+static int init_succeeded(const char *json, size_t len)
+{
+	json_t *j = json ? json_loadb(json, len, 0, NULL) : NULL;
+	int ok = j && json_object_get(j, "result") != NULL;
+	json_decref(j);
+	return ok;
+}
+
+enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
+{
+	const char *sid = http_header(conn, "Mcp-Session-Id");
+	const char *ctype = http_header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+	struct hsess *s = NULL;
+	struct hcall *c;
+	enum mcp_in in;
+	enum MHD_Result ret = MHD_NO;
+	enum answer a;
+	char *json = NULL;
+	size_t jl = 0;
+	int init = 0;
+
+	if (rq->too_big)
+		return http_rpc_error(
+			conn, 413, -32600, NULL, NULL,
+			"Request body too large: the cap is %zu bytes (--max-message-bytes)",
+			srv->max_body);
+	if (!ctype || strncasecmp(ctype, "application/json", 16) != 0)
+		return http_rpc_error(
+			conn, 415, -32000, NULL, NULL,
+			"Unsupported Media Type: Content-Type must be application/json");
+	if (rq->len == 0)
+		return http_rpc_error(conn, 400, -32700, NULL, NULL, "Parse error: empty body");
+	if (!sid) {
+		/* Only initialize may come without a session. */
+		json_error_t je;
+		json_t *j = json_loadb(rq->body, rq->len, 0, &je);
+		const char *method = json_string_value(json_object_get(j, "method"));
+		int is_arr = json_is_array(j),
+		    ok = method && !strcmp(method, "initialize") && json_object_get(j, "id");
+		json_decref(j);
+		if (!j)
+			return http_rpc_error(conn, 400, -32700, NULL, NULL,
+					      "Parse error: %s (line %d, column %d)", je.text,
+					      je.line, je.column);
+		if (is_arr)
+			return http_rpc_error(conn, 400, -32600, NULL, NULL,
+					      "Invalid Request: batches (JSON arrays) are not "
+					      "supported; send one message per POST");
+		if (!ok)
+			return http_rpc_error(conn, 400, -32000, NULL, NULL,
+					      "Bad Request: Mcp-Session-Id header is required "
+					      "(only an initialize request may come without one)");
+		if (atomic_load(&srv->stopping))
+			return http_rpc_error(conn, 503, -32000, "Retry-After", "5",
+					      "Server shutting down");
+		unsigned st;
+		s = http_sess_create(srv, &st);
+		if (!s)
+			return http_rpc_error(
+				conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
+				st == 503 ? "Server busy: too many sessions (max %u); retry later"
+					  : "Internal error: could not create a session (max %u)",
+				srv->max_sessions);
+		init = 1;
+	} else {
+		s = http_sess_find(srv, sid);
+		if (!s)
+			return http_rpc_error(conn, 404, -32001, NULL, NULL,
+					      "Session not found: '%.40s' is unknown or has ended; "
+					      "initialize a new session",
+					      sid);
+	}
+	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len)) {
+		ret = http_rpc_error(conn, 503, -32000, "Retry-After", "1",
+				     "Server busy: %u requests in flight; retry later",
+				     srv->max_inflight);
+		if (init)
+			http_sess_close(srv, s);
+		http_sess_unref(s);
+		return ret;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		if (init)
+			http_sess_close(srv, s);
+		http_sess_unref(s);
+		return MHD_NO;
+	}
+	/* One lock for entering the session and counting the call. */
+	pthread_mutex_lock(&s->lock);
+	if (s->ended || !s->ms) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		http_sess_unref(s);
+		return http_rpc_error(conn, 404, -32001, NULL, NULL,
+				      "Session not found: it has ended; initialize a new session");
+	}
+	s->users++;
+	s->calls++;
+	s->last_used = http_mono_s();
+	pthread_mutex_unlock(&s->lock);
+	c->sess = s; /* takes our session reference */
+	c->conn = conn;
+	c->refs = 2;
+	c->init = init;
+	c->counted = 1;
+	atomic_fetch_add(&srv->inflight, 1);
+	rq->call = c;
+
+	in = mcp_session_handle(s->ms, rq->body, rq->len, c);
+
+	pthread_mutex_lock(&s->lock);
+	if (--s->users == 0 && s->ended)
+		pthread_cond_broadcast(&s->cond);
+	if (in == MCP_IN_NOTIFICATION || in == MCP_IN_RESPONSE) {
+		int freed;
+		s->calls--;
+		http_call_answered_locked(c);
+		freed = http_call_unref_locked(c); /* the session will send nothing */
+		pthread_mutex_unlock(&s->lock);
+		(void)freed; /* the connection's reference keeps c */
+		rq->kind = RQ_ANSWERED;
+		return http_reply(conn, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+	}
+	if (in == MCP_IN_ERROR && c->final && c->mode == MODE_JSON && c->json) {
+		/* Malformed message: the error is the whole answer, with 400. */
+		char *j = c->json;
+		size_t jl = c->json_len;
+		c->json = NULL;
+		pthread_mutex_unlock(&s->lock);
+		ret = http_reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", j, jl, NULL);
+		free(j);
+		rq->kind = RQ_ANSWERED;
+		if (init)
+			http_sess_close(srv, s);
+		return ret;
+	}
+	a = answer_take(c, &json, &jl);
+	if (a == ANS_WAIT) {
+		/* Not answered yet: park the connection until on_send wakes it. */
+		c->suspended = 1;
+		MHD_suspend_connection(conn);
+		pthread_mutex_unlock(&s->lock);
+		return MHD_YES;
+	}
+	pthread_mutex_unlock(&s->lock);
+	rq->kind = RQ_ANSWERED;
+	if (init && a == ANS_JSON && !init_succeeded(json, jl)) {
+		/* A refused initialize leaves no session behind. */
+		c->init = 0;
+		ret = answer_queue(c, a, json, jl);
+		http_sess_close(srv, s);
+		return ret;
+	}
+	return answer_queue(c, a, json, jl);
+}
+
+/* The orphaned POST stream that Last-Event-ID "STREAM-SEQ" names, taken
+ * off the orphan list with its cursor on the first event after SEQ, or
+ * NULL. Under s->lock. */
+static struct hcall *resume_find(struct hsess *s, const char *last)
+{
+	unsigned stream;
+	unsigned long long seq;
+	char tail;
+	struct hcall **pp, *c;
+
+	if (sscanf(last, "%u-%llu%c", &stream, &seq, &tail) != 2)
+		return NULL;
+	for (pp = &s->orphans; (c = *pp) != NULL; pp = &c->onext)
+		if (c->stream == stream)
+			break;
+	if (!c)
+		return NULL;
+	*pp = c->onext;
+	c->onext = NULL;
+	c->detached = 0;
+	c->off = 0;
+	c->kept = 0;
+	for (c->cur = c->head; c->cur && c->cur->seq <= seq; c->cur = c->cur->next)
+		c->kept++;
+	if (c->head && c->head->seq > seq + 1)
+		log_warn("http",
+			 "session %.8s...: stream %u resumed after %llu, but events from %llu on "
+			 "were dropped",
+			 s->id, stream, seq, seq + 1);
+	return c;
+}
+
+/* Resumed after on_send: the answer (or its first message) is there. */
+enum MHD_Result http_mcp_resumed(struct hreq *rq)
+{
+	struct hcall *c = rq->call;
+	struct hsess *s = c->sess;
+	enum MHD_Result ret = MHD_YES;
+
+	char *json = NULL;
+	size_t jl = 0;
+	enum answer a;
+
+	pthread_mutex_lock(&s->lock);
+	a = answer_take(c, &json, &jl);
+	if (a == ANS_WAIT) {
+		c->suspended = 1;
+		MHD_suspend_connection(c->conn);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (a != ANS_WAIT) {
+		rq->kind = RQ_ANSWERED;
+		ret = answer_queue(c, a, json, jl);
+	}
+	return ret;
+}
+
+enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
+{
+	const char *sid = http_header(conn, "Mcp-Session-Id");
+	const char *last;
+	struct hsess *s;
+	struct hcall *c;
+
+	if (!http_accepts(http_header(conn, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
+		return http_rpc_error(conn, 406, -32000, NULL, NULL,
+				      "Not Acceptable: GET /mcp opens an SSE stream; Accept must "
+				      "include text/event-stream");
+	if (!sid)
+		return http_rpc_error(conn, 400, -32000, NULL, NULL,
+				      "Bad Request: Mcp-Session-Id header is required");
+	s = http_sess_find(srv, sid);
+	if (!s)
+		return http_rpc_error(conn, 404, -32001, NULL, NULL,
+				      "Session not found: '%.40s' is unknown or has ended", sid);
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		http_sess_unref(s);
+		return MHD_NO;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (s->ended) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		http_sess_unref(s);
+		return http_rpc_error(conn, 404, -32001, NULL, NULL,
+				      "Session not found: it has ended");
+	}
+	if ((last = http_header(conn, "Last-Event-ID")) != NULL) {
+		struct hcall *o = resume_find(s, last);
+		if (o) {
+			/* The orphan's reference becomes this connection's; the
+			 * session reference from http_sess_find is not needed. */
+			o->conn = conn;
+			rq->call = o;
+			rq->kind = RQ_ANSWERED;
+			pthread_mutex_unlock(&s->lock);
+			free(c);
+			http_sess_unref(s);
+			log_debug("http", "session %.8s...: stream %u resumed after %s", s->id,
+				  o->stream, last);
+			return http_queue_sse(o, NULL);
+		}
+	}
+	if (s->get) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		http_sess_unref(s);
+		return http_rpc_error(conn, 409, -32000, NULL, NULL,
+				      "Conflict: this session already has a GET stream open");
+	}
+	c->sess = s;
+	c->conn = conn;
+	c->refs = 2; /* the connection and s->get */
+	c->get = 1;
+	http_sse_start(s, c);
+	while (s->bl_head) {
+		struct hmsg *m = s->bl_head;
+		s->bl_head = m->next;
+		http_sse_push(c, m->data, m->len);
+		free(m);
+	}
+	s->bl_tail = NULL;
+	s->bl_len = 0;
+	s->get = c;
+	s->last_ping = s->last_used = http_mono_s();
+	rq->call = c;
+	rq->kind = RQ_ANSWERED;
+	pthread_mutex_unlock(&s->lock);
+	return http_queue_sse(c, NULL);
+}
+
+enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
+{
+	const char *sid = http_header(conn, "Mcp-Session-Id");
+	struct hsess *s;
+
+	if (!sid)
+		return http_rpc_error(conn, 400, -32000, NULL, NULL,
+				      "Bad Request: Mcp-Session-Id header is required");
+	s = http_sess_find(srv, sid);
+	if (!s)
+		return http_rpc_error(conn, 404, -32001, NULL, NULL,
+				      "Session not found: '%.40s' is unknown or has ended", sid);
+	http_sess_close(srv, s);
+	http_sess_unref(s);
+	return http_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
+}
+
+void http_mcp_completed(struct hcall *c, int ok)
+{
+	struct hsess *s = c->sess;
+	int freed = 0, freed2 = 0;
+	pthread_mutex_lock(&s->lock);
+	c->suspended = 0;
+	if (!c->get && c->mode == MODE_SSE && !s->ended && (!c->final || !ok)) {
+		/* The stream broke before the answer, or while writing it (a
+		 * connection closed while suspended shows only when written to):
+		 * keep the call, the connection's reference moving to the orphan
+		 * list, for a GET with Last-Event-ID. */
+		c->conn = NULL;
+		c->detached = 1;
+		c->detached_at = http_mono_s();
+		c->onext = s->orphans;
+		s->orphans = c;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	c->gone = 1;
+	if (c->get && s->get == c) {
+		s->get = NULL;
+		freed2 = http_call_unref_locked(c);
+	}
+	if (!freed2)
+		freed = http_call_unref_locked(c);
+	pthread_mutex_unlock(&s->lock);
+	if (freed || freed2)
+		http_sess_unref(s);
+}
+
+/* --- housekeeping --------------------------------------------------------------- */
+
+/* Expires idle sessions and pings idle GET streams (a dead peer shows up
+ * as a failed write). Runs on the thread of transport_http_run. */
+void http_housekeep(struct hsrv *srv)
+{
+	struct hsess *expired[64];
+	size_t n = 0;
+	time_t now = http_mono_s();
+
+	pthread_mutex_lock(&srv->lock);
+	for (size_t b = 0; b < HTTP_BUCKETS; b++) {
+		for (struct hsess *s = srv->buckets[b]; s; s = s->next) {
+			size_t freed;
+			pthread_mutex_lock(&s->lock);
+			freed = http_orphans_drop(s, now - HTTP_ORPHAN_S);
+			if (s->get && now - s->last_ping >= HTTP_KEEPALIVE_S) {
+				s->last_ping = now;
+				http_sse_raw(s->get, ": keepalive\n\n", 13);
+				http_wake(s->get);
+			}
+			if (!s->get && s->calls == 0 && now - s->last_used >= (time_t)srv->idle_s &&
+			    n < sizeof(expired) / sizeof(expired[0])) {
+				atomic_fetch_add(&s->refs, 1);
+				expired[n++] = s;
+			}
+			pthread_mutex_unlock(&s->lock);
+			while (freed--)
+				http_sess_unref(s); /* never the last: the table holds one */
+		}
+	}
+	pthread_mutex_unlock(&srv->lock);
+	for (size_t i = 0; i < n; i++) {
+		log_info("http", "session %.8s... expired after %u s idle", expired[i]->id,
+			 srv->idle_s);
+		http_sess_close(srv, expired[i]);
+		http_sess_unref(expired[i]);
+	}
+}
+
+void http_mcp_close_all(struct hsrv *srv)
+{
+	for (;;) {
+		struct hsess *s = NULL;
+		pthread_mutex_lock(&srv->lock);
+		for (size_t b = 0; b < HTTP_BUCKETS && !s; b++)
+			s = srv->buckets[b];
+		if (s)
+			atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&srv->lock);
+		if (!s)
+			break;
+		http_sess_close(srv, s);
+		http_sess_unref(s);
+	}
+}

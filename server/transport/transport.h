@@ -1,0 +1,51 @@
+/* transport: the entry points of the two ways kforge speaks MCP. Each runs
+ * until its input ends (stdio) or the daemon is told to stop (http), creating
+ * mcp sessions (mcp.h) over one app. transport_stdio.c is core's;
+ * transport_http.c (libmicrohttpd, Streamable HTTP at /mcp, REST under /v1)
+ * is http's. */
+#ifndef KF_TRANSPORT_H
+#define KF_TRANSPORT_H
+
+#include <stddef.h>
+
+#include "base/kf_err.h"
+
+struct app;
+
+/* Options of `kforge serve --http`. Strings borrowed for the run. */
+struct http_options {
+	const char *addr;		    /* bind address, default "127.0.0.1" */
+	int port;			    /* TCP port, 1..65535 (0: pick a free one) */
+	const char *token_env;		    /* name of the env var holding the bearer token,
+				 * NULL for none (refused beyond loopback) */
+	size_t max_body_bytes;		    /* request body cap (413 past it), default
+				 * app->cfg.max_message_bytes */
+	unsigned session_idle_s;	    /* idle sessions expire after this, default 1800 */
+	const char *const *allowed_origins; /* extra allowed Origin values, NULL
+					     * terminated; NULL = loopback only */
+	unsigned threads;		    /* HTTP worker threads, 0 = number of CPUs */
+	const char *port_file;		    /* if set, the bound port is written here once
+				 * listening (tests use port 0) */
+	unsigned max_sessions;		    /* open MCP sessions at most (503 past it),
+				 * 0 = 1024 or $KFORGE_HTTP_MAX_SESSIONS */
+	unsigned max_inflight;		    /* MCP requests waiting for an answer at most
+				 * (503 past it), 0 = 1024 or
+				 * $KFORGE_HTTP_MAX_INFLIGHT */
+};
+
+/* Serves one MCP session on in_fd/out_fd: newline-delimited compact JSON,
+ * one message per line, nothing else on out_fd. A line over
+ * app->cfg.max_message_bytes gets a -32600 error and is skipped. At EOF
+ * cancels every in-flight request, waits for them, and returns 0; returns
+ * KF_EIO with err set when out_fd can no longer be written. */
+int transport_stdio_run(struct app *app, int in_fd, int out_fd, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Serves Streamable HTTP until SIGINT/SIGTERM; returns 0 after a clean
+ * shutdown, or a KF_E* code with err set (KF_EIO: cannot bind; KF_EPERM:
+ * non-loopback bind without a token; KF_EINVAL: bad option). Defined in
+ * transport_http.c. */
+int transport_http_run(struct app *app, const struct http_options *opt, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,114 @@
+"""Helpers shared by the protocol tests (tests/proto/proto_*.py): the pass/fail
+tally every suite prints as "NAME: N passed, M failed", a stdio MCP session
+against `kforge serve` with replies collected by a reader thread, and the
+wait for an HTTP server's --port-file. Imported by the scripts next to it
+(python3 puts the script's folder on sys.path)."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+
+class Checks:
+    """Counts passing checks and records failing ones, printing each failure
+    to stderr as it happens."""
+
+    def __init__(self):
+        self.passes = 0
+        self.fails = []
+
+    def check(self, name, cond, detail=""):
+        if cond:
+            self.passes += 1
+        else:
+            self.fails.append(f"{name}: {detail}")
+            print(f"FAIL {name}: {detail}", file=sys.stderr)
+
+    def summary(self, suite):
+        """Prints "suite: N passed, M failed"; returns the exit status."""
+        print(f"{suite}: {self.passes} passed, {len(self.fails)} failed")
+        return 1 if self.fails else 0
+
+
+def initialize_msg(client, msg_id=0):
+    """The initialize request a test client sends first."""
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": client, "version": "1"}}}
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+class StdioSession:
+    """`kforge serve --data-dir DATA` over stdio, initialized as client;
+    replies (not server requests) are collected by id by a reader thread."""
+
+    def __init__(self, binary, data, client, env=None, timeout=120):
+        self.p = subprocess.Popen([binary, "serve", "--data-dir", data],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=env)
+        self.timeout = timeout
+        self.replies = {}
+        self.lock = threading.Lock()
+        self.wlock = threading.Lock()
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+        self.send(initialize_msg(client))
+        self.wait(0)
+        self.send(INITIALIZED)
+
+    def _read(self):
+        for line in self.p.stdout:
+            try:
+                m = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(m, dict) and "id" in m and "method" not in m:
+                with self.lock:
+                    self.replies[m["id"]] = m
+
+    def send(self, msg):
+        with self.wlock:
+            self.p.stdin.write((json.dumps(msg) + "\n").encode())
+            self.p.stdin.flush()
+
+    def wait(self, i, timeout=None):
+        """The reply with id i, or None after timeout seconds."""
+        end = time.time() + (self.timeout if timeout is None else timeout)
+        while time.time() < end:
+            with self.lock:
+                if i in self.replies:
+                    return self.replies[i]
+            time.sleep(0.01)
+        return None
+
+    def request(self, i, method, params):
+        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return self.wait(i)
+
+    def call(self, i, name, args):
+        """tools/call name with args; the reply or None."""
+        return self.request(i, "tools/call", {"name": name, "arguments": args})
+
+    def close(self, timeout=60):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait(timeout=timeout)
+
+
+def wait_port_file(path, proc=None, tries=200, delay=0.05):
+    """The port a `kforge serve --port-file path` wrote, polling tries times
+    every delay seconds; raises RuntimeError when proc exits first, and
+    ValueError or OSError when the file never appears."""
+    for _ in range(tries):
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            break
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"kforge exited {proc.returncode}")
+        time.sleep(delay)
+    return int(open(path).read().strip())

@@ -1,0 +1,172 @@
+/* check_tools_gpu: check_kernel and benchmark_kernel through mcp_tool_call
+ * on a host without a GPU (KFORGE_NO_GPU=1 forces that even on a GPU
+ * machine): a structured isError result with error.code "no_gpu" and no
+ * number; a bad spec is still answered with the field that is wrong;
+ * arguments outside the schema are refused. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/app.h"
+#include "base/log.h"
+#include "server/mcp/mcp.h"
+#include "server/mcp/tools.h"
+
+static struct app *app;
+static char dir[] = "/tmp/kforge-tools-gpu-XXXXXX";
+
+static void setup(void)
+{
+	setenv("KFORGE_NO_GPU", "1", 1);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct app_config cfg = {.data_dir = dir,
+				 .sandbox = APP_SANDBOX_NONE,
+				 .max_message_bytes = 8u << 20,
+				 .log_level = LOG_ERROR};
+	log_set_level(LOG_ERROR);
+	struct kf_err err = {0};
+	ck_assert_msg(app_tools_load(0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(app_open(&cfg, &app, &err) == 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+	app_close(app);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+}
+
+static const char *SPEC =
+	"{\"source\": \"extern \\\"C\\\" __global__ void k(float *y, const float *x, int n) {}\","
+	" \"sizes\": [{\"N\": 1000}],"
+	" \"tensors\": {\"x\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"input\"},"
+	"   \"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+	" \"launch\": [{\"kernel\": \"k\", \"grid\": [\"ceil_div(N, 256)\"], \"block\": [256], "
+	"\"args\": [\"y\", \"x\", \"N\"]}],"
+	" \"reference\": {\"torch\": \"x\"}}";
+
+static const char *const TOOLS[] = {"check_kernel", "benchmark_kernel"};
+
+START_TEST(no_gpu_is_a_structured_error_without_numbers)
+{
+	json_t *args = json_pack("{s:o}", "spec", json_loads(SPEC, 0, NULL));
+	json_t *res = NULL;
+	int is_error = 0;
+	struct kf_err err = {0};
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	ck_assert_int_eq(is_error, 1);
+	const json_t *e = json_object_get(res, "error");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "code")), "no_gpu");
+	const char *summary = json_string_value(json_object_get(res, "summary"));
+	ck_assert_ptr_nonnull(strstr(summary, "no usable GPU"));
+	ck_assert_ptr_nonnull(strstr(summary, "KFORGE_NO_GPU"));
+	/* no timing, no pass/fail per size: nothing measured */
+	ck_assert_ptr_null(json_object_get(res, "candidate"));
+	ck_assert_ptr_null(json_object_get(res, "sizes"));
+	ck_assert(json_is_false(json_object_get(res, "passed")));
+	/* summary comes first */
+	void *it = json_object_iter(res);
+	ck_assert_str_eq(json_object_iter_key(it), "summary");
+	json_decref(res);
+	json_decref(args);
+}
+END_TEST
+
+START_TEST(bad_spec_names_the_field_even_without_a_gpu)
+{
+	json_t *spec = json_loads(SPEC, 0, NULL);
+	json_object_set_new(json_object_get(json_object_get(spec, "tensors"), "y"), "shape",
+			    json_pack("[s]", "M"));
+	json_t *args = json_pack("{s:o}", "spec", spec);
+	json_t *res = NULL;
+	int is_error = 0;
+	struct kf_err err = {0};
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 "invalid");
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(res, "summary")),
+		       "tensors.y.shape[0]: size 'M' is not defined by any entry of sizes"));
+	json_decref(res);
+	json_decref(args);
+}
+END_TEST
+
+START_TEST(device_memory_cap_comes_from_the_operator)
+{
+	setenv("KFORGE_MAX_DEVICE_BYTES", "1M", 1);
+	json_t *spec = json_loads(SPEC, 0, NULL);
+	json_object_set_new(spec, "sizes", json_pack("[{s:i}]", "N", 1000000));
+	json_t *args = json_pack("{s:o}", "spec", spec);
+	json_t *res = NULL;
+	int is_error = 0;
+	struct kf_err err = {0};
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	unsetenv("KFORGE_MAX_DEVICE_BYTES");
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 "too_big");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "summary")),
+				     "sizes[0]: tensors need 7.6 MiB of device memory with guard "
+				     "bands, over the 1.0 MiB cap"));
+	json_decref(res);
+	json_decref(args);
+}
+END_TEST
+
+START_TEST(arguments_outside_the_schema_are_refused)
+{
+	json_t *res = NULL;
+	int is_error = 0;
+	struct kf_err err = {0};
+	json_t *args = json_pack("{s:i}", "trials", 3);
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), KF_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "spec"));
+	json_decref(args);
+	args = json_pack("{s:{}, s:i}", "spec", "timeout_s", 100000);
+	kf_err_clear(&err);
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), KF_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "timeout_s"));
+	json_decref(args);
+}
+END_TEST
+
+START_TEST(both_tools_are_registered_with_schemas)
+{
+	const struct tool_def *t = tools_find(TOOLS[_i]);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(t->input_schema);
+	ck_assert_ptr_nonnull(t->output_schema);
+	ck_assert(strlen(t->description) > 100);
+}
+END_TEST
+
+static Suite *tools_gpu_suite(void)
+{
+	Suite *s = suite_create("tools_gpu");
+	TCase *t = tcase_create("no_gpu");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_loop_test(t, no_gpu_is_a_structured_error_without_numbers, 0, 2);
+	tcase_add_loop_test(t, bad_spec_names_the_field_even_without_a_gpu, 0, 2);
+	tcase_add_loop_test(t, arguments_outside_the_schema_are_refused, 0, 2);
+	tcase_add_loop_test(t, device_memory_cap_comes_from_the_operator, 0, 2);
+	tcase_add_loop_test(t, both_tools_are_registered_with_schemas, 0, 2);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(tools_gpu_suite());
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
