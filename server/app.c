@@ -29,6 +29,7 @@ struct app_priv {
 	struct app app; /* first, so a struct app * is a struct app_priv * */
 	char data_dir[PATH_MAX];
 	char kb_path[PATH_MAX];
+	int check_ready; /* app->check initialised (check_env_fini at close) */
 };
 
 /* mkdir -p with mode 0700 for the parts it creates. */
@@ -195,6 +196,14 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
 	if (rc)
 		goto out;
+	app->check = (struct check_env){.data_dir = app->cfg.data_dir, /* check: */
+					.sandbox_none = app->cfg.sandbox == APP_SANDBOX_NONE,
+					.kb = app->kb,
+					.cc = app->cc,
+					.runner = app->runner,
+					.history = app->history};
+	check_env_init(&app->check);
+	p->check_ready = 1;
 
 out:
 	if (rc) {
@@ -211,6 +220,8 @@ void app_close(struct app *app)
 		return;
 	/* Domain modules, in reverse order (each adds its lines here). */
 	runner_free(app->runner); /* runner: waits for running jobs */
+	if (((struct app_priv *)app)->check_ready)
+		check_env_fini(&app->check); /* check: the GPU jail, after the last job */
 	history_close(app->history);
 	compile_close(app->cc); /* compile */
 	kb_close(app->kb);	/* kb: opened first, closed last */

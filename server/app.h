@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "base/kf_err.h"
+#include "sandbox/check/check.h"
 
 struct kb;
 struct compiler;
@@ -31,6 +32,7 @@ struct app {
 	struct compiler *cc;	 /* sandbox/: nvcc driver + artifact cache */
 	struct runner *runner;	 /* sandbox/: job queue, GPU pool */
 	struct history *history; /* sandbox/: state.db runs */
+	struct check_env check;	 /* sandbox/check/: filled from the above; owns the GPU jail */
 };
 
 /* Opens every domain module with cfg (copied; strings borrowed for the app's

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "knowledge/kb.h"
-#include "server/app.h"
 #include "sandbox/pool/gpu.h"
 #include "sandbox/history/history.h"
 #include "sandbox/jail/jail.h"
@@ -30,7 +29,7 @@ struct brow {
 };
 
 struct bctx {
-	struct app *app;
+	struct check_env *env;
 	struct check_prep *p;
 	struct brow *rows;
 	size_t nrows;
@@ -76,7 +75,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));
 		struct kf_err e = {0};
 		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
-		r->rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->rep, NULL, &e);
+		r->rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->rep, NULL, &e);
 		snprintf(r->err, sizeof r->err, "%s", e.msg);
 		json_decref(job);
 		if (r->rc == KF_ECANCELED || r->rc == KF_ESANDBOX || r->rc == KF_ENOTFOUND)
@@ -91,7 +90,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 				"ref.cubin", "runs", 1, "extra_launches", 0, "row_timeout_ms",
 				(int)to, "rows", "sizes", sizes, "seeds", vh, "out_prefix", "ref");
 			kf_err_clear(&e);
-			r->ref_rc = check_harness_exec(c->app, r->dir, job, to, stop, &r->ref, NULL,
+			r->ref_rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->ref, NULL,
 						       &e);
 			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
 			json_decref(job);
@@ -140,7 +139,7 @@ struct peaks {
 	struct history_ceilings ceil;
 };
 
-static void find_peaks(struct app *app, int gpu, enum kf_dtype dt, struct peaks *pk)
+static void find_peaks(struct check_env *env, int gpu, enum kf_dtype dt, struct peaks *pk)
 {
 	memset(pk, 0, sizeof *pk);
 	const struct gpu_info *gi = gpu_get(gpu);
@@ -148,10 +147,10 @@ static void find_peaks(struct app *app, int gpu, enum kf_dtype dt, struct peaks 
 		return;
 	const struct kb_gpu *kg = NULL;
 	struct kb_peaks kp;
-	if (app->kb &&
-	    kb_gpu_match_device(app->kb, gi->name, gi->cc_major, gi->cc_minor, gi->sm_count,
+	if (env->kb &&
+	    kb_gpu_match_device(env->kb, gi->name, gi->cc_major, gi->cc_minor, gi->sm_count,
 				(unsigned long long)gi->total_mem_bytes, &kg, NULL) == 0 &&
-	    kb_gpu_peaks(app->kb, kg->id, &kp, NULL) == 0) {
+	    kb_gpu_peaks(env->kb, kg->id, &kp, NULL) == 0) {
 		snprintf(pk->gpu_id, sizeof pk->gpu_id, "%s", kg->id);
 		if (kp.mem_bw_gbs.known)
 			pk->bw_gbs = kp.mem_bw_gbs.value;
@@ -168,7 +167,7 @@ static void find_peaks(struct app *app, int gpu, enum kf_dtype dt, struct peaks 
 			pk->tflops_kind = "fp32 (CUDA cores)";
 		}
 	}
-	if (app->history && history_get_ceilings(app->history, gi->uuid, &pk->ceil, NULL) == 0)
+	if (env->history && history_get_ceilings(env->history, gi->uuid, &pk->ceil, NULL) == 0)
 		pk->have_ceil = 1;
 }
 
@@ -180,8 +179,8 @@ static enum kf_dtype main_dtype(const struct spec *s)
 	return KF_DT_F32;
 }
 
-int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o, json_t **out,
-		 int *gpu, struct kf_err *err)
+int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_opts *o,
+		 json_t **out, int *gpu, struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
@@ -196,7 +195,7 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		return kf_err_set(err, KF_EINVAL, "budget_ms: must be in [10, 60000]");
 	if (o->warmup_ms < 0 || o->warmup_ms > 10000)
 		return kf_err_set(err, KF_EINVAL, "warmup_ms: must be in [0, 10000]");
-	rc = check_prepare(app, spec, !o->no_baseline, o->cancel, &p, &diag, err);
+	rc = check_prepare(env, spec, !o->no_baseline, o->cancel, &p, &diag, err);
 	if (rc) {
 		*out = diag;
 		goto out;
@@ -223,14 +222,14 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		char where[32];
 		snprintf(where, sizeof where, "sizes[%zu]", r);
 		if ((rc = spec_bind(s, b->vals, NULL, where, &b->b, err)) ||
-		    (rc = check_jobdir_new(app, s, b->dir, sizeof b->dir, err)) ||
+		    (rc = check_jobdir_new(env, s, b->dir, sizeof b->dir, err)) ||
 		    (rc = check_copy_file(p.cand_cubin, b->dir, "cand.cubin", err)) ||
 		    (have_base && (rc = check_copy_file(p.base_module, b->dir, "base.mod", err))) ||
 		    (s->ref.kind == SPEC_REF_CUDA &&
 		     (rc = check_copy_file(p.ref_cubin, b->dir, "ref.cubin", err))))
 			goto out;
 	}
-	struct bctx c = {.app = app,
+	struct bctx c = {.env = env,
 			 .p = &p,
 			 .rows = rows,
 			 .nrows = nrows,
@@ -240,14 +239,14 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "bench %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
-	rc = runner_run(app->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
+	rc = runner_run(env->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = c.gpu;
 	if (rc)
 		goto out;
 
 	struct peaks pk;
-	find_peaks(app, c.gpu, main_dtype(s), &pk);
+	find_peaks(env, c.gpu, main_dtype(s), &pk);
 	result = json_object();
 	json_object_set_new(result, "summary", json_string(""));
 	json_t *sizes_j = json_array(), *fired = json_object(), *flags = json_object();
@@ -390,7 +389,7 @@ int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o
 		} else {
 			int trc = 0;
 			if (s->ref.kind == SPEC_REF_TORCH)
-				trc = check_torch_reference(app, s, r->dir, r->vals, &r->b,
+				trc = check_torch_reference(env, s, r->dir, r->vals, &r->b,
 							    &r->vseed, 1, o->cancel, &we);
 			if (!trc)
 				have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b,
@@ -528,7 +527,7 @@ out:
 /* --- calibrate ----------------------------------------------------------- */
 
 struct cctx {
-	struct app *app;
+	struct check_env *env;
 	char dir[PATH_MAX];
 	json_t *rep;
 	int gpu;
@@ -541,25 +540,25 @@ static int calib_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 	const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
 	json_t *job =
 		json_pack("{s:s, s:i, s:s}", "mode", "calibrate", "device", gpu, "cuda_home", home);
-	int rc = check_harness_exec(c->app, c->dir, job, 300000, stop, &c->rep, NULL, err);
+	int rc = check_harness_exec(c->env, c->dir, job, 300000, stop, &c->rep, NULL, err);
 	json_decref(job);
 	return rc;
 }
 
-int bench_calibrate(struct app *app, int device, const volatile int *cancel, json_t **out, int *gpu,
-		    struct kf_err *err)
+int bench_calibrate(struct check_env *env, int device, const volatile int *cancel, json_t **out,
+		    int *gpu, struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
-	struct cctx c = {.app = app, .gpu = -1};
-	int rc = check_jobdir_new(app, NULL, c.dir, sizeof c.dir, err);
+	struct cctx c = {.env = env, .gpu = -1};
+	int rc = check_jobdir_new(env, NULL, c.dir, sizeof c.dir, err);
 	if (rc)
 		return rc;
 	struct runner_opts ro = {
 		.pin_gpu = device >= 0, .gpu = device, .timeout_ms = -1, .label = "calibrate"};
-	rc = runner_run(app->runner, RUNNER_GPU, calib_job, &c, NULL, NULL, cancel, &ro, err);
+	rc = runner_run(env->runner, RUNNER_GPU, calib_job, &c, NULL, NULL, cancel, &ro, err);
 	*gpu = c.gpu;
 	if (rc)
 		goto out;
@@ -583,7 +582,7 @@ int bench_calibrate(struct app *app, int device, const volatile int *cancel, jso
 		 json_string_value(json_object_get(c.rep, "method"))
 			 ? json_string_value(json_object_get(c.rep, "method"))
 			 : "");
-	if (app->history && (rc = history_set_ceilings(app->history, &hc, err)))
+	if (env->history && (rc = history_set_ceilings(env->history, &hc, err)))
 		goto out;
 	char sm[300];
 	snprintf(sm, sizeof sm,

@@ -14,8 +14,6 @@
 #include "base/kf_err.h"
 #include "sandbox/check/check.h"
 
-struct app;
-
 #define BENCH_DEFAULT_TARGET	0.005  /* relative standard error of the median */
 #define BENCH_DEFAULT_BUDGET_MS 1000.0 /* timing budget per size */
 #define BENCH_DEFAULT_WARMUP_MS 50.0
@@ -41,13 +39,13 @@ struct bench_opts {
  * Returns KF_EFAULT (with *out) when the kernel faulted, timed out or
  * failed the verification after timing; KF_ECOMPILE (with *out), KF_EINVAL,
  * KF_ENOGPU and the other codes as check_kernel. *gpu = device used or -1. */
-int bench_kernel(struct app *app, const json_t *spec, const struct bench_opts *o, json_t **out,
-		 int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_opts *o,
+		 json_t **out, int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Measures the ceilings of GPU device (-1 = the first free one): copy
  * bandwidth and cuBLAS bf16 / fp32 matmul throughput, stores them with
  * history_set_ceilings and returns them in *out. KF_ENOGPU without a GPU. */
-int bench_calibrate(struct app *app, int device, const volatile int *cancel, json_t **out, int *gpu,
-		    struct kf_err *err) __attribute__((warn_unused_result));
+int bench_calibrate(struct check_env *env, int device, const volatile int *cancel, json_t **out,
+		    int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 
 #endif

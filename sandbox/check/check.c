@@ -19,7 +19,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "server/app.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/pool/gpu.h"
 #include "sandbox/pool/runner.h"
@@ -46,7 +45,7 @@ void check_prep_fini(struct check_prep *p)
 	memset(p, 0, sizeof *p);
 }
 
-static int compile_one(struct app *app, const char *source, const char *arch,
+static int compile_one(struct check_env *env, const char *source, const char *arch,
 		       const volatile int *cancel, const char *what, char *cubin, size_t cap,
 		       struct check_prep *p, json_t **out, struct kf_err *err)
 {
@@ -54,7 +53,7 @@ static int compile_one(struct app *app, const char *source, const char *arch,
 		.source = source, .source_len = strlen(source), .arch = arch, .cancel = cancel};
 	struct compile_result res;
 	struct kf_err cerr = {0};
-	int rc = compile_kernel(app->cc, &req, &res, &cerr);
+	int rc = compile_kernel(env->cc, &req, &res, &cerr);
 	if (rc == KF_ECOMPILE || (rc == 0 && !res.ok)) {
 		const char *sum = json_string_value(json_object_get(res.json, "summary"));
 		char msg[400];
@@ -76,7 +75,7 @@ static int compile_one(struct app *app, const char *source, const char *arch,
 		p->compile_ms = res.compile_ms;
 		snprintf(p->arch, sizeof p->arch, "%s", res.arch);
 	}
-	rc = compile_artifact_path(app->cc, res.artifact_id, "cubin", cubin, cap, &cerr);
+	rc = compile_artifact_path(env->cc, res.artifact_id, "cubin", cubin, cap, &cerr);
 	compile_result_fini(&res);
 	if (rc)
 		return kf_err_set(err, rc, "%s: compiled, but the cubin is missing: %s", what,
@@ -124,7 +123,7 @@ void check_limits(struct spec_limits *lim)
 	}
 }
 
-int check_prepare(struct app *app, const json_t *spec, int want_baseline,
+int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 		  const volatile int *cancel, struct check_prep *p, json_t **out,
 		  struct kf_err *err)
 {
@@ -142,14 +141,14 @@ int check_prepare(struct app *app, const json_t *spec, int want_baseline,
 		return rc;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
-	if (!app->cc)
+	if (!env->cc)
 		return kf_err_set(err, KF_ESANDBOX, "the compiler is not available");
 	struct spec *s = p->s;
-	if ((rc = compile_one(app, s->source, s->arch, cancel, "the candidate", p->cand_cubin,
+	if ((rc = compile_one(env, s->source, s->arch, cancel, "the candidate", p->cand_cubin,
 			      sizeof p->cand_cubin, p, out, err)))
 		return rc;
 	if (s->ref.kind == SPEC_REF_CUDA &&
-	    (rc = compile_one(app, s->ref.source, s->arch, cancel, "the reference source",
+	    (rc = compile_one(env, s->ref.source, s->arch, cancel, "the reference source",
 			      p->ref_cubin, sizeof p->ref_cubin, NULL, out, err)))
 		return rc;
 	if (want_baseline) {
@@ -164,7 +163,7 @@ int check_prepare(struct app *app, const json_t *spec, int want_baseline,
 			if (s->ref.kind == SPEC_REF_CUDA &&
 			    strcmp(s->ref.source, s->baseline.source) == 0)
 				snprintf(p->base_module, sizeof p->base_module, "%s", p->ref_cubin);
-			else if ((rc = compile_one(app, s->baseline.source, s->arch, cancel,
+			else if ((rc = compile_one(env, s->baseline.source, s->arch, cancel,
 						   "the baseline source", p->base_module,
 						   sizeof p->base_module, NULL, out, err)))
 				return rc;
@@ -192,7 +191,7 @@ struct row {
 };
 
 struct gpu_ctx {
-	struct app *app;
+	struct check_env *env;
 	struct check_prep *p;
 	struct row *rows;
 	size_t nrows;
@@ -246,7 +245,7 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 		json_t *rep = NULL;
 		char *out = NULL;
 		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
-		int rc = check_harness_exec(c->app, c->rows[0].dir, job, wall, stop, &rep,
+		int rc = check_harness_exec(c->env, c->rows[0].dir, job, wall, stop, &rep,
 					    is_ref ? NULL : &out, &e);
 		json_decref(job);
 		if (out && !c->printf_out && out[0])
@@ -346,14 +345,14 @@ static json_t *sizes_obj(const struct spec *s, const int64_t *vals)
 	return o;
 }
 
-int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o, json_t **out,
-		 int *gpu, struct kf_err *err)
+int check_kernel(struct check_env *env, const json_t *spec, const struct check_opts *o,
+		 json_t **out, int *gpu, struct kf_err *err)
 {
 	*out = NULL;
 	*gpu = -1;
 	struct check_prep p;
 	json_t *diag = NULL;
-	int rc = check_prepare(app, spec, 0, o->cancel, &p, &diag, err);
+	int rc = check_prepare(env, spec, 0, o->cancel, &p, &diag, err);
 	struct row *rows = NULL;
 	size_t nrows = 0;
 	json_t *result = NULL;
@@ -439,14 +438,14 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 			goto out;
 	}
 	/* One job directory for every size (files are prefixed by row). */
-	if ((rc = check_jobdir_new(app, s, jobdir, sizeof jobdir, err)) ||
+	if ((rc = check_jobdir_new(env, s, jobdir, sizeof jobdir, err)) ||
 	    (rc = check_copy_file(p.cand_cubin, jobdir, "cand.cubin", err)) ||
 	    (s->ref.kind == SPEC_REF_CUDA &&
 	     (rc = check_copy_file(p.ref_cubin, jobdir, "ref.cubin", err))))
 		goto out;
 	for (size_t r = 0; r < nrows; r++)
 		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
-	gc = (struct gpu_ctx){.app = app,
+	gc = (struct gpu_ctx){.env = env,
 			      .p = &p,
 			      .rows = rows,
 			      .nrows = nrows,
@@ -457,7 +456,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
-	rc = runner_run(app->runner, RUNNER_GPU, gpu_job, &gc, progress_bridge, (void *)o,
+	rc = runner_run(env->runner, RUNNER_GPU, gpu_job, &gc, progress_bridge, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = gc.gpu;
 	if (rc)
@@ -487,7 +486,7 @@ int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o
 		struct kf_err torch_err = {0};
 		int torch_rc = 0;
 		if (s->ref.kind == SPEC_REF_TORCH)
-			torch_rc = check_torch_reference(app, s, r->dir, r->vals, &r->b, r->seeds,
+			torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
 							 r->ntrials, o->cancel, &torch_err);
 		if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED) {
 			rc = kf_err_set(err, torch_rc, "%s", torch_err.msg);

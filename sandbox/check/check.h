@@ -11,12 +11,41 @@
 #define KF_CHECK_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "base/kf_err.h"
 #include "sandbox/spec/spec.h"
 
-struct app;
+struct kb;
+struct compiler;
+struct runner;
+struct history;
+struct jail;
+
+/* What check and bench read from the daemon, filled by the composition root
+ * (server/app.c) and passed down by the tool layer and the CLI. The module
+ * pointers are borrowed (owned by the caller, valid for the env's life);
+ * the jail is opened on first use and owned by the env: call
+ * check_env_init before use and check_env_fini after the last job. */
+struct check_env {
+	const char *data_dir;	 /* job directories go under <data_dir>/jobs; NULL = /tmp */
+	int sandbox_none;	 /* 1: run the harness without bwrap (--sandbox=none) */
+	struct kb *kb;		 /* peaks for roofline figures; may be NULL */
+	struct compiler *cc;	 /* nvcc driver + artifact cache; NULL = no compiler */
+	struct runner *runner;	 /* GPU job queue */
+	struct history *history; /* calibrated ceilings; may be NULL */
+	/* Owned by the env (check_env_fini closes it): */
+	pthread_mutex_t jail_mu;
+	struct jail *jail; /* opened on first use */
+};
+
+/* Initialises env's owned part (the module pointers are the caller's to
+ * set). */
+void check_env_init(struct check_env *env);
+
+/* Closes the jail env opened, if any. Call after the last job finished. */
+void check_env_fini(struct check_env *env);
 
 #define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
 #define CHECK_DEFAULT_TRIALS	 3
@@ -50,8 +79,8 @@ struct check_opts {
  *   KF_ENOTFOUND "torch not available" for a torch reference;
  *   KF_ECANCELED, KF_EBUSY, KF_ESANDBOX, KF_EIO, KF_ENOMEM.
  * *gpu is set to the device ordinal used, or -1. */
-int check_kernel(struct app *app, const json_t *spec, const struct check_opts *o, json_t **out,
-		 int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+int check_kernel(struct check_env *env, const json_t *spec, const struct check_opts *o,
+		 json_t **out, int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* --- element-wise comparison (pure; tested in CI) ----------------------- */
 
@@ -100,7 +129,7 @@ struct check_prep {
  * want_baseline it also resolves the baseline module. On a compile error
  * returns KF_ECOMPILE and sets *out to the structured diagnostics. Release
  * p with check_prep_fini whatever the return. */
-int check_prepare(struct app *app, const json_t *spec, int want_baseline,
+int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 		  const volatile int *cancel, struct check_prep *p, json_t **out,
 		  struct kf_err *err) __attribute__((warn_unused_result));
 void check_prep_fini(struct check_prep *p);
@@ -108,7 +137,7 @@ void check_prep_fini(struct check_prep *p);
 /* Creates a fresh job directory under the data dir (path written to dir,
  * cap bytes) holding spec.json (the expanded spec). Remove it with
  * check_jobdir_remove. */
-int check_jobdir_new(struct app *app, const struct spec *s, char *dir, size_t cap,
+int check_jobdir_new(struct check_env *env, const struct spec *s, char *dir, size_t cap,
 		     struct kf_err *err) __attribute__((warn_unused_result));
 void check_jobdir_remove(const char *dir);
 
@@ -127,9 +156,9 @@ int check_copy_file(const char *src, const char *dir, const char *name, struct k
  * or exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
  * KF_EIO. *stdout_text (new, may be NULL) gets the kernel's printf output,
  * capped at 16 KiB. */
-int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsigned timeout_ms,
-		       const volatile int *stop, json_t **report, char **stdout_text,
-		       struct kf_err *err) __attribute__((warn_unused_result));
+int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
+		       unsigned timeout_ms, const volatile int *stop, json_t **report,
+		       char **stdout_text, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* The reference outputs for one size and seed, float64, in the order of the
  * spec's tensors (NULL for inputs): a built-in op on the CPU, or (CUDA
@@ -157,7 +186,7 @@ int check_reference_want(const struct spec *s, const char *dir, const char *pref
  * KF_ENOTFOUND "torch not available: ..." when python3 cannot import torch
  * on this host, KF_EINVAL when the expression fails (its error), or the
  * jail's codes. */
-int check_torch_reference(struct app *app, const struct spec *s, const char *dir,
+int check_torch_reference(struct check_env *env, const struct spec *s, const char *dir,
 			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
 			  int ntrials, const volatile int *cancel, struct kf_err *err)
 	__attribute__((warn_unused_result));

@@ -125,20 +125,9 @@ void check_tolerance_of(const struct spec *s, size_t t, double *atol, double *rt
 		spec_default_tolerance(s->tensors[t].dtype, atol, rtol);
 }
 
-/* Judges one trial from the harness report and the reference. Returns 1
- * when it passed. */
-int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
-		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
-		    double *max_rel_seen)
+/* Fires out_of_bounds for each guard band the harness found changed. */
+static void judge_guards(const json_t *tr, json_t *sg, json_t *fired)
 {
-	struct {
-		const char *dir;
-		struct spec_bound b;
-	} rr = {dir, *b}, *r = &rr;
-	json_t *sg = json_array();
-	json_object_set_new(out_tr, "safeguards", sg);
-	json_t *outs_j = json_object();
-	json_object_set_new(out_tr, "outputs", outs_j);
 	const json_t *v;
 	size_t i;
 	json_array_foreach(json_object_get(tr, "guard_violations"), i, v) {
@@ -163,13 +152,21 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 				   json_string_value(json_object_get(v, "tensor")),
 				   json_integer_value(json_object_get(v, "bytes")), fo, lo);
 	}
+}
+
+/* Fires input_modified for each input the harness found changed. */
+static void judge_inputs(const struct spec *s, const struct spec_bound *b, const json_t *tr,
+			 json_t *sg, json_t *fired)
+{
+	const json_t *v;
+	size_t i;
 	json_array_foreach(json_object_get(tr, "inputs_modified"), i, v) {
 		const char *name = json_string_value(json_object_get(v, "tensor"));
 		int t = spec_tensor_index(s, name);
 		char at[96] = "";
 		if (t >= 0)
 			check_format_index(
-				r->b.dims[t], s->tensors[t].rank,
+				b->dims[t], s->tensors[t].rank,
 				(uint64_t)json_integer_value(json_object_get(v, "first_index")), at,
 				sizeof at);
 		check_fire(
@@ -178,6 +175,72 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			"inputs are read-only (declare it inout if the kernel updates it in place)",
 			name, json_integer_value(json_object_get(v, "elements")), at);
 	}
+}
+
+/* Fires coverage, state_across_launches and nondeterministic for output t
+ * from the harness's per-output counts ho. */
+static void judge_output_runs(const struct spec *s, const struct spec_bound *b, size_t t,
+			      const json_t *ho, json_t *sg, json_t *fired)
+{
+	const struct spec_tensor *T = &s->tensors[t];
+	char at[96];
+	json_int_t unw = json_integer_value(json_object_get(ho, "unwritten"));
+	json_int_t unw2 = json_integer_value(json_object_get(ho, "unwritten_second_run"));
+	json_int_t late = json_integer_value(json_object_get(ho, "unwritten_first_run_only"));
+	json_int_t chg = json_integer_value(json_object_get(ho, "changed_between_runs"));
+	if (unw) {
+		idx_text(s, b, t, json_object_get(ho, "first_unwritten"), at, sizeof at);
+		check_fire(sg, fired, "coverage",
+			   "%s: %" JSON_INTEGER_FORMAT " of %" PRIu64 " elements never written "
+			   "(first at %s): the kernel must write every output element (outputs "
+			   "are poisoned before each run, so stale memory cannot pass)",
+			   T->name, unw, b->elems[t], at);
+	}
+	if (unw2) {
+		idx_text(s, b, t, json_object_get(ho, "first_unwritten_second_run"), at, sizeof at);
+		check_fire(sg, fired, "state_across_launches",
+			   "%s: %" JSON_INTEGER_FORMAT " elements written on the first launch but "
+			   "not on launch %d with the same input (first at %s): the kernel keeps "
+			   "state between launches (a __device__ variable or cached result?)",
+			   T->name, unw2, CHECK_EXTRA_LAUNCHES + 2, at);
+	}
+	if (late) {
+		idx_text(s, b, t, json_object_get(ho, "first_unwritten_first_run_only"), at,
+			 sizeof at);
+		check_fire(sg, fired, "state_across_launches",
+			   "%s: %" JSON_INTEGER_FORMAT " elements not written on the first launch "
+			   "but written later (first at %s): the kernel depends on earlier "
+			   "launches",
+			   T->name, late, at);
+	}
+	if (chg) {
+		idx_text(s, b, t, json_object_get(ho, "first_changed"), at, sizeof at);
+		check_fire(sg, fired, "nondeterministic",
+			   "%s: %" JSON_INTEGER_FORMAT " elements differ between the first launch "
+			   "and launch %d on the same input (first at %s): a race, an "
+			   "uninitialised read, or state kept between launches",
+			   T->name, chg, CHECK_EXTRA_LAUNCHES + 2, at);
+	}
+}
+
+/* Judges one trial from the harness report and the reference. Returns 1
+ * when it passed. */
+int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
+		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
+		    double *max_rel_seen)
+{
+	struct {
+		const char *dir;
+		struct spec_bound b;
+	} rr = {dir, *b}, *r = &rr;
+	json_t *sg = json_array();
+	json_object_set_new(out_tr, "safeguards", sg);
+	json_t *outs_j = json_object();
+	json_object_set_new(out_tr, "outputs", outs_j);
+	const json_t *v;
+	size_t i;
+	judge_guards(tr, sg, fired);
+	judge_inputs(s, b, tr, sg, fired);
 	const json_t *houts = json_object_get(tr, "outputs");
 	for (size_t t = 0; t < s->tensors_len; t++) {
 		const struct spec_tensor *T = &s->tensors[t];
@@ -186,53 +249,8 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		const json_t *ho = json_object_get(houts, T->name);
 		if (!ho)
 			continue;
+		judge_output_runs(s, &r->b, t, ho, sg, fired);
 		char at[96];
-		json_int_t unw = json_integer_value(json_object_get(ho, "unwritten"));
-		json_int_t unw2 = json_integer_value(json_object_get(ho, "unwritten_second_run"));
-		json_int_t late =
-			json_integer_value(json_object_get(ho, "unwritten_first_run_only"));
-		json_int_t chg = json_integer_value(json_object_get(ho, "changed_between_runs"));
-		if (unw) {
-			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten"), at,
-				 sizeof at);
-			check_fire(
-				sg, fired, "coverage",
-				"%s: %" JSON_INTEGER_FORMAT " of %" PRIu64
-				" elements never written "
-				"(first at %s): the kernel must write every output element (outputs "
-				"are poisoned before each run, so stale memory cannot pass)",
-				T->name, unw, r->b.elems[t], at);
-		}
-		if (unw2) {
-			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_second_run"), at,
-				 sizeof at);
-			check_fire(
-				sg, fired, "state_across_launches",
-				"%s: %" JSON_INTEGER_FORMAT
-				" elements written on the first launch but "
-				"not on launch %d with the same input (first at %s): the kernel keeps "
-				"state between launches (a __device__ variable or cached result?)",
-				T->name, unw2, CHECK_EXTRA_LAUNCHES + 2, at);
-		}
-		if (late) {
-			idx_text(s, &r->b, t, json_object_get(ho, "first_unwritten_first_run_only"),
-				 at, sizeof at);
-			check_fire(sg, fired, "state_across_launches",
-				   "%s: %" JSON_INTEGER_FORMAT
-				   " elements not written on the first launch "
-				   "but written later (first at %s): the kernel depends on earlier "
-				   "launches",
-				   T->name, late, at);
-		}
-		if (chg) {
-			idx_text(s, &r->b, t, json_object_get(ho, "first_changed"), at, sizeof at);
-			check_fire(sg, fired, "nondeterministic",
-				   "%s: %" JSON_INTEGER_FORMAT
-				   " elements differ between the first launch "
-				   "and launch %d on the same input (first at %s): a race, an "
-				   "uninitialised read, or state kept between launches",
-				   T->name, chg, CHECK_EXTRA_LAUNCHES + 2, at);
-		}
 		if (!want || !want[t])
 			continue;
 		/* Compare the first run against the reference. */

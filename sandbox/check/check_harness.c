@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/app.h"
 #include "sandbox/jail/jail.h"
 
 /* --- paths, jail ---------------------------------------------- */
@@ -61,20 +60,34 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
 	return -1;
 }
 
-static pthread_mutex_t jail_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct jail *jails[2];
-
-int check_get_jail(struct app *app, struct jail **out, struct kf_err *err)
+void check_env_init(struct check_env *env)
 {
-	int mode = app && app->cfg.sandbox == APP_SANDBOX_NONE ? JAIL_NONE : JAIL_BWRAP;
-	pthread_mutex_lock(&jail_mu);
+	pthread_mutex_init(&env->jail_mu, NULL);
+	env->jail = NULL;
+}
+
+void check_env_fini(struct check_env *env)
+{
+	if (!env)
+		return;
+	jail_close(env->jail);
+	env->jail = NULL;
+	pthread_mutex_destroy(&env->jail_mu);
+}
+
+int check_get_jail(struct check_env *env, struct jail **out, struct kf_err *err)
+{
+	*out = NULL;
+	if (!env)
+		return kf_err_set(err, KF_ESANDBOX, "check: no environment to hold the jail");
+	pthread_mutex_lock(&env->jail_mu);
 	int rc = 0;
-	if (!jails[mode]) {
-		struct jail_config cfg = {.mode = (enum jail_mode)mode};
-		rc = jail_open(&cfg, &jails[mode], err);
+	if (!env->jail) {
+		struct jail_config cfg = {.mode = env->sandbox_none ? JAIL_NONE : JAIL_BWRAP};
+		rc = jail_open(&cfg, &env->jail, err);
 	}
-	*out = jails[mode];
-	pthread_mutex_unlock(&jail_mu);
+	*out = env->jail;
+	pthread_mutex_unlock(&env->jail_mu);
 	if (!rc)
 		rc = jail_usable(*out, err);
 	return rc;
@@ -109,10 +122,10 @@ void check_jobdir_remove(const char *dir)
 		rm_tree(dir);
 }
 
-int check_jobdir_new(struct app *app, const struct spec *s, char *dir, size_t cap,
+int check_jobdir_new(struct check_env *env, const struct spec *s, char *dir, size_t cap,
 		     struct kf_err *err)
 {
-	const char *base = app && app->cfg.data_dir ? app->cfg.data_dir : "/tmp";
+	const char *base = env && env->data_dir ? env->data_dir : "/tmp";
 	char jobs[PATH_MAX];
 	snprintf(jobs, sizeof jobs, "%s/jobs", base);
 	if (mkdir(jobs, 0700) && errno != EEXIST)
@@ -200,9 +213,9 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
-int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsigned timeout_ms,
-		       const volatile int *stop, json_t **report, char **stdout_text,
-		       struct kf_err *err)
+int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
+		       unsigned timeout_ms, const volatile int *stop, json_t **report,
+		       char **stdout_text, struct kf_err *err)
 {
 	*report = NULL;
 	if (stdout_text)
@@ -217,7 +230,7 @@ int check_harness_exec(struct app *app, const char *dir, const json_t *job, unsi
 	if (json_dump_file(job, p, JSON_COMPACT))
 		return kf_err_set(err, KF_EIO, "cannot write %s", p);
 	struct jail *j;
-	int rc = check_get_jail(app, &j, err);
+	int rc = check_get_jail(env, &j, err);
 	if (rc)
 		return rc;
 	int fds[2];

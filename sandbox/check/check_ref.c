@@ -234,7 +234,7 @@ static void torch_probe(void)
 	}
 }
 
-int check_torch_reference(struct app *app, const struct spec *s, const char *dir,
+int check_torch_reference(struct check_env *env, const struct spec *s, const char *dir,
 			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
 			  int ntrials, const volatile int *cancel, struct kf_err *err)
 {
@@ -314,12 +314,12 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	if (rc)
 		return rc;
 	struct jail *j;
-	if ((rc = check_get_jail(app, &j, err)))
+	if ((rc = check_get_jail(env, &j, err)))
 		return rc;
 	const char *argv[] = {torch_exe, "torch_ref.py", NULL};
 	char pp[sizeof torch_pythonpath + 16];
 	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_pythonpath);
-	const char *env[] = {pp, "OMP_NUM_THREADS=8", NULL};
+	const char *envp[] = {pp, "OMP_NUM_THREADS=8", NULL};
 	struct jail_bind binds[TORCH_MAX_PATHS + 1];
 	binds[0].src = torch_exe;
 	binds[0].dst = NULL;
@@ -329,7 +329,7 @@ int check_torch_reference(struct app *app, const struct spec *s, const char *dir
 	}
 	struct jail_job jj = {.argv = argv,
 			      .job_dir = dir,
-			      .env = env,
+			      .env = envp,
 			      .ro_binds = binds,
 			      .ro_binds_len = torch_paths_len + 1,
 			      .wall_ms = 180000,

@@ -513,7 +513,7 @@ static int calibrate_main(int argc, char **argv)
 	json_t *out = NULL;
 	int gpu = -1;
 	int64_t t0 = runs_now_ms();
-	rc = bench_calibrate(app, device, NULL, &out, &gpu, &err);
+	rc = bench_calibrate(&app->check, device, NULL, &out, &gpu, &err);
 	json_t *args = json_pack("{s:i}", "device", device);
 	if (rc && !out)
 		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",

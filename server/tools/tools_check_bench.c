@@ -77,7 +77,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = check_kernel(app, spec, &o, out, &gpu, err);
+	int rc = check_kernel(&app->check, spec, &o, out, &gpu, err);
 	answer_error(rc, err->msg, out);
 	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
@@ -104,7 +104,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = bench_kernel(app, spec, &o, out, &gpu, err);
+	int rc = bench_kernel(&app->check, spec, &o, out, &gpu, err);
 	answer_error(rc, err->msg, out);
 	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
 	return rc;
