@@ -353,21 +353,6 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
 	return s;
 }
 
-/* Bench-only alternatives (KF_AB, a build flag: bench.py times libraries
- * built with KF_AB=1 .. N, bench/build_ab.sh's KF_AB_COUNT, next to the
- * default one); the library uses 0. All values are free now.
- * Runs 3-7 tried block shapes, rows per thread, preloads, __maxnreg__(48),
- * 64 and 32 bytes a thread for f32, Chan-merged layernorm statistics,
- * __restrict__ weights, grouped weight loads, persistent streamed rows,
- * kernels with the chunks a thread fixed by the host, and weight loads one
- * chunk ahead of the stores here; run 8 narrow 32/40-register row kernels,
- * compile-time block widths, capped blocks an SM, a shifted one-pass
- * layernorm variance and L2 eviction policies on every access;
- * kernels/README.md "Measurements" has the results. */
-#ifndef KF_AB
-#define KF_AB 0
-#endif
-
 /* The row-op block shape, shared by every launch helper and every op
  * template's baseline launch so both run the same configuration. On large
  * inputs tx threads per row hold 64 bytes each (4 vectors: 32 elements of
