@@ -190,7 +190,9 @@ struct row {
 	char *printf_out;
 };
 
-struct gpu_ctx {
+/* One check on one GPU: what the runner thread needs to run every row of
+ * sizes and trials and leave their reports in rows. */
+struct check_job {
 	struct check_env *env;
 	struct check_prep *p;
 	struct row *rows;
@@ -222,7 +224,7 @@ static json_t *job_row(const struct spec *s, const struct row *r, size_t idx, co
  * process takes all remaining rows; a row that faults, errs or hangs ends
  * its process and the next process starts at the row after it. Results go
  * to rows[i].cand (or .ref for the reference). */
-static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is_ref,
+static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int is_ref,
 		    struct kf_err *err)
 {
 	const struct spec *s = c->p->s;
@@ -308,7 +310,7 @@ static int run_rows(struct gpu_ctx *c, int gpu, const volatile int *stop, int is
 
 static int gpu_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
-	struct gpu_ctx *c = arg;
+	struct check_job *c = arg;
 	c->gpu = gpu;
 	if (c->o->progress)
 		c->o->progress(c->o->progress_arg, 1, 0, "running the candidate");
@@ -358,7 +360,7 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 	json_t *result = NULL;
 	char jobdir[PATH_MAX] = "";
 	char odd_note[300] = "";
-	struct gpu_ctx gc = {0};
+	struct check_job gc = {0};
 	if (rc) {
 		*out = diag;
 		goto out;
@@ -445,7 +447,7 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 		goto out;
 	for (size_t r = 0; r < nrows; r++)
 		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
-	gc = (struct gpu_ctx){.env = env,
+	gc = (struct check_job){.env = env,
 			      .p = &p,
 			      .rows = rows,
 			      .nrows = nrows,
