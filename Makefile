@@ -9,8 +9,7 @@ CC ?= cc
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 # The kernels' fatbin covers these real targets plus PTX for the newest, so
-# the baselines run on any GPU from Turing on. CUDA_ARCH adds the local one.
-CUDA_ARCH ?= $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . | sed 's/^/sm_/')
+# the baselines run on any GPU from Turing on.
 KERNEL_ARCHS ?= 75 80 86 89 90
 B := build
 
@@ -86,16 +85,14 @@ FATBIN := $(B)/kernels/kernels.fatbin
 SKILL_REFS := skill/references/README.md
 SKILL_SPECS := skill/templates/specs/README.md
 
+# test runs the proto suites after test-unit (below).
 .PHONY: all run test test-unit test-gpu bench bench-protocol bench-kernels bench-kb asan lint fuzz \
 	install clean deps check-deps
 .DEFAULT_GOAL := all
 
-# Pieces appear as their sources do, so the tree builds at every stage.
-ALL_TARGETS := $(if $(wildcard server/main.c),$(BIN)) \
-	$(if $(HARNESS_SRC),$(HARNESS)) \
-	$(if $(wildcard knowledge/kb_build_main.c),$(KB_DB)) \
-	$(if $(KERNELS_CU),$(FATBIN)) $(SKILL_REFS) $(if $(wildcard server/main.c),$(SKILL_SPECS)) $(NVRTC_HELPER)
-all: $(B)/.deps-ok $(ALL_TARGETS)
+# The CPU pieces (no nvcc run): what test-unit needs.
+CPU_TARGETS := $(BIN) $(HARNESS) $(KB_DB) $(SKILL_REFS) $(SKILL_SPECS) $(NVRTC_HELPER)
+all: $(B)/.deps-ok $(CPU_TARGETS) $(FATBIN)
 
 # --- dependencies ---------------------------------------------------------
 # The MCP conformance suite and the SDK tests run under Node (npx): Debian's
@@ -106,15 +103,25 @@ deps:
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS)
 	command -v npx >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm
 
-# Installs the Debian packages only when a header or tool is missing.
+# Checks headers and tools; a plain `make` never installs anything: it names
+# what is missing and fails. `make run` and `make test` install it instead
+# (deps-auto).
+DEPS_CHECK = for h in jansson.h:libjansson-dev microhttpd.h:libmicrohttpd-dev \
+		sqlite3.h:libsqlite3-dev check.h:check; do \
+		printf '\#include <%s>\n' $${h%%:*} | $(CC) -E -x c - >/dev/null 2>&1 || \
+		{ echo "missing $${h%%:*} (Debian package $${h\#*:})"; exit 1; }; \
+	done; \
+	command -v bwrap >/dev/null || { echo "missing bwrap (Debian package bubblewrap)"; exit 1; }
 $(B)/.deps-ok:
 	$(Q)mkdir -p $(B)
-	$(Q)for h in jansson.h microhttpd.h sqlite3.h check.h; do \
-		printf '#include <%s>\n' $$h | $(CC) -E -x c - >/dev/null 2>&1 || \
-		{ echo "missing $$h: installing Debian packages"; $(MAKE) --no-print-directory deps; break; }; \
-	done
-	$(Q)command -v bwrap >/dev/null || $(MAKE) --no-print-directory deps
+	$(Q)( $(DEPS_CHECK) ) || { echo "kforge: run \`make deps\` to install what is missing"; exit 1; }
 	$(Q)touch $@
+
+.PHONY: deps-auto
+deps-auto:
+	$(Q)( $(DEPS_CHECK) ) >/dev/null 2>&1 || { echo "kforge: dependencies missing: running make deps"; \
+		$(MAKE) --no-print-directory deps; }
+	$(Q)mkdir -p $(B) && ( $(DEPS_CHECK) ) && touch $(B)/.deps-ok
 
 # --- objects and libraries ------------------------------------------------
 # The web page is embedded with .incbin; -MMD does not see it.
@@ -140,7 +147,8 @@ $(BIN): $(B)/server/main.o $(ALL_LIBS)
 # jansson is linked statically where its archive exists, so the harness needs
 # nothing inside the jail beyond libc and the driver.
 JANSSON_STATIC := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
-HARNESS_LIBS = $(if $(wildcard /usr/lib/x86_64-linux-gnu/libjansson.a /opt/kforge-deps/usr/lib/x86_64-linux-gnu/libjansson.a),$(JANSSON_STATIC),-ljansson) -lm -ldl -lpthread
+JANSSON_A := $(shell $(CC) -print-file-name=libjansson.a)
+HARNESS_LIBS = $(if $(filter /%,$(JANSSON_A)),$(JANSSON_STATIC),-ljansson) -lm -ldl -lpthread
 
 # The harness talks to the GPU through the driver API. It links against the
 # toolkit's stub libcuda so it builds on machines without a driver; at run
@@ -209,17 +217,21 @@ $(B)/tests/unit/check_%: $(B)/tests/unit/check_%.o $(ALL_LIBS)
 TEST_ENV = KFORGE_BIN=$(abspath $(BIN)) KFORGE_HARNESS=$(abspath $(HARNESS)) \
 	KFORGE_KB=$(abspath $(KB_DB)) KFORGE_SRC=$(abspath .)
 
-test-unit: all $(TESTS)
+test-unit: $(B)/.deps-ok $(CPU_TARGETS) $(TESTS)
 	$(Q)fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; exit $$fail
 
 # Protocol, conformance and end-to-end suites are added as tests/*.sh; each
 # exits 0 on success and prints its own summary.
 PROTO_TESTS := $(sort $(wildcard tests/proto/proto_*.sh))
-test: test-unit
+test: deps-auto
+	$(Q)$(MAKE) --no-print-directory test-unit $(FATBIN)
 	$(Q)fail=0; for t in $(PROTO_TESTS); do $(TEST_ENV) sh $$t || fail=1; done; exit $$fail
 
+# tests/gpu/run.sh (kernels and check_kernel) and tests/gpu_runner.py (the
+# GPU pool and run history through `kforge serve`); both skip without a GPU.
 test-gpu: all
-	$(Q)$(TEST_ENV) sh tests/gpu/run.sh
+	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
+		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; exit $$fail
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb
@@ -251,7 +263,8 @@ bench-kernels:
 	$(Q)sh kernels/bench/run.sh
 
 RUN_ADDR ?= 127.0.0.1:7070
-run: all
+run: deps-auto
+	$(Q)$(MAKE) --no-print-directory all
 	@echo "kforge: MCP (Streamable HTTP) at http://$(RUN_ADDR)/mcp"
 	@echo "kforge: web page at http://$(RUN_ADDR)/ ; REST under http://$(RUN_ADDR)/v1/"
 	@echo "kforge: register with Claude Code (stdio, recommended):"
@@ -297,7 +310,9 @@ fuzz:
 LINT_FORMAT_FILES = $$(git ls-files 'base/*.[ch]' 'server/*.[ch]' 'sandbox/*.[ch]' 'knowledge/*.[ch]' \
 	'tests/unit/*.[ch]' 'tests/bench/*.c' 'tests/fuzz/*.c' \
 	'kernels/*.[ch]' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/ref/*.[ch]' | grep -v '^kernels/\(dev\|bench\)/')
-lint:
+lint: $(ALL_LIBS)
+	$(Q)python3 tests/lint/checksrc.py --allow tests/lint/allow.txt --libdir $(B)
+	$(Q)sh tests/lint/test_checksrc.sh
 	$(Q)clang-format --dry-run --Werror $(LINT_FORMAT_FILES)
 	$(Q)! git grep -nE '\b(strcpy|sprintf|strcat|atoi|gets)\s*\(' -- '*.c' '*.h' '*.cu' || \
 		{ echo "lint: banned call above"; exit 1; }
