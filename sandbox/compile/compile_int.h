@@ -13,6 +13,10 @@
 struct cache;
 struct jail;
 
+/* Slots in each of nvcc, nvrtc and store: the most backend arguments the
+ * flags may expand to (-Xptxas=a,b,c adds two nvcc arguments per option). */
+#define COMPILE_ARGS_MAX (COMPILE_FLAGS_MAX * 2)
+
 /* A request's flags, checked and rebuilt for both backends. */
 struct compile_flagset {
 	/* Backend arguments; strings point into the request or into store. */
@@ -25,9 +29,6 @@ struct compile_flagset {
 	int debug;    /* -G */
 	int overflow; /* 1 once an append found nvcc, nvrtc or store full */
 };
-/* Slots in each of nvcc, nvrtc and store: the most backend arguments the
- * flags may expand to (-Xptxas=a,b,c adds two nvcc arguments per option). */
-#define COMPILE_ARGS_MAX (COMPILE_FLAGS_MAX * 2)
 
 /* Validates flags (len of them, borrowed) and translates them for both
  * backends into *fs (caller's storage; strings point into flags or into
