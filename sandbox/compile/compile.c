@@ -316,7 +316,7 @@ static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, cons
 		       const struct compile_req *req, unsigned timeout_ms, int *exit_code,
 		       char **log, int *log_truncated, struct kf_err *err)
 {
-	const char *argv[COMPILE_FLAGS_MAX * 2 + 24];
+	const char *argv[COMPILE_ARGS_MAX + 24];
 	int n = 0;
 	char archopt[48], gencode[96];
 	struct jail_bind bind = {.src = cc->nvrtc_helper};

@@ -148,8 +148,10 @@ static const struct {
 
 static const char *keep(struct compile_flagset *fs, const char *a, const char *b)
 {
-	if (fs->store_len >= (int)(sizeof fs->store / sizeof fs->store[0]))
+	if (fs->store_len >= COMPILE_ARGS_MAX) {
+		fs->overflow = 1;
 		return "";
+	}
 	char *s = fs->store[fs->store_len++];
 	snprintf(s, sizeof fs->store[0], "%s%s", a, b ? b : "");
 	return s;
@@ -157,10 +159,19 @@ static const char *keep(struct compile_flagset *fs, const char *a, const char *b
 
 static void both(struct compile_flagset *fs, const char *nv, const char *rtc)
 {
-	if (nv)
-		fs->nvcc[fs->nvcc_len++] = nv;
-	if (rtc)
-		fs->nvrtc[fs->nvrtc_len++] = rtc;
+	/* A full array sets overflow; the parser checks it after every flag. */
+	if (nv) {
+		if (fs->nvcc_len < COMPILE_ARGS_MAX)
+			fs->nvcc[fs->nvcc_len++] = nv;
+		else
+			fs->overflow = 1;
+	}
+	if (rtc) {
+		if (fs->nvrtc_len < COMPILE_ARGS_MAX)
+			fs->nvrtc[fs->nvrtc_len++] = rtc;
+		else
+			fs->overflow = 1;
+	}
 }
 
 static int bool_opt(const char *f, const char *name, const char **val)
@@ -362,6 +373,12 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 				"--extended-lambda, -w, --diag-suppress=N, -I/-include inside the job)",
 				f);
 		}
+		if (fs->overflow)
+			return kf_err_set(
+				err, KF_ETOOBIG,
+				"flags expand to more than %d nvcc arguments (at flag %zu, "
+				"'%.40s'); give fewer flags or fewer -Xptxas options",
+				COMPILE_ARGS_MAX, i, f);
 		if (i >= len)
 			return kf_err_set(err, KF_EINVAL, "flag '%.60s' needs a value after it", f);
 	}

@@ -13,22 +13,28 @@
 struct cache;
 struct jail;
 
+/* Slots in each of nvcc, nvrtc and store: the most backend arguments the
+ * flags may expand to (-Xptxas=a,b,c adds two nvcc arguments per option). */
+#define COMPILE_ARGS_MAX (COMPILE_FLAGS_MAX * 2)
+
 /* A request's flags, checked and rebuilt for both backends. */
 struct compile_flagset {
 	/* Backend arguments; strings point into the request or into store. */
-	const char *nvcc[COMPILE_FLAGS_MAX * 2];
+	const char *nvcc[COMPILE_ARGS_MAX];
 	int nvcc_len;
-	const char *nvrtc[COMPILE_FLAGS_MAX * 2];
+	const char *nvrtc[COMPILE_ARGS_MAX];
 	int nvrtc_len;
-	char store[COMPILE_FLAGS_MAX * 2][160];
+	char store[COMPILE_ARGS_MAX][160];
 	int store_len;
-	int debug; /* -G */
+	int debug;    /* -G */
+	int overflow; /* 1 once an append found nvcc, nvrtc or store full */
 };
 
 /* Validates flags (len of them, borrowed) and translates them for both
  * backends into *fs (caller's storage; strings point into flags or into
  * fs->store). Returns 0, KF_EPERM for a refused flag (with the reason),
- * KF_EINVAL for a malformed one, or KF_ETOOBIG past COMPILE_FLAGS_MAX. */
+ * KF_EINVAL for a malformed one, or KF_ETOOBIG past COMPILE_FLAGS_MAX flags
+ * or when they expand to more than COMPILE_ARGS_MAX backend arguments. */
 int compile_parse_flags(const char *const *flags, size_t len, struct compile_flagset *fs,
 			struct kf_err *err);
 

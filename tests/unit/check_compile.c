@@ -443,6 +443,37 @@ START_TEST(refused_flag_is_rejected_with_a_reason)
 }
 END_TEST
 
+/* n comma-joined "-O3" after "-Xptxas=" into buf: n nvcc arguments pairs. */
+static const char *ptxas_o3s(char *buf, size_t cap, int n)
+{
+	size_t k = (size_t)snprintf(buf, cap, "-Xptxas=");
+	for (int i = 0; i < n && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s-O3", i ? "," : "");
+	return buf;
+}
+
+START_TEST(ptxas_options_past_the_argument_cap_are_too_big)
+{
+	/* 33 + 32 sub-options expand to 130 nvcc arguments: once a heap overflow. */
+	char a[160], b[160];
+	const char *flags[2] = {ptxas_o3s(a, sizeof a, 33), ptxas_o3s(b, sizeof b, 32)};
+	struct kf_err err = {0};
+	ck_assert_int_eq(compile_check_flags(flags, 2, &err), KF_ETOOBIG);
+	ck_assert_msg(strstr(err.msg, "flags expand to more than 128 nvcc arguments"), "%s",
+		      err.msg);
+}
+END_TEST
+
+START_TEST(ptxas_options_at_the_argument_cap_are_accepted)
+{
+	/* 33 + 31 sub-options: exactly 128 nvcc arguments. */
+	char a[160], b[160];
+	const char *flags[2] = {ptxas_o3s(a, sizeof a, 33), ptxas_o3s(b, sizeof b, 31)};
+	struct kf_err err = {0};
+	ck_assert_msg(compile_check_flags(flags, 2, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
 START_TEST(allowed_flags_pass_and_compile)
 {
 	const char *flags[] = {"-O3",
@@ -790,6 +821,8 @@ static Suite *compile_suite(void)
 	tcase_add_loop_test(tc, refused_flag_is_rejected_with_a_reason, 0,
 			    sizeof refused_flags / sizeof refused_flags[0]);
 	tcase_add_test(tc, allowed_flags_pass_and_compile);
+	tcase_add_test(tc, ptxas_options_past_the_argument_cap_are_too_big);
+	tcase_add_test(tc, ptxas_options_at_the_argument_cap_are_accepted);
 	tcase_add_test(tc, bad_arch_and_source_are_rejected);
 	tcase_add_test(tc, sm_90a_compiles_with_its_own_gencode);
 	tcase_add_test(tc, cache_hit_returns_the_same_artifact);
