@@ -34,15 +34,6 @@ for h in ${KF_HINT_MODES:-}; do
 		-o "$B/libkfk_h$h.so" "$B/unity.cu" >"$B/h$h.log" 2>&1 &
 	pids="$pids $!"
 done
-# bench-only, when KF_BUILD_TUNE=1: block-shape sweeps and kernels/dev/
-# experiments (bench.py uses them when present)
-if [ "${KF_BUILD_TUNE:-0}" = 1 ]; then
-	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -shared -o "$B/libkfk_tune.so" \
-		kernels/bench/tune.cu >"$B/tune.log" 2>&1 &
-	pids="$pids $!"
-else
-	rm -f "$B/libkfk_tune.so"
-fi
 for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c base/kf_err.c; do
 	"$CC" -std=c11 -O2 -fPIC -D_GNU_SOURCE -I. -c "$f" -o "$B/c_$(basename "$f" .c).o"
 done

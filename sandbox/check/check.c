@@ -448,13 +448,13 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 	for (size_t r = 0; r < nrows; r++)
 		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
 	gc = (struct check_job){.env = env,
-			      .p = &p,
-			      .rows = rows,
-			      .nrows = nrows,
-			      .timeout_ms =
-				      o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
-			      .o = o,
-			      .gpu = -1};
+				.p = &p,
+				.rows = rows,
+				.nrows = nrows,
+				.timeout_ms =
+					o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+				.o = o,
+				.gpu = -1};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
