@@ -17,7 +17,7 @@
 #include "knowledge/kb.h" /* kb */
 #include "base/log.h"
 #include "sandbox/compile/compile.h" /* compile */
-#include "sandbox/history/history.h" /* runner */
+#include "sandbox/history/history.h" /* history */
 #include "sandbox/pool/runner.h"     /* runner */
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
@@ -161,7 +161,8 @@ static void app_open_compiler(struct app *app)
 
 int app_tools_load(int fixtures, struct kf_err *err)
 {
-	/* In the order tools/list shows them. */
+	/* In the order tools/list shows them; the conformance fixtures last, so
+	 * n - 1 leaves them out. */
 	const struct tool_group *groups[] = {&TOOLS_KB,	  &TOOLS_COMPILE, &TOOLS_CHECK_BENCH,
 					     &TOOLS_RUNS, &TOOLS_PROMPTS, &TOOLS_FIXTURES};
 	size_t n = sizeof(groups) / sizeof(groups[0]);
