@@ -132,8 +132,7 @@ __device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
 /* The single-pass row ops' loads and stores (rmsnorm family, layernorm):
  * f32 vectors carry an L2 evict_last policy both ways, as torch.compile's
  * f32 RMSNorm loads x; 16-bit types and scalars use ld_stream/st_stream.
- * Run 8 (H200, rotated A/B, two runs): f32 RMSNorm 16384x4096 134.5 ->
- * 129.6 us, layernorm 135.1 -> 130.7; the same loads without the store
+ * On an H200 (A/B, two runs): f32 RMSNorm 16384x4096 134.5 -> 129.6 us, layernorm 135.1 -> 130.7; the same loads without the store
  * policy 130.8 and 131.3; the store policy on bf16 made RMSNorm at
  * 1x4096x2048 5% slower, and the load policy on f32 softmax 0.8% slower,
  * so neither is used there. Needs sm_80 (createpolicy). */
@@ -359,16 +358,16 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
  * bf16/f16, 16 of f32; the whole row in registers, one pass over memory),
  * rounded to a warp, and small rows are packed ty to a block of about
  * `threads` threads: 256 for the rmsnorm family, 128 for layernorm and
- * softmax (run 7: one 4096-row a block, so the two reductions' barriers
- * wait for no other row; layernorm 74.7 -> 71.7 us, softmax -1%, rmsnorm
- * +1.7%). Run 5 measured f32 at 64 bytes a thread against 32 elements
- * (128 bytes): layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
+ * softmax (one 4096-row a block, so the two reductions' barriers wait
+ * for no other row; on an H200 layernorm 74.7 -> 71.7 us, softmax -1%,
+ * rmsnorm +1.7%). f32 at 64 bytes a thread against 32 elements (128
+ * bytes) measured layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
  * 16384 x 4096 (more threads a row, and 4 chunks leave registers for the
  * weight). Few rows cannot fill the GPU, so there each row gets 4x or 2x
  * the threads (less serial work per thread, a shorter latency chain) as
  * long as all rows still fit in one wave: T * tx <= 135168 threads, an
- * H200's 132 SMs x 1024 threads at 64 registers (run 3 gave 4x to every
- * T <= 512, and 1x512x4096 ran in two waves, 8.1 us against run 1's 7.3).
+ * H200's 132 SMs x 1024 threads at 64 registers (4x for every T <= 512
+ * ran 1x512x4096 in two waves: 8.1 us against 7.3).
  *   b  = ceil_div(D * esize, 2048) * 32    (esize: bytes an element)
  *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
  *   tx = min(1024, max(32, b * f))
