@@ -57,18 +57,11 @@ template <typename T> struct chunk<T, 1> {
 	T raw;
 };
 
-/* Cache hints of the single-use streams (KF_HINT_MODE, a build flag so the
- * benchmark can compare them; the library uses the default):
- *   0: plain ld.global / st.global (default caching)
- *   1: ld.global.cs / st.global.cs (evict-first both ways)
- *   2: ld.global.nc.L1::no_allocate / plain st.global
- *   3: ld.global.cs / plain st.global
- *   4: ld.global.L2::256B (the L2 fetches 256-byte sectors ahead) / plain st */
-#ifndef KF_HINT_MODE
-#define KF_HINT_MODE 0
-#endif
-
-/* p + i*W must be 16-byte aligned for the vector form. */
+/* The single-use streams are loaded and stored plainly (ld.global /
+ * st.global, default caching), as torch.compile's kernels do: on an H200
+ * evict-first loads were 1-5% slower, evict-first stores slowed GELU by
+ * 0.3 us and ld.global.L2::256B loads 0.5-1% (kernels/MEASUREMENTS.md).
+ * p + i*W must be 16-byte aligned for the vector form. */
 template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
 {
 	chunk<T, W> c;
@@ -76,19 +69,7 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(co
 		c.raw = p[i];
 	} else {
 		const uint4 *q = reinterpret_cast<const uint4 *>(p) + i;
-#if KF_HINT_MODE == 1 || KF_HINT_MODE == 3
-		c.raw = __ldcs(q);
-#elif KF_HINT_MODE == 2
-		asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
-		    : "l"(q));
-#elif KF_HINT_MODE == 4 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-		asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
-		    : "l"(q));
-#else
 		c.raw = *q;
-#endif
 	}
 	return c;
 }
@@ -122,11 +103,7 @@ __device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
 	if constexpr (W == 1)
 		p[i] = c.raw;
 	else
-#if KF_HINT_MODE == 1
-		__stcs(reinterpret_cast<uint4 *>(p) + i, c.raw);
-#else
 		reinterpret_cast<uint4 *>(p)[i] = c.raw;
-#endif
 }
 
 /* The single-pass row ops' loads and stores (rmsnorm family, layernorm):
