@@ -156,16 +156,18 @@ static int open_queue(struct compiler *cc, struct kf_err *err)
 {
 	unsigned long mb, per;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int rc = env_uint("KFORGE_COMPILE_MEM_MB", 256, 1ul << 20,
-			  COMPILE_MEM_DEFAULT_BYTES >> 20, &mb, err);
+	int rc = env_uint("KFORGE_COMPILE_MEM_MB", 256, 1ul << 20, COMPILE_MEM_DEFAULT_BYTES >> 20,
+			  &mb, err);
 	if (rc)
 		return rc;
 	if (!cc->cfg.mem_bytes)
 		cc->cfg.mem_bytes = (unsigned long long)mb << 20;
 	struct compile_queue_limits lim = {
-		.slots = cc->cfg.slots > 0 ? cc->cfg.slots : ncpu < 2 ? 2 : (int)ncpu,
+		.slots = cc->cfg.slots > 0 ? cc->cfg.slots
+			 : ncpu < 2	   ? 2
+					   : (int)ncpu,
 		.client_waiting = cc->cfg.client_waiting > 0 ? cc->cfg.client_waiting
-							      : COMPILE_CLIENT_WAITING_DEFAULT,
+							     : COMPILE_CLIENT_WAITING_DEFAULT,
 	};
 	rc = env_uint("KFORGE_COMPILE_CLIENT_SLOTS", 1, (unsigned long)lim.slots,
 		      lim.slots / 2 > 0 ? (unsigned long)lim.slots / 2 : 1, &per, err);
@@ -522,9 +524,8 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 	}
 	if (rc == 0 && oom) {
 		/* Not cached: the same source may compile under a higher limit. */
-		struct compile_parse_in in = {.log = log,
-					      .job_dir = dir,
-					      .cuda_home = jail_cuda_home(cc->jail)};
+		struct compile_parse_in in = {
+			.log = log, .job_dir = dir, .cuda_home = jail_cuda_home(cc->jail)};
 		res->json = compile_mem_limit_json(&in, arch, jail_mode_name(cc->jail),
 						   cc->cfg.mem_bytes);
 		rc = kf_err_set(err, KF_ECOMPILE, "%s",

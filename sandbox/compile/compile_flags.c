@@ -445,8 +445,9 @@ int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err 
 		}
 		if (e - p > COMPILE_FLAG_MAX_CHARS) {
 			compile_flags_free(v);
-			return kf_err_set(err, KF_ETOOBIG, "flags[%zu] is %zu characters, at most %d",
-					  n, (size_t)(e - p), COMPILE_FLAG_MAX_CHARS);
+			return kf_err_set(err, KF_ETOOBIG,
+					  "flags[%zu] is %zu characters, at most %d", n,
+					  (size_t)(e - p), COMPILE_FLAG_MAX_CHARS);
 		}
 		v[n] = strndup(p, (size_t)(e - p));
 		if (!v[n]) {
