@@ -97,6 +97,7 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 		.want_ptx = json_is_true(json_object_get(args, "want_ptx")),
 		.want_sass = json_is_true(json_object_get(args, "want_sass")),
 		.cancel = tool_ctx_cancel_flag(ctx),
+		.client = mcp_call_client(ctx),
 	};
 	tool_ctx_progress(ctx, 0, 1, "compiling");
 	struct compile_result res;
