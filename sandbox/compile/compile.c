@@ -154,7 +154,7 @@ static int env_uint(const char *name, unsigned long lo, unsigned long hi, unsign
  * and the per-client share of them (config first, then the environment). */
 static int open_queue(struct compiler *cc, struct kf_err *err)
 {
-	unsigned long mb, per;
+	unsigned long mb, per, slots;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int rc = env_uint("KFORGE_COMPILE_MEM_MB", 256, 1ul << 20, COMPILE_MEM_DEFAULT_BYTES >> 20,
 			  &mb, err);
@@ -162,10 +162,12 @@ static int open_queue(struct compiler *cc, struct kf_err *err)
 		return rc;
 	if (!cc->cfg.mem_bytes)
 		cc->cfg.mem_bytes = (unsigned long long)mb << 20;
+	rc = env_uint("KFORGE_COMPILE_SLOTS", 1, 1024, ncpu < 2 ? 2 : (unsigned long)ncpu, &slots,
+		      err);
+	if (rc)
+		return rc;
 	struct compile_queue_limits lim = {
-		.slots = cc->cfg.slots > 0 ? cc->cfg.slots
-			 : ncpu < 2	   ? 2
-					   : (int)ncpu,
+		.slots = cc->cfg.slots > 0 ? cc->cfg.slots : (int)slots,
 		.client_waiting = cc->cfg.client_waiting > 0 ? cc->cfg.client_waiting
 							     : COMPILE_CLIENT_WAITING_DEFAULT,
 	};

@@ -38,7 +38,8 @@ struct compile_config {
 	unsigned long long mem_bytes;	    /* address space of each compiler process
 				   * [$KFORGE_COMPILE_MEM_MB MiB, else
 				   * COMPILE_MEM_DEFAULT_BYTES] */
-	int slots;			    /* compiler processes at once [online CPUs, >= 2] */
+	int slots;			    /* compiler processes at once [$KFORGE_COMPILE_SLOTS,
+				   * else the online CPUs, >= 2] */
 	int client_slots;		    /* at once per client [$KFORGE_COMPILE_CLIENT_SLOTS,
 				   * else half the slots, >= 1] */
 	int client_waiting;		    /* waiting per client before "busy"

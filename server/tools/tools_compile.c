@@ -83,6 +83,10 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 		   json_t **out)
 {
 	const char *msg = err && err->msg[0] ? err->msg : kf_err_name(rc);
+	/* The server's own trouble (disk, database, sandbox) is the
+	 * operator's to see, not only the client's. */
+	if (rc == KF_EIO || rc == KF_EDB || rc == KF_ENOMEM || rc == KF_ESANDBOX)
+		log_warn("compile", "%s", msg);
 	*out = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(rc),
 			 "message", msg);
 	if (app && app->history && *out)
