@@ -229,25 +229,11 @@ def test_full_disk(tmp):
     with open(script, "w") as f:
         f.write(FILL)
     log = os.path.join(tmp, "full.log")
-    s = StdioSession.__new__(StdioSession)
-    # StdioSession with a wrapper command: the daemon in its own mount
-    # namespace with a 2 MiB data dir.
-    s.timeout = 120
-    s.replies = {}
-    s.lock = threading.Lock()
-    s.wlock = threading.Lock()
+    # The daemon in its own mount namespace with a 2 MiB data dir.
     with open(log, "wb") as lf:
-        s.p = subprocess.Popen(["unshare", "-Urm", "sh", script, mnt, tmp, BIN],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=lf,
-                               env=env_with(KFORGE_NO_GPU=1))
-    s.t = threading.Thread(target=s._read, daemon=True)
-    s.t.start()
+        s = StdioSession(BIN, None, "full", env=env_with(KFORGE_NO_GPU=1), stderr=lf,
+                         cmd=["unshare", "-Urm", "sh", script, mnt, tmp, BIN])
     try:
-        s.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "full", "version": "1"}}})
-        check("the daemon starts on the small disk", s.wait(0) is not None, open(log).read())
-        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         sc, is_error = sc_of(s.call(1, "compile_kernel", {"source": GOOD}))
         check("a compile works before the disk fills", not is_error and "run_id" in sc,
               sc.get("summary"))
