@@ -397,7 +397,9 @@ static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, cons
 	*exit_code = r.exited ? r.exit_code : -1;
 	*log = join_output(&r);
 	*log_truncated = r.out_truncated || r.errout_truncated;
-	*oom = r.mem_limited;
+	/* Only a compiler that died of it (abort, or a signal's exit code):
+	 * a source's own "#error out of memory" is a normal diagnostic. */
+	*oom = r.mem_limited && (r.term_signal || r.exit_code > 128);
 	jail_result_fini(&r);
 	if (!*log && rc == 0)
 		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");

@@ -775,6 +775,12 @@ START_TEST(memory_limit_fails_a_huge_device_array_and_names_it)
 	ck_assert_int_eq(compile_src(HUGE_ARRAY, NULL, 0, &r, &err), KF_ECOMPILE);
 	ck_assert_int_eq(r.cache_hit, 0);
 	compile_result_fini(&r);
+	/* A source that only says it is out of memory gets its diagnostic. */
+	kf_err_clear(&err);
+	ck_assert_int_eq(compile_src("#error out of memory\n", NULL, 0, &r, &err), KF_ECOMPILE);
+	ck_assert_ptr_null(json_object_get(r.json, "memory_limited"));
+	ck_assert_int_gt(json_array_size(json_object_get(r.json, "diagnostics")), 0);
+	compile_result_fini(&r);
 	/* A normal kernel compiles under the same limit. */
 	ck_assert_int_eq(compile_src(GOOD, NULL, 0, &r, &err), 0);
 	compile_result_fini(&r);
