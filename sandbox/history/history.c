@@ -302,7 +302,10 @@ static int create_whole(const char *path, struct kf_err *err)
 		return kf_err_set(err, KF_ENOMEM, "history: out of memory");
 	rc = open_db(h, err);
 	history_close(h); /* checkpoints the WAL into the file */
-	if (!rc && link(tmp, path) != 0 && errno != EEXIST)
+	/* A file system without hard links gets a rename: the same
+	 * whole file, without the check that no one else made one first. */
+	if (!rc && link(tmp, path) != 0 && errno != EEXIST &&
+	    ((errno != EPERM && errno != EOPNOTSUPP) || rename(tmp, path) != 0))
 		rc = kf_err_set(err, KF_EDB, "cannot create state.db at %s: %s", path,
 				strerror(errno));
 	unlink(tmp);
