@@ -12,6 +12,7 @@
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
 /* Progress comes from two threads (the runner's monitor and the job's own
@@ -62,6 +63,8 @@ static void answer_error(int rc, const char *msg, json_t **out)
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "check_kernel", args, out, err);
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
@@ -86,6 +89,8 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
 	int64_t t0 = runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
