@@ -202,6 +202,9 @@ static int follow(struct exec *x, struct history_job *job, const struct exec_job
 			last[0] = '\0';
 			continue;
 		}
+		/* A job that can never start is not left in the queue. */
+		if (v == EXEC_FAILED && strncmp(state, "PENDING", 7) == 0)
+			exec_slurm_cancel(job->slurm_id);
 		char tail[300];
 		log_tail(job->dir, job->slurm_id, tail, sizeof(tail));
 		snprintf(res->said, sizeof(res->said), "job %s %.150s%s%.80s%s%.200s",
