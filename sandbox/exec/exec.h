@@ -82,14 +82,15 @@ struct exec_job_req {
 
 /* What came back. */
 struct exec_job_result {
-	char key[HISTORY_ID_BYTES]; /* the job's row: history_run.job_key */
-	char slurm_id[32];	    /* the last Slurm job id, "" if never submitted */
-	char node[128];		    /* where it ran, "" if unknown */
-	int attempts;		    /* submissions made (1, or 2 after a retry) */
-	json_t *answer;		    /* 0: the node's answer, new (json_decref):
+	char key[HISTORY_ID_BYTES];	 /* the job's row: history_run.job_key */
+	char slurm_id[32];		 /* the last Slurm job id, "" if never submitted */
+	char node[128];			 /* where it ran, "" if unknown */
+	int attempts;			 /* submissions made (1, or 2 after a retry) */
+	json_t *answer;			 /* 0: the node's answer, new (json_decref):
 				     * {"tool", "is_error", "code", "message", "result"} */
-	char said[EXEC_SAID_BYTES]; /* error: Slurm's own words (sbatch's stderr,
+	char said[EXEC_SAID_BYTES];	 /* error: Slurm's own words (sbatch's stderr,
 				     * the job's state and reason), or "" */
+	char dir[HISTORY_JOB_DIR_BYTES]; /* the job directory, "" before it exists */
 };
 
 /* Runs req at Slurm and waits for it. res (caller storage) is always
@@ -110,6 +111,12 @@ int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job
 
 /* Frees res->answer. */
 void exec_job_result_fini(struct exec_job_result *res);
+
+/* Removes the directory of a job that answered (rc 0) once its run is
+ * recorded; a job that failed at Slurm keeps its directory (call.json,
+ * job.sh, slurm-<id>.out) for the operator. KFORGE_KEEP_JOBS in the
+ * environment keeps every one. */
+void exec_job_done(const struct exec_job_result *res, int rc);
 
 /* Called once per recovered job when it ends: job (borrowed), rc and res as
  * exec_job_run would have returned them, msg the error text when rc != 0.

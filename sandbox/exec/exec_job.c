@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -228,7 +229,9 @@ static int prepare_dir(struct exec *x, const struct exec_job_req *req, struct hi
 	int rc;
 
 	snprintf(job->dir, sizeof(job->dir), "%s/jobs/%s", x->cfg.shared_dir, job->key);
-	if (mkdir(job->dir, 0700))
+	/* 0755: the node's job may run as the daemon's user on a file
+	 * system where root is squashed; nothing in it is secret. */
+	if (mkdir(job->dir, 0755))
 		return kf_err_set(err, KF_EIO, "cannot create %s: %s", job->dir, strerror(errno));
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
 	call = json_pack("{s:s, s:O, s:s}", "tool", req->tool, "arguments", req->args, "key",
@@ -265,7 +268,9 @@ int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job
 	if ((rc = history_job_add(x->history, &job, err)))
 		goto out;
 	snprintf(res->key, sizeof(res->key), "%s", job.key);
-	if ((rc = prepare_dir(x, req, &job, err)))
+	rc = prepare_dir(x, req, &job, err);
+	snprintf(res->dir, sizeof(res->dir), "%s", job.dir);
+	if (rc)
 		goto end;
 	save(x, &job);
 	res->attempts = 1;
@@ -288,6 +293,27 @@ out:
 	return rc;
 }
 
+void exec_job_done(const struct exec_job_result *res, int rc)
+{
+	char p[PATH_MAX + 300];
+	DIR *d;
+	struct dirent *e;
+
+	if (rc || !res->dir[0] || getenv("KFORGE_KEEP_JOBS"))
+		return;
+	d = opendir(res->dir);
+	if (!d)
+		return;
+	/* Only what a job directory holds: files, no subdirectories. */
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(p, sizeof(p), "%s/%s", res->dir, e->d_name);
+			unlink(p);
+		}
+	closedir(d);
+	rmdir(res->dir);
+}
+
 /* --- recovery ---------------------------------------------------------- */
 
 static void *recover_one(void *arg)
@@ -299,6 +325,7 @@ static void *recover_one(void *arg)
 	int rc;
 
 	snprintf(res.key, sizeof(res.key), "%s", job->key);
+	snprintf(res.dir, sizeof(res.dir), "%s", job->dir);
 	res.attempts = job->attempt + 1;
 	if (job->state == HISTORY_JOB_ENDED) {
 		/* Ended before the last daemon could record it. */

@@ -123,9 +123,10 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 	struct kf_err e = {0};
 	rc = exec_job_run(app->exec, &req, &res, &e);
 	*out = answer_of(rc, &res, e.msg, &code, msg, sizeof(msg));
-	if (res.key[0] && rc != KF_EBUSY)
-		tools_runs_record_job(app, res.key, GPU_TOOLS[i].kind, spec_of(args), *out, code,
-				      msg, -1, runs_now_ms() - t0, NULL);
+	if (res.key[0] && rc != KF_EBUSY &&
+	    tools_runs_record_job(app, res.key, GPU_TOOLS[i].kind, spec_of(args), *out, code, msg,
+				  -1, runs_now_ms() - t0, NULL) == 0)
+		exec_job_done(&res, rc);
 	exec_job_result_fini(&res);
 	if (code)
 		kf_err_set(err, code, "%s", msg);
@@ -145,10 +146,12 @@ void tools_exec_recovered(void *arg, const struct history_job *job, int rc,
 	out = answer_of(rc, res, msg, &code, code_msg, sizeof(code_msg));
 	if (tools_runs_record_job(app, job->key, i >= 0 ? GPU_TOOLS[i].kind : HISTORY_CHECK,
 				  spec_of(json_object_get(call, "arguments")), out, code, code_msg,
-				  -1, (int64_t)time(NULL) * 1000 - job->created_ms, NULL) == 0)
+				  -1, (int64_t)time(NULL) * 1000 - job->created_ms, NULL) == 0) {
 		log_info("exec", "slurm job %s (%s, from a previous daemon) recorded as %s",
 			 job->slurm_id, job->tool,
 			 json_string_value(json_object_get(out, "run_id")));
+		exec_job_done(res, rc);
+	}
 	json_decref(out);
 	json_decref(call);
 }

@@ -86,6 +86,11 @@ def db_rows(data, sql, args=()):
         c.close()
 
 
+def scontrol_job(job_id):
+    return subprocess.run(["scontrol", "show", "job", str(job_id)], capture_output=True,
+                          text=True).stdout
+
+
 def squeue(job_id):
     out = subprocess.run(["squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T|%r"],
                          capture_output=True, text=True).stdout.strip()
@@ -166,10 +171,14 @@ def test_check_bench_and_failures(srv, data):
     st, r = srv.post("/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0})
     check("a benchmark through Slurm measures", st == 200 and r.get("passed") is True and
           r.get("candidate", {}).get("count", 0) >= 8, f"{st} {r.get('summary')}")
-    key = db_rows(data, "SELECT key FROM exec_jobs WHERE run_id = ?", (r.get("run_id"),))
-    script = open(f"{SHARED}/jobs/{key[0][0]}/job.sh").read() if key else ""
-    check("a benchmark asks Slurm for the node to itself", "#SBATCH --exclusive" in script,
-          script)
+    check("a benchmark asks Slurm for the node to itself",
+          "OverSubscribe=NO" in scontrol_job(r.get("executor", {}).get("job_id")),
+          scontrol_job(r.get("executor", {}).get("job_id")))
+    check("a check does not", "OverSubscribe=NO" not in scontrol_job(ex.get("job_id")),
+          scontrol_job(ex.get("job_id")))
+    keys = db_rows(data, "SELECT key FROM exec_jobs WHERE state = 'recorded'")
+    check("an answered job's directory is removed once its run is recorded",
+          keys and not any(os.path.exists(f"{SHARED}/jobs/{k}") for (k,) in keys), keys)
     open(f"{T}/mode", "w").write("oob")
     st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
     open(f"{T}/mode", "w").write("ok")
@@ -262,6 +271,8 @@ def test_slurmd_killed(srv, data):
     hold(False)
     # the orphaned job finishes before slurmd comes back
     key = db_rows(data, "SELECT key FROM exec_jobs ORDER BY key DESC LIMIT 1")[0][0]
+    check("a job that failed at Slurm keeps its directory and log",
+          glob.glob(f"{SHARED}/jobs/{key}/slurm-*.out"), key)
     wait_for(lambda: os.path.exists(f"{SHARED}/jobs/{key}/answer.json"),
              "the orphaned job to end")
     subprocess.run(["slurmd", "-f", os.environ["SLURM_CONF"], "-N", "kfnode"], check=True)

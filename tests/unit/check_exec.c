@@ -270,6 +270,8 @@ START_TEST(a_refused_submission_carries_sbatchs_words)
 	ck_assert_msg(strstr(err.msg, "slurm refused the job"), "%s", err.msg);
 	ck_assert_int_eq(history_job_get(hist, res.key, &got, &err), 0);
 	ck_assert_int_eq(got.state, HISTORY_JOB_ENDED);
+	exec_job_done(&res, KF_EINVAL); /* a failed job keeps its directory */
+	ck_assert_int_eq(access(res.dir, F_OK), 0);
 	exec_job_result_fini(&res);
 	exec_close(x);
 	json_decref(args);
@@ -300,6 +302,9 @@ START_TEST(a_completed_job_gives_the_nodes_answer)
 	ck_assert_str_eq(res.slurm_id, "42");
 	ck_assert_str_eq(res.node, "node7");
 	ck_assert(json_is_true(json_object_get(json_object_get(res.answer, "result"), "passed")));
+	ck_assert_int_eq(access(res.dir, F_OK), 0);
+	exec_job_done(&res, 0);
+	ck_assert_int_ne(access(res.dir, F_OK), 0);
 	exec_job_result_fini(&res);
 	exec_close(x);
 	json_decref(args);
