@@ -76,8 +76,10 @@ int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, c
 int exec_slurm_submit(const char *dir, const char *exclude, char *id, size_t id_cap, char *said,
 		      size_t said_cap, struct kf_err *err);
 
-/* The job's state, reason (sacct: the exit code) and nodes: squeue first, sacct once squeue no
- * longer knows it. Returns 0, or KF_ENOTFOUND when neither knows the job. */
+/* The job's state, reason (sacct: the exit code) and nodes: squeue first,
+ * sacct once squeue no longer knows it. Returns 0, KF_ENOTFOUND when
+ * neither knows the job, or KF_EIO when squeue could not reach the
+ * controller (and sacct did not answer either). */
 int exec_slurm_query(const char *id, char *state, size_t state_cap, char *reason, size_t reason_cap,
 		     char *nodes, size_t nodes_cap);
 

@@ -152,8 +152,19 @@ static int follow(struct exec *x, struct history_job *job, const struct exec_job
 					  "the daemon is stopping; slurm job %s "
 					  "continues and a restarted daemon records it",
 					  job->slurm_id);
-		if (exec_slurm_query(job->slurm_id, state, sizeof(state), reason, sizeof(reason),
-				     nodes, sizeof(nodes))) {
+		int q = exec_slurm_query(job->slurm_id, state, sizeof(state), reason,
+					 sizeof(reason), nodes, sizeof(nodes));
+		if (q == KF_EIO) {
+			/* The controller is away; the job is not lost. */
+			if (strcmp(last, "unreachable")) {
+				progress(req, &pv, "slurm job %s: %s%s", job->slurm_id,
+					 "the controller does not answer squeue; ", "asking again");
+				snprintf(last, sizeof(last), "unreachable");
+			}
+			wait_poll(x, cancel);
+			continue;
+		}
+		if (q) {
 			/* Neither squeue nor sacct knows it: the directory decides. */
 			snprintf(state, sizeof(state), "gone from squeue");
 			if ((rc = finish(job, res, state, err)) == 0)

@@ -213,19 +213,23 @@ int exec_slurm_query(const char *id, char *state, size_t state_cap, char *reason
 	const char *sa[] = {"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,NodeList",
 			    NULL};
 	struct kf_err e = {0};
-	int status;
+	int status, down = 1;
 
-	if (exec_cmd(sq, out, sizeof(out), errout, sizeof(errout), &status, &e) == 0 &&
-	    status == 0 &&
-	    exec_slurm_parse_line(out, state, state_cap, reason, reason_cap, nodes, nodes_cap) == 0)
-		return 0;
+	if (exec_cmd(sq, out, sizeof(out), errout, sizeof(errout), &status, &e) == 0) {
+		if (status == 0 && exec_slurm_parse_line(out, state, state_cap, reason, reason_cap,
+							 nodes, nodes_cap) == 0)
+			return 0;
+		down = status != 0 && !strstr(errout, "Invalid job id");
+	}
 	/* squeue forgets a job MinJobAge seconds after it ends; the
 	 * accounting database (where there is one) keeps it. */
 	if (exec_cmd(sa, out, sizeof(out), errout, sizeof(errout), &status, &e) == 0 &&
 	    status == 0 &&
 	    exec_slurm_parse_line(out, state, state_cap, reason, reason_cap, nodes, nodes_cap) == 0)
 		return 0;
-	return KF_ENOTFOUND;
+	/* squeue could not reach the controller (restarting, unreachable):
+	 * the job may be fine; the caller asks again later. */
+	return down ? KF_EIO : KF_ENOTFOUND;
 }
 
 int exec_slurm_find(const char *key, char *id, size_t id_cap)

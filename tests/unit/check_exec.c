@@ -311,6 +311,40 @@ START_TEST(a_completed_job_gives_the_nodes_answer)
 }
 END_TEST
 
+START_TEST(an_unreachable_controller_is_waited_out)
+{
+	struct exec *x = NULL;
+	struct kf_err err = {0};
+	struct exec_job_result res;
+	char shared[300], body[1400];
+	json_t *args = json_pack("{s:{}}", "spec");
+
+	fake_cluster();
+	snprintf(body, sizeof(body), "for a; do s=$a; done; dirname \"$s\" > %s/jobdir; echo 43",
+		 dir);
+	fake("sbatch", body);
+	/* the first two squeue calls cannot reach the controller; the third
+	 * finds the job completed, its answer written meanwhile */
+	snprintf(
+		body, sizeof(body),
+		"n=$(cat %s/n 2>/dev/null || echo 0); echo $((n + 1)) > %s/n; "
+		"if [ $n -lt 2 ]; then echo 'squeue: error: Unable to contact slurm controller "
+		"(connect failure)' >&2; exit 1; fi; "
+		"echo '{\"code\":\"ok\",\"result\":{\"passed\":true}}' > $(cat %s/jobdir)/answer.json; "
+		"echo 'COMPLETED|None|node7'",
+		dir, dir, dir);
+	fake("squeue", body);
+	struct exec_config c = slurm_cfg(shared, sizeof(shared));
+	ck_assert_msg(exec_open(&c, hist, &x, &err) == 0, "%s", err.msg);
+	struct exec_job_req req = {.tool = "check_kernel", .args = args};
+	ck_assert_msg(exec_job_run(x, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert(json_is_true(json_object_get(json_object_get(res.answer, "result"), "passed")));
+	exec_job_result_fini(&res);
+	exec_close(x);
+	json_decref(args);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
 	Suite *s = suite_create("exec");
@@ -329,6 +363,7 @@ static Suite *exec_suite(void)
 	tcase_add_test(run, open_refuses_what_cannot_work);
 	tcase_add_test(run, a_refused_submission_carries_sbatchs_words);
 	tcase_add_test(run, a_completed_job_gives_the_nodes_answer);
+	tcase_add_test(run, an_unreachable_controller_is_waited_out);
 	suite_add_tcase(s, slurm);
 	suite_add_tcase(s, rows);
 	suite_add_tcase(s, run);
