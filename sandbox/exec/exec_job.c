@@ -240,9 +240,8 @@ static int prepare_dir(struct exec *x, const struct exec_job_req *req, struct hi
 	int rc;
 
 	snprintf(job->dir, sizeof(job->dir), "%s/jobs/%s", x->cfg.shared_dir, job->key);
-	/* 0755: the node's job may run as the daemon's user on a file
-	 * system where root is squashed; nothing in it is secret. */
-	if (mkdir(job->dir, 0755))
+	/* The job runs as the daemon's user (sbatch submits as it). */
+	if (mkdir(job->dir, 0700))
 		return kf_err_set(err, KF_EIO, "cannot create %s: %s", job->dir, strerror(errno));
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
 	call = json_pack("{s:s, s:O, s:s}", "tool", req->tool, "arguments", req->args, "key",
