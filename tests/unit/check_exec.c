@@ -6,6 +6,7 @@
  * submission comes back with sbatch's words; a completed one with the
  * node's answer). The real cluster is tests/proto/proto_slurm.sh. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,124 @@ START_TEST(an_unreachable_controller_is_waited_out)
 }
 END_TEST
 
+START_TEST(a_node_failure_is_retried_once_elsewhere)
+{
+	struct exec *x = NULL;
+	struct kf_err err = {0};
+	struct exec_job_result res;
+	char shared[300], body[1400], p[400];
+	json_t *args = json_pack("{s:{}}", "spec");
+	FILE *f;
+
+	fake_cluster();
+	/* sbatch: the first submission is job 42, the retry (with its
+	 * --exclude, kept in sbatch.args) job 43, which answers */
+	snprintf(body, sizeof(body),
+		 "echo \"$@\" >> %s/sbatch.args; for a; do s=$a; done; "
+		 "if [ -f %s/first ]; then echo '{\"code\":\"ok\",\"result\":{}}' > "
+		 "$(dirname \"$s\")/answer.json; echo 43; else touch %s/first; echo 42; fi",
+		 dir, dir, dir);
+	fake("sbatch", body);
+	fake("squeue", "for a; do j=$a; done; case \"$*\" in *' 42 '*) "
+		       "echo 'NODE_FAIL|None|node7';; *) echo 'COMPLETED|None|node8';; esac");
+	struct exec_config c = slurm_cfg(shared, sizeof(shared));
+	ck_assert_msg(exec_open(&c, hist, &x, &err) == 0, "%s", err.msg);
+	struct exec_job_req req = {.tool = "check_kernel", .args = args};
+	ck_assert_msg(exec_job_run(x, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(res.attempts, 2);
+	ck_assert_str_eq(res.slurm_id, "43");
+	ck_assert_str_eq(res.node, "node8");
+	snprintf(p, sizeof(p), "%s/sbatch.args", dir);
+	f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fgets(body, sizeof(body), f) && !strstr(body, "--exclude"));
+	ck_assert(fgets(body, sizeof(body), f) && strstr(body, "--exclude=node7"));
+	fclose(f);
+	exec_job_result_fini(&res);
+	/* a second loss is reported with Slurm's reason */
+	fake("sbatch", "echo 42");
+	fake("squeue", "echo 'NODE_FAIL|None|node7'");
+	ck_assert_int_eq(exec_job_run(x, &req, &res, &err), KF_EFAULT);
+	ck_assert_msg(strstr(res.said, "NODE_FAIL"), "%s", res.said);
+	exec_job_result_fini(&res);
+	exec_close(x);
+	json_decref(args);
+}
+END_TEST
+
+/* What the recovery callback saw: calls, and per job (by key) its rc and
+ * whether its answer passed. Recovery threads call it concurrently. */
+struct seen {
+	pthread_mutex_t mu;
+	int calls;
+	char key[2][HISTORY_ID_BYTES];
+	int rc[2], passed[2];
+};
+
+static void on_recovered(void *arg, const struct history_job *job, int rc,
+			 const struct exec_job_result *res, const char *msg)
+{
+	struct seen *s = arg;
+	(void)msg;
+	pthread_mutex_lock(&s->mu);
+	s->calls++;
+	for (int i = 0; i < 2; i++)
+		if (strcmp(s->key[i], job->key) == 0) {
+			s->rc[i] = rc;
+			s->passed[i] = json_is_true(
+				json_object_get(json_object_get(res->answer, "result"), "passed"));
+		}
+	pthread_mutex_unlock(&s->mu);
+}
+
+START_TEST(a_previous_daemons_jobs_are_followed_to_their_end)
+{
+	struct exec *x = NULL;
+	struct kf_err err = {0};
+	struct history_job j, lost;
+	struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	char shared[300], p[1200];
+	FILE *f;
+
+	fake_cluster();
+	snprintf(p, sizeof(p), "%s/shared/jobs", dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	add_job(&j); /* submitted as job 42; its node answered */
+	snprintf(j.dir, sizeof(j.dir), "%s/shared/jobs/%s", dir, j.key);
+	snprintf(j.slurm_id, sizeof(j.slurm_id), "42");
+	ck_assert_int_eq(mkdir(j.dir, 0700), 0);
+	snprintf(p, sizeof(p), "%s/answer.json", j.dir);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"code\":\"ok\",\"result\":{\"passed\":true}}", f);
+	fclose(f);
+	ck_assert_int_eq(history_job_update(hist, &j, &err), 0);
+	/* one whose submission was cut short: no id, no job of its name */
+	add_job(&lost);
+	snprintf(lost.dir, sizeof(lost.dir), "%s/shared/jobs/%s", dir, lost.key);
+	ck_assert_int_eq(history_job_update(hist, &lost, &err), 0);
+	fake("squeue", "case \"$*\" in *' -n '*) exit 0;; *) echo 'COMPLETED|None|node7';; esac");
+	memcpy(seen.key[0], j.key, HISTORY_ID_BYTES);
+	memcpy(seen.key[1], lost.key, HISTORY_ID_BYTES);
+	struct exec_config c = slurm_cfg(shared, sizeof(shared));
+	ck_assert_msg(exec_open(&c, hist, &x, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(exec_recover(x, on_recovered, &seen, &err), 0);
+	for (int i = 0; i < 1000; i++) { /* closing would stop them following */
+		pthread_mutex_lock(&seen.mu);
+		int n = seen.calls;
+		pthread_mutex_unlock(&seen.mu);
+		if (n == 2)
+			break;
+		usleep(10000);
+	}
+	exec_close(x);
+	ck_assert_int_eq(seen.calls, 2);
+	ck_assert_int_eq(seen.rc[0], 0);
+	ck_assert(seen.passed[0]);
+	ck_assert_int_eq(seen.rc[1], KF_EFAULT);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
 	Suite *s = suite_create("exec");
@@ -364,6 +483,8 @@ static Suite *exec_suite(void)
 	tcase_add_test(run, a_refused_submission_carries_sbatchs_words);
 	tcase_add_test(run, a_completed_job_gives_the_nodes_answer);
 	tcase_add_test(run, an_unreachable_controller_is_waited_out);
+	tcase_add_test(run, a_node_failure_is_retried_once_elsewhere);
+	tcase_add_test(run, a_previous_daemons_jobs_are_followed_to_their_end);
 	suite_add_tcase(s, slurm);
 	suite_add_tcase(s, rows);
 	suite_add_tcase(s, run);
