@@ -109,6 +109,12 @@ struct exec_job_result {
 int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job_result *res,
 		 struct kf_err *err) __attribute__((warn_unused_result));
 
+/* Closes the row of job key whose tool records no run (a lookup such as
+ * get_gpu_specs local), so no restart follows it again. Returns 0,
+ * KF_ENOTFOUND, KF_EDB. */
+int exec_job_close(struct exec *x, const char *key, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Frees res->answer. */
 void exec_job_result_fini(struct exec_job_result *res);
 

@@ -303,6 +303,17 @@ out:
 	return rc;
 }
 
+int exec_job_close(struct exec *x, const char *key, struct kf_err *err)
+{
+	struct history_job job;
+	int rc = history_job_get(x->history, key, &job, err);
+
+	if (rc)
+		return rc;
+	job.state = HISTORY_JOB_RECORDED;
+	return history_job_update(x->history, &job, err);
+}
+
 void exec_job_done(const struct exec_job_result *res, int rc)
 {
 	char p[PATH_MAX + 300];

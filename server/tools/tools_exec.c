@@ -12,26 +12,6 @@
 #include "server/app.h"
 #include "server/tools/tools_runs.h"
 
-/* The GPU tools a cluster runs. Benchmarks take the node to themselves so
- * their timings are their own (a GPU of their own is not enough: another
- * job's host traffic and clocks share the node). */
-static const struct {
-	const char *tool;
-	enum history_kind kind;
-	int exclusive;
-} GPU_TOOLS[] = {
-	{"check_kernel", HISTORY_CHECK, 0},
-	{"benchmark_kernel", HISTORY_BENCH, 1},
-};
-
-static int gpu_tool(const char *tool)
-{
-	for (size_t i = 0; i < sizeof(GPU_TOOLS) / sizeof(GPU_TOOLS[0]); i++)
-		if (strcmp(GPU_TOOLS[i].tool, tool) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* What the run history stores as the run's spec: the local handlers
  * record the "spec" argument, so a cluster's runs read the same. */
 static const json_t *spec_of(const json_t *args)
@@ -39,6 +19,48 @@ static const json_t *spec_of(const json_t *args)
 	const json_t *spec = json_object_get(args, "spec");
 
 	return spec ? spec : args;
+}
+
+/* The GPU tools a cluster runs. Benchmarks take the node to themselves so
+ * their timings are their own (a GPU of their own is not enough: another
+ * job's host traffic and clocks share the node). get_gpu_specs local reads
+ * a node's GPUs (the ones this partition gives) and records no run. */
+#define NO_RUN (-1)
+static const struct {
+	const char *tool;
+	int kind; /* enum history_kind, or NO_RUN */
+	int exclusive;
+} GPU_TOOLS[] = {
+	{"check_kernel", HISTORY_CHECK, 0},
+	{"benchmark_kernel", HISTORY_BENCH, 1},
+	{"get_gpu_specs", NO_RUN, 0},
+};
+
+/* Records the job's run (or closes a no-run tool's row); then its
+ * directory goes. */
+static void record(struct app *app, int i, const char *key, const json_t *args, json_t *out,
+		   int code, const char *msg, int64_t duration_ms,
+		   const struct exec_job_result *res, int rc)
+{
+	struct kf_err e = {0};
+	int r = GPU_TOOLS[i].kind == NO_RUN
+			? exec_job_close(app->exec, key, &e)
+			: tools_runs_record_job(app, key, (enum history_kind)GPU_TOOLS[i].kind,
+						spec_of(args), out, code, msg, -1, duration_ms,
+						NULL);
+
+	if (r == 0)
+		exec_job_done(res, rc);
+	else if (e.msg[0])
+		log_warn("exec", "job %s: %s", key, e.msg);
+}
+
+static int gpu_tool(const char *tool)
+{
+	for (size_t i = 0; i < sizeof(GPU_TOOLS) / sizeof(GPU_TOOLS[0]); i++)
+		if (strcmp(GPU_TOOLS[i].tool, tool) == 0)
+			return (int)i;
+	return -1;
 }
 
 /* The KF_E* code whose kf_err_name is name; KF_EINTERNAL for none. */
@@ -123,10 +145,8 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 	struct kf_err e = {0};
 	rc = exec_job_run(app->exec, &req, &res, &e);
 	*out = answer_of(rc, &res, e.msg, &code, msg, sizeof(msg));
-	if (res.key[0] && rc != KF_EBUSY &&
-	    tools_runs_record_job(app, res.key, GPU_TOOLS[i].kind, spec_of(args), *out, code, msg,
-				  -1, runs_now_ms() - t0, NULL) == 0)
-		exec_job_done(&res, rc);
+	if (res.key[0] && rc != KF_EBUSY)
+		record(app, i, res.key, args, *out, code, msg, runs_now_ms() - t0, &res, rc);
 	exec_job_result_fini(&res);
 	if (code)
 		kf_err_set(err, code, "%s", msg);
@@ -141,17 +161,18 @@ void tools_exec_recovered(void *arg, const struct history_job *job, int rc,
 	json_t *call, *out;
 	int code, i = gpu_tool(job->tool);
 
+	if (i < 0) {
+		log_warn("exec", "job %s ran '%s', which this kforge does not send to Slurm",
+			 job->key, job->tool);
+		return;
+	}
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
 	call = json_load_file(p, 0, NULL);
 	out = answer_of(rc, res, msg, &code, code_msg, sizeof(code_msg));
-	if (tools_runs_record_job(app, job->key, i >= 0 ? GPU_TOOLS[i].kind : HISTORY_CHECK,
-				  spec_of(json_object_get(call, "arguments")), out, code, code_msg,
-				  -1, (int64_t)time(NULL) * 1000 - job->created_ms, NULL) == 0) {
-		log_info("exec", "slurm job %s (%s, from a previous daemon) recorded as %s",
-			 job->slurm_id, job->tool,
-			 json_string_value(json_object_get(out, "run_id")));
-		exec_job_done(res, rc);
-	}
+	record(app, i, job->key, json_object_get(call, "arguments"), out, code, code_msg,
+	       (int64_t)time(NULL) * 1000 - job->created_ms, res, rc);
+	log_info("exec", "slurm job %s (%s) of a previous daemon ended: %s", job->slurm_id,
+		 job->tool, code ? code_msg : "ok");
 	json_decref(out);
 	json_decref(call);
 }

@@ -72,6 +72,10 @@ class Http:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
 
+    def get(self, path, timeout=300):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+
     def stop(self, sig=signal.SIGTERM):
         self.p.send_signal(sig)
         self.p.wait(timeout=120)
@@ -179,6 +183,15 @@ def test_check_bench_and_failures(srv, data):
     keys = db_rows(data, "SELECT key FROM exec_jobs WHERE state = 'recorded'")
     check("an answered job's directory is removed once its run is recorded",
           keys and not any(os.path.exists(f"{SHARED}/jobs/{k}") for (k,) in keys), keys)
+    runs_before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    st, r = srv.get("/v1/gpus/local")
+    check("get_gpu_specs local answers for a node of the partition",
+          st == 200 and [g.get("device", {}).get("name") for g in r.get("local", [])] ==
+          ["kforge mock GPU"] and r.get("executor", {}).get("node") == "kfnode", r)
+    check("get_gpu_specs local records no run and leaves no job open",
+          db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs_before and
+          db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'") == [(0,)],
+          db_rows(data, "SELECT tool, state FROM exec_jobs"))
     open(f"{T}/mode", "w").write("oob")
     st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
     open(f"{T}/mode", "w").write("ok")
