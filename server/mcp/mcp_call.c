@@ -184,9 +184,10 @@ static void call_done(struct tool_ctx *c)
 	for (pp = &s->calls; *pp; pp = &(*pp)->snext)
 		if (*pp == c) {
 			*pp = c->snext;
-			s->calls_len--;
 			break;
 		}
+	if (c->slot)
+		s->calls_len--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	call_free(c);
@@ -201,6 +202,13 @@ static void call_run(struct tool_ctx *c)
 
 	execute(c, &sc, &is_error);
 	text = jsonrpc_result(c->id, mcp_result(c, sc, is_error), &len);
+	/* The slot is free before the client can see the answer: its next
+	 * call must not find the session still full. */
+	pthread_mutex_lock(&c->s->lock);
+	if (c->slot)
+		c->s->calls_len--;
+	c->slot = 0;
+	pthread_mutex_unlock(&c->s->lock);
 	mcp_send_text(c->s, c->tcall, 1, c->id, text, len);
 	call_done(c);
 }
@@ -338,6 +346,7 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 		c->snext = s->calls;
 		s->calls = c;
 		s->calls_len++;
+		c->slot = 1;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (full) {
@@ -377,7 +386,7 @@ void mcp_call_drain(struct mcp_session *s)
 	for (struct tool_ctx *c = s->calls; c; c = c->snext)
 		c->cancelled = 1;
 	pthread_cond_broadcast(&s->cond);
-	while (s->calls_len > 0)
+	while (s->calls)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 }

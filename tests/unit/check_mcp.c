@@ -786,6 +786,33 @@ START_TEST(resources_list_read_templates_and_subscriptions)
 }
 END_TEST
 
+START_TEST(subscriptions_are_capped_per_session)
+{
+	char buf[3200];
+	json_t *r;
+
+	initialize();
+	for (int i = 0; i < 256; i++) {
+		snprintf(buf, sizeof(buf), "{\"uri\":\"kftest://items/%d\"}", i);
+		ck_assert_int_eq(json_object_size(result(req(100 + i, "resources/subscribe", buf))),
+				 0);
+	}
+	r = req(1, "resources/subscribe", "{\"uri\":\"kftest://items/x256\"}");
+	ck_assert_int_eq(err_code(r), -32602);
+	ck_assert_ptr_nonnull(strstr(err_msg(r), "256 subscriptions"));
+	/* Subscribing again to a URI already held is not a new one. */
+	result(req(2, "resources/subscribe", "{\"uri\":\"kftest://items/7\"}"));
+	result(req(3, "resources/unsubscribe", "{\"uri\":\"kftest://items/7\"}"));
+	result(req(4, "resources/subscribe", "{\"uri\":\"kftest://items/x256\"}"));
+	/* An overlong URI is refused before it is stored. */
+	result(req(5, "resources/unsubscribe", "{\"uri\":\"kftest://items/8\"}"));
+	snprintf(buf, sizeof(buf), "{\"uri\":\"kftest://items/%03000d\"}", 1);
+	r = req(6, "resources/subscribe", buf);
+	ck_assert_int_eq(err_code(r), -32602);
+	ck_assert_ptr_nonnull(strstr(err_msg(r), "at most 2048"));
+}
+END_TEST
+
 START_TEST(prompts_check_their_arguments)
 {
 	json_t *r;
@@ -980,6 +1007,7 @@ static Suite *mcp_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, completion_offers_prompt_args_and_template_variables);
 	tcase_add_test(tc, resources_list_read_templates_and_subscriptions);
+	tcase_add_test(tc, subscriptions_are_capped_per_session);
 	tcase_add_test(tc, prompts_check_their_arguments);
 	suite_add_tcase(s, tc);
 	return s;
