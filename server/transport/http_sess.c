@@ -300,7 +300,8 @@ static struct hsess *evict_locked(struct hsrv *srv, const char *client, unsigned
 				continue;
 			(*held)++;
 			pthread_mutex_lock(&s->lock);
-			idle = !s->get && s->calls == 0 && s->users == 0;
+			/* requests 0: just created, its initialize not yet in. */
+			idle = !s->get && s->calls == 0 && s->users == 0 && s->requests > 0;
 			fresh = s->requests <= 2; /* initialize, notifications/initialized */
 			if (idle && (!best || fresh > best_fresh ||
 				     (fresh == best_fresh && s->last_used < best_used))) {
