@@ -90,9 +90,11 @@ void http_conn_reading(struct hsrv *srv, struct hconn *hc, int reading)
 	if (!hc)
 		return;
 	pthread_mutex_lock(&srv->conn_lock);
-	hc->reading = reading;
-	if (reading)
+	if (reading && !hc->reading) {
+		hc->served++;
 		hc->deadline = transport_mono_s() + (time_t)srv->request_s;
+	}
+	hc->reading = reading;
 	pthread_mutex_unlock(&srv->conn_lock);
 }
 
@@ -111,7 +113,7 @@ int http_conn_late(struct hsrv *srv, struct hconn *hc)
 void http_conn_sweep(struct hsrv *srv)
 {
 	time_t now = transport_mono_s();
-	unsigned cut = 0;
+	unsigned fresh = 0, idle = 0;
 
 	pthread_mutex_lock(&srv->conn_lock);
 	for (struct hconn *hc = srv->conns; hc; hc = hc->next) {
@@ -121,14 +123,22 @@ void http_conn_sweep(struct hsrv *srv)
 		 * until the close notification, which waits for this lock. */
 		shutdown(hc->fd, SHUT_RDWR);
 		hc->cut = 1;
-		cut++;
+		if (hc->served)
+			idle++;
+		else
+			fresh++;
 	}
 	pthread_mutex_unlock(&srv->conn_lock);
-	if (cut)
+	/* A kept-alive connection with no next request is routine; one that
+	 * never delivered a whole request is a slow or stalled client. */
+	if (fresh)
 		log_info("http",
 			 "closed %u connection(s) whose request did not arrive within %u s "
 			 "(--request-timeout)",
-			 cut, srv->request_s);
+			 fresh, srv->request_s);
+	if (idle)
+		log_debug("http", "closed %u kept-alive connection(s) idle for %u s", idle,
+			  srv->request_s);
 }
 
 int http_upload_reserve(struct hsrv *srv, struct hreq *rq, size_t bytes)

@@ -32,6 +32,7 @@
 #define HTTP_DEFAULT_REQUEST_S	30	    /* a request's header and body arrive within */
 #define HTTP_DEFAULT_UPLOADS	(64u << 20) /* bytes of request bodies held at once */
 #define HTTP_CONN_IDLE_S	120	    /* MHD's idle timeout (keep-alive, slow readers) */
+#define HTTP_LIMIT_LOG_S	10	    /* one "connection limit" warning per */
 #define HTTP_CLIENT_LEN		48	    /* a peer address as text */
 #define HTTP_REST_MAX		64	    /* REST tool calls at once */
 #define HTTP_BACKLOG_MAX	256	    /* unrouted messages kept per session */
@@ -114,6 +115,7 @@ struct hconn {
 	int fd;
 	int reading;		      /* a request's header or body is still arriving */
 	int cut;		      /* shut down for missing its deadline */
+	unsigned served;	      /* requests it completed */
 	time_t deadline;	      /* monotonic seconds: reading ends by then */
 	char client[HTTP_CLIENT_LEN]; /* the peer's address */
 };
@@ -126,6 +128,7 @@ struct hsrv {
 	unsigned idle_s, max_sessions, max_inflight;
 	unsigned per_client; /* MCP sessions per client address */
 	unsigned per_ip;     /* connections per address */
+	unsigned conn_limit; /* connections in all */
 	unsigned request_s;  /* seconds for a request's header and body */
 	char token[HTTP_TOKEN_MAX];
 	size_t token_len;   /* 0: no auth */
@@ -223,9 +226,9 @@ struct hconn *http_conn_of(struct MHD_Connection *conn);
  * Borrowed, valid while MHD holds the connection. */
 const char *http_conn_client(struct MHD_Connection *conn);
 
-/* reading 1: a new request starts arriving (its deadline is now +
- * request_s); 0: the request is complete (no deadline while answering).
- * hc may be NULL. */
+/* reading 1: the previous request was answered and the next one may
+ * start arriving (its deadline is now + request_s); 0: the request is
+ * complete (no deadline while answering). hc may be NULL. */
 void http_conn_reading(struct hsrv *srv, struct hconn *hc, int reading);
 
 /* 1 when hc is still reading past its deadline. */

@@ -327,7 +327,7 @@ static void sess_discard(struct hsess *s)
 	free(s);
 }
 
-static void sess_end(struct hsrv *srv, struct hsess *s);
+static void sess_end(struct hsess *s);
 
 /* Returns a new session in the table for client (borrowed: its address)
  * with one reference for the caller, or NULL with *status set: 429 when
@@ -376,7 +376,7 @@ struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *s
 			 "session %.8s... of %s ended: a new one came past the %u sessions per "
 			 "client (--max-sessions-per-client)",
 			 victim->id, client, srv->per_client);
-		sess_end(srv, victim);
+		sess_end(victim);
 	}
 	return s;
 }
@@ -422,12 +422,11 @@ size_t http_orphans_drop(struct hsess *s, time_t cutoff)
 /* Everything after unlinking: every call cancelled (their final messages
  * still reach their connections), the GET stream finished, the table's
  * reference dropped. */
-static void sess_end(struct hsrv *srv, struct hsess *s)
+static void sess_end(struct hsess *s)
 {
 	struct mcp_session *ms;
 	size_t freed;
 
-	(void)srv;
 	pthread_mutex_lock(&s->lock);
 	s->ended = 1;
 	while (s->users > 0)
@@ -456,7 +455,7 @@ void http_sess_close(struct hsrv *srv, struct hsess *s)
 	was = unlink_locked(srv, s);
 	pthread_mutex_unlock(&srv->lock);
 	if (was)
-		sess_end(srv, s);
+		sess_end(s);
 }
 
 /* --- SSE content ---------------------------------------------------------------- */

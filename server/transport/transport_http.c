@@ -467,17 +467,21 @@ static void on_signal(int sig)
 }
 
 /* MHD's messages end with a newline (the log adds its own). Those about a
- * client that went away or misbehaved are routine on a server: debug. */
+ * client that went away or misbehaved are routine on a server: debug. A
+ * refused connection is worth a warning, but a flood of them is one
+ * warning per HTTP_LIMIT_LOG_S. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	static const char *const CLIENT[] = {
-		"remote side", "disconnect", "reset by peer", "Failed to send", "Failed to receive",
-		"timed out",   "incomplete", "too large",     "too big",	NULL};
+		"remote side",	     "disconnect",	   "reset by peer",    "Failed to send",
+		"Failed to receive", "timed out",	   "incomplete",       "too large",
+		"too big",	     "connection closure", "socket is closed", NULL};
+	static atomic_llong last_limit_log;
+	struct hsrv *srv = cls;
 	char msg[512];
 	size_t n;
 	int level = LOG_WARN;
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' '))
@@ -487,6 +491,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	for (int i = 0; CLIENT[i]; i++)
 		if (strcasestr(msg, CLIENT[i]))
 			level = LOG_DEBUG;
+	if (strcasestr(msg, "connection limit")) {
+		long long now = (long long)transport_mono_s(), prev = atomic_load(&last_limit_log);
+		if (now - prev < HTTP_LIMIT_LOG_S ||
+		    !atomic_compare_exchange_strong(&last_limit_log, &prev, now))
+			return;
+		log_warn("http",
+			 "%s (limits: %u connections per client address, --max-conns-per-ip; "
+			 "%u in all; said once per %d s)",
+			 msg, srv->per_ip, srv->conn_limit, HTTP_LIMIT_LOG_S);
+		return;
+	}
 	log_write(level, "http", "%s", msg);
 }
 
@@ -637,14 +652,14 @@ static unsigned thread_count(const struct http_options *opt)
 static int srv_start(struct hsrv *srv, const struct http_options *opt,
 		     const struct sockaddr_storage *ss, struct kf_err *err)
 {
-	unsigned conn_limit = 4096;
 	struct rlimit rl;
 	const union MHD_DaemonInfo *di;
 	int port;
 
+	srv->conn_limit = 4096;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < conn_limit + 128)
-		conn_limit = rl.rlim_cur > 256 ? (unsigned)rl.rlim_cur - 128 : 128;
+	    rl.rlim_cur < srv->conn_limit + 128)
+		srv->conn_limit = rl.rlim_cur > 256 ? (unsigned)rl.rlim_cur - 128 : 128;
 	srv->d = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
 			MHD_USE_TURBO | (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
@@ -652,7 +667,7 @@ static int srv_start(struct hsrv *srv, const struct http_options *opt,
 		mhd_log, srv, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
 		http_conn_notify, srv, MHD_OPTION_THREAD_POOL_SIZE, thread_count(opt),
-		MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		MHD_OPTION_CONNECTION_LIMIT, srv->conn_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		srv->per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_IDLE_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024, MHD_OPTION_END);
 	if (!srv->d)
