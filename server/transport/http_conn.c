@@ -90,7 +90,7 @@ void http_conn_reading(struct hsrv *srv, struct hconn *hc, int reading)
 	if (!hc)
 		return;
 	pthread_mutex_lock(&srv->conn_lock);
-	if (reading && !hc->reading) {
+	if (reading) {
 		hc->served++;
 		hc->deadline = transport_mono_s() + (time_t)srv->request_s;
 	}

@@ -226,9 +226,10 @@ struct hconn *http_conn_of(struct MHD_Connection *conn);
  * Borrowed, valid while MHD holds the connection. */
 const char *http_conn_client(struct MHD_Connection *conn);
 
-/* reading 1: the previous request was answered and the next one may
- * start arriving (its deadline is now + request_s); 0: the request is
- * complete (no deadline while answering). hc may be NULL. */
+/* reading 1: a request was completed (answered, early refusals
+ * included) and the next one may start arriving, its deadline now +
+ * request_s; 0: the request has arrived whole (no deadline while it is
+ * answered). hc may be NULL. */
 void http_conn_reading(struct hsrv *srv, struct hconn *hc, int reading);
 
 /* 1 when hc is still reading past its deadline. */
