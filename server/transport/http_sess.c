@@ -363,6 +363,8 @@ struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *s
 		*status = held >= srv->per_client ? 429 : 503;
 		pthread_mutex_unlock(&srv->lock);
 		sess_discard(s);
+		if (victim)
+			sess_end(victim);
 		return NULL;
 	}
 	b = bucket_of(s->id);
