@@ -436,6 +436,18 @@ def test_hangups_are_quiet(tmp):
             repr(text[-400:]))
 
 
+def test_bad_limit_options():
+    for args, want in ((["--max-conns-per-ip", "0"], "--max-conns-per-ip needs a count"),
+                       (["--request-timeout", "x"], "--request-timeout needs a count"),
+                       (["--max-sessions-per-client", "-1"], "--max-sessions-per-client"),
+                       (["--max-upload-total", "2G"], "--max-upload-total needs a size"),
+                       (["--allow-host", ""], "--allow-host needs a value")):
+        r = subprocess.run([BIN, "serve", "--http", "127.0.0.1:0"] + args, capture_output=True,
+                           text=True, timeout=30)
+        C.check(f"serve {' '.join(args)} exits 2 naming the option",
+                r.returncode == 2 and want in r.stderr, (r.returncode, r.stderr[-300:]))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         s = Server(tmp)
@@ -452,6 +464,7 @@ def main():
         test_initialize_flood(tmp)
         test_busy_sessions(tmp)
         test_hangups_are_quiet(tmp)
+    test_bad_limit_options()
     return C.summary("proto_hostile_http")
 
 
