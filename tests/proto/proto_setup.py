@@ -176,10 +176,14 @@ with tempfile.TemporaryDirectory() as tmp:
                        text=True, timeout=600)
     check("make install", r.returncode == 0, r.stderr[-1500:])
     kf = os.path.join(tmp, "usr/bin/kforge")
-    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60)
+    # Its own HOME: the user's data dir may hold a state.db of another build.
+    home_env = dict(os.environ, HOME=os.path.join(tmp, "home"))
+    home_env.pop("XDG_DATA_HOME", None)
+    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60,
+                       env=home_env)
     check("installed kforge finds knowledge.db", r.returncode == 0 and '"h200"' in r.stdout, r.stderr)
     r = subprocess.run([kf, "skill", "install", "--dest", os.path.join(tmp, "sk")], capture_output=True,
-                       text=True, timeout=60, env=dict(os.environ, KFORGE_SKILL_DIR=""))
+                       text=True, timeout=60, env=dict(home_env, KFORGE_SKILL_DIR=""))
     check("installed kforge installs the skill", r.returncode == 0
           and os.path.isfile(os.path.join(tmp, "sk/skill/templates/kernel-builder/build.toml")), r.stderr)
 
