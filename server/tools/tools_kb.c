@@ -3,7 +3,8 @@
  * kforge://gpus/{id}; the write-kernel prompt. Handlers only shape JSON
  * around knowledge/kb.h (thread-safe) and sandbox/pool/gpu.h (the driver probe
  * for `local`). Every figure carries its source; derived figures say
- * "derived": true with their formula. */
+ * "derived": true, with their formula in the full answer (detail: "full");
+ * the brief default answer is built in tools_kb_fields.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
