@@ -183,39 +183,143 @@ static int key(struct scan *sc, char *path, size_t *len)
 
 static int value(struct scan *sc, int depth);
 
-/* A scalar: number, boolean, date or time; checked by its characters. */
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Digits from t[*i] (at least one; with under, single '_' between them),
+ * of the class given by hex/oct/bin. Advances *i; returns how many. */
+static size_t run(const char *t, size_t n, size_t *i, int under, int base)
+{
+	size_t k = 0;
+	while (*i < n) {
+		char c = t[*i];
+		int ok = base == 16
+				 ? is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+			 : base == 8 ? c >= '0' && c <= '7'
+			 : base == 2 ? c == '0' || c == '1'
+				     : is_digit(c);
+		if (ok) {
+			k++;
+			(*i)++;
+		} else if (c == '_' && under && k && *i + 1 < n && t[*i + 1] != '_') {
+			(*i)++;
+		} else {
+			break;
+		}
+	}
+	return k;
+}
+
+/* An integer or float of TOML 1.0: [+-]?(0|[1-9][0-9_]*)(.[0-9_]+)?([eE][+-]?[0-9_]+)?,
+ * or 0x/0o/0b with their digits. */
+static int is_number(const char *t, size_t n)
+{
+	size_t i = 0;
+	if (n > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'o' || t[1] == 'b')) {
+		i = 2;
+		return run(t, n, &i, 1, t[1] == 'x' ? 16 : t[1] == 'o' ? 8 : 2) && i == n;
+	}
+	if (i < n && (t[i] == '+' || t[i] == '-'))
+		i++;
+	size_t start = i, k = run(t, n, &i, 1, 10);
+	if (!k || (t[start] == '0' && k > 1))
+		return 0;
+	if (i < n && t[i] == '.') {
+		i++;
+		if (!run(t, n, &i, 1, 10))
+			return 0;
+	}
+	if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+		i++;
+		if (i < n && (t[i] == '+' || t[i] == '-'))
+			i++;
+		if (!run(t, n, &i, 1, 10))
+			return 0;
+	}
+	return i == n;
+}
+
+/* HH:MM:SS(.frac)? from t[*i]. */
+static int is_time(const char *t, size_t n, size_t *i)
+{
+	for (int part = 0; part < 3; part++) {
+		size_t at = *i;
+		if (part && (at >= n || t[(*i)++] != ':'))
+			return 0;
+		at = *i;
+		if (run(t, n, i, 0, 10) != 2 || *i != at + 2)
+			return 0;
+	}
+	if (*i < n && t[*i] == '.') {
+		(*i)++;
+		if (!run(t, n, i, 0, 10))
+			return 0;
+	}
+	return 1;
+}
+
+/* A date, date-time (T, t or one space between), or local time. */
+static int is_datetime(const char *t, size_t n)
+{
+	size_t i = 0;
+	if (n >= 8 && t[2] == ':')
+		return is_time(t, n, &i) && i == n;
+	if (n < 10 || run(t, n, &i, 0, 10) != 4 || t[i++] != '-' || run(t, n, &i, 0, 10) != 2 ||
+	    t[i++] != '-' || run(t, n, &i, 0, 10) != 2)
+		return 0;
+	if (i == n)
+		return 1;
+	if (t[i] != 'T' && t[i] != 't' && t[i] != ' ')
+		return 0;
+	i++;
+	if (!is_time(t, n, &i))
+		return 0;
+	if (i < n && (t[i] == 'Z' || t[i] == 'z'))
+		i++;
+	else if (i < n && (t[i] == '+' || t[i] == '-')) {
+		size_t at = ++i;
+		if (run(t, n, &i, 0, 10) != 2 || i != at + 2 || i >= n || t[i++] != ':' ||
+		    run(t, n, &i, 0, 10) != 2)
+			return 0;
+	}
+	return i == n;
+}
+
+/* A scalar: boolean, number, date or time. */
 static int scalar(struct scan *sc)
 {
 	size_t start = sc->pos;
 	while (!at_end(sc) && (is_bare(peek(sc, 0)) || strchr("+.:", peek(sc, 0))))
 		sc->pos++;
 	/* a date and a time separated by one space: 1979-05-27 07:32:00 */
-	if (sc->pos - start == 10 && peek(sc, 0) == ' ' && peek(sc, 1) >= '0' && peek(sc, 1) <= '9')
+	if (sc->pos - start == 10 && peek(sc, 0) == ' ' && is_digit(peek(sc, 1)))
 		for (sc->pos++;
 		     !at_end(sc) && (is_bare(peek(sc, 0)) || strchr("+.:", peek(sc, 0)));)
 			sc->pos++;
 	size_t n = sc->pos - start;
-	const char *t = sc->s + start;
-	if ((n == 4 && !strncmp(t, "true", 4)) || (n == 5 && !strncmp(t, "false", 5)))
-		return 0;
-	if (n && (t[0] == '+' || t[0] == '-' || (t[0] >= '0' && t[0] <= '9'))) {
-		const char *rest = t + (t[0] == '+' || t[0] == '-');
-		if (!strncmp(rest, "inf", 3) || !strncmp(rest, "nan", 3) ||
-		    (*rest >= '0' && *rest <= '9'))
-			return 0;
-	}
-	if (n == 3 && (!strncmp(t, "inf", 3) || !strncmp(t, "nan", 3)))
+	const char *t = sc->s + start, *u = t + (n && (t[0] == '+' || t[0] == '-'));
+	size_t un = n - (size_t)(u - t);
+	if ((n == 4 && !strncmp(t, "true", 4)) || (n == 5 && !strncmp(t, "false", 5)) ||
+	    (un == 3 && (!strncmp(u, "inf", 3) || !strncmp(u, "nan", 3))) || is_number(t, n) ||
+	    is_datetime(t, n))
 		return 0;
 	return fail(sc, n ? "a value is not a string, number, boolean, date, array or table"
-			  : "a key has no value after '='");
+			  : "expected a value here");
 }
 
 /* [v, v, ...] over any number of lines, with comments. */
 static int array(struct scan *sc, int depth)
 {
+	int line = sc->line;
 	sc->pos++;
 	for (;;) {
 		skip_space(sc);
+		if (at_end(sc)) {
+			sc->line = line; /* where it opened */
+			return fail(sc, "an array is not closed with ']'");
+		}
 		if (peek(sc, 0) == ']') {
 			sc->pos++;
 			return 0;
@@ -224,10 +328,14 @@ static int array(struct scan *sc, int depth)
 		if (rc)
 			return rc;
 		skip_space(sc);
-		if (peek(sc, 0) == ',')
+		if (peek(sc, 0) == ',') {
 			sc->pos++;
-		else if (peek(sc, 0) != ']')
+		} else if (at_end(sc)) {
+			sc->line = line;
+			return fail(sc, "an array is not closed with ']'");
+		} else if (peek(sc, 0) != ']') {
 			return fail(sc, "expected ',' or ']' in an array");
+		}
 	}
 }
 
