@@ -47,6 +47,12 @@ static const struct edit_case EDITS[] = {
 	/* two copies from appending twice become one */
 	{"[mcp_servers.kforge]\ncommand = \"a\"\n\n[x]\ny = 2\n[mcp_servers.kforge]\ncommand = \"b\"\n",
 	 BLOCK "\n[x]\ny = 2\n", 2},
+	/* numbers of every form TOML 1.0 has */
+	{"a = [0x1F, 0o17, 0b1101, -3.5E-2, 6.02e+23, 1_000, +nan, -0, 1979-05-27, 07:32:00.5,"
+	 " 1979-05-27T00:32:00.999999-07:00, 1979-05-27t07:32:00z]\n",
+	 "a = [0x1F, 0o17, 0b1101, -3.5E-2, 6.02e+23, 1_000, +nan, -0, 1979-05-27, 07:32:00.5,"
+	 " 1979-05-27T00:32:00.999999-07:00, 1979-05-27t07:32:00z]\n\n" BLOCK,
+	 0},
 	/* the grammar it must read: strings of all kinds, dates, inline tables,
 	 * CRLF, quoted keys with dots, a parent table */
 	{"a = \"\"\"x\n\"y\"\n\"\"\"\nb = '''z\n'''\nc = 1979-05-27 07:32:00Z\nd = {e = 1, f = [1, 2]}\r\n"
@@ -90,6 +96,12 @@ static const struct bad_case BAD[] = {
 	{"[t]\n[t]\n", "table t is defined twice", 2},
 	{"[t\n", "expected ']'", 1},
 	{"a = what\n", "not a string, number", 1},
+	{"a = 07:3a:00\n", "not a string, number", 1},
+	{"a = 1979-05-27 07:32:00Zb\n", "not a string, number", 1},
+	{"a = 00\n", "not a string, number", 1},
+	{"a = 1.\n", "not a string, number", 1},
+	{"a = +0x1F\n", "not a string, number", 1},
+	{"a = 1__0\n", "not a string, number", 1},
 	{"mcp_servers.kforge.command = \"x\"\n", "set by a key here", 1},
 	{"[mcp_servers]\nother = 1\nkforge = {command = \"x\"}\n", "set by a key here", 3},
 	{"mcp_servers = {kforge = {command = \"x\"}}\n", "inline table", 1},
