@@ -93,6 +93,7 @@ def claude(home, kforge, other, label, args, env_extra):
     """Registers with the line mcp-config prints (through eval, as the help
     says) and checks `claude mcp list` from another directory."""
     env = dict(os.environ, HOME=home, PATH=NPM_BIN + ":" + os.environ["PATH"], **env_extra)
+    env.pop("XDG_DATA_HOME", None)  # kforge's state.db goes under the temporary HOME
     run([os.path.join(NPM_BIN, "claude"), "mcp", "remove", "kforge", "-s", "user"], env, other)
     line = f'eval "$({shlex.quote(kforge)} mcp-config claude {" ".join(args)})"'
     rc, out = run(["sh", "-c", line], env, home)
@@ -110,6 +111,7 @@ def claude(home, kforge, other, label, args, env_extra):
 def codex(home, kforge, label, args, env_extra, want):
     env = dict(os.environ, HOME=home, **env_extra)
     env.pop("CODEX_HOME", None)
+    env.pop("XDG_DATA_HOME", None)
     rc, out = run([kforge, "mcp-config", "codex", "--write", *args], env, home)
     check(f"codex {label}: --write", rc == 0, out)
     rc, out = run([os.path.join(NPM_BIN, "codex"), "mcp", "list", "--json"], env, home)

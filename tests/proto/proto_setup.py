@@ -252,7 +252,9 @@ with tempfile.TemporaryDirectory() as tmp:
                        text=True, timeout=600)
     check("make install", r.returncode == 0, r.stderr[-1500:])
     kf = os.path.join(tmp, "usr/bin/kforge")
-    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60)
+    # its own data dir: the user's state.db may belong to another kforge
+    r = subprocess.run([kf, "gpu", "h200", "--json", "--data-dir", os.path.join(tmp, "data")],
+                       capture_output=True, text=True, timeout=60)
     check("installed kforge finds knowledge.db", r.returncode == 0 and '"h200"' in r.stdout, r.stderr)
     r = subprocess.run([kf, "skill", "install", "--dest", os.path.join(tmp, "sk")], capture_output=True,
                        text=True, timeout=60, env=dict(os.environ, KFORGE_SKILL_DIR=""))
