@@ -383,7 +383,7 @@ static const char SERVE_USAGE[] =
 	"not writable), 1 on other failures.\n"
 	"\n"
 	"Examples:\n"
-	"  claude mcp add kforge -- kforge serve\n"
+	"  eval \"$(kforge mcp-config claude)\"   # claude mcp add --scope user kforge -- ...\n"
 	"  kforge serve --http 127.0.0.1:7070\n"
 	"  KFORGE_TOKEN=secret kforge serve --http 0.0.0.0:7070 --token-env KFORGE_TOKEN\n";
 
