@@ -375,6 +375,73 @@ static int add_target_aliases(struct build *b, const char *text, const char *id,
 	return 0;
 }
 
+/* The figures of gpus.csv row r (GPU id; per_cc.csv row ccrow, or past
+ * its end when the compute capability has none): each with its status,
+ * value, source keys (every known figure needs one) and derivation. */
+static int import_figures(struct build *b, size_t r, const char *id, size_t ccrow,
+			  struct kf_err *err)
+{
+	int rc;
+	const char *name = cell(&b->gpus, r, "name");
+	size_t line = b->gpus.lines[r];
+	const char *derived = cell(&b->gpus, r, "derived_fields");
+	const char *src_prod = cell(&b->gpus, r, "sources_product");
+	const char *src_cc = cell(&b->gpus, r, "sources_per_cc_limits");
+	char what[160];
+	for (size_t f = 0; f < FIELDS_LEN; f++) {
+		const struct field_def *fd = &FIELDS[f];
+		const char *v, *src, *srccol, *st;
+		char deriv[512];
+		double num;
+		if (fd->from_cc) {
+			v = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, fd->field) : "";
+			src = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, "sources") : "";
+			srccol = "per_cc.csv sources";
+		} else {
+			v = cell(&b->gpus, r, fd->field);
+			if (!v)
+				return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
+						  b->gpus_path, fd->field);
+			src = fd->kind == F_PRODUCT ? src_prod : src_cc;
+			srccol =
+				fd->kind == F_PRODUCT ? "sources_product" : "sources_per_cc_limits";
+		}
+		int known = status_of(v, &st);
+		kbb_bind_text(b->ins_fig, 1, id);
+		kbb_bind_text(b->ins_fig, 2, fd->field);
+		kbb_bind_text(b->ins_fig, 3, st);
+		if (known && fd->kind != F_FEATURE && is_number(v, &num))
+			sqlite3_bind_double(b->ins_fig, 4, num);
+		else
+			sqlite3_bind_null(b->ins_fig, 4);
+		kbb_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
+		kbb_bind_text(b->ins_fig, 6, known ? src : NULL);
+		kbb_bind_text(b->ins_fig, 7,
+			      derivation_for(derived, fd->field, deriv, sizeof deriv));
+		if (known && (!src || !*src))
+			return kf_err_set(err, KF_EINVAL,
+					  "%s:%zu (%s): figure %s = %s has no source "
+					  "(column %s is empty)",
+					  b->gpus_path, line, name, fd->field, v, srccol);
+		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line, name, fd->field);
+		if ((rc = kbb_step_reset(b->db, b->ins_fig, what, err)))
+			return rc;
+		if (!known)
+			continue;
+		int nkeys = 0;
+		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
+				    err)))
+			return rc;
+		if (nkeys == 0)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s:%zu (%s): figure %s = %s has no source: "
+					  "column %s names no key of SOURCES.md ('%.60s')",
+					  b->gpus_path, line, name, fd->field, v, srccol, src);
+	}
+
+	return 0;
+}
+
 static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 {
 	int rc;
@@ -431,56 +498,8 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 	if ((rc = kbb_step_reset(b->db, b->ins_gpu, what, err)))
 		return rc;
 
-	for (size_t f = 0; f < FIELDS_LEN; f++) {
-		const struct field_def *fd = &FIELDS[f];
-		const char *v, *src, *srccol, *st;
-		char deriv[512];
-		double num;
-		if (fd->from_cc) {
-			v = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, fd->field) : "";
-			src = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, "sources") : "";
-			srccol = "per_cc.csv sources";
-		} else {
-			v = cell(&b->gpus, r, fd->field);
-			if (!v)
-				return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
-						  b->gpus_path, fd->field);
-			src = fd->kind == F_PRODUCT ? src_prod : src_cc;
-			srccol =
-				fd->kind == F_PRODUCT ? "sources_product" : "sources_per_cc_limits";
-		}
-		int known = status_of(v, &st);
-		kbb_bind_text(b->ins_fig, 1, id);
-		kbb_bind_text(b->ins_fig, 2, fd->field);
-		kbb_bind_text(b->ins_fig, 3, st);
-		if (known && fd->kind != F_FEATURE && is_number(v, &num))
-			sqlite3_bind_double(b->ins_fig, 4, num);
-		else
-			sqlite3_bind_null(b->ins_fig, 4);
-		kbb_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
-		kbb_bind_text(b->ins_fig, 6, known ? src : NULL);
-		kbb_bind_text(b->ins_fig, 7,
-			      derivation_for(derived, fd->field, deriv, sizeof deriv));
-		if (known && (!src || !*src))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu (%s): figure %s = %s has no source "
-					  "(column %s is empty)",
-					  b->gpus_path, line, name, fd->field, v, srccol);
-		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line, name, fd->field);
-		if ((rc = kbb_step_reset(b->db, b->ins_fig, what, err)))
-			return rc;
-		if (!known)
-			continue;
-		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
-				    err)))
-			return rc;
-		if (nkeys == 0)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu (%s): figure %s = %s has no source: "
-					  "column %s names no key of SOURCES.md ('%.60s')",
-					  b->gpus_path, line, name, fd->field, v, srccol, src);
-	}
+	if ((rc = import_figures(b, r, id, ccrow, err)))
+		return rc;
 
 	/* aliases: explicit ones, then the automatic ones */
 	char list[1024];
