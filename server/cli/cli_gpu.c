@@ -512,13 +512,14 @@ static int calibrate_main(int argc, char **argv)
 	}
 	json_t *out = NULL;
 	int gpu = -1;
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	rc = bench_calibrate(&app->check, device, NULL, &out, &gpu, &err);
 	json_t *args = json_pack("{s:i}", "device", device);
 	if (rc && !out)
 		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
 				kf_err_name(rc), "message", err.msg);
-	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0, NULL);
+	tools_runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	json_decref(args);
 	if (rc)
 		fprintf(stderr, "kforge: %s\n", err.msg);

@@ -70,7 +70,7 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -90,14 +90,15 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	*out = tools_check_json(&res);
 	check_result_fini(&res);
 	answer_error(rc, err, out);
-	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	tools_runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -120,7 +121,8 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	*out = tools_bench_json(&res);
 	bench_result_fini(&res);
 	answer_error(rc, err, out);
-	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	tools_runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 
