@@ -19,8 +19,6 @@ static void add_first(json_t *arr, uint64_t i)
 		json_array_append_new(arr, json_integer((json_int_t)i));
 }
 
-/* One trial: fresh module, fresh buffers, inputs from seed; run 1 with
- * poison A; extra launches; run 2 with poison B; compare. */
 /* Counts output t's elements left unwritten or changed between the first
  * run (first) and the second (second, NULL with one run), writes the
  * first run's output as <prefix>.t<trial>.<name>.bin and adds its entry
@@ -111,7 +109,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
 
 /* More launches on the same input, then a second run with the other
  * poison: state kept across launches (a __device__ counter, a cached
- * result) shows up in run 2, whose outputs go to second. */
+ * result) shows up in the second run, whose outputs go to second. */
 static int second_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
 		      int extra, int *launches, void **second, json_t *guards, json_t *inputs)
 {
@@ -138,6 +136,8 @@ static int second_run(struct harness *h, struct harness_prog *p, struct harness_
 	return rc;
 }
 
+/* One trial: fresh module, fresh buffers, inputs from seed; the first run
+ * with poison A; extra launches; the second run with poison B; compare. */
 static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
 		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
 		       const char *prefix, json_t *tr)

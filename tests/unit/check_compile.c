@@ -1,6 +1,6 @@
 /* check_compile: the sandboxed compiler end to end (real nvcc / NVRTC in the
- * bubblewrap jail): resources and diagnostics, the bad inputs of issue 4
- * (syntax error, ptxas failure, spills, secret includes, a compile that never
+ * bubblewrap jail): resources and diagnostics, the bad inputs a compiler
+ * service must survive (syntax error, ptxas failure, spills, secret includes, a compile that never
  * ends, an output flood, 20 compiles at once, refused flags), the artifact
  * cache and the SHA-256 under it. Each test gets a fresh data dir. */
 #include <check.h>
