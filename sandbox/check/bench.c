@@ -164,7 +164,7 @@ void bench_result_fini(struct bench_result *res)
 {
 	if (!res)
 		return;
-	json_decref(res->compile_failed.answer);
+	compile_result_fini(&res->compile_failed.compile);
 	for (size_t i = 0; res->sizes && i < res->sizes_len; i++) {
 		check_run_fini(&res->sizes[i].failure);
 		check_run_fini(&res->sizes[i].verification);

@@ -55,12 +55,14 @@ static int compile_one(struct check_env *env, const char *source, const char *ar
 	struct kf_err cerr = {0};
 	int rc = compile_kernel(env->cc, &req, &res, &cerr);
 	if (rc == KF_ECOMPILE || (rc == 0 && !res.ok)) {
-		const char *sum = json_string_value(json_object_get(res.json, "summary"));
+		char sum[600] = "";
+		if (res.report)
+			compile_summary(&res, sum, sizeof sum);
+		kf_err_set(err, KF_ECOMPILE, "%s did not compile: %s", what,
+			   sum[0] ? sum : cerr.msg);
 		cf->what = what;
-		cf->answer = res.json ? json_incref(res.json) : NULL;
+		cf->compile = res; /* moved: the failure owns it */
 		snprintf(cf->message, sizeof cf->message, "%s", cerr.msg);
-		kf_err_set(err, KF_ECOMPILE, "%s did not compile: %s", what, sum ? sum : cerr.msg);
-		compile_result_fini(&res);
 		return KF_ECOMPILE;
 	}
 	if (rc) {
@@ -348,7 +350,7 @@ void check_result_fini(struct check_result *res)
 {
 	if (!res)
 		return;
-	json_decref(res->compile_failed.answer);
+	compile_result_fini(&res->compile_failed.compile);
 	for (size_t i = 0; res->sizes && i < res->sizes_len; i++)
 		for (int k = 0; k < res->sizes[i].ntrials; k++)
 			check_run_fini(&res->sizes[i].trials[k].run);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/kf_err.h"
+#include "sandbox/compile/compile.h"
 #include "sandbox/spec/spec.h"
 
 struct kb;
@@ -156,11 +157,11 @@ struct check_device {
 void check_device_read(const json_t *dev, struct check_device *d);
 
 /* A candidate, reference or baseline that did not compile (stage
- * "compile"): what it was, the compiler's answer (its JSON, new reference,
- * released by the result's fini) and its error when there is no answer. */
+ * "compile"): what it was, the compiler's result (owned, released by the
+ * result's fini) and its error text for when there is no report. */
 struct check_compile_failure {
-	const char *what;  /* "the candidate", "the reference source", ...; static */
-	json_t *answer;	   /* compile_kernel's answer, or NULL */
+	const char *what; /* "the candidate", "the reference source", ...; static */
+	struct compile_result compile;
 	char message[256]; /* the compiler's error text */
 };
 
@@ -292,8 +293,8 @@ struct check_prep {
 /* Parses spec (op shorthand allowed) and checks a GPU is present, then
  * compiles the candidate (and the reference / baseline sources). With
  * want_baseline it also resolves the baseline module. On a compile error
- * returns KF_ECOMPILE and fills *cf (caller storage, zeroed first; its
- * answer is new: json_decref it). Release p with check_prep_fini whatever
+ * returns KF_ECOMPILE and fills *cf (caller storage, zeroed first; release
+ * cf->compile with compile_result_fini). Release p with check_prep_fini whatever
  * the return. */
 int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 		  const volatile int *cancel, struct check_prep *p,

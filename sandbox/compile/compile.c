@@ -463,11 +463,11 @@ static int store_result(struct compiler *cc, const struct compile_parse_in *in, 
 	return rc;
 }
 
-/* The answer of a compile killed at the time limit (its partial log may
- * say where it was). Returns KF_ETIMEOUT. */
+/* A compile killed at the time limit (its partial log may say where it
+ * was). Returns KF_ETIMEOUT. */
 static int timed_out(struct compiler *cc, const struct compile_req *req, const char *log,
-		     const char *dir, const char *arch, unsigned timeout,
-		     struct compile_result *res, struct kf_err *err)
+		     const char *dir, unsigned timeout, struct compile_result *res,
+		     struct kf_err *err)
 {
 	kf_err_clear(err);
 	int rc = kf_err_set(err, KF_ETIMEOUT,
@@ -479,7 +479,7 @@ static int timed_out(struct compiler *cc, const struct compile_req *req, const c
 				      .source_len = req->source_len,
 				      .job_dir = dir,
 				      .cuda_home = jail_cuda_home(cc->jail)};
-	res->json = compile_timeout_json(&in, arch, jail_mode_name(cc->jail), timeout);
+	compile_answer_timeout(&in, timeout, res);
 	return rc;
 }
 
@@ -500,6 +500,8 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 	if (rc)
 		return rc;
 	snprintf(res->arch, sizeof res->arch, "%s", arch);
+	res->sandbox = jail_mode_name(cc->jail);
+	res->ptx_bytes = -1;
 	fs = malloc(sizeof *fs);
 	if (!fs)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -558,7 +560,7 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 				      .debug = fs->debug,
 				      .kb = cc->cfg.kb};
 	if (rc == KF_ETIMEOUT) {
-		rc = timed_out(cc, req, log, dir, arch, timeout, res, err);
+		rc = timed_out(cc, req, log, dir, timeout, res, err);
 		goto out;
 	}
 	if (rc)
@@ -579,15 +581,14 @@ answer:
 	res->ok = json_is_true(json_object_get(base, "ok"));
 	snprintf(res->artifact_id, sizeof res->artifact_id, "%s", id);
 	res->compile_ms = (unsigned)(now_ms() - t0);
-	struct sass_summary_ctx sctx = {.cc = cc, .id = id, .want = req->want_sass && res->ok};
-	res->json = compile_answer_json(base, res, jail_mode_name(cc->jail), req->want_ptx, &sctx);
-	if (!res->json) {
-		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
-		goto out;
+	res->report = base;
+	base = NULL;
+	compile_answer_fill(cc, res, req->want_ptx, req->want_sass);
+	if (!res->ok) {
+		char sum[600];
+		compile_summary(res, sum, sizeof sum);
+		rc = kf_err_set(err, KF_ECOMPILE, "%s", sum);
 	}
-	if (!res->ok)
-		rc = kf_err_set(err, KF_ECOMPILE, "%s",
-				json_string_value(json_object_get(res->json, "summary")));
 out:
 	if (dir[0])
 		cache_discard(cc->cache, dir);
@@ -606,7 +607,9 @@ void compile_result_fini(struct compile_result *res)
 {
 	if (!res)
 		return;
-	json_decref(res->json);
+	json_decref(res->report);
+	json_decref(res->sass);
+	free(res->log_tail);
 	memset(res, 0, sizeof *res);
 }
 

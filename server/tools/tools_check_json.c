@@ -3,6 +3,7 @@
  * and the one-line summary. The domain decides; this file only words and
  * shapes what it decided. See tools_check_int.h. */
 #include "server/tools/tools_check_int.h"
+#include "server/tools/tools_compile_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -36,11 +37,13 @@ static void hex_seed(uint64_t seed, char *buf, size_t cap)
 
 static json_t *compile_failure_json(const struct check_compile_failure *cf)
 {
-	const char *sum = json_string_value(json_object_get(cf->answer, "summary"));
-	char msg[400];
-	snprintf(msg, sizeof msg, "%s did not compile: %s", cf->what, sum ? sum : cf->message);
-	return json_pack("{s:s, s:b, s:s, s:O}", "summary", msg, "passed", 0, "failed_stage",
-			 "compile", "compile", cf->answer ? cf->answer : json_null());
+	char sum[600] = "", msg[400];
+	if (cf->compile.report)
+		compile_summary(&cf->compile, sum, sizeof sum);
+	snprintf(msg, sizeof msg, "%s did not compile: %s", cf->what, sum[0] ? sum : cf->message);
+	json_t *answer = tools_compile_json(&cf->compile);
+	return json_pack("{s:s, s:b, s:s, s:o}", "summary", msg, "passed", 0, "failed_stage",
+			 "compile", "compile", answer ? answer : json_null());
 }
 
 static json_t *safeguards_json(const struct check_run *run)

@@ -2,7 +2,8 @@
  * and the kforge://artifacts/{id}/{kind} resources (PTX, SASS listing,
  * compiler log, source). The handler only shapes arguments into a
  * compile_req (sandbox/compile/compile.h, thread-safe), records the run in the
- * history and adds the PTX resource link; a compile error is a normal
+ * history and adds the PTX resource link; the answer is written from the
+ * result struct in tools_compile_json.c. A compile error is a normal
  * result with isError and the diagnostics. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "sandbox/compile/compile.h"
 #include "sandbox/history/history.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_compile_int.h"
 
 #define ARTIFACT_URI	  "kforge://artifacts/"
 #define ARTIFACT_READ_CAP (32u << 20)
@@ -102,12 +104,13 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 	struct compile_result res;
 	rc = compile_kernel(app->cc, &req, &res, err);
 	compile_flags_free(split);
-	if (res.json) {
-		record(app, args, src, src_len, rc, res.json);
-		json_t *ptx = json_object_get(res.json, "ptx");
+	json_t *answer = tools_compile_json(&res);
+	if (answer) {
+		record(app, args, src, src_len, rc, answer);
+		json_t *ptx = json_object_get(answer, "ptx");
 		if (json_is_object(ptx)) {
 			/* The PTX travels as a resource link, never inline. */
-			char *txt = json_dumps(res.json, JSON_COMPACT);
+			char *txt = json_dumps(answer, JSON_COMPACT);
 			json_t *content = json_array();
 			json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text",
 								 "text", txt ? txt : ""));
@@ -119,7 +122,7 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 			free(txt);
 			tool_ctx_set_content(ctx, content);
 		}
-		*out = json_incref(res.json);
+		*out = answer;
 	}
 	compile_result_fini(&res);
 	tool_ctx_progress(ctx, 1, 1, rc == 0 ? "compiled" : "done");
