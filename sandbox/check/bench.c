@@ -483,10 +483,18 @@ static int calib_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 	return rc;
 }
 
-int bench_calibrate(struct check_env *env, int device, const volatile int *cancel, json_t **out,
-		    int *gpu, struct kf_err *err)
+void bench_calibration_fini(struct bench_calibration *c)
 {
-	*out = NULL;
+	if (!c)
+		return;
+	json_decref(c->cublas);
+	memset(c, 0, sizeof *c);
+}
+
+int bench_calibrate(struct check_env *env, int device, const volatile int *cancel,
+		    struct bench_calibration *out, int *gpu, struct kf_err *err)
+{
+	memset(out, 0, sizeof *out);
 	*gpu = -1;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
@@ -510,28 +518,20 @@ int bench_calibrate(struct check_env *env, int device, const volatile int *cance
 		goto out;
 	}
 	const struct gpu_info *gi = gpu_get(c.gpu);
-	struct history_ceilings hc = {0};
-	snprintf(hc.gpu_uuid, sizeof hc.gpu_uuid, "%s", gi ? gi->uuid : "");
-	snprintf(hc.device_name, sizeof hc.device_name, "%s", gi ? gi->name : "");
-	hc.copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));
-	hc.bf16_tflops = json_number_value(json_object_get(c.rep, "bf16_tflops"));
-	hc.fp32_tflops = json_number_value(json_object_get(c.rep, "fp32_tflops"));
-	snprintf(hc.method, sizeof hc.method, "%s",
+	struct history_ceilings *hc = &out->ceil;
+	snprintf(hc->gpu_uuid, sizeof hc->gpu_uuid, "%s", gi ? gi->uuid : "");
+	snprintf(hc->device_name, sizeof hc->device_name, "%s", gi ? gi->name : "");
+	hc->copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));
+	hc->bf16_tflops = json_number_value(json_object_get(c.rep, "bf16_tflops"));
+	hc->fp32_tflops = json_number_value(json_object_get(c.rep, "fp32_tflops"));
+	snprintf(hc->method, sizeof hc->method, "%s",
 		 json_string_value(json_object_get(c.rep, "method"))
 			 ? json_string_value(json_object_get(c.rep, "method"))
 			 : "");
-	if (env->history && (rc = history_set_ceilings(env->history, &hc, err)))
+	if (env->history && (rc = history_set_ceilings(env->history, hc, err)))
 		goto out;
-	char sm[300];
-	snprintf(sm, sizeof sm,
-		 "calibrated %s: copy %.0f GB/s, cuBLAS bf16 %.1f TFLOP/s, fp32 %.1f TFLOP/s",
-		 hc.device_name, hc.copy_gbps, hc.bf16_tflops, hc.fp32_tflops);
-	*out = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s}", "summary", sm, "gpu",
-			 hc.device_name, "uuid", hc.gpu_uuid, "copy_gbs", hc.copy_gbps,
-			 "bf16_tflops", hc.bf16_tflops, "fp32_tflops", hc.fp32_tflops, "method",
-			 hc.method);
 	if (json_object_get(c.rep, "cublas"))
-		json_object_set(*out, "cublas", json_object_get(c.rep, "cublas"));
+		out->cublas = json_incref(json_object_get(c.rep, "cublas"));
 out:
 	json_decref(c.rep);
 	check_jobdir_remove(c.dir);

@@ -107,10 +107,21 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 		 struct bench_result *res, int *gpu, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* What calibrate measured. Owned: release with bench_calibration_fini. */
+struct bench_calibration {
+	struct history_ceilings ceil; /* device, copy and matmul figures, method */
+	json_t *cublas;		      /* the harness's cuBLAS details (new reference), or NULL */
+};
+
+void bench_calibration_fini(struct bench_calibration *c);
+
 /* Measures the ceilings of GPU device (-1 = the first free one): copy
  * bandwidth and cuBLAS bf16 / fp32 matmul throughput, stores them with
- * history_set_ceilings and returns them in *out. KF_ENOGPU without a GPU. */
-int bench_calibrate(struct check_env *env, int device, const volatile int *cancel, json_t **out,
-		    int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+ * history_set_ceilings and returns them in *out (caller storage, always
+ * initialised). KF_ENOGPU without a GPU; KF_EFAULT when the measurement
+ * failed (err says why). */
+int bench_calibrate(struct check_env *env, int device, const volatile int *cancel,
+		    struct bench_calibration *out, int *gpu, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 #endif
