@@ -91,6 +91,8 @@ struct bench_result {
 	int flushed; /* 1: L2 flushed before each timed run */
 };
 
+/* Releases what res owns (sizes, their runs, the compile failure) and
+ * zeroes it. NULL is a no-op. */
 void bench_result_fini(struct bench_result *res);
 
 /* Benchmarks spec (borrowed; op shorthand allowed) into res (caller
@@ -113,6 +115,7 @@ struct bench_calibration {
 	json_t *cublas;		      /* the harness's cuBLAS details (new reference), or NULL */
 };
 
+/* Releases c->cublas and zeroes c. NULL is a no-op. */
 void bench_calibration_fini(struct bench_calibration *c);
 
 /* Measures the ceilings of GPU device (-1 = the first free one): copy

@@ -116,6 +116,7 @@ struct check_run {
 	size_t outputs_len, outputs_cap;
 };
 
+/* Frees run's arrays and zeroes it. NULL is a no-op. */
 void check_run_fini(struct check_run *run);
 
 /* Distinct safeguard names of a whole result, in the order they first
@@ -225,9 +226,10 @@ struct check_result {
 	double max_rel;	     /* largest relative error seen */
 	int fail_size;	     /* index into sizes of the first failure, or -1 */
 	int fail_trial;	     /* its trial (the case to replay) */
-	int replayed;	     /* 1: this was a replay of one case */
 };
 
+/* Releases what res owns (sizes, their runs, the compile failure, the
+ * kernel's output) and zeroes it. NULL is a no-op. */
 void check_result_fini(struct check_result *res);
 
 /* Runs check_kernel for spec (borrowed JSON, op shorthand allowed), filling
