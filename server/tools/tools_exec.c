@@ -124,7 +124,7 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 		       struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	int i = gpu_tool(tool), code, rc;
 	struct exec_job_result res;
 	struct fwd_progress pr = {.ctx = ctx};
@@ -146,7 +146,7 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 	rc = exec_job_run(app->exec, &req, &res, &e);
 	*out = answer_of(rc, &res, e.msg, &code, msg, sizeof(msg));
 	if (res.key[0] && rc != KF_EBUSY)
-		record(app, i, res.key, args, *out, code, msg, runs_now_ms() - t0, &res, rc);
+		record(app, i, res.key, args, *out, code, msg, tools_runs_now_ms() - t0, &res, rc);
 	exec_job_result_fini(&res);
 	if (code)
 		kf_err_set(err, code, "%s", msg);
