@@ -34,4 +34,4 @@ exit \$rc
 EOF
 chmod +x "$T/harness.sh"
 T="$T" MOCK_CUDA_DEVICES=2 LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" \
-	exec python3 "$SRC/tests/proto/proto_gpu_pool.py" "$BIN" "$SRC"
+	python3 "$SRC/tests/proto/proto_gpu_pool.py" "$BIN" "$SRC"
