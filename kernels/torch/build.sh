@@ -7,7 +7,8 @@
 # build/torch-ops)/<key>/, key = sha256 of the sources, this script, the
 # torch version, the C++ ABI and the GPU arch, so a second call with the
 # same inputs only prints the path. Prints the library's path last.
-# Needs python3 with torch, nvcc and g++.
+# KF_GPU_ARCH (e.g. 90) overrides the arch nvidia-smi reports. Needs
+# python3 with torch, nvcc and g++.
 set -e
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-nvcc}
@@ -24,6 +25,11 @@ set -- $("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__), torc
 TORCH_DIR=$1 TORCH_VER=$2 ABI=$3
 KEY=$( (cat $CUS kernels/*.h kernels/kf_cuda.cuh kernels/torch/*.h kernels/torch/kforge_ops.cpp "$0"
 	echo "$TORCH_VER $ABI $KF_GPU_ARCH") | sha256sum | cut -c1-16)
+# KF_TORCH_PREBUILT: a read-only cache of earlier builds (the daemon's)
+if [ -n "$KF_TORCH_PREBUILT" ] && [ -f "$KF_TORCH_PREBUILT/$KEY/libkforge_torch.so" ]; then
+	echo "$KF_TORCH_PREBUILT/$KEY/libkforge_torch.so"
+	exit 0
+fi
 B=${KF_TORCH_CACHE:-build/torch-ops}/$KEY
 LIB=$B/libkforge_torch.so
 if [ -f "$LIB" ]; then

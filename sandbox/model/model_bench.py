@@ -32,8 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def fail(msg, code):
-    out = json.dumps({"error": msg})
+def fail(msg, code, **extra):
+    out = json.dumps({"error": msg, **extra})
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as f:
             f.write(out)
@@ -315,7 +315,7 @@ def main():
     try:
         res = run(job)
     except kpatch.UnknownTarget as e:
-        fail(str(e), 2)
+        fail(str(e), 2, target=e.target, classes=e.classes)
     except ValueError as e:
         fail(str(e), 2)
     except torch.cuda.OutOfMemoryError as e:

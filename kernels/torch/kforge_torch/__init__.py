@@ -31,6 +31,8 @@ def build(cache_dir=None):
     """Builds (or finds in the cache) libkforge_torch.so; returns its path.
     Raises RuntimeError with the compiler's output when the build fails."""
     env = dict(os.environ)
+    if "KF_GPU_ARCH" not in env and torch.cuda.is_available():
+        env["KF_GPU_ARCH"] = "%d%d" % torch.cuda.get_device_capability()
     if cache_dir:
         env["KF_TORCH_CACHE"] = cache_dir
     p = subprocess.run(["sh", os.path.join(ROOT, "kernels", "torch", "build.sh")], env=env,

@@ -21,7 +21,13 @@ import torch.nn.functional as F
 
 
 class UnknownTarget(ValueError):
-    pass
+    """A patch target that names no module; .target and .classes (the
+    model's module class names) say which and what there is."""
+
+    def __init__(self, target, classes):
+        super().__init__(f"patch '{target}': no module of the model matches; its classes "
+                         "are " + ", ".join(classes))
+        self.target, self.classes = target, classes
 
 
 def _eps(m):
@@ -258,8 +264,7 @@ def apply(model, pmap):
             raise ValueError(f"patch '{target}': unknown op '{op}'; expected one of "
                              + ", ".join(sorted(PATCH_OPS)))
         if not matches(model, target):
-            raise UnknownTarget(f"patch '{target}': no module of the model matches; its classes "
-                                "are " + ", ".join(model_classes(model)))
+            raise UnknownTarget(target, model_classes(model))
     counts = {}
     for target, op in pmap.items():
         ms = matches(model, target)
