@@ -64,6 +64,10 @@ int model_patch_check(const json_t *pmap, const char *field, struct kf_err *err)
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)pmap, k, v) {
+		if (strlen(k) > MODEL_TARGET_MAX)
+			return kf_err_set(err, KF_ETOOBIG, "%s: target '%.40s...' is %zu bytes; at "
+					  "most %d",
+					  field, k, strlen(k), MODEL_TARGET_MAX);
 		if (!target_ok(k))
 			return kf_err_set(err, KF_EINVAL,
 					  "%s: target '%.80s' is not a module class name or a "
