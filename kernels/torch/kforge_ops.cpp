@@ -25,12 +25,9 @@ namespace
 enum kf_dtype dt_of(const at::Tensor &t, const char *op, const char *name)
 {
 	switch (t.scalar_type()) {
-	case at::kFloat:
-		return KF_DT_F32;
-	case at::kHalf:
-		return KF_DT_F16;
-	case at::kBFloat16:
-		return KF_DT_BF16;
+	case at::kFloat: return KF_DT_F32;
+	case at::kHalf: return KF_DT_F16;
+	case at::kBFloat16: return KF_DT_BF16;
 	default:
 		TORCH_CHECK(false, "kforge::", op, ": '", name, "' has dtype ", t.scalar_type(),
 			    "; expected float32, float16 or bfloat16");
@@ -56,8 +53,8 @@ void check_like(const at::Tensor &t, const at::Tensor &x, at::IntArrayRef shape,
 {
 	TORCH_CHECK(t.device() == x.device(), "kforge::", op, ": '", name, "' is on ", t.device(),
 		    "; expected ", x.device(), " like 'x'");
-	TORCH_CHECK(t.scalar_type() == x.scalar_type(), "kforge::", op, ": '", name,
-		    "' has dtype ", t.scalar_type(), "; expected ", x.scalar_type(),
+	TORCH_CHECK(t.scalar_type() == x.scalar_type(), "kforge::", op, ": '", name, "' has dtype ",
+		    t.scalar_type(), "; expected ", x.scalar_type(),
 		    " like 'x' (cast the weight to the activation dtype)");
 	TORCH_CHECK(t.sizes() == shape, "kforge::", op, ": '", name, "' has shape ", t.sizes(),
 		    "; expected ", shape);
@@ -174,10 +171,11 @@ at::Tensor rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &si
 	for (const at::Tensor *t : {&cos, &sin}) {
 		const char *n = t == &cos ? "cos" : "sin";
 		TORCH_CHECK(t->device() == x.device() && t->scalar_type() == at::kFloat &&
-				    t->is_contiguous() && t->sizes() == at::IntArrayRef({T, Dh / 2}),
-			    "kforge::rope: '", n, "' is ", t->scalar_type(), " ", t->sizes(), " on ",
-			    t->device(), "; expected contiguous float32 (", T, ", ", Dh / 2, ") on ",
-			    x.device());
+				    t->is_contiguous() &&
+				    t->sizes() == at::IntArrayRef({T, Dh / 2}),
+			    "kforge::rope: '", n, "' is ", t->scalar_type(), " ", t->sizes(),
+			    " on ", t->device(), "; expected contiguous float32 (", T, ", ", Dh / 2,
+			    ") on ", x.device());
 	}
 	c10::cuda::CUDAGuard g(x.device());
 	at::Tensor y = at::empty_like(x);
@@ -222,8 +220,8 @@ std::tuple<at::Tensor, at::Tensor> qk_norm_rope(const at::Tensor &qkv,
 	enum kf_dtype dt = dt_of(qkv, op, "qkv");
 	int64_t B = qkv.size(0), S = qkv.size(1);
 	TORCH_CHECK(H >= 1 && KV >= 1 && qkv.size(2) % (H + 2 * KV) == 0,
-		    "kforge::qk_norm_rope: width ", qkv.size(2), " is not (H + 2*KV) * Dh for H=", H,
-		    ", KV=", KV);
+		    "kforge::qk_norm_rope: width ", qkv.size(2),
+		    " is not (H + 2*KV) * Dh for H=", H, ", KV=", KV);
 	int64_t Dh = qkv.size(2) / (H + 2 * KV);
 	TORCH_CHECK(Dh == 64 || Dh == 128 || Dh == 256, "kforge::qk_norm_rope: head dim ", Dh,
 		    "; expected 64, 128 or 256");
@@ -231,8 +229,8 @@ std::tuple<at::Tensor, at::Tensor> qk_norm_rope(const at::Tensor &qkv,
 		    "kforge::qk_norm_rope: pass both q_weight and k_weight, or neither");
 	const void *qw = opt_ptr(q_w, qkv, Dh, op, "q_weight");
 	const void *kw = opt_ptr(k_w, qkv, Dh, op, "k_weight");
-	TORCH_CHECK(cos.dim() == 3 && (cos.size(0) == B || cos.size(0) == 1) &&
-			    cos.size(1) == S && cos.size(2) == Dh,
+	TORCH_CHECK(cos.dim() == 3 && (cos.size(0) == B || cos.size(0) == 1) && cos.size(1) == S &&
+			    cos.size(2) == Dh,
 		    "kforge::qk_norm_rope: 'cos' has shape ", cos.sizes(), "; expected (", B,
 		    " or 1, ", S, ", ", Dh, ")");
 	check_like(cos, qkv, cos.sizes(), op, "cos");

@@ -31,12 +31,27 @@
 namespace kf_qkr
 {
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(float v)
+{
+	return v;
+}
+__device__ __forceinline__ float to_f(__half v)
+{
+	return __half2float(v);
+}
+__device__ __forceinline__ float to_f(__nv_bfloat16 v)
+{
+	return __bfloat162float(v);
+}
 template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ float from_f<float>(float v)
+{
+	return v;
+}
+template <> __device__ __forceinline__ __half from_f<__half>(float v)
+{
+	return __float2half_rn(v);
+}
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
 {
 	return __float2bfloat16_rn(v);
@@ -87,7 +102,8 @@ __global__ void __launch_bounds__(256)
 		float p = __shfl_xor_sync(0xffffffffu, n, 16); /* partner i -+ Dh/2 */
 		out[i] = lo ? n * cv[i] - p * sv[i] : n * cv[i] + p * sv[i];
 	}
-	T *y = is_q ? q_out + ((long long)t * H + h) * Dh : k_out + ((long long)t * KV + (h - H)) * Dh;
+	T *y = is_q ? q_out + ((long long)t * H + h) * Dh
+		    : k_out + ((long long)t * KV + (h - H)) * Dh;
 #pragma unroll
 	for (int i = 0; i < E; i++)
 		y[lane * E + i] = from_f<T>(out[i]);
@@ -101,10 +117,9 @@ static cudaError_t launch(void *q_out, void *k_out, const void *qkv, const void 
 {
 	long long rows = (long long)T_ * (H + KV);
 	dim3 grid((unsigned)((rows + 7) / 8)), block(256);
-#define KF_QKR_ARGS                                                                                \
-	(T *)q_out, (T *)k_out, (const T *)qkv, (const T *)q_w, (const T *)k_w,                    \
-		(const T *)cos_t, (const T *)sin_t, (int)T_, (int)H, (int)KV, (long long)ld, (int)S, \
-		bcast, eps
+#define KF_QKR_ARGS                                                                               \
+	(T *)q_out, (T *)k_out, (const T *)qkv, (const T *)q_w, (const T *)k_w, (const T *)cos_t, \
+		(const T *)sin_t, (int)T_, (int)H, (int)KV, (long long)ld, (int)S, bcast, eps
 	if (Dh == 64)
 		qk_norm_rope_kernel<T, 2><<<grid, block, 0, st>>>(KF_QKR_ARGS);
 	else if (Dh == 128)
@@ -119,9 +134,9 @@ static cudaError_t launch(void *q_out, void *k_out, const void *qkv, const void 
 
 extern "C" cudaError_t qk_norm_rope_launch(enum kf_dtype dt, void *q_out, void *k_out,
 					   const void *qkv, const void *q_w, const void *k_w,
-					   const void *cos_t, const void *sin_t, int64_t T, int64_t H,
-					   int64_t KV, int64_t Dh, int64_t ld, int64_t S, int bcast,
-					   float eps, cudaStream_t s)
+					   const void *cos_t, const void *sin_t, int64_t T,
+					   int64_t H, int64_t KV, int64_t Dh, int64_t ld, int64_t S,
+					   int bcast, float eps, cudaStream_t s)
 {
 	if ((Dh != 64 && Dh != 128 && Dh != 256) || T < 0 || H < 1 || KV < 1 ||
 	    T * (H + KV) >= (1LL << 31) || ld < (H + 2 * KV) * Dh || !(eps >= 0.0f) ||
@@ -133,15 +148,14 @@ extern "C" cudaError_t qk_norm_rope_launch(enum kf_dtype dt, void *q_out, void *
 		return cudaErrorInvalidValue;
 	switch (dt) {
 	case KF_DT_F32:
-		return kf_qkr::launch<float>(q_out, k_out, qkv, q_w, k_w, cos_t, sin_t, T, H, KV, Dh,
-					     ld, S, bcast, eps, s);
+		return kf_qkr::launch<float>(q_out, k_out, qkv, q_w, k_w, cos_t, sin_t, T, H, KV,
+					     Dh, ld, S, bcast, eps, s);
 	case KF_DT_F16:
 		return kf_qkr::launch<__half>(q_out, k_out, qkv, q_w, k_w, cos_t, sin_t, T, H, KV,
 					      Dh, ld, S, bcast, eps, s);
 	case KF_DT_BF16:
-		return kf_qkr::launch<__nv_bfloat16>(q_out, k_out, qkv, q_w, k_w, cos_t, sin_t, T, H,
-						     KV, Dh, ld, S, bcast, eps, s);
-	default:
-		return cudaErrorInvalidValue;
+		return kf_qkr::launch<__nv_bfloat16>(q_out, k_out, qkv, q_w, k_w, cos_t, sin_t, T,
+						     H, KV, Dh, ld, S, bcast, eps, s);
+	default: return cudaErrorInvalidValue;
 	}
 }

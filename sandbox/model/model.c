@@ -8,16 +8,16 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const MODEL_PATCH_OPS[] = {
-	"rmsnorm",    "layernorm", "add_rmsnorm", "gate_up_silu", "qk_norm_rope", "gate_up",
-	"fused_qkv",  "geglu",	   "gelu_tanh",	  "gelu",	  "adaln_zero",	  NULL};
+const char *const MODEL_PATCH_OPS[] = {"rmsnorm",      "layernorm", "add_rmsnorm", "gate_up_silu",
+				       "qk_norm_rope", "gate_up",   "fused_qkv",   "geglu",
+				       "gelu_tanh",    "gelu",	    "adaln_zero",  NULL};
 
 static const char *const RECIPES[] = {"qwen3", "llama", "dit", NULL};
 static const char *const LLM_DIMS[] = {"layers",   "hidden",   "intermediate", "heads",
 				       "kv_heads", "head_dim", "vocab",	       NULL};
 static const char *const DIT_DIMS[] = {"layers", "hidden", "heads", "head_dim", "ff_mult", NULL};
-static const char *const MODES[] = {"eager",	       "patched", "compile",
-				    "patched_compile", "graphs",  "patched_graphs", NULL};
+static const char *const MODES[] = {"eager",  "patched",	"compile", "patched_compile",
+				    "graphs", "patched_graphs", NULL};
 static const char *const DTYPES[] = {"bf16", "f16", "f32", NULL};
 
 static int in_list(const char *s, const char *const *list)
@@ -65,7 +65,8 @@ int model_patch_check(const json_t *pmap, const char *field, struct kf_err *err)
 	json_t *v;
 	json_object_foreach((json_t *)pmap, k, v) {
 		if (strlen(k) > MODEL_TARGET_MAX)
-			return kf_err_set(err, KF_ETOOBIG, "%s: target '%.40s...' is %zu bytes; at "
+			return kf_err_set(err, KF_ETOOBIG,
+					  "%s: target '%.40s...' is %zu bytes; at "
 					  "most %d",
 					  field, k, strlen(k), MODEL_TARGET_MAX);
 		if (!target_ok(k))
@@ -76,7 +77,8 @@ int model_patch_check(const json_t *pmap, const char *field, struct kf_err *err)
 					  field, k, MODEL_TARGET_MAX);
 		if (!in_list(json_string_value(v), MODEL_PATCH_OPS)) {
 			join(MODEL_PATCH_OPS, ops, sizeof ops);
-			return kf_err_set(err, KF_EINVAL, "%s: '%s' -> %s%.60s%s is not an op; expected "
+			return kf_err_set(err, KF_EINVAL,
+					  "%s: '%s' -> %s%.60s%s is not an op; expected "
 					  "one of %s",
 					  field, k, json_is_string(v) ? "'" : "",
 					  json_is_string(v) ? json_string_value(v) : "a non-string",
@@ -98,8 +100,9 @@ static json_t *default_patch(const char *recipe, const char *act, int compiled)
 			return json_pack("{s:s}", "AdaLayerNormZero", "adaln_zero");
 		return json_pack("{s:s, s:s, s:s, s:s}", "RMSNorm", "rmsnorm",
 				 strcmp(act, "geglu") == 0 ? "GEGLU" : "GELU",
-				 strcmp(act, "geglu") == 0 ? "geglu" : "gelu_tanh", "AdaLayerNormZero",
-				 "adaln_zero", "transformer_blocks.*.norm2", "layernorm");
+				 strcmp(act, "geglu") == 0 ? "geglu" : "gelu_tanh",
+				 "AdaLayerNormZero", "adaln_zero", "transformer_blocks.*.norm2",
+				 "layernorm");
 	}
 	const char *p = strcmp(recipe, "qwen3") == 0 ? "Qwen3" : "Llama";
 	char norm[32], mlp[32], attn[32], layer[32];
@@ -153,10 +156,11 @@ static int check_dims(const char *recipe, const json_t *dims, json_t *job, const
 	json_t *v;
 	json_object_foreach((json_t *)dims, k, v) {
 		if (strcmp(recipe, "dit") == 0 && strcmp(k, "activation") == 0) {
-			if (!in_list(json_string_value(v), (const char *const[]){"geglu", "gelu_tanh",
-										  NULL}))
-				return kf_err_set(err, KF_EINVAL,
-						  "dims.activation: expected 'geglu' or 'gelu_tanh'");
+			if (!in_list(json_string_value(v),
+				     (const char *const[]){"geglu", "gelu_tanh", NULL}))
+				return kf_err_set(
+					err, KF_EINVAL,
+					"dims.activation: expected 'geglu' or 'gelu_tanh'");
 			*act = json_string_value(v);
 			json_object_set(out, k, v);
 			continue;
@@ -199,9 +203,10 @@ static int check_shapes(const char *recipe, const json_t *shapes, json_t *job, s
 		char f[40];
 		long long b, n;
 		snprintf(f, sizeof f, "shapes[%zu].", i);
-		if (!json_is_object(s) || !in_list(kind, (const char *const[]){"prefill", "decode",
-									     NULL}))
-			return kf_err_set(err, KF_EINVAL, "%skind: expected 'prefill' or 'decode'", f);
+		if (!json_is_object(s) ||
+		    !in_list(kind, (const char *const[]){"prefill", "decode", NULL}))
+			return kf_err_set(err, KF_EINVAL, "%skind: expected 'prefill' or 'decode'",
+					  f);
 		if (strcmp(kind, "decode") == 0 && strcmp(recipe, "dit") == 0)
 			return kf_err_set(err, KF_EINVAL,
 					  "%skind: a dit block has no decode step; use prefill", f);
@@ -228,7 +233,8 @@ static int check_modes(const json_t *modes, json_t *job, struct kf_err *err)
 	json_t *m;
 	json_array_foreach(modes, i, m) {
 		if (!in_list(json_string_value(m), MODES))
-			return kf_err_set(err, KF_EINVAL, "modes[%zu]: expected one of %s", i, list);
+			return kf_err_set(err, KF_EINVAL, "modes[%zu]: expected one of %s", i,
+					  list);
 	}
 	json_object_set(job, "modes", (json_t *)modes);
 	return 0;
@@ -348,13 +354,14 @@ int model_result_finish(json_t *res, struct kf_err *err)
 			continue;
 		json_object_set_new(seen, sh, json_true());
 		double e = median_of(lat, sh, "eager"), p = median_of(lat, sh, "patched");
-		double c = median_of(lat, sh, "compile"), pc = median_of(lat, sh, "patched_compile");
+		double c = median_of(lat, sh, "compile"),
+		       pc = median_of(lat, sh, "patched_compile");
 		double g = median_of(lat, sh, "graphs"), pg = median_of(lat, sh, "patched_graphs");
 		json_t *row = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "shape", sh,
 					"patched_vs_eager", ratio(e, p), "patched_compile_vs_eager",
 					ratio(e, pc), "patched_compile_vs_compile", ratio(c, pc),
-					"patched_graphs_vs_graphs", ratio(g, pg), "best_patched_vs_best",
-					json_null());
+					"patched_graphs_vs_graphs", ratio(g, pg),
+					"best_patched_vs_best", json_null());
 		double best = -1, bestp = -1;
 		const double all[] = {e, c, g}, pall[] = {p, pc, pg};
 		for (int k = 0; k < 3; k++) {
@@ -366,7 +373,8 @@ int model_result_finish(json_t *res, struct kf_err *err)
 		json_object_set_new(row, "best_patched_vs_best", ratio(best, bestp));
 		json_array_append_new(sp, row);
 		if (n < sizeof sum)
-			n += (size_t)snprintf(sum + n, sizeof sum - n, "; %s: best patched %.3gx vs "
+			n += (size_t)snprintf(sum + n, sizeof sum - n,
+					      "; %s: best patched %.3gx vs "
 					      "best unpatched",
 					      sh, best > 0 && bestp > 0 ? best / bestp : 0.0);
 		if (n < sizeof sum && e > 0 && p > 0)
@@ -383,8 +391,9 @@ int model_result_finish(json_t *res, struct kf_err *err)
 		const json_t *nf = json_object_get(ag, "patched_no_further");
 		snprintf(sum + n, sizeof sum - n, "; output rel L2 vs unpatched %.2g%s",
 			 json_number_value(json_object_get(ag, "rel_l2")),
-			 !nf ? "" : json_is_true(nf) ? ", no further from fp32"
-						     : ", FURTHER from fp32 than unpatched");
+			 !nf		    ? ""
+			 : json_is_true(nf) ? ", no further from fp32"
+					    : ", FURTHER from fp32 than unpatched");
 	}
 	json_object_set_new(res, "summary", json_string(sum));
 	return 0;

@@ -15,12 +15,12 @@
 
 #include "base/kf_err.h"
 
-#define MODEL_PATCH_MAX	       32    /* entries in one patch map */
-#define MODEL_TARGET_MAX       200   /* bytes of one patch target */
-#define MODEL_SHAPES_MAX       8     /* shapes in one request */
-#define MODEL_ITERS_MAX	       200   /* timed repetitions per mode */
-#define MODEL_TIMEOUT_S	       900   /* default wall-clock limit of a job */
-#define MODEL_TIMEOUT_MAX_S    1800  /* the most a request may ask for */
+#define MODEL_PATCH_MAX	       32	  /* entries in one patch map */
+#define MODEL_TARGET_MAX       200	  /* bytes of one patch target */
+#define MODEL_SHAPES_MAX       8	  /* shapes in one request */
+#define MODEL_ITERS_MAX	       200	  /* timed repetitions per mode */
+#define MODEL_TIMEOUT_S	       900	  /* default wall-clock limit of a job */
+#define MODEL_TIMEOUT_MAX_S    1800	  /* the most a request may ask for */
 #define MODEL_RESULT_MAX_BYTES (4u << 20) /* cap on the driver's JSON */
 
 /* The patch ops the driver knows (kforge_torch.patch.PATCH_OPS), NULL
@@ -83,7 +83,7 @@ struct model_opts {
  * KF_ENOTFOUND (no torch or driver script on this host), KF_EFAULT (the
  * job crashed or ran out of GPU memory: the message says which, with the
  * tail of its output), KF_ETIMEOUT, KF_ECANCELED, KF_ESANDBOX, KF_EIO. */
-int model_run(const struct model_env *env, const json_t *job, const struct model_opts *o, json_t **out,
-	      int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+int model_run(const struct model_env *env, const json_t *job, const struct model_opts *o,
+	      json_t **out, int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 
 #endif

@@ -30,10 +30,11 @@ static char py_pythonpath[8192];
 
 static void py_probe(void)
 {
-	FILE *f = popen("python3 -c 'import os, sys, torch; print(os.path.realpath(sys.executable)); "
-			"[print(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p)]' "
-			"2>/dev/null",
-			"r");
+	FILE *f =
+		popen("python3 -c 'import os, sys, torch; print(os.path.realpath(sys.executable)); "
+		      "[print(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p)]' "
+		      "2>/dev/null",
+		      "r");
 	if (!f)
 		return;
 	char line[PATH_MAX];
@@ -44,8 +45,8 @@ static void py_probe(void)
 			snprintf(py_exe, sizeof py_exe, "%s", line);
 		} else if (py_paths_len < PY_PATHS_MAX && pp < sizeof py_pythonpath) {
 			snprintf(py_paths[py_paths_len++], PATH_MAX, "%s", line);
-			pp += (size_t)snprintf(py_pythonpath + pp, sizeof py_pythonpath - pp, "%s%s",
-					       pp ? ":" : "", line);
+			pp += (size_t)snprintf(py_pythonpath + pp, sizeof py_pythonpath - pp,
+					       "%s%s", pp ? ":" : "", line);
 		}
 	}
 	if (pclose(f) != 0)

@@ -7,29 +7,28 @@
 
 #include "server/cli/cli.h"
 
-#define MODEL_USAGE                                                                        \
-	"usage: kforge model-bench RECIPE [options]\n"                                     \
-	"Builds a model with random weights (RECIPE: qwen3, llama or dit; nothing is\n"   \
-	"downloaded), swaps modules for kforge's torch ops and times it against the\n"    \
-	"unpatched model: eager, torch.compile, CUDA graphs (decode). Needs a GPU\n"       \
-	"and python3 with torch (and transformers for qwen3/llama).\n"                     \
-	"Options:\n"                                                                       \
-	"  --dim NAME=N            a dimension (layers, hidden, intermediate, heads,\n"    \
-	"                          kv_heads, head_dim, vocab; dit: ff_mult,\n"             \
-	"                          activation=geglu|gelu_tanh); repeatable\n"              \
-	"  --patch TARGET=OP       module class or name glob -> op; repeatable\n"          \
-	"                          (default: the recipe's)\n"                              \
-	"  --compile-patch TARGET=OP  the patch under torch.compile; repeatable\n"         \
-	"  --shape prefill:BxS | decode:BxP   repeatable (P: tokens already cached)\n"    \
-	"  --modes M,M,...         eager, patched, compile, patched_compile, graphs,\n"    \
-	"                          patched_graphs\n"                                       \
-	"  --iters N               timed repetitions per mode (default 20)\n"             \
-	"  --timeout S             wall-clock limit of the job (default 900)\n"            \
-	"  --no-profile            skip the per-op profile\n"                              \
-	"  --no-fp32-check         skip the comparison with an fp32 run\n"                 \
-	"  --args FILE.json        the tool's arguments as JSON (options override)\n"      \
-	CLI_COMMON_HELP                                                                    \
-	"Example:\n"                                                                       \
+#define MODEL_USAGE                                                                                   \
+	"usage: kforge model-bench RECIPE [options]\n"                                                \
+	"Builds a model with random weights (RECIPE: qwen3, llama or dit; nothing is\n"               \
+	"downloaded), swaps modules for kforge's torch ops and times it against the\n"                \
+	"unpatched model: eager, torch.compile, CUDA graphs (decode). Needs a GPU\n"                  \
+	"and python3 with torch (and transformers for qwen3/llama).\n"                                \
+	"Options:\n"                                                                                  \
+	"  --dim NAME=N            a dimension (layers, hidden, intermediate, heads,\n"               \
+	"                          kv_heads, head_dim, vocab; dit: ff_mult,\n"                        \
+	"                          activation=geglu|gelu_tanh); repeatable\n"                         \
+	"  --patch TARGET=OP       module class or name glob -> op; repeatable\n"                     \
+	"                          (default: the recipe's)\n"                                         \
+	"  --compile-patch TARGET=OP  the patch under torch.compile; repeatable\n"                    \
+	"  --shape prefill:BxS | decode:BxP   repeatable (P: tokens already cached)\n"                \
+	"  --modes M,M,...         eager, patched, compile, patched_compile, graphs,\n"               \
+	"                          patched_graphs\n"                                                  \
+	"  --iters N               timed repetitions per mode (default 20)\n"                         \
+	"  --timeout S             wall-clock limit of the job (default 900)\n"                       \
+	"  --no-profile            skip the per-op profile\n"                                         \
+	"  --no-fp32-check         skip the comparison with an fp32 run\n"                            \
+	"  --args FILE.json        the tool's arguments as JSON (options override)\n" CLI_COMMON_HELP \
+	"Example:\n"                                                                                  \
 	"  kforge model-bench qwen3 --dim layers=2 --shape prefill:1x512\n"
 
 /* "NAME=VALUE" into obj[NAME] (VALUE an integer when it is one). */
@@ -60,8 +59,9 @@ static int shape_into(const char *v, json_t *shapes)
 		return cli_usage_error("model-bench",
 				       "--shape '%s': expected prefill:BxS or decode:BxP", v);
 	int dec = strcmp(kind, "decode") == 0;
-	json_array_append_new(shapes, json_pack("{s:s, s:I, s:I}", "kind", kind, "batch",
-						(json_int_t)b, dec ? "past" : "seq", (json_int_t)n));
+	json_array_append_new(shapes,
+			      json_pack("{s:s, s:I, s:I}", "kind", kind, "batch", (json_int_t)b,
+					dec ? "past" : "seq", (json_int_t)n));
 	return 0;
 }
 

@@ -18,9 +18,9 @@ static void add_kernels(json_t *out, const json_t *job)
 	json_t *k = json_array(), *seen = json_object();
 	char name[64];
 	snprintf(name, sizeof name, "model:%s",
-		 json_string_value(json_object_get(job, "recipe")) ? json_string_value(
-									     json_object_get(job, "recipe"))
-								   : "?");
+		 json_string_value(json_object_get(job, "recipe"))
+			 ? json_string_value(json_object_get(job, "recipe"))
+			 : "?");
 	json_array_append_new(k, json_string(name));
 	for (int c = 0; c < 2; c++) {
 		const char *t;
@@ -49,9 +49,9 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		struct model_env env = {.data_dir = app->check.data_dir,
 					.sandbox_none = app->check.sandbox_none,
 					.runner = app->runner};
-		struct model_opts o = {
-			.timeout_s = (unsigned)json_integer_value(json_object_get(args, "timeout_s")),
-			.cancel = tool_ctx_cancel_flag(ctx)};
+		struct model_opts o = {.timeout_s = (unsigned)json_integer_value(
+					       json_object_get(args, "timeout_s")),
+				       .cancel = tool_ctx_cancel_flag(ctx)};
 		tool_ctx_progress(ctx, 0, 0, "building the model and the ops on the GPU host");
 		rc = model_run(&env, job, &o, out, &gpu, err);
 	}

@@ -97,12 +97,12 @@ START_TEST(job_defaults_per_recipe)
 	json_t *j = job_of("{\"recipe\": \"qwen3\"}", &rc, msg, sizeof msg);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "shapes")), 3);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "patch"),
-							   "Qwen3Attention")),
-			 "qk_norm_rope");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "compile_patch"),
-							   "Qwen3MLP")),
-			 "gate_up");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(j, "patch"), "Qwen3Attention")),
+		"qk_norm_rope");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(j, "compile_patch"), "Qwen3MLP")),
+		"gate_up");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "dtype")), "bf16");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "iters")), 20);
 	json_decref(j);
@@ -144,7 +144,8 @@ static const struct {
 	 "at most 8"},
 	{"{\"recipe\": \"qwen3\", \"modes\": [\"eager\", \"turbo\"]}", KF_EINVAL,
 	 "modes[1]: expected one of eager"},
-	{"{\"recipe\": \"qwen3\", \"iters\": 1000}", KF_EINVAL, "iters: expected an integer in 3..200"},
+	{"{\"recipe\": \"qwen3\", \"iters\": 1000}", KF_EINVAL,
+	 "iters: expected an integer in 3..200"},
 	{"{\"recipe\": \"qwen3\", \"dtype\": \"fp8\"}", KF_EINVAL, "dtype: expected bf16"},
 	{"{\"recipe\": \"qwen3\", \"compile_patch\": {\"Qwen3MLP\": \"silu\"}}", KF_EINVAL,
 	 "compile_patch: 'Qwen3MLP' -> 'silu' is not an op"},
@@ -194,13 +195,14 @@ START_TEST(result_gets_speedups_and_summary)
 	json_t *sp = json_object_get(r, "speedups");
 	ck_assert_uint_eq(json_array_size(sp), 2);
 	json_t *p = json_array_get(sp, 0);
-	ck_assert_double_eq_tol(json_real_value(json_object_get(p, "patched_vs_eager")), 1.2, 1e-12);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(p, "patched_vs_eager")), 1.2,
+				1e-12);
 	ck_assert_double_eq_tol(json_real_value(json_object_get(p, "patched_compile_vs_compile")),
 				1.05, 1e-12);
 	ck_assert(json_is_null(json_object_get(p, "patched_graphs_vs_graphs")));
 	json_t *d = json_array_get(sp, 1);
-	ck_assert_double_eq_tol(json_real_value(json_object_get(d, "patched_graphs_vs_graphs")), 0.8,
-				1e-12);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(d, "patched_graphs_vs_graphs")),
+				0.8, 1e-12);
 	const char *s = json_string_value(json_object_get(r, "summary"));
 	ck_assert_msg(strstr(s, "prefill 1x2048: best patched 1.05x vs best unpatched, eager 1.2x, "
 				"compile 1.05x"),
@@ -287,13 +289,15 @@ START_TEST(valid_request_without_gpu_is_recorded_with_its_ops)
 	json_decref(args);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(is_error, 1);
-	const char *code = json_string_value(json_object_get(json_object_get(res, "error"), "code"));
-	ck_assert_msg(code && (strcmp(code, "no_gpu") == 0 || strcmp(code, "not_found") == 0),
-		      "%s", code);
+	const char *code =
+		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
+	ck_assert_msg(code && (strcmp(code, "no_gpu") == 0 || strcmp(code, "not_found") == 0), "%s",
+		      code);
 	struct history_run run = {0};
 	newest_run(&run);
 	ck_assert_int_eq(run.status, HISTORY_ERROR);
-	ck_assert_msg(strstr(run.kernels, "model:qwen3") && strstr(run.kernels, "patch:qk_norm_rope"),
+	ck_assert_msg(strstr(run.kernels, "model:qwen3") &&
+			      strstr(run.kernels, "patch:qk_norm_rope"),
 		      "%s", run.kernels);
 	history_run_fini(&run);
 	json_decref(res);
