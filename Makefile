@@ -229,11 +229,13 @@ test: deps-auto
 	$(Q)$(MAKE) --no-print-directory test-unit $(FATBIN)
 	$(Q)fail=0; for t in $(PROTO_TESTS); do $(TEST_ENV) sh $$t || fail=1; done; exit $$fail
 
-# tests/gpu/run.sh (kernels and check_kernel) and tests/gpu_runner.py (the
-# GPU pool and run history through `kforge serve`); both skip without a GPU.
+# tests/gpu/run.sh (kernels and check_kernel), tests/gpu_runner.py (the
+# GPU pool and run history through `kforge serve`) and tests/gpu/model.sh
+# (the torch ops and benchmark_model); each skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
-		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; exit $$fail
+		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
+		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; exit $$fail
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb
