@@ -143,6 +143,9 @@ def callers(job, shape, base, patched, cpatched):
             fwd = torch.compile(model.forward, mode="reduce-overhead", **dyn)
         else:
             fwd = torch.compile(model.forward, **dyn)
+        if graphs:
+            fwd = (lambda f: lambda **kw: (torch.compiler.cudagraph_mark_step_begin(),
+                                           f(**kw))[1])(fwd)
         if shape.kind == "decode":
             out[m] = decode_caller(model, shape, fwd)
         else:
@@ -296,11 +299,17 @@ def run(job):
         for m in calls:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
             with torch.no_grad():
                 calls[m]()
             torch.cuda.synchronize()
-            res["memory"][f"{sh.name} / {m}"] = torch.cuda.max_memory_allocated()
+            res["memory"][f"{sh.name} / {m}"] = {
+                "call_peak_mb": round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)}
         del calls, outs
+    res["memory"]["weights_mb"] = {
+        "unpatched": round(sum(p.numel() * p.element_size() for p in base.parameters()) / 2**20, 1),
+        "patched": round(sum(p.numel() * p.element_size() for p in patched.parameters()) / 2**20,
+                         1)}
     return res
 
 
