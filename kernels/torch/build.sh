@@ -45,7 +45,7 @@ for f in $CUS; do
 	"$NVCC" -O3 -std=c++17 -I. $GEN -Xcompiler -fPIC -c "$f" -o "$o" >"$o.log" 2>&1 &
 	pids="$pids $!"
 done
-"$CXX" -O2 -std=c++17 -fPIC -I. -I"$TORCH_DIR/include" \
+"$CXX" -O2 -std=c++20 -fPIC -I. -I"$TORCH_DIR/include" \
 	-I"$TORCH_DIR/include/torch/csrc/api/include" -I"$CUDA_DIR/include" \
 	-D_GLIBCXX_USE_CXX11_ABI="$ABI" -c kernels/torch/kforge_ops.cpp -o "$B/kforge_ops.o" \
 	>"$B/kforge_ops.o.log" 2>&1 &
