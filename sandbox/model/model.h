@@ -79,7 +79,8 @@ struct model_opts {
  * <data_dir>/torch-ops and reused by later runs. Returns 0 and *out (new: the finished result with summary,
  * speedups, versions...), writing the device ordinal to *gpu (-1 when it
  * never ran); or KF_EINVAL (unknown patch target: the message lists the
- * model's classes; a patch that does not fit; a bad dimension), KF_ENOGPU,
+ * model's classes, and *out (new) is {"target", "classes": [every class]};
+ * a patch that does not fit; a bad dimension), KF_ENOGPU,
  * KF_ENOTFOUND (no torch or driver script on this host), KF_EFAULT (the
  * job crashed or ran out of GPU memory: the message says which, with the
  * tail of its output), KF_ETIMEOUT, KF_ECANCELED, KF_ESANDBOX, KF_EIO. */

@@ -103,27 +103,33 @@ class Shape:
             raise ValueError(f"shape kind '{self.kind}': expected prefill or decode")
 
 
-def decode_caller(model, shape, fwd):
-    """A decode step with a static KV cache prefilled with shape.past tokens;
-    every call writes the same cache slot, so calls repeat exactly."""
+def decode_caller(model, shape, fwd, calls):
+    """A decode step of batch shape.batch after shape.past tokens in a
+    transformers StaticCache. The model places each step itself (recent
+    transformers derive the position from the cache, as generate() does),
+    so every call decodes the next token: the cache has room for the
+    prompt plus `calls` steps, and the context grows from past to
+    past + calls over the measurement (the same for every mode)."""
     from transformers import StaticCache
+    n = shape.past + calls
     try:
-        cache = StaticCache(config=model.config, max_cache_len=shape.past + 1)
+        cache = StaticCache(config=model.config, max_cache_len=n)
     except TypeError:
-        cache = StaticCache(config=model.config, max_batch_size=shape.batch,
-                            max_cache_len=shape.past + 1, device="cuda",
-                            dtype=next(model.parameters()).dtype)
-    dev = shape.inputs["input_ids"].device
+        cache = StaticCache(config=model.config, max_batch_size=shape.batch, max_cache_len=n,
+                            device="cuda", dtype=next(model.parameters()).dtype)
     with torch.no_grad():
-        model(**shape.prompt, past_key_values=cache, use_cache=True,
-              cache_position=torch.arange(shape.past, device=dev))
-    pos = torch.tensor([shape.past], device=dev)
+        model(**shape.prompt, past_key_values=cache, use_cache=True)
     ids = shape.inputs["input_ids"]
 
     def call():
-        return fwd(input_ids=ids, past_key_values=cache, use_cache=True, cache_position=pos,
-                   position_ids=pos.expand(shape.batch, 1))
+        return fwd(input_ids=ids, past_key_values=cache, use_cache=True)
     return call
+
+
+def calls_per_mode(job):
+    """Calls of one mode on one shape: warm-up, timed, profile (1 + 3),
+    memory (1), with a margin."""
+    return int(job.get("warmup", 3)) + int(job.get("iters", 20)) + 8
 
 
 def callers(job, shape, base, patched, cpatched):
@@ -154,7 +160,7 @@ def callers(job, shape, base, patched, cpatched):
             fwd = (lambda f: lambda **kw: (torch.compiler.cudagraph_mark_step_begin(),
                                            f(**kw))[1])(fwd)
         if shape.kind == "decode":
-            out[m] = decode_caller(model, shape, fwd)
+            out[m] = decode_caller(model, shape, fwd, calls_per_mode(job))
         else:
             out[m] = (lambda f: lambda: f(**shape.inputs))(fwd)
     return out
@@ -286,38 +292,63 @@ def run(job):
         raise ValueError("shapes: give at least one shape")
     res["agreement"] = agreement(job, base, patched, shapes, job.get("fp32_check", True))
     rng = random.Random(int(job.get("seed", 0)))
-    res["latency"], res["profile"], res["memory"] = [], {}, {}
-    for sh in shapes:
-        calls = callers(job, sh, base, patched, cpatched)
-        times, outs = time_modes(calls, int(job.get("iters", 20)), int(job.get("warmup", 3)),
-                                 rng)
-        ref = outs.get("eager")
-        for m in calls:
-            med, lo, hi = median_ci(times[m])
-            row = {"shape": sh.name, "mode": m, "median_ms": round(med, 4),
-                   "ci_ms": [round(lo, 4), round(hi, 4)], "n": len(times[m]),
-                   "first_calls_s": round(times[m + ":first_s"], 2)}
-            if ref is not None and m != "eager":
-                row["rel_l2_vs_eager"] = rel_l2(outs[m].float(), ref.float())
-            res["latency"].append(row)
-        if job.get("profile", True):
-            for m in calls:
-                res["profile"][f"{sh.name} / {m}"] = profile_ops(calls[m])
-        for m in calls:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-            with torch.no_grad():
-                calls[m]()
-            torch.cuda.synchronize()
-            res["memory"][f"{sh.name} / {m}"] = {
-                "call_peak_mb": round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)}
-        del calls, outs
+    res["latency"], res["profile"], res["memory"], res["shape_errors"] = [], {}, {}, []
+    # prefill first: a decode failure (a dead CUDA context) keeps them
+    for sh in sorted(shapes, key=lambda s: s.kind == "decode"):
+        try:
+            measure_shape(job, sh, base, patched, cpatched, rng, res)
+        except (ValueError, torch.cuda.OutOfMemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported with the shapes measured so far
+            res["shape_errors"].append({"shape": sh.name,
+                                        "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            break  # the CUDA context may be unusable: stop here, keep what was measured
+        write_result(res, partial=True)
     res["memory"]["weights_mb"] = {
         "unpatched": round(sum(p.numel() * p.element_size() for p in base.parameters()) / 2**20, 1),
         "patched": round(sum(p.numel() * p.element_size() for p in patched.parameters()) / 2**20,
                          1)}
     return res
+
+
+def write_result(res, partial=False):
+    """Writes res to argv[2] (atomically), marked partial while shapes remain."""
+    if len(sys.argv) < 3:
+        return
+    tmp = sys.argv[2] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(dict(res, partial=True) if partial else res, f)
+    os.replace(tmp, sys.argv[2])
+
+
+def measure_shape(job, sh, base, patched, cpatched, rng, res):
+    """Times, profiles and measures the memory of every mode on shape sh
+    into res."""
+    calls = callers(job, sh, base, patched, cpatched)
+    times, outs = time_modes(calls, int(job.get("iters", 20)), int(job.get("warmup", 3)),
+                             rng)
+    ref = outs.get("eager")
+    for m in calls:
+        med, lo, hi = median_ci(times[m])
+        row = {"shape": sh.name, "mode": m, "median_ms": round(med, 4),
+               "ci_ms": [round(lo, 4), round(hi, 4)], "n": len(times[m]),
+               "first_calls_s": round(times[m + ":first_s"], 2)}
+        if ref is not None and m != "eager":
+            row["rel_l2_vs_eager"] = rel_l2(outs[m].float(), ref.float())
+        res["latency"].append(row)
+    if job.get("profile", True):
+        for m in calls:
+            res["profile"][f"{sh.name} / {m}"] = profile_ops(calls[m])
+    for m in calls:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        with torch.no_grad():
+            calls[m]()
+        torch.cuda.synchronize()
+        res["memory"][f"{sh.name} / {m}"] = {
+            "call_peak_mb": round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)}
+    del calls, outs
 
 
 def main():
@@ -336,11 +367,8 @@ def main():
         fail(str(e), 2)
     except torch.cuda.OutOfMemoryError as e:
         fail(f"out of GPU memory: {str(e).splitlines()[0]}", 3)
-    out = json.dumps(res)
-    if len(sys.argv) > 2:
-        with open(sys.argv[2], "w") as f:
-            f.write(out)
-    print(out)
+    write_result(res)
+    print(json.dumps(res))
 
 
 if __name__ == "__main__":

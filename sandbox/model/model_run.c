@@ -279,6 +279,10 @@ static int job_result(struct job_ctx *c, const char *recipe, json_t **out, struc
 	}
 	if (json_is_string(json_object_get(res, "error"))) {
 		int rc = driver_error(res, c->res.exit_code, recipe, err);
+		const json_t *classes = json_object_get(res, "classes");
+		if (json_is_array(classes)) /* the whole listing, past the message's cap */
+			*out = json_pack("{s:O, s:O}", "target", json_object_get(res, "target"),
+					 "classes", classes);
 		json_decref(res);
 		return rc;
 	}

@@ -55,9 +55,14 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		tool_ctx_progress(ctx, 0, 0, "building the model and the ops on the GPU host");
 		rc = model_run(&env, job, &o, out, &gpu, err);
 	}
-	if (rc && !*out)
-		*out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
-				 kf_err_name(rc), "message", err->msg);
+	if (rc) { /* summary first, then what the run left (the model's classes) */
+		json_t *e = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
+				      kf_err_name(rc), "message", err->msg);
+		if (*out)
+			json_object_update_missing(e, *out);
+		json_decref(*out);
+		*out = e;
+	}
 	if (job)
 		add_kernels(*out, job);
 	runs_record(app, HISTORY_BENCH, args, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);

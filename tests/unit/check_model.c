@@ -167,10 +167,11 @@ START_TEST(unknown_target_lists_the_model_classes)
 	json_t *classes = json_pack("[s, s, s]", "Qwen3Attention", "Qwen3MLP", "Qwen3RMSNorm");
 	char buf[512];
 	model_unknown_target_msg("Qwen2RMSNorm", "qwen3", classes, buf, sizeof buf);
-	ck_assert_msg(strstr(buf, "patch target 'Qwen2RMSNorm' names no module of the qwen3 model"),
+	ck_assert_msg(strstr(buf, "patch target 'Qwen2RMSNorm' is no module class or name of the "
+				  "qwen3 model"),
 		      "%s", buf);
-	ck_assert_msg(strstr(buf, "its module classes are: Qwen3Attention, Qwen3MLP, Qwen3RMSNorm"),
-		      "%s", buf);
+	ck_assert_msg(strstr(buf, "its classes: Qwen3Attention, Qwen3MLP, Qwen3RMSNorm"), "%s",
+		      buf);
 	char small[40];
 	model_unknown_target_msg("Qwen2RMSNorm", "qwen3", classes, small, sizeof small);
 	ck_assert_uint_eq(strlen(small), sizeof small - 1);
@@ -212,6 +213,25 @@ START_TEST(result_gets_speedups_and_summary)
 	json_decref(r);
 	r = json_pack("{s:s}", "recipe", "dit");
 	ck_assert_int_eq(model_result_finish(r, &err), KF_EINVAL);
+	json_decref(r);
+}
+END_TEST
+
+START_TEST(result_summary_names_failed_shapes_and_partial_runs)
+{
+	json_t *r = json_loads(
+		"{\"recipe\": \"qwen3\", \"partial\": true, \"latency\": ["
+		"{\"shape\": \"prefill 1x2048\", \"mode\": \"eager\", \"median_ms\": 12.0}],"
+		"\"shape_errors\": [{\"shape\": \"decode 32x1 (past 512)\", \"error\": "
+		"\"AcceleratorError: device-side assert triggered\"}]}",
+		0, NULL);
+	struct kf_err err = {0};
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(model_result_finish(r, &err), 0);
+	const char *s = json_string_value(json_object_get(r, "summary"));
+	ck_assert_msg(strstr(s, "decode 32x1 (past 512) FAILED: AcceleratorError: device-side"),
+		      "%s", s);
+	ck_assert_msg(strstr(s, "PARTIAL: the job ended before every shape ran"), "%s", s);
 	json_decref(r);
 }
 END_TEST
@@ -319,6 +339,7 @@ static Suite *model_suite(void)
 			    (int)(sizeof BAD_JOB / sizeof BAD_JOB[0]));
 	tcase_add_test(tc, unknown_target_lists_the_model_classes);
 	tcase_add_test(tc, result_gets_speedups_and_summary);
+	tcase_add_test(tc, result_summary_names_failed_shapes_and_partial_runs);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tool");
 	tcase_add_checked_fixture(tc, setup, teardown);
