@@ -53,9 +53,10 @@ static void py_probe(void)
 		py_exe[0] = 0;
 }
 
-/* The kforge tree holding sandbox/model/model_bench.py: $KFORGE_ROOT, or
- * the directory above the binary's (build/kforge in a checkout). */
-static int find_root(char *out, size_t cap, struct kf_err *err)
+/* The kforge tree holding sandbox/model/model_bench.py (resolved into out):
+ * $KFORGE_ROOT, or the directory above the binary's (build/kforge in a
+ * checkout; `make install` does not install the Python side). */
+static int find_root(char out[PATH_MAX], struct kf_err *err)
 {
 	const char *e = getenv("KFORGE_ROOT");
 	char p[PATH_MAX], probe[PATH_MAX + 64];
@@ -78,7 +79,6 @@ static int find_root(char *out, size_t cap, struct kf_err *err)
 				  "benchmark_model: %s not found; run kforge from its source tree "
 				  "or set KFORGE_ROOT to it",
 				  probe);
-	(void)cap;
 	return 0;
 }
 
@@ -305,7 +305,7 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "benchmark_model needs python3 with torch on this host; "
 				  "python3 -c 'import torch' failed");
-	if ((rc = find_root(root, sizeof root, err)))
+	if ((rc = find_root(root, err)))
 		return rc;
 	snprintf(cache, sizeof cache, "%s/torch-ops", base);
 	snprintf(dir, sizeof dir, "%s/jobs", base);
