@@ -32,7 +32,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+LIB = None  # the ops library once loaded: reported with errors too, so it is kept
+
+
 def fail(msg, code, **extra):
+    if LIB:
+        extra["lib"] = LIB
     out = json.dumps({"error": msg, **extra})
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as f:
@@ -268,7 +273,8 @@ def run(job):
         raise ValueError(f"dtype '{job.get('dtype')}': expected bf16, f16 or f32")
     recipe = job.get("recipe", "qwen3")
     t0 = time.time()
-    lib = kforge_torch.load(job.get("lib"))
+    global LIB
+    lib = LIB = kforge_torch.load(job.get("lib"))
     t_build = time.time() - t0
     base, make_inputs, dims = recipes.build(recipe, job.get("dims"), dtype, "cuda",
                                             int(job.get("seed", 0)))

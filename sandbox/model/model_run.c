@@ -133,7 +133,7 @@ static int read_capped(const char *path, size_t cap, char **out, struct kf_err *
 
 struct job_ctx {
 	const struct model_env *env;
-	const char *dir, *root, *prebuilt;
+	const char *dir, *root, *prebuilt, *cache;
 	unsigned timeout_s;
 	int gpu;
 	struct jail_result res;
@@ -152,15 +152,12 @@ static int job_fn(void *arg, int gpu, const volatile int *stop, struct kf_err *e
 	snprintf(pre, sizeof pre, "KF_TORCH_PREBUILT=%s", c->prebuilt ? c->prebuilt : "");
 	snprintf(dev, sizeof dev, "CUDA_VISIBLE_DEVICES=%d", gpu);
 	const char *argv[] = {py_exe, drv, "job.json", "result.json", NULL};
-	const char *envp[] = {pp,
-			      pkg,
-			      pre,
-			      dev,
-			      "KF_TORCH_CACHE=" JAIL_JOB_DIR "/torch-ops",
+	const char *envp[] = {pp, pkg, pre, dev, "KF_TORCH_CACHE=" JAIL_JOB_DIR "/torch-ops",
 			      "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",
 			      "TRITON_CACHE_DIR=/tmp/triton",
-			      "OMP_NUM_THREADS=8",
-			      NULL};
+			      /* Inductor's compile worker pool needs POSIX semaphores
+			       * (/dev/shm), which the jail does not mount */
+			      "TORCHINDUCTOR_COMPILE_THREADS=1", "OMP_NUM_THREADS=8", NULL};
 	struct jail_bind binds[PY_PATHS_MAX + 3];
 	size_t nb = 0;
 	binds[nb++] = (struct jail_bind){.src = py_exe};
@@ -279,6 +276,7 @@ static int job_result(struct job_ctx *c, const char *recipe, json_t **out, struc
 	}
 	if (json_is_string(json_object_get(res, "error"))) {
 		int rc = driver_error(res, c->res.exit_code, recipe, err);
+		keep_lib(c->dir, c->cache, res); /* built before the request failed */
 		const json_t *classes = json_object_get(res, "classes");
 		if (json_is_array(classes)) /* the whole listing, past the message's cap */
 			*out = json_pack("{s:O, s:O}", "target", json_object_get(res, "target"),
@@ -316,6 +314,7 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 	if (!mkdtemp(dir))
 		return kf_err_set(err, KF_EIO, "mkdtemp %s: %s", dir, strerror(errno));
 	c.prebuilt = cache;
+	c.cache = cache;
 	c.timeout_s = o && o->timeout_s ? o->timeout_s : MODEL_TIMEOUT_S;
 	snprintf(p, sizeof p, "%s/job.json", dir);
 	if (json_dump_file(job, p, 0)) {
