@@ -83,7 +83,9 @@ struct model_opts {
  * a patch that does not fit; a bad dimension), KF_ENOGPU,
  * KF_ENOTFOUND (no torch or driver script on this host), KF_EFAULT (the
  * job crashed or ran out of GPU memory: the message says which, with the
- * tail of its output), KF_ETIMEOUT, KF_ECANCELED, KF_ESANDBOX, KF_EIO. */
+ * tail of its output), KF_ETIMEOUT (*out, new, may then hold the shapes
+ * measured before the limit), KF_ECANCELED, KF_ESANDBOX, KF_EIO. A job
+ * that died after some shapes returns 0 with the result marked partial. */
 int model_run(const struct model_env *env, const json_t *job, const struct model_opts *o,
 	      json_t **out, int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
 

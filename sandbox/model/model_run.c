@@ -328,6 +328,14 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 			err);
 	*gpu = c.gpu;
 	if (rc == KF_ETIMEOUT || (!rc && c.res.timed_out)) {
+		/* the shapes measured before the limit (written as each finished)
+		 * come back with the error */
+		struct kf_err ignored = {0};
+		if (!job_result(&c, recipe ? recipe : "?", out, &ignored) &&
+		    model_result_finish(*out, &ignored)) {
+			json_decref(*out);
+			*out = NULL;
+		}
 		rc = kf_err_set(err, KF_ETIMEOUT,
 				"benchmark_model: the job ran past its %u s limit (timeout_s)",
 				c.timeout_s);
