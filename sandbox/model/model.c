@@ -409,6 +409,11 @@ int model_result_finish(json_t *res, struct kf_err *err)
 	if (json_is_true(json_object_get(res, "partial")) && n < sizeof sum)
 		snprintf(sum + n, sizeof sum - n,
 			 "; PARTIAL: the job ended before every shape ran");
+	/* summary first, as every answer has it */
+	json_t *rest = json_copy(res);
+	json_object_clear(res);
 	json_object_set_new(res, "summary", json_string(sum));
+	json_object_update(res, rest);
+	json_decref(rest);
 	return 0;
 }

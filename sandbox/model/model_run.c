@@ -20,8 +20,8 @@
 
 #define PY_PATHS_MAX 24
 
-/* python3 and its import directories, found once by a trusted probe that
- * only imports torch (as the torch references of check_kernel do). */
+/* python3 and its import directories, found once by a trusted probe; the
+ * driver itself reports a missing torch or transformers. */
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 static char py_exe[PATH_MAX];
 static char py_paths[PY_PATHS_MAX][PATH_MAX];
@@ -30,11 +30,10 @@ static char py_pythonpath[8192];
 
 static void py_probe(void)
 {
-	FILE *f =
-		popen("python3 -c 'import os, sys, torch; print(os.path.realpath(sys.executable)); "
-		      "[print(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p)]' "
-		      "2>/dev/null",
-		      "r");
+	FILE *f = popen("python3 -c 'import os, sys; print(os.path.realpath(sys.executable)); "
+			"[print(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p)]' "
+			"2>/dev/null",
+			"r");
 	if (!f)
 		return;
 	char line[PATH_MAX];
@@ -302,7 +301,7 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 	if (!py_exe[0])
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "benchmark_model needs python3 with torch on this host; "
-				  "python3 -c 'import torch' failed");
+				  "python3 could not be started");
 	if ((rc = find_root(root, err)))
 		return rc;
 	snprintf(cache, sizeof cache, "%s/torch-ops", base);

@@ -70,66 +70,36 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return rc;
 }
 
+/* Short on purpose (tools/list is sized for an agent's context): the dims,
+ * patch ops and shapes are listed in docs/model-bench.md and in the error
+ * a wrong one gets. */
 static const char MODEL_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"recipe\"], "
 	"\"properties\": {"
-	"\"recipe\": {\"type\": \"string\", \"enum\": [\"qwen3\", \"llama\", \"dit\"], "
-	"\"description\": \"qwen3 / llama: transformers' causal LM from a config; dit: DiT "
-	"blocks with diffusers' module names (AdaLayerNormZero, Attention, RMSNorm, GEGLU or "
-	"GELU, FeedForward); random weights, nothing downloaded\"}, "
-	"\"dims\": {\"type\": \"object\", \"description\": \"qwen3/llama: layers (8), hidden "
-	"(4096), intermediate (12288), heads (32), kv_heads (8), head_dim (128), vocab "
-	"(151936); dit: layers (4), hidden (2048), heads (32), head_dim (64), ff_mult (4), "
-	"activation (geglu | gelu_tanh)\"}, "
-	"\"dtype\": {\"type\": \"string\", \"enum\": [\"bf16\", \"f16\", \"f32\"], "
-	"\"default\": \"bf16\"}, "
-	"\"patch\": {\"type\": \"object\", \"description\": \"{target: op}: target a module "
-	"class name (Qwen3RMSNorm) or a glob over module names (model.layers.*.mlp); op one "
-	"of rmsnorm, layernorm, add_rmsnorm (decoder layer: residual add + norm), "
-	"gate_up_silu (MLP: one gate|up GEMM + kforge silu_and_mul), qk_norm_rope "
-	"(attention: one q|k|v GEMM + fused per-head norm and rope), gate_up, fused_qkv "
-	"(the GEMM merges alone), geglu, gelu_tanh, gelu, adaln_zero. Default per recipe\"}, "
-	"\"compile_patch\": {\"type\": \"object\", \"description\": \"the patch used under "
-	"torch.compile and CUDA graphs; default: the patch when given, else the recipe's "
-	"(the GEMM merges: Inductor fuses norms and activations better than opaque ops "
-	"let it)\"}, "
-	"\"shapes\": {\"type\": \"array\", \"maxItems\": 8, \"items\": {\"type\": \"object\"}, "
-	"\"description\": \"[{kind: prefill, batch, seq} | {kind: decode, batch, past}]; "
-	"default prefill 1x2048, 8x512, decode 32x1 after 512 (dit: prefill 2x4096)\"}, "
-	"\"modes\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "
-	"\"eager, patched, compile, patched_compile, graphs, patched_graphs (decode; "
-	"torch.compile mode reduce-overhead); default all\"}, "
-	"\"iters\": {\"type\": \"integer\", \"minimum\": 3, \"maximum\": 200, \"default\": 20}, "
-	"\"warmup\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 50, \"default\": 3}, "
-	"\"seed\": {\"type\": \"integer\", \"minimum\": 0}, "
-	"\"profile\": {\"type\": \"boolean\", \"default\": true}, "
-	"\"fp32_check\": {\"type\": \"boolean\", \"default\": true}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 60, \"maximum\": 1800, "
-	"\"default\": 900}}}";
+	"\"recipe\": {\"type\": \"string\", \"enum\": [\"qwen3\", \"llama\", \"dit\"]}, "
+	"\"dims\": {\"type\": \"object\"}, "
+	"\"dtype\": {\"type\": \"string\", \"enum\": [\"bf16\", \"f16\", \"f32\"]}, "
+	"\"patch\": {\"type\": \"object\", \"description\": \"{class or name glob: op}\"}, "
+	"\"compile_patch\": {\"type\": \"object\"}, "
+	"\"shapes\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}, "
+	"\"modes\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "
+	"\"iters\": {\"type\": \"integer\"}, \"warmup\": {\"type\": \"integer\"}, "
+	"\"seed\": {\"type\": \"integer\"}, \"profile\": {\"type\": \"boolean\"}, "
+	"\"fp32_check\": {\"type\": \"boolean\"}, "
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 60, \"maximum\": 1800}}}";
 
 static const char MODEL_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"speedups\": {\"type\": \"array\"}, "
-	"\"latency\": {\"type\": \"array\"}, \"agreement\": {}, \"profile\": {\"type\": "
-	"\"object\"}, \"memory\": {\"type\": \"object\"}, \"versions\": {\"type\": \"object\"}, "
-	"\"patch\": {\"type\": \"object\"}, \"kernels\": {\"type\": \"array\"}, \"error\": "
-	"{\"type\": \"object\"}}}";
+	"\"summary\": {\"type\": \"string\"}, \"speedups\": {\"type\": \"array\"}}}";
 
 static const struct tool_def MODEL_TOOLS[] = {
 	{
 		.name = "benchmark_model",
 		.title = "Benchmark kforge's ops inside a model",
-		.description =
-			"Builds a model offline with random weights (transformers Qwen3 or Llama "
-			"of any size, or DiT blocks with diffusers' module names), swaps modules "
-			"for kforge's torch ops by a patch map, and measures: output agreement "
-			"(rel L2 and max error vs the unpatched model, and whether the patched "
-			"bf16 model is no further from an fp32 run than the unpatched one), "
-			"latency medians with 95% intervals for prefill and decode shapes in "
-			"eager, patched eager, torch.compile, patched + torch.compile and CUDA "
-			"graphs (decode), the profiler's per-op share of GPU time, and peak GPU "
-			"memory. An unknown module class is an error listing the model's classes. "
-			"Minutes per call (torch.compile).",
+		.description = "kforge's ops inside a model (transformers Qwen3/Llama or DiT "
+			       "blocks, random weights) vs the unpatched model: agreement, "
+			       "latency eager / torch.compile / CUDA graphs, per-op profile, "
+			       "memory. Minutes per call.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
 		.annotations = 0,

@@ -205,6 +205,7 @@ START_TEST(result_gets_speedups_and_summary)
 	ck_assert_double_eq_tol(json_real_value(json_object_get(d, "patched_graphs_vs_graphs")),
 				0.8, 1e-12);
 	const char *s = json_string_value(json_object_get(r, "summary"));
+	ck_assert_str_eq(json_object_iter_key(json_object_iter(r)), "summary");
 	ck_assert_msg(strstr(s, "prefill 1x2048: best patched 1.05x vs best unpatched, eager 1.2x, "
 				"compile 1.05x"),
 		      "%s", s);
