@@ -41,7 +41,7 @@ static void add_kernels(json_t *out, const json_t *job)
 static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	json_t *job = NULL;
 	int gpu = -1;
 	int rc = model_job_new(args, &job, err);
@@ -65,7 +65,8 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	}
 	if (job)
 		add_kernels(*out, job);
-	runs_record(app, HISTORY_BENCH, args, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	tools_runs_record(app, HISTORY_BENCH, args, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	json_decref(job);
 	return rc;
 }
