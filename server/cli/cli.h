@@ -48,6 +48,7 @@ extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
 extern const struct cli_cmd CLI_DEMO[];	   /* cli_demo.c: demo */
 extern const struct cli_cmd CLI_OPS[];	   /* cli_ops.c: ops */
 extern const struct cli_cmd CLI_EXEC[];	   /* cli_exec.c: exec-job */
+extern const struct cli_cmd CLI_MODEL[];   /* cli_model.c: model-bench */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {
