@@ -1,8 +1,9 @@
 /* check_compile: the sandboxed compiler end to end (real nvcc / NVRTC in the
- * bubblewrap jail): resources and diagnostics, the bad inputs of issue 4
- * (syntax error, ptxas failure, spills, secret includes, a compile that never
- * ends, an output flood, 20 compiles at once, refused flags), the artifact
- * cache and the SHA-256 under it. Each test gets a fresh data dir. */
+ * bubblewrap jail): resources and diagnostics, the bad inputs a compile
+ * service meets (syntax error, ptxas failure, spills, secret includes, a
+ * compile that never ends, an output flood, 20 compiles at once, refused
+ * flags), the artifact cache and the SHA-256 under it. Each test gets a
+ * fresh data dir. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
