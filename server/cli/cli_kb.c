@@ -43,7 +43,7 @@ static const char GUIDE_USAGE[] =
 	"       kforge guide list [--json]\n"
 	"\n"
 	"Search and read kforge's CUDA optimization guides.\n"
-	"  search WORDS     ranked full-text search (bm25; titles and tags weigh more)\n"
+	"  search WORDS     ranked full-text search (BM25; titles weigh more)\n"
 	"  --arch TARGET    only guides for this target or GPU (sm_90, h100, hopper)\n"
 	"  --tag TAG        only guides with this tag\n"
 	"  --limit N        at most N hits (1-50, default 10)\n"

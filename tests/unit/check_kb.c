@@ -1025,6 +1025,104 @@ START_TEST(index_questions_rank_their_guide_in_the_top_three)
 }
 END_TEST
 
+/* tests/data/search-blind-questions.md: 30 questions written from the
+ * guide titles alone by someone who had not read the guides, as
+ * "- <question> | <best-id>, <other acceptable ids>". At least 28 must put
+ * an acceptable guide in the top 3 (the INDEX.md questions were written with
+ * the guides open; these measure search on an agent's own words). */
+START_TEST(blind_questions_rank_an_acceptable_guide_in_the_top_three)
+{
+	const char *path = getenv("KFORGE_KB");
+	char qpath[700], *text = NULL;
+	size_t len = 0;
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	snprintf(qpath, sizeof qpath, "%s/tests/data/search-blind-questions.md", g_src);
+	if (!path || access(path, R_OK) != 0) {
+		fprintf(stderr, "check_kb: blind retrieval skipped: no knowledge.db\n");
+		return;
+	}
+	ck_assert_int_eq(kb_read_file(qpath, 1 << 20, &text, &len, &err), 0);
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	int asked = 0, found_n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *bar = strrchr(line, '|');
+		if (strncmp(line, "- ", 2) != 0 || !bar)
+			continue;
+		*bar = '\0';
+		char ok[512];
+		size_t on = 0;
+		ok[on++] = ',';
+		for (const char *p = bar + 1; *p && on < sizeof ok - 2; p++)
+			if (*p != ' ')
+				ok[on++] = *p;
+		ok[on++] = ',';
+		ok[on] = '\0';
+		struct kb_hit *h = NULL;
+		struct kb_search q = {.query = line + 2, .limit = 3};
+		size_t n = 0;
+		ck_assert_int_eq(kb_search_guides(kb, &q, &h, &n, &err), 0);
+		int found = 0;
+		for (size_t i = 0; i < n; i++) {
+			char id[80];
+			snprintf(id, sizeof id, ",%s,", h[i].id);
+			found |= strstr(ok, id) != NULL;
+		}
+		if (!found)
+			fprintf(stderr, "blind: '%s' wants one of %s, got %s %s %s\n", line + 2, ok,
+				n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-",
+				n > 2 ? h[2].id : "-");
+		found_n += found;
+		asked++;
+		free(h);
+	}
+	kb_close(kb);
+	free(text);
+	ck_assert_int_eq(asked, 30);
+	ck_assert_msg(found_n >= 28, "%d of %d blind questions found an acceptable guide", found_n,
+		      asked);
+}
+END_TEST
+
+/* Words an agent types for a topic the guides name otherwise reach that
+ * guide through the synonym groups. */
+static const struct {
+	const char *query, *want;
+} SYNONYM_CASES[] = {
+	{"how do I time a CUDA kernel accurately", "measuring"},
+	{"why is my reduction slow on H100", "warp-reductions"},
+	{"how to profile my kernel", "ncu-metrics"},
+	{"how many blocks should I launch for my elementwise kernel", "grid-sizing"},
+};
+
+START_TEST(agent_words_reach_the_guide_through_synonyms)
+{
+	const char *path = getenv("KFORGE_KB");
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	if (!path || access(path, R_OK) != 0) {
+		fprintf(stderr, "check_kb: synonym retrieval skipped: no knowledge.db\n");
+		return;
+	}
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	struct kb_hit *h = NULL;
+	struct kb_search q = {.query = SYNONYM_CASES[_i].query, .limit = 3};
+	size_t n = 0;
+	ck_assert_int_eq(kb_search_guides(kb, &q, &h, &n, &err), 0);
+	int found = 0;
+	for (size_t i = 0; i < n; i++)
+		found |= strcmp(h[i].id, SYNONYM_CASES[_i].want) == 0;
+	ck_assert_msg(found, "'%s': %s not in the top 3 (%s %s %s)", q.query,
+		      SYNONYM_CASES[_i].want, n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-",
+		      n > 2 ? h[2].id : "-");
+	free(h);
+	kb_close(kb);
+}
+END_TEST
+
 /* ---- threads ------------------------------------------------------------------ */
 
 static void *search_worker(void *arg)
@@ -1119,6 +1217,9 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, guide_read_returns_the_whole_guide_and_unknown_ids_fail);
 	tcase_add_test(t, retrieval_puts_the_right_guide_in_the_top_three);
 	tcase_add_test(t, index_questions_rank_their_guide_in_the_top_three);
+	tcase_add_test(t, blind_questions_rank_an_acceptable_guide_in_the_top_three);
+	tcase_add_loop_test(t, agent_words_reach_the_guide_through_synonyms, 0,
+			    sizeof SYNONYM_CASES / sizeof SYNONYM_CASES[0]);
 	tcase_add_test(t, concurrent_queries_from_many_threads_agree);
 	suite_add_tcase(s, t);
 	return s;
