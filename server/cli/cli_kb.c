@@ -248,7 +248,8 @@ static void print_compare(const json_t *res)
 		printf("  %s%s\n", sget(r, "unit"),
 		       json_is_true(json_object_get(r, "derived")) ? " (derived)" : "");
 	}
-	printf("(sources per figure: kforge gpu ID, or --json)\n");
+	printf("('-' = not confirmed by a source, 'n/a' = no such format on that GPU; sources "
+	       "per figure: kforge gpu ID, or --json)\n");
 }
 
 static int int_opt(const char *cmd, const char *name, const char *v, long lo, long hi, long *out)

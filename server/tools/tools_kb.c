@@ -231,8 +231,12 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 		snprintf(s3, sizeof s3, "%g", bw);
 	if (k4)
 		snprintf(s4, sizeof s4, "%g TFLOPS", bf);
-	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, BF16 tensor %s dense",
-		 g->name, g->id, g->architecture, g->compute_capability, s1, s2, s3, s4);
+	/* The figure is FP16 on parts without BF16 (T4, V100): say which. */
+	const struct kb_figure *bf16 = kb_gpu_figure(g, "feat_bf16_sm80");
+	int has_bf16 = bf16 && strcmp(bf16->text, "yes") == 0;
+	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, %s tensor %s dense", g->name,
+		 g->id, g->architecture, g->compute_capability, s1, s2, s3,
+		 has_bf16 ? "BF16" : "FP16", s4);
 }
 
 /* An unknown GPU: isError with the closest names. */
@@ -390,9 +394,14 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struc
 		for (size_t i = 0; i < n; i++) {
 			const struct kb_figure *fi = kb_gpu_figure(g[i], f0->field);
 			json_t *fj = fi ? figure_json(g[i], fi) : json_object();
-			json_array_append(vals, json_object_get(fj, "value")
-							? json_object_get(fj, "value")
-							: json_null());
+			/* "n/a" (no such format) must read apart from null (unconfirmed),
+			 * as in the list view */
+			if (fi && fi->status == KB_FIG_NA)
+				json_array_append_new(vals, json_string("n/a"));
+			else
+				json_array_append(vals, json_object_get(fj, "value")
+								? json_object_get(fj, "value")
+								: json_null());
 			json_t *k = json_object_get(fj, "source_keys");
 			json_array_append_new(keys, k ? json_incref(k) : json_array());
 			json_decref(fj);
@@ -509,10 +518,9 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 		rc = specs_local(kb, out, err);
 	else
 		rc = specs_one(kb, gpu, args, out, err);
-	if (rc == 0 && fields && (rc = tools_kb_fields(*out, fields, cmp != NULL, err))) {
-		json_decref(*out);
-		*out = NULL;
-	}
+	/* a bad name leaves in *out only the names there are (valid_fields) */
+	if (rc == 0 && fields)
+		rc = tools_kb_fields(*out, fields, cmp != NULL, err);
 	return rc;
 }
 

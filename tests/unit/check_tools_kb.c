@@ -127,6 +127,18 @@ START_TEST(compare_puts_up_to_four_gpus_side_by_side)
 		   &is_error, &rc);
 	ck_assert_int_eq(rc, KF_EINVAL); /* maxItems 4 */
 	json_decref(res);
+	/* "n/a" (no such format: T4 FP8) reads apart from null (unconfirmed:
+	 * L40S INT8) */
+	res = call_ok("get_gpu_specs",
+		      "{\"compare\": [\"t4\", \"l40s\"], \"fields\": "
+		      "[\"fp8_tensor_dense_tflops\", \"int8_tensor_dense_tops\"]}");
+	json_t *v8 = json_object_get(json_array_get(json_object_get(res, "rows"), 0), "values");
+	json_t *vi = json_object_get(json_array_get(json_object_get(res, "rows"), 1), "values");
+	ck_assert_str_eq(json_string_value(json_array_get(v8, 0)), "n/a");
+	ck_assert(json_is_number(json_array_get(v8, 1)));
+	ck_assert(json_is_number(json_array_get(vi, 0)));
+	ck_assert(json_is_null(json_array_get(vi, 1)));
+	json_decref(res);
 	res = call("get_gpu_specs", "{\"compare\": [\"t4\", \"zz9\"]}", &is_error, &rc);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(is_error, 1);
@@ -207,6 +219,16 @@ START_TEST(fields_narrow_the_answer_to_the_named_figures)
 	const char *msg = json_string_value(json_object_get(res, "summary"));
 	ck_assert_ptr_nonnull(strstr(msg, "'bandwidth'"));
 	ck_assert_ptr_nonnull(strstr(msg, "memory_bandwidth_gbs"));
+	/* the whole lists, not a message cut at 256 bytes: the last figure and
+	 * the last derived figure are there */
+	json_t *valid = json_object_get(res, "valid_fields");
+	json_t *vf = json_object_get(valid, "figures"), *vd = json_object_get(valid, "derived");
+	ck_assert_uint_gt(json_array_size(vf), 30);
+	ck_assert_str_eq(json_string_value(json_array_get(vf, json_array_size(vf) - 1)),
+			 "feat_fp64_tensor");
+	ck_assert_str_eq(json_string_value(json_array_get(vd, json_array_size(vd) - 1)),
+			 "l2_per_sm_kb");
+	ck_assert_uint_eq(json_array_size(json_object_get(valid, "sections")), 4);
 	json_decref(res);
 	res = call("get_gpu_specs", "{\"compare\": [\"h100\", \"h200\"], \"fields\": [\"x\"]}",
 		   &is_error, &rc);
@@ -218,6 +240,24 @@ START_TEST(fields_narrow_the_answer_to_the_named_figures)
 	res = call("get_gpu_specs", "{\"gpu\": \"h200\", \"fields\": []}", &is_error, &rc);
 	ck_assert_int_eq(rc, KF_EINVAL); /* minItems 1 */
 	json_decref(res);
+}
+END_TEST
+
+/* The headline names the tensor format the figure is: T4 and V100 have no
+ * BF16, so their 65 and 125 TFLOPS are FP16. */
+START_TEST(headline_says_fp16_where_there_is_no_bf16)
+{
+	static const char *const cases[][2] = {{"t4", "FP16 tensor 65 TFLOPS"},
+					       {"v100", "FP16 tensor 125 TFLOPS"},
+					       {"h200", "BF16 tensor 989.4 TFLOPS"}};
+	for (size_t i = 0; i < 3; i++) {
+		char args[64];
+		snprintf(args, sizeof args, "{\"gpu\": \"%s\"}", cases[i][0]);
+		json_t *res = call_ok("get_gpu_specs", args);
+		const char *sum = json_string_value(json_object_get(res, "summary"));
+		ck_assert_msg(strstr(sum, cases[i][1]) != NULL, "%s: %s", cases[i][0], sum);
+		json_decref(res);
+	}
 }
 END_TEST
 
@@ -405,6 +445,7 @@ int main(void)
 	tcase_add_test(t, compare_puts_up_to_four_gpus_side_by_side);
 	tcase_add_test(t, unknown_gpu_is_an_error_with_the_closest_names);
 	tcase_add_test(t, fields_narrow_the_answer_to_the_named_figures);
+	tcase_add_test(t, headline_says_fp16_where_there_is_no_bf16);
 	tcase_add_test(t, ambiguous_alias_answers_the_canonical_pick_and_the_matches);
 	tcase_add_test(t, local_says_plainly_there_is_no_gpu);
 	tcase_add_test(t, occupancy_and_features_come_derived);
