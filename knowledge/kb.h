@@ -58,7 +58,7 @@ struct kb_figure {
 	int is_number;		 /* 1 when value holds the figure */
 	double value;		 /* the figure in unit, when is_number */
 	const char *text;	 /* the CSV cell as written ("" when unknown) */
-	const char *source;	 /* source text from the CSV row ("" when unknown) */
+	const char *source;	 /* its own source, else the row's text ("" when unknown) */
 	const char *source_keys; /* comma-separated keys into kb_source_find */
 	const char *derivation;	 /* how the source list derived it, or "" */
 };

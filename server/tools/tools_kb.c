@@ -65,10 +65,10 @@ static const char *const FEATURE_FIELD[KB_FEAT_COUNT] = {
 static const char *STATUS[] = {"known", "unknown", "n/a"};
 
 /* One figure: value (null when unknown or n/a), unit, label, source keys.
- * status appears only when the figure is not known. The source text of a
- * product figure is the GPU's sources_product, of a per-CC figure its
- * sources_per_cc_limits ("source_in" names which); the GPU object carries
- * each text once, so answers stay small. */
+ * status appears only when the figure is not known. A figure with its own
+ * source (figure_sources.csv) carries it as "source"; otherwise "source_in"
+ * names the GPU's sources_product or sources_per_cc_limits text, which the
+ * GPU object carries once, so answers stay small. */
 static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 {
 	json_t *o = json_object();

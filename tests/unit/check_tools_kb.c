@@ -192,8 +192,15 @@ START_TEST(fields_narrow_the_answer_to_the_named_figures)
 	ck_assert_uint_eq(json_object_size(json_object_get(g, "derived")), 1);
 	ck_assert_ptr_nonnull(json_object_get(json_object_get(g, "features"), "tma"));
 	ck_assert_ptr_nonnull(json_object_get(json_object_get(g, "sources"), "H200-DS"));
-	ck_assert_uint_eq(json_object_size(json_object_get(g, "sources")), 2); /* cited only */
-	ck_assert_ptr_nonnull(json_object_get(g, "sources_product"));
+	/* cited only: the bandwidth's own source (figure_sources.csv) */
+	ck_assert_uint_eq(json_object_size(json_object_get(g, "sources")), 1);
+	/* the figure carries its own source text, so the row's lists go */
+	ck_assert_ptr_nonnull(strstr(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(g, "figures"), "memory_bandwidth_gbs"),
+			"source")),
+		"H200-DS"));
+	ck_assert_ptr_null(json_object_get(g, "sources_product"));
 	ck_assert_ptr_null(json_object_get(g, "sources_per_cc_limits"));
 	ck_assert_ptr_null(json_object_get(g, "notes"));
 	char *a = json_dumps(whole, JSON_COMPACT), *b = json_dumps(res, JSON_COMPACT);
@@ -267,7 +274,7 @@ START_TEST(ambiguous_alias_answers_the_canonical_pick_and_the_matches)
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "gpu"), "id")),
 			 "h100-sxm");
 	json_t *amb = json_object_get(res, "ambiguous");
-	ck_assert_uint_eq(json_array_size(json_object_get(amb, "matches")), 3);
+	ck_assert_uint_eq(json_array_size(json_object_get(amb, "matches")), 6);
 	json_decref(res);
 }
 END_TEST
@@ -394,7 +401,7 @@ START_TEST(resources_list_read_and_complete)
 	json_decref(arr);
 	arr = json_array();
 	ck_assert_int_eq(p->list(g_app, arr, &err), 0);
-	ck_assert_uint_eq(json_array_size(arr), 18);
+	ck_assert_uint_eq(json_array_size(arr), 22);
 	json_decref(arr);
 	ck_assert_int_eq(p->read(g_app, "kforge://gpus/h200", &c, &err), 0);
 	json_t *doc = json_loads(json_string_value(json_object_get(json_array_get(c, 0), "text")),
@@ -405,7 +412,7 @@ START_TEST(resources_list_read_and_complete)
 	ck_assert_int_eq(p->read(g_app, "kforge://gpus/zz", &c, &err), KF_ENOTFOUND);
 	arr = json_array();
 	ck_assert_int_eq(p->complete(g_app, "id", "h1", arr, &err), 0);
-	ck_assert_uint_eq(json_array_size(arr), 2); /* h100-sxm, h100-pcie */
+	ck_assert_uint_eq(json_array_size(arr), 3); /* h100-sxm, h100-pcie, h100-nvl */
 	json_decref(arr);
 }
 END_TEST
