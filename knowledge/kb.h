@@ -350,6 +350,7 @@ struct kb_guide {
 	char *body;    /* Markdown without front matter */
 	char *links;   /* comma-separated ids of guides this one links to */
 	char *related; /* comma-separated ids from the front matter's related */
+	char *checked; /* which GPUs and CUDA version the advice was checked on */
 };
 
 /* Reads guide id. Returns 0 and *out new (free with kb_guide_free);

@@ -667,7 +667,7 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 		goto out;
 	if ((rc = import_per_cc(&b, err)) || (rc = import_gpus(&b, err)) ||
 	    (rc = check_conflict_ids(&b, err)) ||
-	    (rc = kbb_import_figure_sources(b.db, p_figsrc, err)))
+	    (rc = kb_build_figsrc_import(b.db, p_figsrc, err)))
 		goto out;
 	if ((rc = kbb_import_guides(b.db, p_guides, err)))
 		goto out;

@@ -105,7 +105,7 @@ static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, str
 	return 0;
 }
 
-int kbb_import_figure_sources(sqlite3 *db, const char *path, struct kf_err *err)
+int kb_build_figsrc_import(sqlite3 *db, const char *path, struct kf_err *err)
 {
 	int rc = 0;
 	char *text = NULL;

@@ -32,7 +32,7 @@ int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
  * line gives one known figure its own source text and keys. A missing file
  * means none. KF_EINVAL naming the file and line for an unknown or not
  * known figure, a repeated one, or a source naming no key of SOURCES.md. */
-int kbb_import_figure_sources(sqlite3 *db, const char *path, struct kf_err *err)
+int kb_build_figsrc_import(sqlite3 *db, const char *path, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Imports every guides/<name>.md under dir into db (whose gpus and aliases

@@ -442,6 +442,7 @@ void kb_guide_free(struct kb_guide *g)
 	free(g->body);
 	free(g->links);
 	free(g->related);
+	free(g->checked);
 	free(g);
 }
 
@@ -460,8 +461,8 @@ int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out, struct k
 	if ((rc = kb_pool_get(kb, &c, err)))
 		return rc;
 	if (sqlite3_prepare_v2(c->db,
-			       "SELECT id, title, tags, archs, sources, body, links, related"
-			       " FROM guides WHERE id = ?",
+			       "SELECT id, title, tags, archs, sources, body, links, related,"
+			       " checked FROM guides WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = kf_err_set(err, KF_EDB, "guide read: %s", sqlite3_errmsg(c->db));
 		goto out;
@@ -507,7 +508,8 @@ int kb_guide_read(struct kb *kb, const char *id, struct kb_guide **out, struct k
 	if (!g || !(g->id = dup_col(st, 0)) || !(g->title = dup_col(st, 1)) ||
 	    !(g->tags = dup_col(st, 2)) || !(g->archs = dup_col(st, 3)) ||
 	    !(g->sources = dup_col(st, 4)) || !(g->body = dup_col(st, 5)) ||
-	    !(g->links = dup_col(st, 6)) || !(g->related = dup_col(st, 7))) {
+	    !(g->links = dup_col(st, 6)) || !(g->related = dup_col(st, 7)) ||
+	    !(g->checked = dup_col(st, 8))) {
 		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
 		goto out;
 	}

@@ -111,7 +111,8 @@ CREATE TABLE aliases (
 	PRIMARY KEY (alias, gpu_id)
 ) WITHOUT ROWID;
 
--- Guides: Markdown with front matter (id, title, tags, archs, sources).
+-- Guides: Markdown with front matter (id, title, tags, archs, sources,
+-- checked).
 CREATE TABLE guides (
 	id TEXT PRIMARY KEY,
 	title TEXT NOT NULL,
@@ -121,7 +122,8 @@ CREATE TABLE guides (
 	related TEXT NOT NULL, -- comma-separated ids (front matter `related`)
 	links TEXT NOT NULL,   -- comma-separated ids linked as kforge://guides/<id>
 	body TEXT NOT NULL,    -- Markdown after the front matter
-	path TEXT NOT NULL     -- file name under guides/
+	path TEXT NOT NULL,    -- file name under guides/
+	checked TEXT NOT NULL  -- which GPUs and CUDA version the advice was checked on
 ) WITHOUT ROWID;
 
 CREATE TABLE guide_tags (

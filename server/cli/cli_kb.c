@@ -515,6 +515,7 @@ static int guide_main(int argc, char **argv)
 		size_t i;
 		json_t *s;
 		printf("%s\n", json_string_value(json_object_get(res, "markdown")));
+		printf("\n## Checked on\n\n%s\n", sget(res, "checked"));
 		printf("\n## Sources\n\n");
 		json_array_foreach(json_object_get(res, "sources"), i, s)
 			printf("- %s\n", json_string_value(s));

@@ -569,12 +569,12 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 
 static json_t *guide_json(const struct kb_guide *g)
 {
-	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title", g->title,
-			 "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s}", "id", g->id, "title",
+			 g->title, "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
 			 tools_kb_split(g->tags, ','), "archs", tools_kb_split(g->archs, ','),
 			 "sources", tools_kb_split(g->sources, '\n'), "links",
 			 tools_kb_split(g->links, ','), "related", tools_kb_split(g->related, ','),
-			 "markdown", g->body);
+			 "checked", g->checked, "markdown", g->body);
 }
 
 static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
@@ -649,12 +649,15 @@ static const char READ_IN[] =
 	"\"description\":\"a guide id from search_guides, e.g. bank-conflicts\"}}}";
 
 static const char READ_OUT[] =
-	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\"],"
+	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\","
+	"\"checked\"],"
 	"\"properties\":{\"summary\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
 	"\"title\":{\"type\":\"string\"},\"uri\":{\"type\":\"string\"},"
 	"\"tags\":{\"type\":\"array\"},\"archs\":{\"type\":\"array\"},"
 	"\"sources\":{\"type\":\"array\"},\"links\":{\"type\":\"array\"},"
-	"\"related\":{\"type\":\"array\"},\"markdown\":{\"type\":\"string\"}}}";
+	"\"related\":{\"type\":\"array\"},\"markdown\":{\"type\":\"string\"},"
+	"\"checked\":{\"type\":\"string\",\"description\":\"which GPUs and CUDA version "
+	"the advice was checked on\"}}}";
 
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specifications",
@@ -675,7 +678,8 @@ static const struct tool_def KB_TOOLS[] = {
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
 	 "One optimization guide, whole, as Markdown, with its sources, tags, target "
-	 "architectures and links to related guides.",
+	 "architectures, links to related guides, and checked: which GPUs and CUDA version "
+	 "its advice was checked on.",
 	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 

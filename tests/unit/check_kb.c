@@ -684,41 +684,60 @@ START_TEST(build_fails_naming_a_guide_missing_a_required_key)
 }
 END_TEST
 
+/* Every guide says which GPUs and CUDA version its advice was checked on. */
+START_TEST(build_fails_on_a_guide_that_does_not_say_what_it_was_checked_on)
+{
+	write_file("guides/zz-unchecked.md",
+		   "---\nid: zz-unchecked\ntitle: t\ntags: [x]\narchs: [all]\nsources: [s]\n---\n"
+		   "body\n");
+	expect_fail(KF_EINVAL, "guides/zz-unchecked.md", "'checked'");
+	write_file("guides/zz-unchecked.md",
+		   "---\nid: zz-unchecked\ntitle: t\ntags: [x]\narchs: [all]\nchecked: an H200\n"
+		   "sources: [s]\n---\nbody\n");
+	expect_fail(KF_EINVAL, "guides/zz-unchecked.md", "names no CUDA version");
+}
+END_TEST
+
 START_TEST(build_fails_naming_a_broken_cross_reference)
 {
-	write_file("guides/zz-link.md",
-		   "---\nid: zz-link\ntitle: t\ntags: [x]\narchs: [all]\nsources: [s]\n---\n"
-		   "line one\nsee kforge://guides/no-such-guide.\n");
-	expect_fail(KF_EINVAL, "guides/zz-link.md:9", "no-such-guide");
+	write_file(
+		"guides/zz-link.md",
+		"---\nid: zz-link\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\nsources: [s]\n---\n"
+		"line one\nsee kforge://guides/no-such-guide.\n");
+	expect_fail(KF_EINVAL, "guides/zz-link.md:10", "no-such-guide");
 }
 END_TEST
 
 START_TEST(build_fails_on_a_related_id_that_is_no_guide)
 {
-	write_file("guides/zz-rel.md", "---\nid: zz-rel\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\nrelated: [fx-bank, ghost]\n---\nbody\n");
+	write_file("guides/zz-rel.md",
+		   "---\nid: zz-rel\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\nrelated: [fx-bank, ghost]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "guides/zz-rel.md", "'ghost'");
 }
 END_TEST
 
 START_TEST(build_fails_on_a_link_to_an_unknown_gpu)
 {
-	write_file("guides/zz-gpu.md", "---\nid: zz-gpu\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\n---\nkforge://gpus/h999\n");
+	write_file("guides/zz-gpu.md",
+		   "---\nid: zz-gpu\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nkforge://gpus/h999\n");
 	expect_fail(KF_EINVAL, "guides/zz-gpu.md", "h999");
 }
 END_TEST
 
 START_TEST(build_fails_on_duplicate_ids_and_bad_archs)
 {
-	write_file("guides/zz-dup.md", "---\nid: fx-bank\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\n---\nbody\n");
+	write_file("guides/zz-dup.md",
+		   "---\nid: fx-bank\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "fx-bank", "zz-dup.md");
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm '%s/guides/zz-dup.md'", b_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	write_file("guides/zz-arch.md", "---\nid: zz-arch\ntitle: t\ntags: [x]\narchs: [quantum]\n"
-					"sources: [s]\n---\nbody\n");
+	write_file("guides/zz-arch.md",
+		   "---\nid: zz-arch\ntitle: t\ntags: [x]\narchs: [quantum]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "guides/zz-arch.md", "quantum");
 }
 END_TEST
@@ -974,6 +993,7 @@ START_TEST(guide_read_returns_the_whole_guide_and_unknown_ids_fail)
 	ck_assert_str_eq(g->archs, "sm_70+");
 	ck_assert_ptr_nonnull(strstr(g->body, "32-byte sectors"));
 	ck_assert_str_eq(g->sources, "fixture source for tests");
+	ck_assert_str_eq(g->checked, "fixture: no GPU run; CUDA 13.0 documentation");
 	kb_guide_free(g);
 	ck_assert_int_eq(kb_guide_read(g_kb, "fx-bank", &g, NULL), 0);
 	ck_assert_str_eq(g->links, "fx-coalesce");
@@ -1309,6 +1329,7 @@ static Suite *kb_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, build_fails_naming_a_guide_without_front_matter);
 	tcase_add_test(t, build_fails_naming_a_guide_missing_a_required_key);
+	tcase_add_test(t, build_fails_on_a_guide_that_does_not_say_what_it_was_checked_on);
 	tcase_add_test(t, build_fails_naming_a_broken_cross_reference);
 	tcase_add_test(t, build_fails_on_a_related_id_that_is_no_guide);
 	tcase_add_test(t, build_fails_on_a_link_to_an_unknown_gpu);

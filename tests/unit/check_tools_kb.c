@@ -349,6 +349,8 @@ START_TEST(search_and_read_guides)
 	ck_assert_ptr_nonnull(
 		strstr(json_string_value(json_object_get(res, "markdown")), "sectors"));
 	ck_assert_uint_eq(json_array_size(json_object_get(res, "sources")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(res, "checked")),
+			 "fixture: no GPU run; CUDA 13.0 documentation");
 	json_decref(res);
 	int is_error, rc;
 	res = call("read_guide", "{\"id\": \"fx-nope\"}", &is_error, &rc);
@@ -393,6 +395,7 @@ START_TEST(resources_list_read_and_complete)
 	ck_assert_int_eq(g->read(g_app, "kforge://guides/fx-bank", &c, &err), 0);
 	const char *text = json_string_value(json_object_get(json_array_get(c, 0), "text"));
 	ck_assert_ptr_nonnull(strstr(text, "## Sources"));
+	ck_assert_ptr_nonnull(strstr(text, "## Checked on\n\nfixture: no GPU run; CUDA 13.0"));
 	json_decref(c);
 	ck_assert_int_eq(g->read(g_app, "kforge://guides/nope", &c, &err), KF_ENOTFOUND);
 	arr = json_array();
