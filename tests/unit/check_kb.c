@@ -1228,6 +1228,7 @@ static const struct {
 	{"why is my reduction slow on H100", "warp-reductions"},
 	{"how to profile my kernel", "ncu-metrics"},
 	{"how many blocks should I launch for my elementwise kernel", "grid-sizing"},
+	{"kernel for MoE experts routing", "moe-grouped-gemm"},
 };
 
 START_TEST(agent_words_reach_the_guide_through_synonyms)
