@@ -1,7 +1,9 @@
 """Compiles every ```cuda and ```cpp block of knowledge/guides/*.md with
-nvcc (-std=c++17 -gencode arch=compute_90a,code=sm_90a -c), the CUDA
-headers a kernel file starts with prepended. Not -arch=sm_90a: nvcc 13.0
-turns that into compute_90 PTX too, which rejects wgmma and setmaxnreg. A block that is deliberately a piece of a larger file (a
+nvcc (-std=c++17 -rdc=true -gencode arch=compute_90a,code=sm_90a -c), the
+CUDA headers a kernel file starts with prepended. -rdc=true because without
+it nvcc drops __device__ functions no kernel calls before ptxas sees them,
+so a block of helpers would "compile" unchecked. Not -arch=sm_90a: nvcc
+13.0 turns that into compute_90 PTX too, which rejects wgmma and setmaxnreg. A block that is deliberately a piece of a larger file (a
 launch line, a loop body, a host excerpt needing PyTorch) says so in its
 info string: ```cuda fragment. Such blocks are counted, not compiled; every
 other block must compile, so a guide's code cannot rot unnoticed.
@@ -37,7 +39,8 @@ def main():
                 cu = os.path.join(tmp, f"{name}_{i}.cu")
                 with open(cu, "w", encoding="utf-8") as f:
                     f.write(PRELUDE + m.group(3))
-                r = subprocess.run([NVCC, "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-o",
+                r = subprocess.run([NVCC, "-std=c++17", "-rdc=true", "-gencode",
+                                    "arch=compute_90a,code=sm_90a", "-c", "-o",
                                     os.path.join(tmp, f"{name}_{i}.o"), cu],
                                    capture_output=True, text=True)
                 err = "\n".join(r.stderr.splitlines()[:6])
