@@ -222,7 +222,7 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 	double sms = fig_value(g, "sm_count", &k1), mem = fig_value(g, "memory_gb", &k2),
 	       bw = fig_value(g, "memory_bandwidth_gbs", &k3),
 	       bf = fig_value(g, "fp16_bf16_tensor_dense_tflops", &k4);
-	char s1[24] = "? SMs", s2[24] = "?", s3[24] = "?", s4[48] = "unknown";
+	char s1[24] = "? SMs", s2[24] = "?", s3[24] = "?", s4[48] = "unconfirmed";
 	if (k1)
 		snprintf(s1, sizeof s1, "%g SMs", sms);
 	if (k2)
@@ -230,13 +230,13 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 	if (k3)
 		snprintf(s3, sizeof s3, "%g", bw);
 	if (k4)
-		snprintf(s4, sizeof s4, "%g TFLOPS", bf);
+		snprintf(s4, sizeof s4, "%g TFLOPS dense", bf);
 	/* The figure is FP16 on parts without BF16 (T4, V100): say which. */
 	const struct kb_figure *bf16 = kb_gpu_figure(g, "feat_bf16_sm80");
 	int has_bf16 = bf16 && strcmp(bf16->text, "yes") == 0;
-	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, %s tensor %s dense", g->name,
-		 g->id, g->architecture, g->compute_capability, s1, s2, s3,
-		 has_bf16 ? "BF16" : "FP16", s4);
+	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, %s tensor %s", g->name, g->id,
+		 g->architecture, g->compute_capability, s1, s2, s3, has_bf16 ? "BF16" : "FP16",
+		 s4);
 }
 
 /* An unknown GPU: isError with the closest names. */
