@@ -44,10 +44,10 @@ static int link_figure_keys(struct figsrc *f, const char *gpu, const char *field
 		sqlite3_reset(f->has_key);
 		if (!found)
 			continue;
-		kbb_bind_text(f->ins, 1, gpu);
-		kbb_bind_text(f->ins, 2, field);
-		kbb_bind_text(f->ins, 3, key);
-		int rc = kbb_step_reset(f->db, f->ins, "figure source link", err);
+		kb_build_bind_text(f->ins, 1, gpu);
+		kb_build_bind_text(f->ins, 2, field);
+		kb_build_bind_text(f->ins, 3, key);
+		int rc = kb_build_step_reset(f->db, f->ins, "figure source link", err);
 		if (rc)
 			return rc;
 		(*n)++;
@@ -70,8 +70,8 @@ static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, str
 					  "%s:%zu: %s.%s already has a source at line %zu; one "
 					  "line per figure",
 					  f->path, line, gpu, field, csv->lines[q]);
-	kbb_bind_text(f->status, 1, gpu);
-	kbb_bind_text(f->status, 2, field);
+	kb_build_bind_text(f->status, 1, gpu);
+	kb_build_bind_text(f->status, 2, field);
 	int s = sqlite3_step(f->status);
 	char st[16] = "";
 	if (s == SQLITE_ROW)
@@ -89,13 +89,13 @@ static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, str
 				  "takes a source",
 				  f->path, line, gpu, field, st);
 	int rc, nkeys = 0;
-	kbb_bind_text(f->upd, 1, src);
-	kbb_bind_text(f->upd, 2, gpu);
-	kbb_bind_text(f->upd, 3, field);
-	kbb_bind_text(f->del, 1, gpu);
-	kbb_bind_text(f->del, 2, field);
-	if ((rc = kbb_step_reset(f->db, f->upd, "figure source", err)) ||
-	    (rc = kbb_step_reset(f->db, f->del, "figure source", err)) ||
+	kb_build_bind_text(f->upd, 1, src);
+	kb_build_bind_text(f->upd, 2, gpu);
+	kb_build_bind_text(f->upd, 3, field);
+	kb_build_bind_text(f->del, 1, gpu);
+	kb_build_bind_text(f->del, 2, field);
+	if ((rc = kb_build_step_reset(f->db, f->upd, "figure source", err)) ||
+	    (rc = kb_build_step_reset(f->db, f->del, "figure source", err)) ||
 	    (rc = link_figure_keys(f, gpu, field, src, &nkeys, err)))
 		return rc;
 	if (nkeys == 0)
@@ -127,15 +127,15 @@ int kb_build_figsrc_import(sqlite3 *db, const char *path, struct kf_err *err)
 					path, need[i]);
 			goto out;
 		}
-	if ((rc = kbb_prepare(db, "SELECT status FROM gpu_figures WHERE gpu_id=? AND field=?",
-			      &f.status, err)) ||
-	    (rc = kbb_prepare(db, "SELECT 1 FROM sources WHERE key=?", &f.has_key, err)) ||
-	    (rc = kbb_prepare(db, "UPDATE gpu_figures SET source=? WHERE gpu_id=? AND field=?",
-			      &f.upd, err)) ||
-	    (rc = kbb_prepare(db, "DELETE FROM figure_sources WHERE gpu_id=? AND field=?", &f.del,
-			      err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO figure_sources VALUES (?,?,?)", &f.ins,
-			      err)))
+	if ((rc = kb_build_prepare(db, "SELECT status FROM gpu_figures WHERE gpu_id=? AND field=?",
+				   &f.status, err)) ||
+	    (rc = kb_build_prepare(db, "SELECT 1 FROM sources WHERE key=?", &f.has_key, err)) ||
+	    (rc = kb_build_prepare(db, "UPDATE gpu_figures SET source=? WHERE gpu_id=? AND field=?",
+				   &f.upd, err)) ||
+	    (rc = kb_build_prepare(db, "DELETE FROM figure_sources WHERE gpu_id=? AND field=?",
+				   &f.del, err)) ||
+	    (rc = kb_build_prepare(db, "INSERT OR IGNORE INTO figure_sources VALUES (?,?,?)",
+				   &f.ins, err)))
 		goto out;
 	for (size_t r = 0; r < csv.rows_len && !rc; r++)
 		rc = import_line(&f, &csv, r, err);
