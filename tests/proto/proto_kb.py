@@ -171,7 +171,7 @@ def test_mcp(data):
     check("mcp write-kernel prompt", "H200" in pm and "kforge://guides/" in pm, pm[:200])
     sc = got.get(4, {}).get("result", {}).get("structuredContent", {})
     check("mcp ambiguous sm_90", sc.get("gpu", {}).get("id") == "h100-sxm" and
-          len(sc.get("ambiguous", {}).get("matches", [])) == 3, str(sc)[:200])
+          len(sc.get("ambiguous", {}).get("matches", [])) == 6, str(sc)[:200])
     # Small answers: what an agent's context pays for, as sent.
     def text_len(i):
         res = got.get(i, {}).get("result", {})
