@@ -67,6 +67,12 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	" run_id TEXT"
 	");"
 	"CREATE INDEX runs_status ON runs(status, id);",
+	/* 2 -> 3: what a run means (for datasets): its description, the
+	 * author's notes, the run it improves on */
+	"ALTER TABLE runs ADD COLUMN description TEXT;"
+	"ALTER TABLE runs ADD COLUMN notes TEXT;"
+	"ALTER TABLE runs ADD COLUMN parent TEXT;"
+	"CREATE INDEX runs_parent ON runs(parent);",
 };
 
 static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -420,6 +426,41 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* Whether run id parent exists; called with h->mu held. */
+static int parent_exists(struct history *h, const char *parent, struct kf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int step;
+
+	if (!id_valid(parent))
+		return kf_err_set(err, KF_EINVAL,
+				  "parent: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from "
+				  "list_runs or a result's run_id)",
+				  parent);
+	if (sqlite3_prepare_v2(h->db, "SELECT 1 FROM runs WHERE id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return db_fail(h, "preparing the parent lookup", err);
+	sqlite3_bind_text(st, 1, parent, -1, SQLITE_TRANSIENT);
+	step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (step == SQLITE_ROW)
+		return 0;
+	if (step != SQLITE_DONE)
+		return db_fail(h, "looking up the parent run", err);
+	return kf_err_set(err, KF_ENOTFOUND,
+			  "parent: no run %s in this history (list_runs shows the ids)", parent);
+}
+
+int history_check_parent(struct history *h, const char *parent, struct kf_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	rc = parent_exists(h, parent, err);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
 /* Inserts run with its encoded JSON under the lock. A clash of ids (another
  * process, same millisecond, same 30 random bits) is retried with a fresh
  * id; anything else is an error. */
@@ -428,11 +469,15 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 {
 	static const char sql[] = "INSERT INTO runs (id, kind, created_ms, status, kernels, "
 				  "source_hash, spec, device_name, device_uuid, summary, result, "
-				  "duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+				  "duration_ms, description, notes, parent) "
+				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
 	int rc = KF_EDB;
 
 	pthread_mutex_lock(&h->mu);
+	if (run->parent && (rc = parent_exists(h, run->parent, err)))
+		goto out;
+	rc = KF_EDB;
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing the insert", err);
 		goto out;
@@ -452,6 +497,9 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 		bind_text(st, 10, run->summary ? run->summary : "");
 		bind_text(st, 11, result);
 		sqlite3_bind_int64(st, 12, run->duration_ms);
+		bind_text(st, 13, run->description);
+		bind_text(st, 14, run->notes);
+		bind_text(st, 15, run->parent);
 		if (sqlite3_step(st) == SQLITE_DONE) {
 			rc = 0;
 			goto out;
@@ -486,8 +534,12 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	    (rc = check_text("source_hash", run->source_hash, err)) ||
 	    (rc = check_text("device_name", run->device_name, err)) ||
 	    (rc = check_text("device_uuid", run->device_uuid, err)) ||
-	    (rc = check_text("summary", run->summary, err)))
+	    (rc = check_text("summary", run->summary, err)) ||
+	    (rc = check_text("description", run->description, err)))
 		return rc;
+	if (run->notes && strlen(run->notes) > HISTORY_NOTES_MAX)
+		return kf_err_set(err, KF_ETOOBIG, "history: notes is %zu bytes, over the %d-byte cap",
+				  strlen(run->notes), HISTORY_NOTES_MAX);
 	created = run->created_ms > 0 ? run->created_ms : wall_ms();
 	if (!(rc = dump_json("spec", run->spec, &spec, err)) &&
 	    !(rc = dump_json("result", run->result, &result, err)))
@@ -520,10 +572,10 @@ static json_t *col_json(sqlite3_stmt *st, int i)
 }
 
 /* Columns: id kind created_ms status kernels source_hash device_name
- * device_uuid summary duration_ms [spec result]. */
+ * device_uuid summary duration_ms description parent [spec result notes]. */
 #define RUN_COLUMNS                                                         \
 	"id, kind, created_ms, status, kernels, source_hash, device_name, " \
-	"device_uuid, summary, duration_ms"
+	"device_uuid, summary, duration_ms, description, parent"
 
 static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 {
@@ -539,9 +591,12 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 	r->device_uuid = col_dup(st, 7);
 	r->summary = col_dup(st, 8);
 	r->duration_ms = sqlite3_column_int64(st, 9);
+	r->description = col_dup(st, 10);
+	r->parent = col_dup(st, 11);
 	if (with_json) {
-		r->spec = col_json(st, 10);
-		r->result = col_json(st, 11);
+		r->spec = col_json(st, 12);
+		r->result = col_json(st, 13);
+		r->notes = col_dup(st, 14);
 	}
 	if (!r->kernels || !r->summary)
 		return KF_ENOMEM;
@@ -560,7 +615,7 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 			"id: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from list_runs)",
 			id ? id : "");
 	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result FROM runs WHERE id = ?",
+	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result, notes FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing a lookup", err);
 		goto out;
@@ -709,6 +764,9 @@ void history_run_fini(struct history_run *run)
 	free(run->summary);
 	json_decref(run->spec);
 	json_decref(run->result);
+	free(run->description);
+	free(run->notes);
+	free(run->parent);
 	memset(run, 0, sizeof(*run));
 }
 

@@ -98,8 +98,38 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
+int runs_meta_from_args(struct app *app, const json_t *args, struct runs_meta *meta,
+			struct kf_err *err)
+{
+	memset(meta, 0, sizeof(*meta));
+	meta->description = json_string_value(json_object_get(args, "description"));
+	meta->notes = json_string_value(json_object_get(args, "notes"));
+	meta->parent = json_string_value(json_object_get(args, "parent"));
+	if (meta->description && strlen(meta->description) > HISTORY_TEXT_MAX)
+		return kf_err_set(err, KF_ETOOBIG,
+				  "description: %zu bytes, over the %d-byte cap: keep it to the "
+				  "math and a sentence; reasoning goes in notes",
+				  strlen(meta->description), HISTORY_TEXT_MAX);
+	if (meta->notes && strlen(meta->notes) > HISTORY_NOTES_MAX)
+		return kf_err_set(err, KF_ETOOBIG, "notes: %zu bytes, over the %d-byte cap",
+				  strlen(meta->notes), HISTORY_NOTES_MAX);
+	if (!meta->parent)
+		return 0;
+	if (!app || !app->history)
+		return kf_err_set(err, KF_EINTERNAL, "run history is not open");
+	return history_check_parent(app->history, meta->parent, err);
+}
+
 int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
 		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+{
+	return runs_record_meta(app, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+				id_out);
+}
+
+int runs_record_meta(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		     int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		     const struct runs_meta *meta, char id_out[HISTORY_ID_BYTES])
 {
 	struct history_run run = {0};
 	struct kf_err err = {0};
@@ -149,6 +179,11 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args, jso
 			summary[--n] = '\0';
 	}
 	run.summary = summary;
+	if (meta) {
+		run.description = (char *)meta->description;
+		run.notes = (char *)meta->notes;
+		run.parent = (char *)meta->parent;
+	}
 	run.spec = (json_t *)args;
 	if (json_size(args) > HISTORY_JSON_MAX) {
 		stored_spec = json_pack("{s:b, s:I}", "truncated", 1, "bytes",
@@ -209,17 +244,24 @@ static json_t *kernels_array(const char *list)
 	return arr;
 }
 
-/* The row of a listing: light, no spec or result. */
+/* The row of a listing: light, no spec, result or notes; description and
+ * parent only when the run has them. */
 static json_t *row_json(const struct history_run *r)
 {
 	char when[32];
+	json_t *o;
 
 	iso_time(r->created_ms, when, sizeof(when));
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id, "kind",
-			 history_kind_name(r->kind), "status", history_status_name(r->status),
-			 "created", when, "kernels", kernels_array(r->kernels), "device",
-			 r->device_name, "duration_ms", (json_int_t)r->duration_ms, "summary",
-			 r->summary ? r->summary : "");
+	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id, "kind",
+		      history_kind_name(r->kind), "status", history_status_name(r->status),
+		      "created", when, "kernels", kernels_array(r->kernels), "device",
+		      r->device_name, "duration_ms", (json_int_t)r->duration_ms, "summary",
+		      r->summary ? r->summary : "");
+	if (r->description)
+		json_object_set_new(o, "description", json_string(r->description));
+	if (r->parent)
+		json_object_set_new(o, "parent", json_string(r->parent));
+	return o;
 }
 
 static json_t *res_link(const char *id, const char *part, const char *what, size_t bytes)
@@ -243,6 +285,8 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 			    r->source_hash ? json_string(r->source_hash) : json_null());
 	json_object_set_new(o, "device_uuid",
 			    r->device_uuid ? json_string(r->device_uuid) : json_null());
+	if (r->notes)
+		json_object_set_new(o, "notes", json_string(r->notes));
 	if (!r->spec) {
 		json_object_set_new(o, "spec", json_null());
 	} else if (inline_all || spec_bytes <= INLINE_SPEC_MAX) {
