@@ -538,7 +538,8 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	    (rc = check_text("description", run->description, err)))
 		return rc;
 	if (run->notes && strlen(run->notes) > HISTORY_NOTES_MAX)
-		return kf_err_set(err, KF_ETOOBIG, "history: notes is %zu bytes, over the %d-byte cap",
+		return kf_err_set(err, KF_ETOOBIG,
+				  "history: notes is %zu bytes, over the %d-byte cap",
 				  strlen(run->notes), HISTORY_NOTES_MAX);
 	created = run->created_ms > 0 ? run->created_ms : wall_ms();
 	if (!(rc = dump_json("spec", run->spec, &spec, err)) &&
@@ -615,7 +616,8 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 			"id: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from list_runs)",
 			id ? id : "");
 	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result, notes FROM runs WHERE id = ?",
+	if (sqlite3_prepare_v2(h->db,
+			       "SELECT " RUN_COLUMNS ", spec, result, notes FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing a lookup", err);
 		goto out;

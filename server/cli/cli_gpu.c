@@ -18,9 +18,9 @@
 
 /* What a run means, stored with it and exported as data (README "Building
  * a dataset"). */
-#define META_HELP                                                                  \
-	"  --description TEXT what the kernel computes: words and math\n"           \
-	"  --notes TEXT       your reasoning: what was tried, why it is faster\n"  \
+#define META_HELP                                                                 \
+	"  --description TEXT what the kernel computes: words and math\n"         \
+	"  --notes TEXT       your reasoning: what was tried, why it is faster\n" \
 	"  --parent RUN_ID    the run this one improves on (must exist)\n"
 
 static const char CHECK_USAGE[] =
@@ -37,8 +37,7 @@ static const char CHECK_USAGE[] =
 	"  --trials N         trials per size (1-20)\n"
 	"  --no-odd-size      only the sizes the spec lists\n"
 	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
-	"  --timeout-s N      per harness run (default 60)\n" META_HELP
-	"\n" CLI_COMMON_HELP "\n"
+	"  --timeout-s N      per harness run (default 60)\n" META_HELP "\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge check rmsnorm.json\n"
 	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
@@ -57,8 +56,8 @@ static const char BENCH_USAGE[] =
 	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
-	"  --no-flush        keep the L2 warm between iterations\n" META_HELP
-	"\n" CLI_COMMON_HELP "\n"
+	"  --no-flush        keep the L2 warm between iterations\n" META_HELP "\n" CLI_COMMON_HELP
+	"\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
 

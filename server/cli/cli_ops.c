@@ -194,10 +194,10 @@ static int run_ops(int argc, char **argv)
 		for (size_t i = 0; i < op_count(); i++) {
 			const struct op_template *t = op_at(i);
 			json_t *j = json_loads(t->spec_json, 0, NULL);
-			json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:O*}", "name",
-							      t->name, "summary", t->summary,
-							      "description", t->description,
-							      "dtypes", json_object_get(j, "dtypes")));
+			json_array_append_new(
+				list, json_pack("{s:s, s:s, s:s, s:O*}", "name", t->name, "summary",
+						t->summary, "description", t->description, "dtypes",
+						json_object_get(j, "dtypes")));
 			json_decref(j);
 		}
 		json_t *res =

@@ -76,16 +76,16 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress = progress_to_client,
 		.progress_arg = &pr,
 	};
-	struct runs_meta meta;
+	struct tools_runs_meta meta;
 	int gpu = -1;
-	int rc = runs_meta_from_args(app, args, &meta, err);
+	int rc = tools_runs_meta_from_args(app, args, &meta, err);
 
 	if (rc)
 		return rc;
 	rc = check_kernel(&app->check, spec, &o, out, &gpu, err);
 	answer_error(rc, err->msg, out);
-	runs_record_meta(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, &meta,
-			 NULL);
+	tools_runs_record_meta(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
+			       runs_now_ms() - t0, &meta, NULL);
 	return rc;
 }
 
@@ -109,25 +109,25 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress = progress_to_client,
 		.progress_arg = &pr,
 	};
-	struct runs_meta meta;
+	struct tools_runs_meta meta;
 	int gpu = -1;
-	int rc = runs_meta_from_args(app, args, &meta, err);
+	int rc = tools_runs_meta_from_args(app, args, &meta, err);
 
 	if (rc)
 		return rc;
 	rc = bench_kernel(&app->check, spec, &o, out, &gpu, err);
 	answer_error(rc, err->msg, out);
-	runs_record_meta(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, &meta,
-			 NULL);
+	tools_runs_record_meta(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
+			       runs_now_ms() - t0, &meta, NULL);
 	return rc;
 }
 
 /* What the run means, stored with it (get_run, dataset export): what it
  * computes in words and math, the author's reasoning, the run it improves
- * on. Bare strings: tools/list stays under 10 KB; runs_meta_from_args
+ * on. Bare strings: tools/list stays under 10 KB; tools_runs_meta_from_args
  * checks caps and the parent before the run, docs/check-and-bench.md
  * describes them. */
-#define META_SCHEMA                                                                \
+#define META_SCHEMA                                                                    \
 	"\"description\": {\"type\": \"string\"}, \"notes\": {\"type\": \"string\"}, " \
 	"\"parent\": {\"type\": \"string\"}"
 

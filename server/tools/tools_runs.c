@@ -98,8 +98,8 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
-int runs_meta_from_args(struct app *app, const json_t *args, struct runs_meta *meta,
-			struct kf_err *err)
+int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_runs_meta *meta,
+			      struct kf_err *err)
 {
 	memset(meta, 0, sizeof(*meta));
 	meta->description = json_string_value(json_object_get(args, "description"));
@@ -123,13 +123,14 @@ int runs_meta_from_args(struct app *app, const json_t *args, struct runs_meta *m
 int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
 		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
 {
-	return runs_record_meta(app, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
-				id_out);
+	return tools_runs_record_meta(app, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+				      id_out);
 }
 
-int runs_record_meta(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
-		     int rc, const char *err_msg, int gpu, int64_t duration_ms,
-		     const struct runs_meta *meta, char id_out[HISTORY_ID_BYTES])
+int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t *args,
+			   json_t *result, int rc, const char *err_msg, int gpu,
+			   int64_t duration_ms, const struct tools_runs_meta *meta,
+			   char id_out[HISTORY_ID_BYTES])
 {
 	struct history_run run = {0};
 	struct kf_err err = {0};

@@ -200,23 +200,23 @@ END_TEST
 START_TEST(list_and_get_show_description_notes_and_parent)
 {
 	char parent[HISTORY_ID_BYTES], id[HISTORY_ID_BYTES], args[64];
-	struct runs_meta meta = {"softmax: y = exp(x - max) / sum(exp(x - max))",
-				 "one warp per row, online max", NULL};
+	struct tools_runs_meta meta = {"softmax: y = exp(x - max) / sum(exp(x - max))",
+				       "one warp per row, online max", NULL};
 	json_t *result = json_pack("{s:s, s:b}", "summary", "passed", "passed", 1), *res, *row;
 	int is_error;
 
 	add(HISTORY_CHECK, HISTORY_OK, "softmax_plain", NULL, NULL, parent);
 	meta.parent = parent;
-	ck_assert_int_eq(runs_record_meta(&app, HISTORY_CHECK, NULL, result, 0, NULL, -1, 5, &meta,
-					  id),
+	ck_assert_int_eq(tools_runs_record_meta(&app, HISTORY_CHECK, NULL, result, 0, NULL, -1, 5,
+						&meta, id),
 			 0);
 	res = call("list_runs", "{\"limit\": 2}", &is_error);
 	row = json_array_get(json_object_get(res, "runs"), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(row, "description")), meta.description);
 	ck_assert_str_eq(json_string_value(json_object_get(row, "parent")), parent);
 	ck_assert_ptr_null(json_object_get(row, "notes"));
-	ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(res, "runs"), 1),
-					   "description"));
+	ck_assert_ptr_null(
+		json_object_get(json_array_get(json_object_get(res, "runs"), 1), "description"));
 	json_decref(res);
 	snprintf(args, sizeof(args), "{\"id\": \"%s\"}", id);
 	res = call("get_run", args, &is_error);
