@@ -68,10 +68,11 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	");"
 	"CREATE INDEX runs_status ON runs(status, id);",
 	/* 2 -> 3: what a run means (for datasets): its description, the
-	 * author's notes, the run it improves on */
+	 * author's notes, the run it improves on, the versions it ran with */
 	"ALTER TABLE runs ADD COLUMN description TEXT;"
 	"ALTER TABLE runs ADD COLUMN notes TEXT;"
 	"ALTER TABLE runs ADD COLUMN parent TEXT;"
+	"ALTER TABLE runs ADD COLUMN env TEXT;"
 	"CREATE INDEX runs_parent ON runs(parent);",
 };
 
@@ -465,12 +466,12 @@ int history_check_parent(struct history *h, const char *parent, struct kf_err *e
  * process, same millisecond, same 30 random bits) is retried with a fresh
  * id; anything else is an error. */
 static int insert_run(struct history *h, struct history_run *run, const char *spec,
-		      const char *result, int64_t created, struct kf_err *err)
+		      const char *result, const char *env, int64_t created, struct kf_err *err)
 {
 	static const char sql[] = "INSERT INTO runs (id, kind, created_ms, status, kernels, "
 				  "source_hash, spec, device_name, device_uuid, summary, result, "
-				  "duration_ms, description, notes, parent) "
-				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+				  "duration_ms, description, notes, parent, env) "
+				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
 	int rc = KF_EDB;
 
@@ -500,6 +501,7 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 		bind_text(st, 13, run->description);
 		bind_text(st, 14, run->notes);
 		bind_text(st, 15, run->parent);
+		bind_text(st, 16, env);
 		if (sqlite3_step(st) == SQLITE_DONE) {
 			rc = 0;
 			goto out;
@@ -518,7 +520,7 @@ out:
 
 int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 {
-	char *spec = NULL, *result = NULL;
+	char *spec = NULL, *result = NULL, *env = NULL;
 	int64_t created;
 	int rc;
 
@@ -543,12 +545,14 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 				  strlen(run->notes), HISTORY_NOTES_MAX);
 	created = run->created_ms > 0 ? run->created_ms : wall_ms();
 	if (!(rc = dump_json("spec", run->spec, &spec, err)) &&
-	    !(rc = dump_json("result", run->result, &result, err)))
-		rc = insert_run(h, run, spec, result, created, err);
+	    !(rc = dump_json("result", run->result, &result, err)) &&
+	    !(rc = dump_json("env", run->env, &env, err)))
+		rc = insert_run(h, run, spec, result, env, created, err);
 	if (!rc)
 		run->created_ms = created;
 	free(spec);
 	free(result);
+	free(env);
 	return rc;
 }
 
@@ -573,7 +577,8 @@ static json_t *col_json(sqlite3_stmt *st, int i)
 }
 
 /* Columns: id kind created_ms status kernels source_hash device_name
- * device_uuid summary duration_ms description parent [spec result notes]. */
+ * device_uuid summary duration_ms description parent [spec result notes
+ * env]. */
 #define RUN_COLUMNS                                                         \
 	"id, kind, created_ms, status, kernels, source_hash, device_name, " \
 	"device_uuid, summary, duration_ms, description, parent"
@@ -598,6 +603,7 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 		r->spec = col_json(st, 12);
 		r->result = col_json(st, 13);
 		r->notes = col_dup(st, 14);
+		r->env = col_json(st, 15);
 	}
 	if (!r->kernels || !r->summary)
 		return KF_ENOMEM;
@@ -617,7 +623,8 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 			id ? id : "");
 	pthread_mutex_lock(&h->mu);
 	if (sqlite3_prepare_v2(h->db,
-			       "SELECT " RUN_COLUMNS ", spec, result, notes FROM runs WHERE id = ?",
+			       "SELECT " RUN_COLUMNS
+			       ", spec, result, notes, env FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(h, "preparing a lookup", err);
 		goto out;
@@ -769,6 +776,7 @@ void history_run_fini(struct history_run *run)
 	free(run->description);
 	free(run->notes);
 	free(run->parent);
+	json_decref(run->env);
 	memset(run, 0, sizeof(*run));
 }
 

@@ -56,6 +56,7 @@ struct history_run {
 	char *description;   /* what the kernel computes, words + math, or NULL */
 	char *notes;	     /* the author's reasoning, or NULL */
 	char *parent;	     /* id of the run this one improves on, or NULL */
+	json_t *env;	     /* {"kforge", "driver", "cuda"} versions, or NULL */
 };
 
 /* Filters for history_list. Start from history_filter_init (everything,
@@ -70,8 +71,8 @@ struct history_filter {
 	const char *cursor; /* next_cursor of the previous page, or NULL */
 };
 
-/* One page of history_list: rows newest first, without spec, result and
- * notes (NULL) to keep listings small. */
+/* One page of history_list: rows newest first, without spec, result, notes
+ * and env (NULL) to keep listings small. */
 struct history_page {
 	struct history_run *runs; /* len entries */
 	size_t len;

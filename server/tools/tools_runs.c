@@ -12,6 +12,8 @@
 
 #include "server/app.h"
 #include "base/log.h"
+#include "base/version.h"
+#include "sandbox/compile/compile.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/pool/gpu.h"
 #include "server/mcp/tools.h"
@@ -98,6 +100,21 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
+/* The versions a run ran with: kforge, the CUDA toolkit (nvcc) and, for a
+ * GPU run, the driver; a dataset record names them. Returns new. */
+static json_t *env_json(struct app *app, int gpu)
+{
+	const struct gpu_host *host = NULL;
+	const char *cuda = app->cc ? compile_compiler_version(app->cc) : NULL;
+	json_t *o = json_pack("{s:s}", "kforge", KFORGE_VERSION);
+
+	if (cuda && *cuda)
+		json_object_set_new(o, "cuda", json_string(cuda));
+	if (gpu >= 0 && gpu_probe(&host, NULL) == 0)
+		json_object_set_new(o, "driver", json_string(host->driver_version_str));
+	return o;
+}
+
 int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_runs_meta *meta,
 			      struct kf_err *err)
 {
@@ -180,6 +197,7 @@ int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t
 			summary[--n] = '\0';
 	}
 	run.summary = summary;
+	run.env = env_json(app, gpu);
 	if (meta) {
 		run.description = (char *)meta->description;
 		run.notes = (char *)meta->notes;
@@ -203,6 +221,7 @@ int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t
 		run.result = stored;
 	}
 	ret = history_add(app->history, &run, &err);
+	json_decref(run.env);
 	json_decref(stored);
 	json_decref(stored_spec);
 	if (ret) {
@@ -288,6 +307,8 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 			    r->device_uuid ? json_string(r->device_uuid) : json_null());
 	if (r->notes)
 		json_object_set_new(o, "notes", json_string(r->notes));
+	if (r->env)
+		json_object_set(o, "env", r->env);
 	if (!r->spec) {
 		json_object_set_new(o, "spec", json_null());
 	} else if (inline_all || spec_bytes <= INLINE_SPEC_MAX) {

@@ -440,8 +440,11 @@ START_TEST(description_notes_parent_round_trip_and_list_leaves_notes_out)
 	run.description = (char *)"RMSNorm: y = x / sqrt(mean(x^2) + eps) * w";
 	run.notes = (char *)"one warp per row; the row sum in registers";
 	run.parent = first;
+	run.env = json_pack("{s:s, s:s}", "kforge", "0.1.0", "driver", "13.0");
 	ck_assert_msg(history_add(h, &run, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(history_get(h, run.id, &got, NULL), 0);
+	ck_assert(json_equal(got.env, run.env));
+	json_decref(run.env);
 	ck_assert_str_eq(got.description, run.description);
 	ck_assert_str_eq(got.notes, run.notes);
 	ck_assert_str_eq(got.parent, first);

@@ -14,6 +14,7 @@
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
 #include "server/tools/tools_runs.h"
+#include "base/version.h"
 
 static char dir[256];
 static struct app app;
@@ -222,6 +223,8 @@ START_TEST(list_and_get_show_description_notes_and_parent)
 	res = call("get_run", args, &is_error);
 	row = json_object_get(res, "run");
 	ck_assert_str_eq(json_string_value(json_object_get(row, "notes")), meta.notes);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(row, "env"), "kforge")),
+			 KFORGE_VERSION);
 	ck_assert_str_eq(json_string_value(json_object_get(row, "parent")), parent);
 	json_decref(res);
 	json_decref(result);
