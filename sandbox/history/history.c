@@ -73,7 +73,8 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN notes TEXT;"
 	"ALTER TABLE runs ADD COLUMN parent TEXT;"
 	"ALTER TABLE runs ADD COLUMN env TEXT;"
-	"CREATE INDEX runs_parent ON runs(parent);",
+	"CREATE INDEX runs_parent ON runs(parent);"
+	"CREATE INDEX runs_source ON runs(source_hash, id);",
 };
 
 static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -704,11 +705,12 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 	if (limit > HISTORY_LIST_MAX)
 		limit = HISTORY_LIST_MAX;
 	snprintf(sql, sizeof(sql),
-		 "SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s%s%s%s"
+		 "SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s%s%s%s%s"
 		 " ORDER BY id DESC LIMIT ?",
 		 f->kind >= 0 ? " AND kind = ?" : "", f->status >= 0 ? " AND status = ?" : "",
 		 f->kernel && *f->kernel ? " AND kernels LIKE ? ESCAPE '\\'" : "",
 		 f->since_ms > 0 ? " AND created_ms >= ?" : "",
+		 f->source_hash ? " AND source_hash = ?" : "",
 		 f->cursor && *f->cursor ? " AND id < ?" : "");
 	if (f->kernel && *f->kernel) {
 		pattern = like_pattern(f->kernel);
@@ -733,6 +735,8 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 		sqlite3_bind_text(st, bind++, pattern, -1, SQLITE_TRANSIENT);
 	if (f->since_ms > 0)
 		sqlite3_bind_int64(st, bind++, f->since_ms);
+	if (f->source_hash)
+		sqlite3_bind_text(st, bind++, f->source_hash, -1, SQLITE_TRANSIENT);
 	if (f->cursor && *f->cursor)
 		sqlite3_bind_text(st, bind++, f->cursor, -1, SQLITE_TRANSIENT);
 	/* One extra row tells whether there is a next page. */

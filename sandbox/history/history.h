@@ -62,13 +62,14 @@ struct history_run {
 /* Filters for history_list. Start from history_filter_init (everything,
  * newest first) and set what you need. */
 struct history_filter {
-	int kind;	    /* enum history_kind, or -1 = any */
-	int status;	    /* enum history_status, or -1 = any */
-	const char *kernel; /* substring of the kernel names, or NULL */
-	int64_t since_ms;   /* created_ms >= since_ms; 0 = no bound */
-	size_t limit;	    /* rows per page; 0 = 20; capped at
+	int kind;		 /* enum history_kind, or -1 = any */
+	int status;		 /* enum history_status, or -1 = any */
+	const char *kernel;	 /* substring of the kernel names, or NULL */
+	int64_t since_ms;	 /* created_ms >= since_ms; 0 = no bound */
+	const char *source_hash; /* exact source hash, or NULL */
+	size_t limit;		 /* rows per page; 0 = 20; capped at
 			      * HISTORY_LIST_MAX */
-	const char *cursor; /* next_cursor of the previous page, or NULL */
+	const char *cursor;	 /* next_cursor of the previous page, or NULL */
 };
 
 /* One page of history_list: rows newest first, without spec, result, notes

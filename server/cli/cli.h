@@ -47,6 +47,7 @@ extern const struct cli_cmd CLI_RUNS[];	   /* cli_runs.c */
 extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
 extern const struct cli_cmd CLI_DEMO[];	   /* cli_demo.c: demo */
 extern const struct cli_cmd CLI_OPS[];	   /* cli_ops.c: ops */
+extern const struct cli_cmd CLI_DATASET[]; /* cli_dataset.c: dataset */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {

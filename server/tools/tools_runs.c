@@ -339,9 +339,7 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 	return o;
 }
 
-/* Parses "since": ISO date/time (UTC) or a relative age "30m", "6h", "7d".
- * Returns 0 with *ms (unix ms) or KF_EINVAL naming the field. */
-static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
+int tools_runs_parse_since(const char *s, int64_t *ms, struct kf_err *err)
 {
 	struct tm tm;
 	char *end;
@@ -409,7 +407,7 @@ static int list_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, str
 	if (json_is_integer(json_object_get(args, "limit")))
 		f.limit = (size_t)json_integer_value(json_object_get(args, "limit"));
 	if ((s = json_string_value(json_object_get(args, "since")))) {
-		rc = parse_since(s, &f.since_ms, err);
+		rc = tools_runs_parse_since(s, &f.since_ms, err);
 		if (rc)
 			return rc;
 	}

@@ -62,6 +62,12 @@ int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t
 int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_runs_meta *meta,
 			      struct kf_err *err) __attribute__((warn_unused_result));
 
+/* Parses a "since" value: an ISO date or time (UTC: 2026-11-30,
+ * 2026-11-30T09:00:00Z) or an age (30m, 6h, 7d). Returns 0 with *ms (unix
+ * ms) or KF_EINVAL naming "since". */
+int tools_runs_parse_since(const char *s, int64_t *ms, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Monotonic milliseconds, for duration_ms. */
 int64_t runs_now_ms(void);
 

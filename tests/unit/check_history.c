@@ -461,6 +461,30 @@ START_TEST(description_notes_parent_round_trip_and_list_leaves_notes_out)
 }
 END_TEST
 
+START_TEST(list_filters_by_exact_source_hash)
+{
+	struct history *h = open_ok();
+	struct history_run run = {0};
+	struct history_filter f;
+	struct history_page p;
+
+	run.kind = HISTORY_CHECK;
+	run.status = HISTORY_OK;
+	run.source_hash = (char *)"aa11";
+	ck_assert_int_eq(history_add(h, &run, NULL), 0);
+	run.source_hash = (char *)"aa1";
+	ck_assert_int_eq(history_add(h, &run, NULL), 0);
+	add_ok(h, HISTORY_CHECK, HISTORY_OK, "k", 0, NULL);
+	history_filter_init(&f);
+	f.source_hash = "aa11";
+	ck_assert_int_eq(history_list(h, &f, &p, NULL), 0);
+	ck_assert_uint_eq(p.len, 1);
+	ck_assert_str_eq(p.runs[0].source_hash, "aa11");
+	history_page_fini(&p);
+	history_close(h);
+}
+END_TEST
+
 START_TEST(parent_must_name_a_run_and_notes_are_capped)
 {
 	struct history *h = open_ok();
@@ -783,6 +807,7 @@ static Suite *history_suite(void)
 	tcase_add_test(schema, opening_a_version_2_database_adds_description_notes_and_parent);
 	tcase_add_test(rw, description_notes_parent_round_trip_and_list_leaves_notes_out);
 	tcase_add_test(rw, parent_must_name_a_run_and_notes_are_capped);
+	tcase_add_test(ls, list_filters_by_exact_source_hash);
 	tcase_add_test(schema, zero_byte_or_corrupt_state_db_is_refused_with_the_reason);
 	tcase_add_test(schema, open_in_missing_dir_fails_with_the_path);
 	tcase_add_test(schema, database_is_wal);
