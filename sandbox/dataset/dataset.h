@@ -56,6 +56,28 @@ int dataset_export(struct history *h, const struct dataset_filter *f, dataset_em
 		   void *arg, struct dataset_stats *stats, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* An export pulled one record at a time (the REST stream). */
+struct dataset_iter;
+
+/* Scans h (borrowed, must outlive the iterator) with f (copied) and
+ * decides which records it will give: the judging and deduplication happen
+ * here, the records are built again one by one by dataset_iter_next.
+ * Returns 0 and *out (free with dataset_iter_free), or what dataset_export
+ * returns. */
+int dataset_iter_new(struct history *h, const struct dataset_filter *f, struct dataset_iter **out,
+		     struct kf_err *err) __attribute__((warn_unused_result));
+
+/* The next record into *rec (new; NULL after the last). Returns 0 or the
+ * history's KF_E* code. */
+int dataset_iter_next(struct dataset_iter *it, json_t **rec, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* The counts so far (exported counts the records given). Borrowed. */
+const struct dataset_stats *dataset_iter_stats(const struct dataset_iter *it);
+
+/* Frees it. NULL is a no-op. */
+void dataset_iter_free(struct dataset_iter *it);
+
 /* Writes dir/data/kernels.jsonl, dir/README.md (a Hugging Face dataset
  * card) and dir/schema.json. dir may be missing (it is created) or empty;
  * an existing non-empty dir is refused with KF_EINVAL unless force (then

@@ -59,7 +59,9 @@ static double speedup_of(const json_t *rec)
 {
 	const json_t *sp = json_object_get(json_object_get(rec, "benchmark"), "speedup");
 
-	return json_is_number(sp) ? json_number_value(sp) : -INFINITY;
+	/* -1 ranks a record without a baseline below any measured speedup
+	 * (and, unlike -inf, is a JSON number) */
+	return json_is_number(sp) ? json_number_value(sp) : -1;
 }
 
 /* Builds the record of benchmark id into *rec (NULL when it is not
@@ -94,49 +96,147 @@ static int one_record(struct history *h, const struct dataset_filter *f, const c
 	return 0;
 }
 
-int dataset_export(struct history *h, const struct dataset_filter *f, dataset_emit_fn emit,
-		   void *arg, struct dataset_stats *stats, struct kf_err *err)
-{
-	struct dataset_stats st = {0};
-	json_t *ids = NULL, *kept = json_object(), *order = json_array(), *v;
-	size_t i;
-	int rc;
+struct dataset_iter {
+	struct history *h;
+	struct dataset_filter f;
+	char *strs[4]; /* owned copies of f's strings */
+	json_t *order; /* bench ids of the kept records, oldest first */
+	size_t next;   /* index into order */
+	struct dataset_stats st;
+};
 
-	if (f->min_speedup < 0 || !isfinite(f->min_speedup)) {
-		rc = kf_err_set(err, KF_EINVAL, "min_speedup: %g is not a speedup (want >= 0)",
-				f->min_speedup);
-		goto out;
+static int copy_filter(struct dataset_iter *it, const struct dataset_filter *f)
+{
+	const char *src[4] = {f->op, f->arch, f->gpu, f->license};
+	const char **dst[4] = {&it->f.op, &it->f.arch, &it->f.gpu, &it->f.license};
+
+	it->f = *f;
+	for (int i = 0; i < 4; i++) {
+		if (!src[i])
+			continue;
+		it->strs[i] = strdup(src[i]);
+		if (!it->strs[i])
+			return KF_ENOMEM;
+		*dst[i] = it->strs[i];
 	}
-	rc = bench_ids(h, f, &ids, err);
+	return 0;
+}
+
+/* The first pass: every benchmark's record is built and judged, and the
+ * id of the fastest per normalized source kept in it->order. Records are
+ * not held, so an export's memory does not grow with its size. */
+static int first_pass(struct dataset_iter *it, struct kf_err *err)
+{
+	json_t *ids = NULL, *best = json_object(), *v;
+	size_t i;
+	int rc = bench_ids(it->h, &it->f, &ids, err);
+
 	json_array_foreach(ids, i, v) {
 		json_t *rec, *old;
 		const char *key;
 
-		if (rc || (rc = one_record(h, f, json_string_value(v), &rec, &st, err)) || !rec)
+		if (rc ||
+		    (rc = one_record(it->h, &it->f, json_string_value(v), &rec, &it->st, err)) ||
+		    !rec)
 			continue;
 		key = json_string_value(json_object_get(rec, "source_sha256_normalized"));
-		old = json_object_get(kept, key);
+		old = json_object_get(best, key);
 		if (old)
-			st.duplicates++;
-		if (!old)
-			json_array_append_new(order, json_string(key));
-		if (!old || speedup_of(rec) > speedup_of(old))
-			json_object_set(kept, key, rec);
+			it->st.duplicates++;
+		if (!old) {
+			json_array_append_new(it->order, json_string(key));
+			json_object_set_new(
+				best, key,
+				json_pack("{s:O, s:f}", "id", v, "speedup", speedup_of(rec)));
+		} else if (speedup_of(rec) > json_real_value(json_object_get(old, "speedup"))) {
+			json_object_set(old, "id", v);
+			json_object_set_new(old, "speedup", json_real(speedup_of(rec)));
+		}
 		json_decref(rec);
 	}
-	json_array_foreach(order, i, v) {
-		if (rc)
-			break;
-		rc = emit(arg, json_object_get(kept, json_string_value(v)), err);
-		if (!rc)
-			st.exported++;
-	}
-out:
-	if (stats)
-		*stats = st;
+	json_array_foreach(it->order, i, v)
+		json_array_set(it->order, i,
+			       json_object_get(json_object_get(best, json_string_value(v)), "id"));
 	json_decref(ids);
-	json_decref(kept);
-	json_decref(order);
+	json_decref(best);
+	return rc;
+}
+
+int dataset_iter_new(struct history *h, const struct dataset_filter *f, struct dataset_iter **out,
+		     struct kf_err *err)
+{
+	struct dataset_iter *it;
+	int rc;
+
+	*out = NULL;
+	if (f->min_speedup < 0 || !isfinite(f->min_speedup))
+		return kf_err_set(err, KF_EINVAL, "min_speedup: %g is not a speedup (want >= 0)",
+				  f->min_speedup);
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return kf_err_set(err, KF_ENOMEM, "dataset: out of memory");
+	it->h = h;
+	it->order = json_array();
+	rc = copy_filter(it, f);
+	if (rc)
+		kf_err_set(err, rc, "dataset: out of memory");
+	else
+		rc = first_pass(it, err);
+	if (rc) {
+		dataset_iter_free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+int dataset_iter_next(struct dataset_iter *it, json_t **rec, struct kf_err *err)
+{
+	int rc = 0;
+
+	*rec = NULL;
+	while (!*rec && it->next < json_array_size(it->order)) {
+		const char *id = json_string_value(json_array_get(it->order, it->next++));
+		struct dataset_stats scratch = {0};
+
+		rc = one_record(it->h, &it->f, id, rec, &scratch, err);
+		if (rc)
+			return rc;
+		if (*rec)
+			it->st.exported++;
+	}
+	return 0;
+}
+
+const struct dataset_stats *dataset_iter_stats(const struct dataset_iter *it)
+{
+	return &it->st;
+}
+
+void dataset_iter_free(struct dataset_iter *it)
+{
+	if (!it)
+		return;
+	for (int i = 0; i < 4; i++)
+		free(it->strs[i]);
+	json_decref(it->order);
+	free(it);
+}
+
+int dataset_export(struct history *h, const struct dataset_filter *f, dataset_emit_fn emit,
+		   void *arg, struct dataset_stats *stats, struct kf_err *err)
+{
+	struct dataset_iter *it = NULL;
+	json_t *rec = NULL;
+	int rc = dataset_iter_new(h, f, &it, err);
+
+	while (!rc && !(rc = dataset_iter_next(it, &rec, err)) && rec) {
+		rc = emit(arg, rec, err);
+		json_decref(rec);
+	}
+	if (stats)
+		*stats = it ? it->st : (struct dataset_stats){0};
+	dataset_iter_free(it);
 	return rc;
 }
 

@@ -338,7 +338,7 @@ START_TEST(sources_differing_in_comments_and_spaces_are_one_record_the_fastest)
 {
 	char slow[512], fast[512], other[512];
 	struct dataset_stats st;
-	json_t *recs;
+	json_t *recs, *res;
 
 	snprintf(slow, sizeof(slow), "/* v1 */ %s", SRC);
 	snprintf(fast, sizeof(fast), "%s\n\n   // tuned\n", SRC);
@@ -346,9 +346,13 @@ START_TEST(sources_differing_in_comments_and_spaces_are_one_record_the_fastest)
 	add_pair(slow, 1.1, NULL, NULL);
 	add_pair(fast, 2.5, NULL, NULL);
 	add_pair(other, 1.0, NULL, NULL);
+	/* a benchmark without a baseline (no speedup) of the same source */
+	res = bench_ok(1.0);
+	json_object_del(res, "speedup");
+	add(HISTORY_BENCH, HISTORY_OK, spec_of(fast), res, NULL, NULL, NULL);
 	recs = export_all(NULL, &st);
 	ck_assert_uint_eq(json_array_size(recs), 2);
-	ck_assert_uint_eq(st.duplicates, 1);
+	ck_assert_uint_eq(st.duplicates, 2);
 	ck_assert(json_real_value(json_object_get(
 			  json_object_get(json_array_get(recs, 0), "benchmark"), "speedup")) ==
 		  2.5);
