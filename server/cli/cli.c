@@ -551,6 +551,8 @@ static int cmd_serve(int argc, char **argv)
 		sh.ho.max_body_bytes = app->cfg.max_message_bytes;
 		sh.ho.allowed_origins = sh.norigins ? sh.origins : NULL;
 		sh.ho.allowed_hosts = sh.nhosts ? sh.hosts : NULL;
+		sh.ho.streams = &CLI_DATASET_STREAM;
+		sh.ho.streams_len = 1;
 		rc = transport_http_run(app, &sh.ho, &err);
 	} else {
 		rc = transport_stdio_run(app, STDIN_FILENO, STDOUT_FILENO, &err);

@@ -11,6 +11,7 @@
 #include "sandbox/dataset/dataset.h"
 #include "server/app.h"
 #include "server/tools/tools_runs.h"
+#include "server/transport/transport.h"
 
 static const char DATASET_USAGE[] =
 	"usage: kforge dataset export --out DIR [--since WHEN] [--op NAME] [--arch SM]\n"
@@ -134,6 +135,116 @@ static int dataset_main(int argc, char **argv)
 			       argc >= 2 ? "unknown subcommand: use export"
 					 : "missing subcommand: export");
 }
+
+/* ---- GET /v1/dataset.jsonl ------------------------------------------------ */
+
+/* One streamed export: the iterator and the record being sent. */
+struct stream_state {
+	struct dataset_iter *it;
+	char *line; /* the current record as JSON + "\n" */
+	size_t len, off;
+};
+
+/* The export's filter from the query (since, op, arch, gpu, min_speedup,
+ * trajectories, license). Returns 0 or 400 with msg. */
+static int stream_filter(const char *(*query)(void *, const char *), void *qarg,
+			 struct dataset_filter *f, char *msg, size_t cap)
+{
+	struct kf_err err = {0};
+	const char *v;
+
+	dataset_filter_init(f);
+	f->op = query(qarg, "op");
+	f->arch = query(qarg, "arch");
+	f->gpu = query(qarg, "gpu");
+	if ((v = query(qarg, "license")))
+		f->license = v;
+	if ((v = query(qarg, "trajectories")))
+		f->trajectories = !strcmp(v, "true") || !strcmp(v, "1");
+	if ((v = query(qarg, "since")) && tools_runs_parse_since(v, &f->since_ms, &err)) {
+		snprintf(msg, cap, "%s", err.msg);
+		return 400;
+	}
+	if ((v = query(qarg, "min_speedup"))) {
+		char *end;
+		f->min_speedup = strtod(v, &end);
+		if (*end || end == v || !isfinite(f->min_speedup) || f->min_speedup < 0) {
+			snprintf(msg, cap, "min_speedup: '%.40s' is not a number >= 0", v);
+			return 400;
+		}
+	}
+	return 0;
+}
+
+static int stream_open(struct app *app, const char *(*query)(void *, const char *), void *qarg,
+		       void **state, char *msg, size_t cap)
+{
+	struct dataset_filter f;
+	struct stream_state *s;
+	struct kf_err err = {0};
+	int st = stream_filter(query, qarg, &f, msg, cap);
+
+	if (st)
+		return st;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(msg, cap, "out of memory");
+		return 500;
+	}
+	if (dataset_iter_new(app->history, &f, &s->it, &err)) {
+		snprintf(msg, cap, "%s", err.msg);
+		free(s);
+		return 500;
+	}
+	*state = s;
+	return 0;
+}
+
+static long stream_read(void *state, char *buf, size_t max)
+{
+	struct stream_state *s = state;
+	struct kf_err err = {0};
+	size_t n;
+
+	if (s->off == s->len) {
+		json_t *rec = NULL;
+
+		free(s->line);
+		s->line = NULL;
+		s->len = s->off = 0;
+		if (dataset_iter_next(s->it, &rec, &err))
+			return -1;
+		if (!rec)
+			return 0;
+		s->line = json_dumps(rec, JSON_COMPACT);
+		json_decref(rec);
+		if (!s->line)
+			return -1;
+		s->len = strlen(s->line);
+		s->line[s->len++] = '\n'; /* over the NUL: the line is sent by length */
+	}
+	n = s->len - s->off < max ? s->len - s->off : max;
+	memcpy(buf, s->line + s->off, n);
+	s->off += n;
+	return (long)n;
+}
+
+static void stream_close(void *state)
+{
+	struct stream_state *s = state;
+
+	dataset_iter_free(s->it);
+	free(s->line);
+	free(s);
+}
+
+const struct http_stream CLI_DATASET_STREAM = {
+	.path = "/v1/dataset.jsonl",
+	.mime = "application/x-ndjson",
+	.open = stream_open,
+	.read = stream_read,
+	.close = stream_close,
+};
 
 const struct cli_cmd CLI_DATASET[] = {
 	{"dataset", "export verified kernels of the run history as a dataset", DATASET_USAGE,

@@ -16,7 +16,8 @@ if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
 	exit 0
 fi
 T=$(mktemp -d /tmp/kforge-dataset-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+PID=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
 cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
 cat >"$T/harness.sh" <<EOF
 #!/bin/sh
@@ -93,4 +94,30 @@ code=$?
 	|| bad "export without --out: $(cat "$T/e")"
 "$BIN" dataset export --out "$T/x" --since yesterday --data-dir "$T/data" >/dev/null 2>"$T/e"
 [ $? = 2 ] && grep -q "since" "$T/e" && ok "a bad --since names since" || bad "bad --since: $(cat "$T/e")"
+# The same export streamed over REST: GET /v1/dataset.jsonl.
+"$BIN" serve --http 127.0.0.1:0 --port-file "$T/port" --data-dir "$T/data" \
+	--log-level warn 2>"$T/serve.log" &
+PID=$!
+i=0
+while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+U="http://127.0.0.1:$(cat "$T/port")/v1/dataset.jsonl"
+"$BIN" dataset export --out "$T/out2" --data-dir "$T/data" >/dev/null 2>&1
+code=$(curl -s -o "$T/rest.jsonl" -D "$T/h" -w '%{http_code}' "$U")
+[ "$code" = 200 ] && grep -qi "content-type: application/x-ndjson" "$T/h" &&
+	cmp -s "$T/rest.jsonl" "$T/out2/data/kernels.jsonl" &&
+	ok "GET /v1/dataset.jsonl streams the export's records" ||
+	bad "GET /v1/dataset.jsonl: $code, $(head -c 300 "$T/rest.jsonl")"
+code=$(curl -s -o "$T/r" -w '%{http_code}' "$U?min_speedup=1000&gpu=mock")
+[ "$code" = 200 ] && [ ! -s "$T/r" ] && ok "its filters apply (min_speedup)" || bad "filters: $code $(cat "$T/r")"
+code=$(curl -s -o "$T/r" -w '%{http_code}' "$U?min_speedup=fast")
+[ "$code" = 400 ] && grep -q "min_speedup" "$T/r" && ok "a bad min_speedup is a 400 naming it" \
+	|| bad "bad min_speedup: $code $(cat "$T/r")"
+code=$(curl -s -o "$T/r" -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{}' "$U")
+[ "$code" = 405 ] && ok "POST is 405" || bad "POST: $code $(cat "$T/r")"
+curl -s "http://127.0.0.1:$(cat "$T/port")/v1/openapi.json" | python3 -c "
+import json, sys
+p = json.load(sys.stdin)['paths']['/v1/dataset.jsonl']['get']
+assert 'application/x-ndjson' in p['responses']['200']['content'], p
+assert {x['name'] for x in p['parameters']} >= {'since', 'op', 'gpu', 'min_speedup'}, p
+" && ok "OpenAPI lists /v1/dataset.jsonl with its filters" || bad "OpenAPI entry"
 exit $fail
