@@ -329,6 +329,8 @@ install: all
 	rm -rf $(DESTDIR)$(PREFIX)/share/kforge/skill
 	install -d $(DESTDIR)$(PREFIX)/share/kforge/skill
 	cp -R SKILL.md skill $(DESTDIR)$(PREFIX)/share/kforge/skill/
+	install -d $(DESTDIR)$(PREFIX)/share/kforge/eval
+	install -m 644 kernels/eval/*.json $(DESTDIR)$(PREFIX)/share/kforge/eval/
 
 clean:
 	rm -rf $(B) build-asan build-fuzz
