@@ -40,7 +40,7 @@ static int bench_ids(struct history *h, const struct dataset_filter *f, json_t *
 		if (rc)
 			break;
 		for (size_t i = 0; i < page.len; i++)
-			json_array_insert_new(*ids, 0, json_string(page.runs[i].id));
+			json_array_append_new(*ids, json_string(page.runs[i].id));
 		snprintf(cursor, sizeof(cursor), "%s", page.next_cursor);
 		history_page_fini(&page);
 		if (json_array_size(*ids) > DATASET_SCAN_MAX)
@@ -51,8 +51,16 @@ static int bench_ids(struct history *h, const struct dataset_filter *f, json_t *
 	if (rc) {
 		json_decref(*ids);
 		*ids = NULL;
+		return rc;
 	}
-	return rc;
+	/* listed newest first; records go out oldest first */
+	for (size_t i = 0, n = json_array_size(*ids); i < n / 2; i++) {
+		json_t *a = json_incref(json_array_get(*ids, i));
+
+		json_array_set(*ids, i, json_array_get(*ids, n - 1 - i));
+		json_array_set_new(*ids, n - 1 - i, a);
+	}
+	return 0;
 }
 
 static double speedup_of(const json_t *rec)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels/op.h"
 #include "server/cli/cli_eval.h"
@@ -127,6 +128,7 @@ static json_t *solution_spec(const char *dir, const json_t *t, json_t **meta, ch
 	char path[2048];
 	char *src;
 	json_t *spec;
+	json_error_t je;
 
 	*meta = NULL;
 	snprintf(path, sizeof(path), "%s/%s.cu", dir, id);
@@ -136,7 +138,12 @@ static json_t *solution_spec(const char *dir, const json_t *t, json_t **meta, ch
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/%s.json", dir, id);
-	*meta = json_load_file(path, 0, NULL);
+	*meta = json_load_file(path, 0, &je);
+	if (!*meta && access(path, F_OK) == 0) {
+		snprintf(why, cap, "%s: line %d: %s", path, je.line, je.text);
+		free(src);
+		return NULL;
+	}
 	spec = json_deep_copy(json_object_get(t, "spec"));
 	json_object_set_new(spec, "source", json_string(src));
 	free(src);

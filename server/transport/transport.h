@@ -20,7 +20,9 @@ struct http_stream {
 	const char *mime; /* its Content-Type */
 	/* Starts one response: query(qarg, name) gives a decoded query
 	 * parameter or NULL (valid during the call). Returns 0 with *state, or
-	 * an HTTP status (400, 500) with msg (cap bytes) naming the problem. */
+	 * an HTTP status (400, 500) with msg (cap bytes) naming the problem.
+	 * Runs on an HTTP thread, as does read: work that takes long there
+	 * (the dataset's first pass over the history) holds that thread. */
 	int (*open)(struct app *app, const char *(*query)(void *qarg, const char *name), void *qarg,
 		    void **state, char *msg, size_t cap);
 	/* Writes up to max bytes into buf: returns the count, 0 at the end,

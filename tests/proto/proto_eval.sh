@@ -72,11 +72,13 @@ src, launch = spec.pop("source"), spec.pop("launch")
 task = lambda i: {"id": i, "level": 1, "description": "y = s * x + w, elementwise.",
                   "math": "y = s * x + w", "reference": spec["reference"], "spec": spec,
                   "baseline": {"kind": "source", "why": "the plain reference kernel"}}
-ids = ["a_good", "b_nocompile", "c_nolaunch", "d_fault", "e_hang", "f_good_again"]
+ids = ["a_good", "b_nocompile", "c_nolaunch", "d_fault", "e_hang", "f_good_again", "g_badjson"]
 json.dump({"tasks": [task(i) for i in ids]}, open(T + "/tasks/t.json", "w"))
 for i in ids:
     open(f"{T}/sol/{i}.cu", "w").write(src if i != "b_nocompile" else src + "\nthis is not C++;\n")
-    if i != "c_nolaunch":
+    if i == "g_badjson":
+        open(f"{T}/sol/{i}.json", "w").write('{"launch": [')
+    elif i != "c_nolaunch":
         json.dump({"launch": launch, "notes": "grid-stride"}, open(f"{T}/sol/{i}.json", "w"))
 EOF
 ev() {
@@ -84,7 +86,7 @@ ev() {
 	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" eval run "$T/sol" --tasks "$T/tasks" \
 		--data-dir "$T/data" --sandbox=none --timeout-s 3 --budget-ms 50 "$@"
 }
-ev ok --only a_good,b_nocompile,c_nolaunch --json --out "$T/r1.json" >"$T/o1" 2>"$T/e1"
+ev ok --only a_good,b_nocompile,c_nolaunch,g_badjson --json --out "$T/r1.json" >"$T/o1" 2>"$T/e1"
 ev fault --only d_fault --json >"$T/o2" 2>>"$T/e1"
 ev hang --only e_hang --json >"$T/o3" 2>>"$T/e1"
 ev ok --only f_good_again >"$T/o4" 2>>"$T/e1"
@@ -94,14 +96,15 @@ T = sys.argv[1]
 r1 = json.load(open(T + "/r1.json"))
 assert json.load(open(T + "/o1")) == r1
 rows = {r["id"]: r for r in r1["results"]}
-assert r1["tasks"] == 3 and r1["correct"] == 1, r1["summary"]
+assert r1["tasks"] == 4 and r1["correct"] == 1, r1["summary"]
+assert "g_badjson.json: line 1" in rows["g_badjson"]["reason"], rows["g_badjson"]
 assert rows["a_good"]["correct"] and rows["a_good"]["check_run"] and rows["a_good"]["bench_run"], rows["a_good"]
 assert isinstance(rows["a_good"].get("speedup"), float), rows["a_good"]
 assert not rows["b_nocompile"]["correct"] and "error" in rows["b_nocompile"]["reason"].lower(), rows["b_nocompile"]
 assert not rows["c_nolaunch"]["correct"] and "no launch" in rows["c_nolaunch"]["reason"], rows["c_nolaunch"]
-assert abs(r1["fast_p"]["fast_0"] - 1 / 3) < 1e-9, r1["fast_p"]
+assert abs(r1["fast_p"]["fast_0"] - 1 / 4) < 1e-9, r1["fast_p"]
 sp = rows["a_good"]["speedup"]
-assert r1["fast_p"]["fast_1"] == (1 / 3 if sp >= 1 else 0), (sp, r1["fast_p"])
+assert r1["fast_p"]["fast_1"] == (1 / 4 if sp >= 1 else 0), (sp, r1["fast_p"])
 d = json.load(open(T + "/o2"))["results"][0]
 assert not d["correct"] and "ILLEGAL_ADDRESS" in d["reason"], d
 h = json.load(open(T + "/o3"))["results"][0]
