@@ -1,5 +1,5 @@
 /* tools_runs: list_runs, get_run, compare_runs and the kforge://runs/...
- * resources over sandbox/history; runs_record for the handlers that make
+ * resources over sandbox/history; tools_runs_record for the handlers that make
  * runs. See tools_runs.h. The kind-specific comparisons live in
  * tools_runs_compare.c; nothing here measures or invents a number. */
 #include "server/tools/tools_runs.h"
@@ -23,7 +23,7 @@
 #define INLINE_RESULT_MAX 32768 /* result JSON bytes shown inline */
 #define RESOURCE_LIST_MAX 20	/* runs listed by resources/list */
 
-int64_t runs_now_ms(void)
+int64_t tools_runs_now_ms(void)
 {
 	struct timespec ts;
 
@@ -137,8 +137,9 @@ int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_
 	return history_check_parent(app->history, meta->parent, err);
 }
 
-int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
-		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES])
 {
 	return tools_runs_record_meta(app, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
 				      id_out);
@@ -488,7 +489,7 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, 
 	}
 	res = json_pack("{s:s, s:s, s:o, s:o}", "summary", "", "kind", history_kind_name(a.kind),
 			"a", side_json(&a), "b", side_json(&b));
-	rc = runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
+	rc = tools_runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
 	if (rc) {
 		json_decref(res);
 		goto out;
