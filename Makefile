@@ -21,7 +21,7 @@ endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PKGS := libjansson-dev libmicrohttpd-dev libsqlite3-dev check pkg-config \
-	bubblewrap clang wrk chromium curl python3 slurm-wlm munge
+	bubblewrap clang wrk chromium curl python3 slurm-wlm munge python3-jsonschema
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes
 CFLAGS ?= -O2 -g
@@ -34,7 +34,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 # One static library per subsystem (a folder); MODULES lists them bottom-up
 # and DEPS_<m> names what each may use, so a call into an undeclared module
 # fails the link of that module's check (`make lint`, tests/lint/).
-MODULES := base kernels kb jail compile spec pool history exec check model mcp tools transport cli app
+MODULES := base kernels kb jail compile spec pool history exec dataset check model mcp tools transport cli app
 SRC_base := $(wildcard base/*.c)
 SRC_kernels := $(wildcard kernels/*.c kernels/ref/*.c)
 SRC_kb := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
@@ -44,6 +44,7 @@ SRC_spec := $(wildcard sandbox/spec/*.c)
 SRC_pool := $(wildcard sandbox/pool/*.c)
 SRC_history := $(wildcard sandbox/history/*.c)
 SRC_exec := $(wildcard sandbox/exec/*.c)
+SRC_dataset := $(wildcard sandbox/dataset/*.c)
 SRC_check := $(wildcard sandbox/check/*.c)
 SRC_model := $(wildcard sandbox/model/*.c)
 SRC_mcp := $(wildcard server/mcp/*.c)
@@ -64,6 +65,7 @@ DEPS_jail := base
 DEPS_pool := base
 DEPS_history := base
 DEPS_exec := history base
+DEPS_dataset := history compile kernels base
 DEPS_spec := kernels base
 DEPS_compile := kb pool jail base
 DEPS_check := compile spec history pool jail kb kernels base
@@ -72,12 +74,12 @@ DEPS_mcp := base
 DEPS_tools := mcp exec check model compile spec history pool kb kernels base
 DEPS_transport := mcp base
 DEPS_app := tools transport mcp exec check compile history pool kb base
-DEPS_cli := app tools transport mcp exec check model compile spec history pool kb kernels base
+DEPS_cli := app tools transport mcp exec dataset check model compile spec history pool kb kernels base
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 $(foreach m,$(MODULES),$(eval LIB_$(m) := $(B)/libkf_$(m).a))
 # Link order: dependents first.
-LINK_ORDER := cli app transport tools mcp model check exec history spec compile pool jail kb kernels base
+LINK_ORDER := cli app transport tools mcp dataset model check exec history spec compile pool jail kb kernels base
 ALL_LIBS := $(foreach m,$(LINK_ORDER),$(LIB_$(m)))
 
 BIN := $(B)/kforge
@@ -337,6 +339,8 @@ install: all
 	rm -rf $(DESTDIR)$(PREFIX)/share/kforge/skill
 	install -d $(DESTDIR)$(PREFIX)/share/kforge/skill
 	cp -R SKILL.md skill $(DESTDIR)$(PREFIX)/share/kforge/skill/
+	install -d $(DESTDIR)$(PREFIX)/share/kforge/eval
+	install -m 644 kernels/eval/*.json $(DESTDIR)$(PREFIX)/share/kforge/eval/
 
 clean:
 	rm -rf $(B) build-asan build-fuzz

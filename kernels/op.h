@@ -56,6 +56,10 @@ struct op_template {
 	const char *spec_json;
 	op_ref_fn ref;
 	op_cost_fn cost;
+	/* Plain words: what the op computes and where models use it; with
+	 * summary (the math) it is the task description a dataset record and
+	 * an eval prompt carry. */
+	const char *description;
 };
 
 /* Returns the template named name (borrowed, static) or NULL. */

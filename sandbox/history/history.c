@@ -76,6 +76,14 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	" created_ms INTEGER NOT NULL"
 	") WITHOUT ROWID;"
 	"CREATE INDEX exec_jobs_state ON exec_jobs(state, key);",
+	/* 3 -> 4: what a run means (for datasets): its description, the
+	 * author's notes, the run it improves on, the versions it ran with */
+	"ALTER TABLE runs ADD COLUMN description TEXT;"
+	"ALTER TABLE runs ADD COLUMN notes TEXT;"
+	"ALTER TABLE runs ADD COLUMN parent TEXT;"
+	"ALTER TABLE runs ADD COLUMN env TEXT;"
+	"CREATE INDEX runs_parent ON runs(parent);"
+	"CREATE INDEX runs_source ON runs(source_hash, id);",
 };
 
 static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -429,19 +437,58 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* Whether run id parent exists; called with h->mu held. */
+static int parent_exists(struct history *h, const char *parent, struct kf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int step;
+
+	if (!id_valid(parent))
+		return kf_err_set(err, KF_EINVAL,
+				  "parent: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from "
+				  "list_runs or a result's run_id)",
+				  parent);
+	if (sqlite3_prepare_v2(h->db, "SELECT 1 FROM runs WHERE id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return history_db_fail(h, "preparing the parent lookup", err);
+	sqlite3_bind_text(st, 1, parent, -1, SQLITE_TRANSIENT);
+	step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (step == SQLITE_ROW)
+		return 0;
+	if (step != SQLITE_DONE)
+		return history_db_fail(h, "looking up the parent run", err);
+	return kf_err_set(err, KF_ENOTFOUND,
+			  "parent: no run %s in this history (list_runs shows the ids)", parent);
+}
+
+int history_check_parent(struct history *h, const char *parent, struct kf_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	rc = parent_exists(h, parent, err);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
 /* Inserts run with its encoded JSON under the lock. A clash of ids (another
  * process, same millisecond, same 30 random bits) is retried with a fresh
  * id; anything else is an error. */
 static int insert_run(struct history *h, struct history_run *run, const char *spec,
-		      const char *result, int64_t created, struct kf_err *err)
+		      const char *result, const char *env, int64_t created, struct kf_err *err)
 {
 	static const char sql[] = "INSERT INTO runs (id, kind, created_ms, status, kernels, "
 				  "source_hash, spec, device_name, device_uuid, summary, result, "
-				  "duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+				  "duration_ms, description, notes, parent, env) "
+				  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
 	int rc = KF_EDB, in_tx = 0, recorded = 0;
 
 	pthread_mutex_lock(&h->mu);
+	if (run->parent && (rc = parent_exists(h, run->parent, err)))
+		goto out;
+	rc = KF_EDB;
 	/* A job's run: the insert and the job's "recorded" mark commit
 	 * together, and a job already recorded gives back its run's id. */
 	if (run->job_key) {
@@ -449,6 +496,7 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 		in_tx = !rc && !recorded;
 		if (rc || recorded)
 			goto out;
+		rc = KF_EDB;
 	}
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		rc = history_db_fail(h, "preparing the insert", err);
@@ -469,6 +517,10 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 		bind_text(st, 10, run->summary ? run->summary : "");
 		bind_text(st, 11, result);
 		sqlite3_bind_int64(st, 12, run->duration_ms);
+		bind_text(st, 13, run->description);
+		bind_text(st, 14, run->notes);
+		bind_text(st, 15, run->parent);
+		bind_text(st, 16, env);
 		if (sqlite3_step(st) == SQLITE_DONE) {
 			rc = 0;
 			goto out;
@@ -489,7 +541,7 @@ out:
 
 int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 {
-	char *spec = NULL, *result = NULL;
+	char *spec = NULL, *result = NULL, *env = NULL;
 	int64_t created;
 	int rc;
 
@@ -505,16 +557,23 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	    (rc = check_text("source_hash", run->source_hash, err)) ||
 	    (rc = check_text("device_name", run->device_name, err)) ||
 	    (rc = check_text("device_uuid", run->device_uuid, err)) ||
-	    (rc = check_text("summary", run->summary, err)))
+	    (rc = check_text("summary", run->summary, err)) ||
+	    (rc = check_text("description", run->description, err)))
 		return rc;
+	if (run->notes && strlen(run->notes) > HISTORY_NOTES_MAX)
+		return kf_err_set(err, KF_ETOOBIG,
+				  "history: notes is %zu bytes, over the %d-byte cap",
+				  strlen(run->notes), HISTORY_NOTES_MAX);
 	created = run->created_ms > 0 ? run->created_ms : wall_ms();
 	if (!(rc = dump_json("spec", run->spec, &spec, err)) &&
-	    !(rc = dump_json("result", run->result, &result, err)))
-		rc = insert_run(h, run, spec, result, created, err);
+	    !(rc = dump_json("result", run->result, &result, err)) &&
+	    !(rc = dump_json("env", run->env, &env, err)))
+		rc = insert_run(h, run, spec, result, env, created, err);
 	if (!rc)
 		run->created_ms = created;
 	free(spec);
 	free(result);
+	free(env);
 	return rc;
 }
 
@@ -539,10 +598,11 @@ static json_t *col_json(sqlite3_stmt *st, int i)
 }
 
 /* Columns: id kind created_ms status kernels source_hash device_name
- * device_uuid summary duration_ms [spec result]. */
+ * device_uuid summary duration_ms description parent [spec result notes
+ * env]. */
 #define RUN_COLUMNS                                                         \
 	"id, kind, created_ms, status, kernels, source_hash, device_name, " \
-	"device_uuid, summary, duration_ms"
+	"device_uuid, summary, duration_ms, description, parent"
 
 static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 {
@@ -558,9 +618,13 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 	r->device_uuid = col_dup(st, 7);
 	r->summary = col_dup(st, 8);
 	r->duration_ms = sqlite3_column_int64(st, 9);
+	r->description = col_dup(st, 10);
+	r->parent = col_dup(st, 11);
 	if (with_json) {
-		r->spec = col_json(st, 10);
-		r->result = col_json(st, 11);
+		r->spec = col_json(st, 12);
+		r->result = col_json(st, 13);
+		r->notes = col_dup(st, 14);
+		r->env = col_json(st, 15);
 	}
 	if (!r->kernels || !r->summary)
 		return KF_ENOMEM;
@@ -579,7 +643,9 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 			"id: '%.40s' is not a run id (like r0jf3k9q2mzx7c4a, from list_runs)",
 			id ? id : "");
 	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result FROM runs WHERE id = ?",
+	if (sqlite3_prepare_v2(h->db,
+			       "SELECT " RUN_COLUMNS
+			       ", spec, result, notes, env FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		rc = history_db_fail(h, "preparing a lookup", err);
 		goto out;
@@ -659,11 +725,12 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 	if (limit > HISTORY_LIST_MAX)
 		limit = HISTORY_LIST_MAX;
 	snprintf(sql, sizeof(sql),
-		 "SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s%s%s%s"
+		 "SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s%s%s%s%s"
 		 " ORDER BY id DESC LIMIT ?",
 		 f->kind >= 0 ? " AND kind = ?" : "", f->status >= 0 ? " AND status = ?" : "",
 		 f->kernel && *f->kernel ? " AND kernels LIKE ? ESCAPE '\\'" : "",
 		 f->since_ms > 0 ? " AND created_ms >= ?" : "",
+		 f->source_hash ? " AND source_hash = ?" : "",
 		 f->cursor && *f->cursor ? " AND id < ?" : "");
 	if (f->kernel && *f->kernel) {
 		pattern = like_pattern(f->kernel);
@@ -688,6 +755,8 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 		sqlite3_bind_text(st, bind++, pattern, -1, SQLITE_TRANSIENT);
 	if (f->since_ms > 0)
 		sqlite3_bind_int64(st, bind++, f->since_ms);
+	if (f->source_hash)
+		sqlite3_bind_text(st, bind++, f->source_hash, -1, SQLITE_TRANSIENT);
 	if (f->cursor && *f->cursor)
 		sqlite3_bind_text(st, bind++, f->cursor, -1, SQLITE_TRANSIENT);
 	/* One extra row tells whether there is a next page. */
@@ -728,6 +797,10 @@ void history_run_fini(struct history_run *run)
 	free(run->summary);
 	json_decref(run->spec);
 	json_decref(run->result);
+	free(run->description);
+	free(run->notes);
+	free(run->parent);
+	json_decref(run->env);
 	memset(run, 0, sizeof(*run));
 }
 

@@ -15,11 +15,12 @@
 
 #include "base/kf_err.h"
 
-#define HISTORY_SCHEMA_VERSION 3
+#define HISTORY_SCHEMA_VERSION 4
 #define HISTORY_ID_BYTES       24	  /* "r" + 15 base32 chars + NUL, padded */
 #define HISTORY_LIST_MAX       500	  /* cap on one history_list page */
 #define HISTORY_TEXT_MAX       4096	  /* cap on kernels, summary, device fields */
 #define HISTORY_JSON_MAX       (8u << 20) /* cap on spec / result JSON text */
+#define HISTORY_NOTES_MAX      16384	  /* cap on a run's notes */
 
 struct history;
 
@@ -54,22 +55,27 @@ struct history_run {
 	json_t *result;	     /* the tool's structuredContent */
 	const char *job_key; /* add only: the exec job (history_job) this run
 			      * ends, or NULL; see history_add */
+	char *description;   /* what the kernel computes, words + math, or NULL */
+	char *notes;	     /* the author's reasoning, or NULL */
+	char *parent;	     /* id of the run this one improves on, or NULL */
+	json_t *env;	     /* {"kforge", "driver", "cuda"} versions, or NULL */
 };
 
 /* Filters for history_list. Start from history_filter_init (everything,
  * newest first) and set what you need. */
 struct history_filter {
-	int kind;	    /* enum history_kind, or -1 = any */
-	int status;	    /* enum history_status, or -1 = any */
-	const char *kernel; /* substring of the kernel names, or NULL */
-	int64_t since_ms;   /* created_ms >= since_ms; 0 = no bound */
-	size_t limit;	    /* rows per page; 0 = 20; capped at
+	int kind;		 /* enum history_kind, or -1 = any */
+	int status;		 /* enum history_status, or -1 = any */
+	const char *kernel;	 /* substring of the kernel names, or NULL */
+	int64_t since_ms;	 /* created_ms >= since_ms; 0 = no bound */
+	const char *source_hash; /* exact source hash, or NULL */
+	size_t limit;		 /* rows per page; 0 = 20; capped at
 			      * HISTORY_LIST_MAX */
-	const char *cursor; /* next_cursor of the previous page, or NULL */
+	const char *cursor;	 /* next_cursor of the previous page, or NULL */
 };
 
-/* One page of history_list: rows newest first, without spec and result
- * (NULL) to keep listings small. */
+/* One page of history_list: rows newest first, without spec, result, notes
+ * and env (NULL) to keep listings small. */
 struct history_page {
 	struct history_run *runs; /* len entries */
 	size_t len;
@@ -110,6 +116,12 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 /* Reads run id into *out (caller storage; release with history_run_fini).
  * Returns 0, KF_EINVAL (malformed id), KF_ENOTFOUND, KF_EDB. */
 int history_get(struct history *h, const char *id, struct history_run *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Checks that parent is the id of a run in h: 0, KF_EINVAL ("parent:
+ * '...' is not a run id"), KF_ENOTFOUND ("parent: no run ... in this
+ * history"), KF_EDB. Tools call it before a long run so a typo fails fast. */
+int history_check_parent(struct history *h, const char *parent, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Sets *f to "everything": kind -1, status -1, no kernel, since 0, limit 0,

@@ -21,8 +21,8 @@
 
 /* Every command table, in the order `kforge --help` lists them. */
 static const struct cli_cmd *const TABLES[] = {
-	CLI_CORE,    CLI_SETUP, CLI_DEMO, CLI_OPS,  CLI_KB,
-	CLI_COMPILE, CLI_RUNS,	CLI_GPU,  CLI_EXEC, CLI_MODEL,
+	CLI_CORE, CLI_SETUP, CLI_DEMO, CLI_OPS,	  CLI_KB,      CLI_COMPILE,
+	CLI_RUNS, CLI_GPU,   CLI_EXEC, CLI_MODEL, CLI_DATASET, CLI_EVAL,
 };
 
 #define TABLES_LEN		(sizeof(TABLES) / sizeof(TABLES[0]))
@@ -570,6 +570,8 @@ static int cmd_serve(int argc, char **argv)
 		sh.ho.max_body_bytes = app->cfg.max_message_bytes;
 		sh.ho.allowed_origins = sh.norigins ? sh.origins : NULL;
 		sh.ho.allowed_hosts = sh.nhosts ? sh.hosts : NULL;
+		sh.ho.streams = &CLI_DATASET_STREAM;
+		sh.ho.streams_len = 1;
 		rc = transport_http_run(app, &sh.ho, &err);
 	} else {
 		rc = transport_stdio_run(app, STDIN_FILENO, STDOUT_FILENO, &err);

@@ -49,6 +49,10 @@ extern const struct cli_cmd CLI_DEMO[];	   /* cli_demo.c: demo */
 extern const struct cli_cmd CLI_OPS[];	   /* cli_ops.c: ops */
 extern const struct cli_cmd CLI_EXEC[];	   /* cli_exec.c: exec-job */
 extern const struct cli_cmd CLI_MODEL[];   /* cli_model.c: model-bench */
+extern const struct cli_cmd CLI_DATASET[]; /* cli_dataset.c: dataset */
+extern const struct cli_cmd CLI_EVAL[];	   /* cli_eval.c: eval */
+/* cli_dataset.c: GET /v1/dataset.jsonl, the export streamed over HTTP */
+extern const struct http_stream CLI_DATASET_STREAM;
 
 /* The options every command that opens the app accepts. */
 struct cli_common {

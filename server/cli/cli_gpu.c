@@ -16,10 +16,18 @@
 
 #define SPEC_FILE_MAX_BYTES (8u << 20)
 
+/* What a run means, stored with it and exported as data (README "Building
+ * a dataset"). */
+#define META_HELP                                                                 \
+	"  --description TEXT what the kernel computes: words and math\n"         \
+	"  --notes TEXT       your reasoning: what was tried, why it is faster\n" \
+	"  --parent RUN_ID    the run this one improves on (must exist)\n"
+
 static const char CHECK_USAGE[] =
 	"usage: kforge check SPEC.json [--trials N] [--no-odd-size]\n"
 	"                    [--replay-seed HEX --replay-size VAR=N,VAR=N]\n"
-	"                    [--timeout-s N] [--json]\n"
+	"                    [--timeout-s N] [--description TEXT] [--notes TEXT]\n"
+	"                    [--parent RUN_ID] [--json]\n"
 	"\n"
 	"Checks a kernel spec against its reference on this host's GPU: every size of\n"
 	"the spec plus one odd size, N trials (default 3) with fresh secret inputs,\n"
@@ -29,15 +37,15 @@ static const char CHECK_USAGE[] =
 	"  --trials N         trials per size (1-20)\n"
 	"  --no-odd-size      only the sizes the spec lists\n"
 	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
-	"  --timeout-s N      per harness run (default 60)\n"
-	"\n" CLI_COMMON_HELP "\n"
+	"  --timeout-s N      per harness run (default 60)\n" META_HELP "\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge check rmsnorm.json\n"
 	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
 
 static const char BENCH_USAGE[] =
 	"usage: kforge bench SPEC.json [--size I] [--no-baseline] [--budget-ms N]\n"
-	"                    [--target F] [--warmup-ms N] [--no-flush] [--json]\n"
+	"                    [--target F] [--warmup-ms N] [--no-flush]\n"
+	"                    [--description TEXT] [--notes TEXT] [--parent RUN_ID] [--json]\n"
 	"\n"
 	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
 	"the L2 flushed before each timed run, until the median's standard error is\n"
@@ -48,8 +56,8 @@ static const char BENCH_USAGE[] =
 	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
-	"  --no-flush        keep the L2 warm between iterations\n"
-	"\n" CLI_COMMON_HELP "\n"
+	"  --no-flush        keep the L2 warm between iterations\n" META_HELP "\n" CLI_COMMON_HELP
+	"\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
 
@@ -385,6 +393,22 @@ static int run_spec_tool(const struct cli_common *co, const char *cmd, const cha
 	return run_tool(co, tool, args, print);
 }
 
+/* Takes --description, --notes or --parent at argv[*i] into args; returns
+ * 1 when it did. */
+static int meta_opt(int argc, char **argv, int *i, int *missing, json_t *args)
+{
+	static const char *const names[][2] = {
+		{"--description", "description"}, {"--notes", "notes"}, {"--parent", "parent"}};
+	const char *v;
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if ((v = cli_opt_value(argc, argv, i, names[k][0], missing))) {
+			json_object_set_new(args, names[k][1], json_string(v));
+			return 1;
+		}
+	return 0;
+}
+
 static int check_main(int argc, char **argv)
 {
 	struct cli_common co;
@@ -409,6 +433,8 @@ static int check_main(int argc, char **argv)
 			seed = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-size", &missing))) {
 			rsize = v;
+		} else if (meta_opt(argc, argv, &i, &missing, args)) {
+			continue;
 		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
 			json_object_set_new(args, "odd_size", json_false());
 		} else {
@@ -469,6 +495,8 @@ static int bench_main(int argc, char **argv)
 		} else if ((v = cli_opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
 			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
 				json_object_set_new(args, "warmup_ms", json_real(d));
+		} else if (meta_opt(argc, argv, &i, &missing, args)) {
+			continue;
 		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
 			json_object_set_new(args, "baseline", json_false());
 		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {

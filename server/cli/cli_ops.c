@@ -116,7 +116,8 @@ static int print_spec(const struct op_template *op, const char *dt, const json_t
 		fprintf(stderr, "kforge ops: %s has no launch list to start from\n", op->name);
 		return CLI_EXIT_FAIL;
 	}
-	fprintf(f, "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n\n// %s\n", op->summary);
+	fprintf(f, "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n\n// %s\n// %s\n",
+		op->description, op->summary);
 	json_array_foreach(base, i, l)
 		if (json_object_get(l, "when"))
 			first = json_array_size(base) - 1;
@@ -193,9 +194,10 @@ static int run_ops(int argc, char **argv)
 		for (size_t i = 0; i < op_count(); i++) {
 			const struct op_template *t = op_at(i);
 			json_t *j = json_loads(t->spec_json, 0, NULL);
-			json_array_append_new(list, json_pack("{s:s, s:s, s:O*}", "name", t->name,
-							      "summary", t->summary, "dtypes",
-							      json_object_get(j, "dtypes")));
+			json_array_append_new(
+				list, json_pack("{s:s, s:s, s:s, s:O*}", "name", t->name, "summary",
+						t->summary, "description", t->description, "dtypes",
+						json_object_get(j, "dtypes")));
 			json_decref(j);
 		}
 		json_t *res =

@@ -87,14 +87,19 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress = progress_to_client,
 		.progress_arg = &pr,
 	};
+	struct tools_runs_meta meta;
 	int gpu = -1;
 	struct check_result res;
-	int rc = check_kernel(&app->check, spec, &o, &res, &gpu, err);
+	int rc = tools_runs_meta_from_args(app, args, &meta, err);
+
+	if (rc)
+		return rc;
+	rc = check_kernel(&app->check, spec, &o, &res, &gpu, err);
 	*out = tools_check_json(&res);
 	check_result_fini(&res);
 	answer_error(rc, err, out);
-	tools_runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
-			  tools_runs_now_ms() - t0, NULL);
+	tools_runs_record_meta(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
+			       tools_runs_now_ms() - t0, &meta, NULL);
 	return rc;
 }
 
@@ -120,16 +125,30 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress = progress_to_client,
 		.progress_arg = &pr,
 	};
+	struct tools_runs_meta meta;
 	int gpu = -1;
 	struct bench_result res;
-	int rc = bench_kernel(&app->check, spec, &o, &res, &gpu, err);
+	int rc = tools_runs_meta_from_args(app, args, &meta, err);
+
+	if (rc)
+		return rc;
+	rc = bench_kernel(&app->check, spec, &o, &res, &gpu, err);
 	*out = tools_bench_json(&res);
 	bench_result_fini(&res);
 	answer_error(rc, err, out);
-	tools_runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
-			  tools_runs_now_ms() - t0, NULL);
+	tools_runs_record_meta(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
+			       tools_runs_now_ms() - t0, &meta, NULL);
 	return rc;
 }
+
+/* What the run means, stored with it (get_run, dataset export): what it
+ * computes in words and math, the author's reasoning, the run it improves
+ * on. Bare strings: tools/list stays under 10 KB; tools_runs_meta_from_args
+ * checks caps and the parent before the run, docs/check-and-bench.md
+ * describes them. */
+#define META_SCHEMA                                                                    \
+	"\"description\": {\"type\": \"string\"}, \"notes\": {\"type\": \"string\"}, " \
+	"\"parent\": {\"type\": \"string\"}"
 
 #define SPEC_SCHEMA                                                                    \
 	"\"spec\": {\"type\": \"object\", \"description\": \"kernel spec {source, "    \
@@ -138,7 +157,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 static const char CHECK_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
-	"\"properties\": {" SPEC_SCHEMA ", "
+	"\"properties\": {" SPEC_SCHEMA ", " META_SCHEMA ", "
 	"\"trials\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20, \"default\": 3, "
 	"\"description\": \"fresh secret inputs per size\"}, "
 	"\"odd_size\": {\"type\": \"boolean\", \"default\": true, \"description\": \"also "
@@ -158,7 +177,7 @@ static const char CHECK_OUTPUT[] =
 
 static const char BENCH_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
-	"\"properties\": {" SPEC_SCHEMA ", "
+	"\"properties\": {" SPEC_SCHEMA ", " META_SCHEMA ", "
 	"\"size\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 31, \"description\": "
 	"\"index into sizes; default all\"}, "
 	"\"baseline\": {\"type\": \"boolean\", \"default\": true, \"description\": \"time "

@@ -12,6 +12,8 @@
 
 #include "server/app.h"
 #include "base/log.h"
+#include "base/version.h"
+#include "sandbox/compile/compile.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/pool/gpu.h"
 #include "server/mcp/tools.h"
@@ -98,17 +100,49 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
-int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
-		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
-		      char id_out[HISTORY_ID_BYTES])
+/* The versions a run ran with: kforge, the CUDA toolkit (nvcc) and, for a
+ * GPU run, the driver; a dataset record names them. Returns new. */
+static json_t *env_json(struct app *app, int gpu)
 {
-	return tools_runs_record_job(app, NULL, kind, args, result, rc, err_msg, gpu, duration_ms,
-				     id_out);
+	const struct gpu_host *host = NULL;
+	const char *cuda = app->cc ? compile_compiler_version(app->cc) : NULL;
+	json_t *o = json_pack("{s:s}", "kforge", KFORGE_VERSION);
+
+	if (cuda && *cuda)
+		json_object_set_new(o, "cuda", json_string(cuda));
+	if (gpu >= 0 && gpu_probe(&host, NULL) == 0)
+		json_object_set_new(o, "driver", json_string(host->driver_version_str));
+	return o;
 }
 
-int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
-			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
-			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_runs_meta *meta,
+			      struct kf_err *err)
+{
+	memset(meta, 0, sizeof(*meta));
+	meta->description = json_string_value(json_object_get(args, "description"));
+	meta->notes = json_string_value(json_object_get(args, "notes"));
+	meta->parent = json_string_value(json_object_get(args, "parent"));
+	if (meta->description && strlen(meta->description) > HISTORY_TEXT_MAX)
+		return kf_err_set(err, KF_ETOOBIG,
+				  "description: %zu bytes, over the %d-byte cap: keep it to the "
+				  "math and a sentence; reasoning goes in notes",
+				  strlen(meta->description), HISTORY_TEXT_MAX);
+	if (meta->notes && strlen(meta->notes) > HISTORY_NOTES_MAX)
+		return kf_err_set(err, KF_ETOOBIG, "notes: %zu bytes, over the %d-byte cap",
+				  strlen(meta->notes), HISTORY_NOTES_MAX);
+	if (!meta->parent)
+		return 0;
+	if (!app || !app->history)
+		return kf_err_set(err, KF_EINTERNAL, "run history is not open");
+	return history_check_parent(app->history, meta->parent, err);
+}
+
+/* Records one run: job_key (or NULL) makes it exactly-once for a cluster
+ * job, meta (or NULL) stores what the run means. See tools_runs.h. */
+static int record_run(struct app *app, const char *job_key, enum history_kind kind,
+		      const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
+		      int64_t duration_ms, const struct tools_runs_meta *meta,
+		      char id_out[HISTORY_ID_BYTES])
 {
 	struct history_run run = {0};
 	struct kf_err err = {0};
@@ -164,6 +198,12 @@ int tools_runs_record_job(struct app *app, const char *job_key, enum history_kin
 			summary[--n] = '\0';
 	}
 	run.summary = summary;
+	run.env = env_json(app, gpu);
+	if (meta) {
+		run.description = (char *)meta->description;
+		run.notes = (char *)meta->notes;
+		run.parent = (char *)meta->parent;
+	}
 	run.spec = (json_t *)args;
 	if (json_size(args) > HISTORY_JSON_MAX) {
 		stored_spec = json_pack("{s:b, s:I}", "truncated", 1, "bytes",
@@ -182,6 +222,7 @@ int tools_runs_record_job(struct app *app, const char *job_key, enum history_kin
 		run.result = stored;
 	}
 	ret = history_add(app->history, &run, &err);
+	json_decref(run.env);
 	json_decref(stored);
 	json_decref(stored_spec);
 	if (ret) {
@@ -193,6 +234,31 @@ int tools_runs_record_job(struct app *app, const char *job_key, enum history_kin
 	if (id_out)
 		memcpy(id_out, run.id, HISTORY_ID_BYTES);
 	return 0;
+}
+
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES])
+{
+	return record_run(app, NULL, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+			  id_out);
+}
+
+int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
+			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
+			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+{
+	return record_run(app, job_key, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+			  id_out);
+}
+
+int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t *args,
+			   json_t *result, int rc, const char *err_msg, int gpu,
+			   int64_t duration_ms, const struct tools_runs_meta *meta,
+			   char id_out[HISTORY_ID_BYTES])
+{
+	return record_run(app, NULL, kind, args, result, rc, err_msg, gpu, duration_ms, meta,
+			  id_out);
 }
 
 /* ---- shared helpers ---------------------------------------------------- */
@@ -224,17 +290,24 @@ static json_t *kernels_array(const char *list)
 	return arr;
 }
 
-/* The row of a listing: light, no spec or result. */
+/* The row of a listing: light, no spec, result or notes; description and
+ * parent only when the run has them. */
 static json_t *row_json(const struct history_run *r)
 {
 	char when[32];
+	json_t *o;
 
 	iso_time(r->created_ms, when, sizeof(when));
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id, "kind",
-			 history_kind_name(r->kind), "status", history_status_name(r->status),
-			 "created", when, "kernels", kernels_array(r->kernels), "device",
-			 r->device_name, "duration_ms", (json_int_t)r->duration_ms, "summary",
-			 r->summary ? r->summary : "");
+	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:I, s:s}", "id", r->id, "kind",
+		      history_kind_name(r->kind), "status", history_status_name(r->status),
+		      "created", when, "kernels", kernels_array(r->kernels), "device",
+		      r->device_name, "duration_ms", (json_int_t)r->duration_ms, "summary",
+		      r->summary ? r->summary : "");
+	if (r->description)
+		json_object_set_new(o, "description", json_string(r->description));
+	if (r->parent)
+		json_object_set_new(o, "parent", json_string(r->parent));
+	return o;
 }
 
 static json_t *res_link(const char *id, const char *part, const char *what, size_t bytes)
@@ -258,6 +331,10 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 			    r->source_hash ? json_string(r->source_hash) : json_null());
 	json_object_set_new(o, "device_uuid",
 			    r->device_uuid ? json_string(r->device_uuid) : json_null());
+	if (r->notes)
+		json_object_set_new(o, "notes", json_string(r->notes));
+	if (r->env)
+		json_object_set(o, "env", r->env);
 	if (!r->spec) {
 		json_object_set_new(o, "spec", json_null());
 	} else if (inline_all || spec_bytes <= INLINE_SPEC_MAX) {
@@ -288,9 +365,7 @@ static json_t *run_json(const struct history_run *r, int inline_all)
 	return o;
 }
 
-/* Parses "since": ISO date/time (UTC) or a relative age "30m", "6h", "7d".
- * Returns 0 with *ms (unix ms) or KF_EINVAL naming the field. */
-static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
+int tools_runs_parse_since(const char *s, int64_t *ms, struct kf_err *err)
 {
 	struct tm tm;
 	char *end;
@@ -358,7 +433,7 @@ static int list_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, str
 	if (json_is_integer(json_object_get(args, "limit")))
 		f.limit = (size_t)json_integer_value(json_object_get(args, "limit"));
 	if ((s = json_string_value(json_object_get(args, "since")))) {
-		rc = parse_since(s, &f.since_ms, err);
+		rc = tools_runs_parse_since(s, &f.since_ms, err);
 		if (rc)
 			return rc;
 	}

@@ -49,6 +49,34 @@ int tools_runs_record_job(struct app *app, const char *job_key, enum history_kin
 			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
 			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
 
+/* What a check or benchmark means, from its call's arguments (every
+ * pointer borrowed, NULL = not given): see history_run. */
+struct tools_runs_meta {
+	const char *description; /* what the kernel computes: words + math */
+	const char *notes;	 /* the author's reasoning */
+	const char *parent;	 /* the run it improves on */
+};
+
+/* tools_runs_record, storing meta (borrowed, may be NULL) with the run. A parent
+ * that is not in the history fails the recording (KF_ENOTFOUND; handlers
+ * check it first with tools_runs_meta_from_args). */
+int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t *args,
+			   json_t *result, int rc, const char *err_msg, int gpu,
+			   int64_t duration_ms, const struct tools_runs_meta *meta,
+			   char id_out[HISTORY_ID_BYTES]);
+
+/* Fills *meta from a tool call's arguments ("description", "notes",
+ * "parent": borrowed from args) and checks that the parent is a run of
+ * app's history. Returns 0, or KF_EINVAL / KF_ENOTFOUND naming "parent". */
+int tools_runs_meta_from_args(struct app *app, const json_t *args, struct tools_runs_meta *meta,
+			      struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Parses a "since" value: an ISO date or time (UTC: 2026-11-30,
+ * 2026-11-30T09:00:00Z) or an age (30m, 6h, 7d). Returns 0 with *ms (unix
+ * ms) or KF_EINVAL naming "since". */
+int tools_runs_parse_since(const char *s, int64_t *ms, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Monotonic milliseconds, for duration_ms. */
 int64_t tools_runs_now_ms(void);
 

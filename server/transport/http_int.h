@@ -19,6 +19,7 @@
 #include "server/mcp/mcp.h"
 #include "server/transport/http_guard.h"
 #include "server/transport/rest.h"
+#include "server/transport/transport.h"
 
 #define HTTP_SID_BYTES		16		     /* random bytes in a session id */
 #define HTTP_SID_LEN		(HTTP_SID_BYTES * 2) /* hex characters */
@@ -122,6 +123,8 @@ struct hconn {
 
 struct hsrv {
 	struct app *app;
+	const struct http_stream *streams; /* streamed GET routes, borrowed */
+	size_t streams_len;
 	struct MHD_Daemon *d;
 	size_t max_body;   /* bytes of one request body */
 	size_t upload_max; /* bytes of request bodies held at once */
@@ -324,6 +327,12 @@ enum MHD_Result http_queue_sse(struct hcall *c, const char *sid);
 /* A request under /v1 with its whole body in rq: plans the route and
  * answers at once, or runs the tool on a thread with the connection
  * suspended. */
+/* http_stream.c: when method and url name one of srv's streamed routes,
+ * answers it (a response read piece by piece from the route's calls) and
+ * returns 1 with *ret what queuing returned; 0 when the route is not one. */
+int http_stream_serve(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+		      const char *method, enum MHD_Result *ret);
+
 enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
 				const char *method, struct hreq *rq);
 

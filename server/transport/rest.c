@@ -85,6 +85,14 @@ static const struct rest_route ROUTES[] = {
 	 "Time a model with kforge's ops swapped in against eager, torch.compile and CUDA graphs "
 	 "(benchmark_model; body = its arguments)",
 	 {{0}}},
+	{"GET", "/v1/dataset.jsonl", REST_STREAM, NULL, NULL, 0,
+	 "Verified kernels as JSONL, streamed (kforge dataset export; docs/dataset.md)",
+	 {{"since", "since", RP_STR, 0, "benchmarks since a date or an age (7d)"},
+	  {"op", "op", RP_STR, 0, "built-in op, or a kernel name containing it"},
+	  {"arch", "arch", RP_STR, 0, "compile target, e.g. sm_90"},
+	  {"gpu", "gpu", RP_STR, 0, "GPU name containing this, e.g. H200"},
+	  {"min_speedup", "min_speedup", RP_STR, 0, "speedup over the baseline at least this"},
+	  {"trajectories", "trajectories", RP_BOOL, 0, "each record carries its ancestor runs"}}},
 	{"GET", "/v1/runs", REST_TOOL, "list_runs", NULL, 0,
 	 "The run history, newest first (list_runs)",
 	 {{"kind", "kind", RP_STR, 0, "compile, check, bench or calibrate"},
@@ -417,6 +425,11 @@ int rest_run(struct app *app, const struct rest_plan *plan, const struct rest_in
 		*body = rest_openapi();
 		return *body ? 200 : 500;
 	}
+	if (plan->kind == REST_STREAM) {
+		*body = error_body("not_found", "%s is not served by this server",
+				   "/v1/dataset.jsonl");
+		return 404;
+	}
 	rc = mcp_tool_call(app, plan->tool, plan->args, &result, &is_error, &err);
 	if (rc == KF_ENOTFOUND) {
 		*body = error_body("not_found", "no such tool '%s' in this build: %s", plan->tool,
@@ -454,10 +467,11 @@ static const char *ptype_schema(enum rest_ptype t)
 static json_t *responses(const struct rest_route *r)
 {
 	json_t *res = json_object();
-	json_t *ok = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description",
-			       r->kind == REST_TOOL ? "the tool's structuredContent (summary first)"
-						    : "OK",
-			       "content", "application/json", "schema", "type", "object");
+	json_t *ok = json_pack(
+		"{s:s,s:{s:{s:{s:s}}}}", "description",
+		r->kind == REST_TOOL ? "the tool's structuredContent (summary first)" : "OK",
+		"content", r->kind == REST_STREAM ? "application/x-ndjson" : "application/json",
+		"schema", "type", "object");
 
 	json_object_set_new(res, "200", ok);
 	if (r->kind == REST_TOOL) {

@@ -36,7 +36,8 @@ struct rest_info {
 enum rest_kind {
 	REST_TOOL = 0, /* call plan.tool with plan.args (may block) */
 	REST_HEALTH,   /* answer /v1/health */
-	REST_OPENAPI   /* answer /v1/openapi.json */
+	REST_OPENAPI,  /* answer /v1/openapi.json */
+	REST_STREAM    /* served by the HTTP transport's streams; listed for OpenAPI */
 };
 
 /* A matched route, ready to run. Free with rest_plan_fini. */

@@ -12,6 +12,25 @@
 
 struct app;
 
+/* A GET route answered piece by piece (an export too large to hold), given
+ * by the composition root: the transport knows the path and the calls, not
+ * what they produce. The token and Host/Origin checks apply as to /v1. */
+struct http_stream {
+	const char *path; /* exact URL path, "/v1/dataset.jsonl" */
+	const char *mime; /* its Content-Type */
+	/* Starts one response: query(qarg, name) gives a decoded query
+	 * parameter or NULL (valid during the call). Returns 0 with *state, or
+	 * an HTTP status (400, 500) with msg (cap bytes) naming the problem.
+	 * Runs on an HTTP thread, as does read: work that takes long there
+	 * (the dataset's first pass over the history) holds that thread. */
+	int (*open)(struct app *app, const char *(*query)(void *qarg, const char *name), void *qarg,
+		    void **state, char *msg, size_t cap);
+	/* Writes up to max bytes into buf: returns the count, 0 at the end,
+	 * -1 on an error (the response is cut short). */
+	long (*read)(void *state, char *buf, size_t max);
+	void (*close)(void *state); /* frees state */
+};
+
 /* Options of `kforge serve --http`. Strings borrowed for the run. */
 struct http_options {
 	const char *addr;		    /* bind address, default "127.0.0.1" */
@@ -41,6 +60,8 @@ struct http_options {
 					     * this, 0 = 30 */
 	size_t max_upload_total;	    /* bytes of request bodies held at once
 					     * (503 past it), 0 = 64 MiB */
+	const struct http_stream *streams;  /* streamed GET routes (borrowed), or NULL */
+	size_t streams_len;
 };
 
 /* Serves one MCP session on in_fd/out_fd: newline-delimited compact JSON,

@@ -362,6 +362,7 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 			     const char *method, struct hreq *rq)
 {
 	int is_mcp = !strcmp(url, "/mcp");
+	enum MHD_Result ret;
 
 	rq->kind = RQ_ANSWERED;
 	if (rq->too_busy)
@@ -386,6 +387,8 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 		return transport_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
 					   "Method Not Allowed: /mcp takes POST, GET and DELETE");
 	}
+	if (http_stream_serve(srv, conn, url, method, &ret))
+		return ret;
 	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
 		rq->kind = RQ_REST;
 		return http_rest_start(srv, conn, url, method, rq);
@@ -741,6 +744,8 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	if (!srv)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	srv->app = app;
+	srv->streams = opt->streams;
+	srv->streams_len = opt->streams_len;
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->conn_lock, NULL);
 	rc = srv_configure(srv, opt, &ss, err);

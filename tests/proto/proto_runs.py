@@ -169,8 +169,62 @@ def test_mcp_and_crash():
           f"rc {rc} {out} {err}")
 
 
+V2_SCHEMA = """
+CREATE TABLE runs (id TEXT PRIMARY KEY,
+ kind TEXT NOT NULL CHECK (kind IN ('compile','check','bench','calibrate')),
+ created_ms INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('ok','failed','error')),
+ kernels TEXT NOT NULL DEFAULT '', source_hash TEXT, spec TEXT, device_name TEXT,
+ device_uuid TEXT, summary TEXT NOT NULL DEFAULT '', result TEXT,
+ duration_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE INDEX runs_kind ON runs(kind, id);
+CREATE TABLE ceilings (gpu_uuid TEXT PRIMARY KEY, device_name TEXT NOT NULL DEFAULT '',
+ copy_gbps REAL, bf16_tflops REAL, fp32_tflops REAL, measured_ms INTEGER NOT NULL,
+ method TEXT NOT NULL DEFAULT '', run_id TEXT);
+CREATE INDEX runs_status ON runs(status, id);
+INSERT INTO runs (id, kind, created_ms, status, kernels, summary)
+ VALUES ('r00000000v000002', 'check', 2000, 'ok', 'scale_f32', 'from an older kforge');
+PRAGMA user_version = 2;
+"""
+
+
+def test_daemon_migrates_an_older_history():
+    """A daemon started on a state.db of schema 2 (before runs carried a
+    description) migrates it in place, keeps its runs, and records new runs
+    with description, notes and a parent from the old history."""
+    data = tempfile.mkdtemp(prefix="kforge-runs-")
+    DIRS.append(data)
+    db = sqlite3.connect(os.path.join(data, "state.db"))
+    db.executescript(V2_SCHEMA)
+    db.close()
+    env = dict(os.environ, KFORGE_NO_GPU="1")
+    s = StdioSession(BIN, data, "proto-runs", env=env, timeout=60)
+    args = {"spec": CHECK_SPEC, "description": "scale: y = 2 x",
+            "notes": "one element per thread", "parent": "r00000000v000002"}
+    r = s.call(1, "check_kernel", args)
+    rid = structured(r).get("run_id")
+    check("a check on a migrated history is recorded", isinstance(rid, str), r)
+    run = structured(s.call(2, "get_run", {"id": rid or "r000000000000000"})).get("run", {})
+    check("get_run shows description, notes and parent",
+          run.get("description") == "scale: y = 2 x" and
+          run.get("notes") == "one element per thread" and
+          run.get("parent") == "r00000000v000002", run)
+    rows = structured(s.call(3, "list_runs", {})).get("runs", [])
+    check("list_runs keeps the old run and shows the new one's parent",
+          [x.get("id") for x in rows][-1:] == ["r00000000v000002"] and
+          rows[0].get("parent") == "r00000000v000002", rows)
+    r = s.call(4, "check_kernel", dict(args, parent="r0000000000zzzzz"))
+    check("an unknown parent is refused naming the field",
+          "parent: no run r0000000000zzzzz" in structured(r).get("summary", ""), r)
+    s.close(timeout=30)
+    db = sqlite3.connect(os.path.join(data, "state.db"))
+    check("state.db is at the current schema (4)",
+          db.execute("PRAGMA user_version").fetchone()[0] == 4)
+    db.close()
+
+
 try:
     test_cli_empty_history()
+    test_daemon_migrates_an_older_history()
     test_mcp_and_crash()
 finally:
     for d in DIRS:

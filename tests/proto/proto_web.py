@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 from proto_common import wait_port_file
@@ -71,6 +72,24 @@ with tempfile.TemporaryDirectory() as tmp:
     db.execute("INSERT INTO runs (id, kind, created_ms, status, kernels, device_name, summary, result, duration_ms)"
                " VALUES (?, 'bench', ?, 'ok', ?, 'NVIDIA H200', ?, ?, 1200)",
                (bench["run_id"], int(time.time() * 1000), '["rms_bf16"]', bench["summary"], _json.dumps(bench)))
+    # A verified kernel for the dataset view: a passing check (with the odd
+    # size) and a benchmark of one source and spec, as kforge records them.
+    import hashlib
+    ds_src = ('extern "C" __global__ void web_rms(float *y) { /* dataset view */ }\n')
+    ds_spec = {"op": "rmsnorm", "dtype": "bf16", "source": ds_src,
+               "launch": [{"kernel": "web_rms", "grid": ["T"], "block": [256], "args": ["y"]}]}
+    ds_hash = hashlib.sha256(ds_src.encode()).hexdigest()
+    ds_check = {"summary": "passed", "passed": True, "safeguards_fired": [], "flags": {},
+                "reference": "op rmsnorm (float64 CPU)", "tolerance": {},
+                "sizes": [{"sizes": {"T": 4096, "D": 4096}, "odd_size": False, "passed": True, "trials": [{"trial": 0, "outputs": {}}]},
+                          {"sizes": {"T": 5, "D": 4099}, "odd_size": True, "passed": True, "trials": [{"trial": 0, "outputs": {}}]}]}
+    now = int(time.time() * 1000)
+    for rid, kind, res in (("r0000000000web01", "check", ds_check), ("r0000000000web02", "bench", bench)):
+        db.execute("INSERT INTO runs (id, kind, created_ms, status, kernels, source_hash, spec, device_name,"
+                   " summary, result, duration_ms, description) VALUES (?, ?, ?, 'ok', 'web_rms', ?, ?,"
+                   " 'NVIDIA H200', 'ok', ?, 10, ?)",
+                   (rid, kind, now, ds_hash, _json.dumps(ds_spec), _json.dumps(res),
+                    "RMSNorm of each row, web view test"))
     db.commit()
     db.close()
     srv = subprocess.Popen([BIN, "serve", "--http", "127.0.0.1:0", "--port-file", port_file,
@@ -114,6 +133,19 @@ with tempfile.TemporaryDirectory() as tmp:
         points = re.findall(r'<circle class="point" data-name="(candidate|baseline)"', dom)
         check("roofline chart with ceiling and both points", '<polyline id="ceiling"' in dom
               and sorted(points) == ["baseline", "candidate"], points)
+        dom = browse(base + "#dataset?gpu=H200&rec=0", profile, os.path.join(shots, "web-dataset.png"))
+        check("dataset view lists the verified kernel", 'data-rec="0"' in dom and "rmsnorm" in dom, dom[-3000:])
+        check("a record shows description, source and benchmark", "RMSNorm of each row, web view test" in dom
+              and "dataset view" in dom and 'class="ds-bench"' in dom and "% of roofline floor" in dom, dom[-3000:])
+        sets = [{"name": "model-a", "r": {"summary": "2 of 4", "fast_p": {"fast_0": 0.5, "fast_1": 0.25, "fast_1.5": 0.25, "fast_2": 0},
+                                           "results": [{"id": "relu", "correct": True, "speedup": 1.7}]}},
+                {"name": "model-b", "r": {"summary": "1 of 4", "fast_p": {"fast_0": 0.25, "fast_1": 0, "fast_1.5": 0, "fast_2": 0},
+                                           "results": [{"id": "relu", "correct": False, "reason": "coverage"}]}}]
+        dom = browse(base + "#eval?data=" + urllib.parse.quote(_json.dumps(sets)), profile, os.path.join(shots, "web-eval.png"))
+        bars = re.findall(r'<rect class="bar b(\d)" data-set="([^"]+)" data-p="([^"]+)" data-v="([^"]+)"', dom)
+        check("eval view draws fast_p bars per set and p", len(bars) == 8 and
+              ("0", "model-a", "fast_0", "0.5") in bars and ("1", "model-b", "fast_0", "0.25") in bars, bars)
+        check("eval view lists each set's tasks", "model-b" in dom and "coverage" in dom, dom[-2000:])
         check("screenshots written", all(os.path.getsize(os.path.join(shots, f)) > 10000
                                          for f in ("web-guides.png", "web-gpus.png", "web-runs.png")))
     finally:

@@ -373,6 +373,153 @@ START_TEST(opening_a_version_1_database_migrates_it_and_keeps_runs)
 }
 END_TEST
 
+/* The version-2 schema exactly as shipped: what a daemon from before
+ * descriptions finds on disk. */
+static const char V2_SCHEMA[] =
+	"CREATE TABLE runs ("
+	" id TEXT PRIMARY KEY,"
+	" kind TEXT NOT NULL CHECK (kind IN ('compile','check','bench','calibrate')),"
+	" created_ms INTEGER NOT NULL,"
+	" status TEXT NOT NULL CHECK (status IN ('ok','failed','error')),"
+	" kernels TEXT NOT NULL DEFAULT '',"
+	" source_hash TEXT, spec TEXT, device_name TEXT, device_uuid TEXT,"
+	" summary TEXT NOT NULL DEFAULT '', result TEXT,"
+	" duration_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+	"CREATE INDEX runs_kind ON runs(kind, id);"
+	"CREATE TABLE ceilings (gpu_uuid TEXT PRIMARY KEY, device_name TEXT NOT NULL DEFAULT '',"
+	" copy_gbps REAL, bf16_tflops REAL, fp32_tflops REAL, measured_ms INTEGER NOT NULL,"
+	" method TEXT NOT NULL DEFAULT '', run_id TEXT);"
+	"CREATE INDEX runs_status ON runs(status, id);"
+	"INSERT INTO runs (id, kind, created_ms, status, kernels, summary, spec) VALUES"
+	" ('r00000000v000002', 'bench', 2000, 'ok', 'old_bench', 'from v2', '{\"a\":1}');"
+	"PRAGMA user_version = 2;";
+
+START_TEST(opening_a_version_2_database_adds_description_notes_and_parent)
+{
+	struct history *h;
+	struct history_run got, run = {0};
+	struct kf_err err = {0};
+
+	raw_exec(V2_SCHEMA);
+	h = open_ok();
+	ck_assert_int_eq(history_schema_version(h), HISTORY_SCHEMA_VERSION);
+	ck_assert_int_eq(history_get(h, "r00000000v000002", &got, NULL), 0);
+	ck_assert_str_eq(got.summary, "from v2");
+	ck_assert_ptr_null(got.description);
+	ck_assert_ptr_null(got.notes);
+	ck_assert_ptr_null(got.parent);
+	history_run_fini(&got);
+	/* a run recorded after the migration can point at the old one */
+	run.kind = HISTORY_BENCH;
+	run.status = HISTORY_OK;
+	run.description = (char *)"y = a * x + b";
+	run.notes = (char *)"float4 loads";
+	run.parent = (char *)"r00000000v000002";
+	ck_assert_msg(history_add(h, &run, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(history_get(h, run.id, &got, NULL), 0);
+	ck_assert_str_eq(got.description, "y = a * x + b");
+	ck_assert_str_eq(got.notes, "float4 loads");
+	ck_assert_str_eq(got.parent, "r00000000v000002");
+	history_run_fini(&got);
+	history_close(h);
+}
+END_TEST
+
+START_TEST(description_notes_parent_round_trip_and_list_leaves_notes_out)
+{
+	struct history *h = open_ok();
+	struct history_run run = {0}, got;
+	struct history_filter f;
+	struct history_page p;
+	struct kf_err err = {0};
+	char first[HISTORY_ID_BYTES];
+
+	add_ok(h, HISTORY_CHECK, HISTORY_OK, "plain", 0, first);
+	run.kind = HISTORY_CHECK;
+	run.status = HISTORY_OK;
+	run.description = (char *)"RMSNorm: y = x / sqrt(mean(x^2) + eps) * w";
+	run.notes = (char *)"one warp per row; the row sum in registers";
+	run.parent = first;
+	run.env = json_pack("{s:s, s:s}", "kforge", "0.1.0", "driver", "13.0");
+	ck_assert_msg(history_add(h, &run, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(history_get(h, run.id, &got, NULL), 0);
+	ck_assert(json_equal(got.env, run.env));
+	json_decref(run.env);
+	ck_assert_str_eq(got.description, run.description);
+	ck_assert_str_eq(got.notes, run.notes);
+	ck_assert_str_eq(got.parent, first);
+	history_run_fini(&got);
+	history_filter_init(&f);
+	ck_assert_int_eq(history_list(h, &f, &p, NULL), 0);
+	ck_assert_uint_eq(p.len, 2);
+	ck_assert_str_eq(p.runs[0].description, run.description);
+	ck_assert_str_eq(p.runs[0].parent, first);
+	ck_assert_ptr_null(p.runs[0].notes);
+	ck_assert_ptr_null(p.runs[1].description);
+	history_page_fini(&p);
+	history_close(h);
+}
+END_TEST
+
+START_TEST(list_filters_by_exact_source_hash)
+{
+	struct history *h = open_ok();
+	struct history_run run = {0};
+	struct history_filter f;
+	struct history_page p;
+
+	run.kind = HISTORY_CHECK;
+	run.status = HISTORY_OK;
+	run.source_hash = (char *)"aa11";
+	ck_assert_int_eq(history_add(h, &run, NULL), 0);
+	run.source_hash = (char *)"aa1";
+	ck_assert_int_eq(history_add(h, &run, NULL), 0);
+	add_ok(h, HISTORY_CHECK, HISTORY_OK, "k", 0, NULL);
+	history_filter_init(&f);
+	f.source_hash = "aa11";
+	ck_assert_int_eq(history_list(h, &f, &p, NULL), 0);
+	ck_assert_uint_eq(p.len, 1);
+	ck_assert_str_eq(p.runs[0].source_hash, "aa11");
+	history_page_fini(&p);
+	history_close(h);
+}
+END_TEST
+
+START_TEST(parent_must_name_a_run_and_notes_are_capped)
+{
+	struct history *h = open_ok();
+	struct history_run run = {0};
+	struct kf_err err = {0};
+	char *big = malloc(HISTORY_NOTES_MAX + 2);
+
+	run.kind = HISTORY_BENCH;
+	run.status = HISTORY_OK;
+	run.parent = (char *)"r000000000000000";
+	ck_assert_int_eq(history_add(h, &run, &err), KF_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(err.msg, "parent: no run r000000000000000"));
+	ck_assert_int_eq(history_check_parent(h, "r000000000000000", NULL), KF_ENOTFOUND);
+	memset(&err, 0, sizeof(err));
+	run.parent = (char *)"../etc";
+	ck_assert_int_eq(history_add(h, &run, &err), KF_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "parent: '../etc' is not a run id"));
+	run.parent = NULL;
+	memset(big, 'n', HISTORY_NOTES_MAX + 1);
+	big[HISTORY_NOTES_MAX + 1] = '\0';
+	run.notes = big;
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(history_add(h, &run, &err), KF_ETOOBIG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "notes is"));
+	big[HISTORY_TEXT_MAX + 1] = '\0';
+	run.notes = NULL;
+	run.description = big;
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(history_add(h, &run, &err), KF_ETOOBIG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "description is"));
+	free(big);
+	history_close(h);
+}
+END_TEST
+
 START_TEST(newer_schema_is_refused)
 {
 	struct history *h = NULL;
@@ -657,6 +804,10 @@ static Suite *history_suite(void)
 	tcase_add_test(ls, list_rejects_bad_kind_status_and_cursor);
 	tcase_add_test(schema, opening_a_version_1_database_migrates_it_and_keeps_runs);
 	tcase_add_test(schema, newer_schema_is_refused);
+	tcase_add_test(schema, opening_a_version_2_database_adds_description_notes_and_parent);
+	tcase_add_test(rw, description_notes_parent_round_trip_and_list_leaves_notes_out);
+	tcase_add_test(rw, parent_must_name_a_run_and_notes_are_capped);
+	tcase_add_test(ls, list_filters_by_exact_source_hash);
 	tcase_add_test(schema, zero_byte_or_corrupt_state_db_is_refused_with_the_reason);
 	tcase_add_test(schema, open_in_missing_dir_fails_with_the_path);
 	tcase_add_test(schema, database_is_wal);

@@ -521,6 +521,10 @@ START_TEST(registry_finds_every_template_by_name)
 		ck_assert_ptr_nonnull(op->ref);
 		ck_assert_ptr_nonnull(op->cost);
 		ck_assert_ptr_nonnull(op->summary);
+		/* a task description in words beside the math, a sentence */
+		ck_assert_msg(op->description && strlen(op->description) >= 20 &&
+				      op->description[strlen(op->description) - 1] == '.',
+			      "op %s has no description sentence", op->name);
 	}
 	ck_assert_ptr_null(op_at(op_count()));
 	ck_assert_ptr_null(op_find("no_such_op"));

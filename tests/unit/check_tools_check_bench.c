@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
+#include "sandbox/history/history.h"
 #include "server/tools/tools_check_int.h"
 #include "server/tools/tools_compile_int.h"
 
@@ -137,6 +138,47 @@ START_TEST(arguments_outside_the_schema_are_refused)
 	kf_err_clear(&err);
 	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), KF_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "timeout_s"));
+	json_decref(args);
+}
+END_TEST
+
+/* description, notes and parent reach the run record; a parent that is
+ * not in the history fails before anything runs, and names the field. */
+START_TEST(description_notes_and_parent_are_stored_with_the_run)
+{
+	struct history_run first = {.kind = HISTORY_CHECK, .status = HISTORY_OK};
+	struct history_filter f;
+	struct history_page page;
+	struct history_run got;
+	struct kf_err err = {0};
+	json_t *res = NULL;
+	int is_error = 0;
+
+	ck_assert_int_eq(history_add(app->history, &first, NULL), 0);
+	json_t *args = json_pack("{s:o, s:s, s:s, s:s}", "spec", json_loads(SPEC, 0, NULL),
+				 "description", "copy: y = x", "notes", "one float per thread",
+				 "parent", "r000000000000000");
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "summary")),
+				     "parent: no run r000000000000000"));
+	json_decref(res);
+	history_filter_init(&f);
+	ck_assert_int_eq(history_list(app->history, &f, &page, NULL), 0);
+	ck_assert_uint_eq(page.len, 1); /* nothing ran, nothing recorded */
+	history_page_fini(&page);
+
+	json_object_set_new(args, "parent", json_string(first.id));
+	ck_assert_int_eq(mcp_tool_call(app, TOOLS[_i], args, &res, &is_error, &err), 0);
+	json_decref(res);
+	ck_assert_int_eq(history_list(app->history, &f, &page, NULL), 0);
+	ck_assert_uint_eq(page.len, 2);
+	ck_assert_int_eq(history_get(app->history, page.runs[0].id, &got, NULL), 0);
+	ck_assert_str_eq(got.description, "copy: y = x");
+	ck_assert_str_eq(got.notes, "one float per thread");
+	ck_assert_str_eq(got.parent, first.id);
+	history_run_fini(&got);
+	history_page_fini(&page);
 	json_decref(args);
 }
 END_TEST
@@ -311,6 +353,7 @@ static Suite *tools_gpu_suite(void)
 	tcase_add_loop_test(t, arguments_outside_the_schema_are_refused, 0, 2);
 	tcase_add_loop_test(t, device_memory_cap_comes_from_the_operator, 0, 2);
 	tcase_add_loop_test(t, both_tools_are_registered_with_schemas, 0, 2);
+	tcase_add_loop_test(t, description_notes_and_parent_are_stored_with_the_run, 0, 2);
 	suite_add_tcase(s, t);
 	TCase *a = tcase_create("answers");
 	tcase_add_test(a, check_answer_warns_about_a_weak_reference);

@@ -14,6 +14,7 @@
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
 #include "server/tools/tools_runs.h"
+#include "base/version.h"
 
 static char dir[256];
 static struct app app;
@@ -195,6 +196,39 @@ START_TEST(get_run_links_a_big_source_and_the_resource_serves_it)
 	json_decref(contents);
 	json_decref(args);
 	free(source);
+}
+END_TEST
+
+START_TEST(list_and_get_show_description_notes_and_parent)
+{
+	char parent[HISTORY_ID_BYTES], id[HISTORY_ID_BYTES], args[64];
+	struct tools_runs_meta meta = {"softmax: y = exp(x - max) / sum(exp(x - max))",
+				       "one warp per row, online max", NULL};
+	json_t *result = json_pack("{s:s, s:b}", "summary", "passed", "passed", 1), *res, *row;
+	int is_error;
+
+	add(HISTORY_CHECK, HISTORY_OK, "softmax_plain", NULL, NULL, parent);
+	meta.parent = parent;
+	ck_assert_int_eq(tools_runs_record_meta(&app, HISTORY_CHECK, NULL, result, 0, NULL, -1, 5,
+						&meta, id),
+			 0);
+	res = call("list_runs", "{\"limit\": 2}", &is_error);
+	row = json_array_get(json_object_get(res, "runs"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "description")), meta.description);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "parent")), parent);
+	ck_assert_ptr_null(json_object_get(row, "notes"));
+	ck_assert_ptr_null(
+		json_object_get(json_array_get(json_object_get(res, "runs"), 1), "description"));
+	json_decref(res);
+	snprintf(args, sizeof(args), "{\"id\": \"%s\"}", id);
+	res = call("get_run", args, &is_error);
+	row = json_object_get(res, "run");
+	ck_assert_str_eq(json_string_value(json_object_get(row, "notes")), meta.notes);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(row, "env"), "kforge")),
+			 KFORGE_VERSION);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "parent")), parent);
+	json_decref(res);
+	json_decref(result);
 }
 END_TEST
 
@@ -569,6 +603,7 @@ static Suite *tools_runs_suite(void)
 	tcase_add_test(t, list_runs_rejects_a_bad_since_and_bad_kind);
 	tcase_add_test(t, get_run_links_a_big_source_and_the_resource_serves_it);
 	tcase_add_test(t, get_run_of_an_unknown_id_is_a_not_found_error);
+	tcase_add_test(t, list_and_get_show_description_notes_and_parent);
 	tcase_add_test(t, run_resources_list_read_and_refuse_unknown_parts);
 	tcase_add_test(t, record_maps_status_hashes_source_and_names_kernels);
 	tcase_add_test(c, compare_benchmarks_gives_speedup_with_interval);
