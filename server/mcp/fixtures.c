@@ -194,6 +194,32 @@ static int t_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		      "User response: ", err);
 }
 
+/* The stateless suite's probes: a tool that cannot work without the
+ * sampling capability, and one that asks the user through elicitation. */
+static int t_needs_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			    struct kf_err *err)
+{
+	json_t *a = json_pack("{s:s}", "prompt", "Say hello");
+	int rc;
+
+	(void)args;
+	rc = t_sampling(ctx, a, out, err);
+	json_decref(a);
+	return rc;
+}
+
+static int t_streaming_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out,
+				   struct kf_err *err)
+{
+	json_t *a = json_pack("{s:s}", "message", "Please provide your details");
+	int rc;
+
+	(void)args;
+	rc = t_elicitation(ctx, a, out, err);
+	json_decref(a);
+	return rc;
+}
+
 static int t_elicit_defaults(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			     struct kf_err *err)
 {
@@ -283,16 +309,25 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	{"test_sampling", "Sampling", "Asks the client's LLM to answer a prompt.",
 	 "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
 	 "\"description\":\"The prompt to send to the LLM\"}},\"required\":[\"prompt\"]}",
-	 NULL, 0, t_sampling},
+	 NULL, TOOL_NEEDS_SAMPLING, t_sampling},
 	{"test_elicitation", "Elicitation", "Asks the user for a username and email.",
 	 "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
 	 "\"description\":\"The message to show the user\"}},\"required\":[\"message\"]}",
-	 NULL, 0, t_elicitation},
+	 NULL, TOOL_NEEDS_ELICITATION, t_elicitation},
 	{"test_elicitation_sep1034_defaults", "Elicitation defaults",
-	 "Elicits a form whose fields carry defaults (SEP-1034).", NO_ARGS, NULL, 0,
-	 t_elicit_defaults},
+	 "Elicits a form whose fields carry defaults (SEP-1034).", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_elicit_defaults},
 	{"test_elicitation_sep1330_enums", "Elicitation enums",
-	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL, 0, t_elicit_enums},
+	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_elicit_enums},
+	{"test_missing_capability", "Needs sampling",
+	 "Asks the client's LLM to say hello: needs the sampling capability.", NO_ARGS, NULL,
+	 TOOL_NEEDS_SAMPLING, t_needs_sampling},
+	{"test_streaming_elicitation", "Streaming elicitation",
+	 "Asks the user for a username and email: needs the elicitation capability.", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_streaming_elicitation},
+	{"test_logging_tool", "Logging (stateless)", "Sends three info log notifications.", NO_ARGS,
+	 NULL, TOOL_READ_ONLY, t_logging},
 	{"json_schema_2020_12_tool", "JSON Schema 2020-12",
 	 "Tool with JSON Schema 2020-12 features",
 	 "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","

@@ -193,6 +193,13 @@ static void call_done(struct tool_ctx *c)
 	call_free(c);
 }
 
+/* Returns r (taken) with what a stateless revision adds to results. */
+static json_t *finished(struct tool_ctx *c, json_t *r)
+{
+	mcp_result_finish(c->s, r);
+	return r;
+}
+
 static void call_run(struct tool_ctx *c)
 {
 	json_t *sc;
@@ -201,7 +208,7 @@ static void call_run(struct tool_ctx *c)
 	char *text;
 
 	execute(c, &sc, &is_error);
-	text = jsonrpc_result(c->id, mcp_result(c, sc, is_error), &len);
+	text = jsonrpc_result(c->id, finished(c, mcp_result(c, sc, is_error)), &len);
 	/* The slot is free before the client can see the answer: its next
 	 * call must not find the session still full. */
 	pthread_mutex_lock(&c->s->lock);
@@ -289,9 +296,37 @@ static void reply_busy(struct mcp_session *s, struct tool_ctx *c, const char *wh
 {
 	json_t *sc = error_object(KF_EBUSY, why);
 	size_t len;
-	char *text = jsonrpc_result(c->id, mcp_result(c, sc, 1), &len);
+	char *text = jsonrpc_result(c->id, finished(c, mcp_result(c, sc, 1)), &len);
 
 	mcp_send_text(s, c->tcall, 1, c->id, text, len);
+}
+
+/* A stateless request declares its client capabilities each time: one
+ * that lacks what tool t needs is refused before it runs. Returns 1 after
+ * replying the error. Handshake sessions keep their tool-level error. */
+static int missing_cap(struct mcp_session *s, const struct tool_def *t, void *call,
+		       const json_t *id)
+{
+	static const struct {
+		unsigned bit;
+		const char *cap;
+	} need[] = {{TOOL_NEEDS_SAMPLING, "sampling"}, {TOOL_NEEDS_ELICITATION, "elicitation"}};
+	int has;
+
+	if (!mcp_session_is_modern(s))
+		return 0;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!(t->annotations & need[i].bit))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		has = json_object_get(s->client_caps, need[i].cap) != NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (!has) {
+			mcp_reply_missing_cap(s, call, id, need[i].cap, t->name);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
@@ -326,6 +361,8 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 			"Invalid params: _meta.progressToken must be a string or an integer");
 		return;
 	}
+	if (missing_cap(s, t, call, id))
+		return;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
@@ -488,6 +525,15 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, i
 	if (!s) {
 		json_decref(params);
 		return kf_err_set(err, KF_ENOTFOUND, "%s needs an MCP client session", method);
+	}
+	if (mcp_session_is_modern(s)) {
+		/* 2026-07-28 forbids requests from the server on a response
+		 * stream (input-required results replace them). */
+		json_decref(params);
+		return kf_err_set(err, KF_EPERM,
+				  "%s: the client speaks protocol %s, in which a server sends no "
+				  "requests of its own",
+				  method, MCP_MODERN_VERSIONS[0]);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;

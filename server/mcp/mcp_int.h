@@ -9,12 +9,23 @@
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
 
-#define MCP_SESSION_MAX_CALLS  64   /* in-flight tool calls per session */
-#define MCP_SESSION_MAX_SUBS   256  /* resources/subscribe URIs per session */
-#define MCP_SUB_URI_MAX	       2048 /* bytes of one subscribed URI */
-#define MCP_PAGE_SIZE	       50   /* entries per tools/resources/prompts page */
-#define MCP_COMPLETION_MAX     100  /* values per completion/complete answer */
-#define MCP_RESOURCE_NOT_FOUND -32002
+#define MCP_SESSION_MAX_CALLS	64   /* in-flight tool calls per session */
+#define MCP_SESSION_MAX_SUBS	256  /* resources/subscribe URIs per session */
+#define MCP_SUB_URI_MAX		2048 /* bytes of one subscribed URI */
+#define MCP_PAGE_SIZE		50   /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX	100  /* values per completion/complete answer */
+#define MCP_RESOURCE_NOT_FOUND	-32002
+#define MCP_MISSING_CLIENT_CAP	-32021	/* 2026-07-28 */
+#define MCP_UNSUPPORTED_VERSION -32022	/* 2026-07-28 */
+#define MCP_LOG_NONE		99	/* log level index: send no log notifications */
+#define MCP_TTL_STATIC_MS	3600000 /* cache hint for what changes only with the binary */
+
+/* Which revision a session speaks. */
+enum mcp_era {
+	MCP_ERA_NONE = 0,   /* handshake revisions (or nothing yet) */
+	MCP_ERA_MODERN,	    /* 2026-07-28, chosen by its first request (stdio) */
+	MCP_ERA_MODERN_ONLY /* 2026-07-28 for every request (set by the transport) */
+};
 
 /* A request the server sent to the client, waiting for its response. */
 struct mcp_pending {
@@ -34,6 +45,7 @@ struct mcp_session {
 	pthread_mutex_t send_lock; /* serializes send */
 	const char *version;	   /* negotiated, static; NULL before initialize */
 	int initialized;
+	enum mcp_era era;
 	int closing;
 	int log_level;		/* index into MCP_LOG_LEVELS */
 	json_t *client_caps;	/* initialize's params.capabilities */
@@ -88,6 +100,30 @@ void mcp_set_str(json_t *o, const char *key, const char *v);
 int mcp_page_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
 		   size_t total, size_t *start);
 void mcp_page_finish(json_t *result, size_t next, size_t total);
+
+/* mcp_modern.c: the stateless revision. */
+/* 1 when this request takes the stateless path (see mcp_modern.c). */
+int mcp_request_is_modern(const struct mcp_session *s, const char *method, const json_t *params);
+/* Checks params._meta of a modern request and applies its capabilities
+ * and log level. Returns 0, or -1 after replying the error. */
+int mcp_modern_begin(struct mcp_session *s, const char *method, const json_t *id,
+		     const json_t *params, void *call);
+/* server/discover's answer (one final send). */
+void mcp_discover(struct mcp_session *s, const json_t *id, void *call);
+/* For a modern session: adds resultType "complete" and the server's
+ * identity to result (borrowed); nothing otherwise. */
+void mcp_result_finish(struct mcp_session *s, json_t *result);
+/* For a modern session: adds ttlMs and cacheScope ("public" or
+ * "private") to result (borrowed); nothing otherwise. */
+void mcp_cache_hint(struct mcp_session *s, json_t *result, long ttl_ms, const char *scope);
+/* Sends MissingRequiredClientCapabilityError naming cap for what. */
+void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, const char *cap,
+			   const char *what);
+
+/* mcp.c: the server's capabilities (new object; modern: without the
+ * methods 2026-07-28 removed) and instructions (static). */
+json_t *mcp_capabilities(int modern);
+const char *mcp_instructions(void);
 
 /* mcp_res.c: each answers the request (exactly one final send). */
 void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call);

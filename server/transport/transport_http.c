@@ -268,7 +268,10 @@ static enum MHD_Result check_request(struct hsrv *srv, struct MHD_Connection *co
 			"Bearer realm=\"kforge\"",
 			"Unauthorized: send 'Authorization: Bearer <token>' with the token in the "
 			"server's --token-env variable");
-	if (is_mcp && (v = transport_header(conn, "MCP-Protocol-Version")) && !version_ok(v))
+	/* A POST's version is checked with its body (http_mcp.c): a
+	 * stateless revision's error carries the request id. */
+	if (is_mcp && !is_post && (v = transport_header(conn, "MCP-Protocol-Version")) &&
+	    !version_ok(v))
 		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
 					   "Bad Request: unsupported MCP-Protocol-Version '%.40s' "
 					   "(supported: %s, %s, %s)",
@@ -370,7 +373,7 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 		return transport_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
 				       "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
 				       "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-				       "MCP-Protocol-Version, Last-Event-ID",
+				       "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name",
 				       "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
 	if (is_mcp) {
 		if (!strcmp(method, "POST")) {
