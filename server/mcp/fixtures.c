@@ -286,6 +286,48 @@ static int t_reconnection(struct tool_ctx *ctx, const json_t *args, json_t **out
 	return content_only(ctx, json_pack("[o]", text_block("Reconnection test completed")));
 }
 
+/* The tasks suite's fixtures: a quick tool that never becomes a task, a
+ * task that works for params.seconds (stopping when cancelled), and one
+ * that fails at the tool level after a second. */
+static int t_greet(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	char buf[160];
+
+	(void)out;
+	(void)err;
+	snprintf(buf, sizeof(buf), "Hello, %.100s!",
+		 json_string_value(json_object_get(args, "name")) ?: "world");
+	return content_only(ctx, json_pack("[o]", text_block(buf)));
+}
+
+static int t_slow_compute(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			  struct kf_err *err)
+{
+	double secs = json_number_value(json_object_get(args, "seconds"));
+	char buf[160];
+
+	(void)out;
+	for (int ms = 0; ms < (int)(secs * 1000); ms += 50) {
+		if (*tool_ctx_cancel_flag(ctx))
+			return kf_err_set(err, KF_ECANCELED, "cancelled after %d ms", ms);
+		tool_ctx_progress(ctx, ms, secs * 1000, "computing");
+		sleep_ms(50);
+	}
+	snprintf(buf, sizeof(buf), "Computed %.100s after %g s",
+		 json_string_value(json_object_get(args, "label")) ?: "result", secs);
+	return content_only(ctx, json_pack("[o]", text_block(buf)));
+}
+
+static int t_failing_job(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	(void)args;
+	(void)out;
+	sleep_ms(1000);
+	if (*tool_ctx_cancel_flag(ctx))
+		return kf_err_set(err, KF_ECANCELED, "cancelled");
+	return kf_err_set(err, KF_EINVAL, "failing_job always fails (a tool-level error)");
+}
+
 #define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
 
 static const struct tool_def FIXTURE_TOOLS[] = {
@@ -326,6 +368,15 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	{"test_streaming_elicitation", "Streaming elicitation",
 	 "Asks the user for a username and email: needs the elicitation capability.", NO_ARGS, NULL,
 	 TOOL_NEEDS_ELICITATION, t_streaming_elicitation},
+	{"greet", "Greet", "Says hello to params.name at once (never a task).",
+	 "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", NULL,
+	 TOOL_READ_ONLY | TOOL_FAST, t_greet},
+	{"slow_compute", "Slow compute", "Works for params.seconds, then answers; runs as a task.",
+	 "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\","
+	 "\"minimum\":0,\"maximum\":60},\"label\":{\"type\":\"string\"}}}",
+	 NULL, TOOL_READ_ONLY | TOOL_TASK, t_slow_compute},
+	{"failing_job", "Failing job", "Fails with a tool error after a second; runs as a task.",
+	 NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_TASK, t_failing_job},
 	{"test_logging_tool", "Logging (stateless)", "Sends three info log notifications.", NO_ARGS,
 	 NULL, TOOL_READ_ONLY, t_logging},
 	{"json_schema_2020_12_tool", "JSON Schema 2020-12",

@@ -496,6 +496,10 @@ static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m, void *c
 	}
 	if (strcmp(method, "tools/call") == 0)
 		mcp_call_start(s, id, params, call);
+	else if (strncmp(method, "tasks/", 6) == 0 && mcp_session_is_modern(s) &&
+		 (!strcmp(method + 6, "get") || !strcmp(method + 6, "cancel") ||
+		  !strcmp(method + 6, "update")))
+		mcp_task_method(s, method, id, params, call);
 	else if (strcmp(method, "tools/list") == 0)
 		do_tools_list(s, id, params, call);
 	else if (strcmp(method, "logging/setLevel") == 0)

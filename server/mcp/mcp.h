@@ -74,6 +74,10 @@ int mcp_session_is_modern(const struct mcp_session *s);
 /* 1 once initialize has been answered. */
 int mcp_session_initialized(const struct mcp_session *s);
 
+/* Cancels every running task of the tasks extension and waits until
+ * their calls have ended: before the domain resources close. */
+void mcp_tasks_shutdown(void);
+
 /* Sends notifications/resources/updated for uri (borrowed) to every
  * session that subscribed to it. Thread-safe; callable from any module
  * that changes what a resource reads (e.g. a run finishing). */

@@ -208,6 +208,12 @@ static void call_run(struct tool_ctx *c)
 	char *text;
 
 	execute(c, &sc, &is_error);
+	if (c->task) {
+		/* No session to answer: the result waits in the task. */
+		mcp_task_finish(c, mcp_result(c, sc, is_error));
+		call_free(c);
+		return;
+	}
 	text = jsonrpc_result(c->id, finished(c, mcp_result(c, sc, is_error)), &len);
 	/* The slot is free before the client can see the answer: its next
 	 * call must not find the session still full. */
@@ -322,11 +328,34 @@ static int missing_cap(struct mcp_session *s, const struct tool_def *t, void *ca
 		has = json_object_get(s->client_caps, need[i].cap) != NULL;
 		pthread_mutex_unlock(&s->lock);
 		if (!has) {
-			mcp_reply_missing_cap(s, call, id, need[i].cap, t->name);
+			mcp_reply_missing_cap(s, call, id, json_pack("{s:{}}", need[i].cap),
+					      t->name);
 			return 1;
 		}
 	}
 	return 0;
+}
+
+/* Runs c as a task of the tasks extension: no session slot (it outlives
+ * the request), answered with the task handle now. Returns 1 when done
+ * so, 0 when the call should run as usual. */
+static int start_task(struct mcp_session *s, const json_t *id, struct tool_ctx *c, void *call)
+{
+	c->s = NULL;
+	if (mcp_task_start(s, id, c, call)) {
+		c->s = s;
+		return 0;
+	}
+	if (pool_push(c)) {
+		mcp_task_finish(c,
+				mcp_result(c,
+					   error_object(KF_EBUSY, "busy: the server's call queue "
+								  "is full; call again in a "
+								  "moment"),
+					   1));
+		call_free(c);
+	}
+	return 1;
 }
 
 void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
@@ -376,6 +405,8 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 	c->tool = t;
 	c->args = args ? json_deep_copy(args) : json_object();
 	c->progress_token = token ? json_deep_copy(token) : NULL;
+	if (mcp_task_wanted(s, t) && start_task(s, id, c, call))
+		return;
 
 	pthread_mutex_lock(&s->lock);
 	full = s->calls_len >= MCP_SESSION_MAX_CALLS || s->closing;
@@ -446,6 +477,10 @@ void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, cons
 	size_t len;
 	char *text;
 
+	if (ctx->task) {
+		mcp_task_progress(ctx, progress, total, message);
+		return;
+	}
 	if (!ctx->s || !ctx->progress_token)
 		return;
 	p = json_pack("{s:O,s:f}", "progressToken", ctx->progress_token, "progress", progress);

@@ -70,6 +70,7 @@ struct tool_ctx {
 	const struct tool_def *tool;
 	json_t *args;		/* owned */
 	json_t *content;	/* owned: set by tool_ctx_set_content */
+	struct mcp_task *task;	/* set: runs as this task (s is NULL) */
 	struct tool_ctx *snext; /* session's in-flight list */
 	struct tool_ctx *qnext; /* pool queue */
 };
@@ -116,9 +117,27 @@ void mcp_result_finish(struct mcp_session *s, json_t *result);
 /* For a modern session: adds ttlMs and cacheScope ("public" or
  * "private") to result (borrowed); nothing otherwise. */
 void mcp_cache_hint(struct mcp_session *s, json_t *result, long ttl_ms, const char *scope);
-/* Sends MissingRequiredClientCapabilityError naming cap for what. */
-void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, const char *cap,
+/* Sends MissingRequiredClientCapabilityError with need (taken: the
+ * ClientCapabilities object that was missing, e.g. {"sampling": {}}) for
+ * what (a tool or method name). */
+void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, json_t *need,
 			   const char *what);
+
+/* mcp_task.c: the tasks extension. */
+struct mcp_task;
+/* 1 when a call of tool from this (stateless) request runs as a task. */
+int mcp_task_wanted(const struct mcp_session *s, const struct tool_def *tool);
+/* Registers a task for call c (its s already NULL) and answers the
+ * request with the task handle. Returns 0, or -1 (nothing sent) when no
+ * task could be made: the caller runs the call as usual. */
+int mcp_task_start(struct mcp_session *s, const json_t *id, struct tool_ctx *c, void *call);
+/* The task's call ended with result (taken: the CallToolResult). */
+void mcp_task_finish(struct tool_ctx *c, json_t *result);
+/* Progress of a task's call, kept as its statusMessage. */
+void mcp_task_progress(struct tool_ctx *c, double progress, double total, const char *message);
+/* tasks/get, tasks/cancel, tasks/update (one final send). */
+void mcp_task_method(struct mcp_session *s, const char *method, const json_t *id,
+		     const json_t *params, void *call);
 
 /* mcp.c: the server's capabilities (new object; modern: without the
  * methods 2026-07-28 removed) and instructions (static). */

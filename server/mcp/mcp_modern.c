@@ -7,6 +7,7 @@
  * log level; results gain resultType and the server's identity, and list
  * and read results their caching hints. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/mcp/jsonrpc.h"
@@ -192,9 +193,15 @@ void mcp_cache_hint(struct mcp_session *s, json_t *result, long ttl_ms, const ch
 
 void mcp_discover(struct mcp_session *s, const json_t *id, void *call)
 {
-	json_t *result =
-		json_pack("{s:o,s:o,s:s}", "supportedVersions", mcp_supported_versions(),
-			  "capabilities", mcp_capabilities(1), "instructions", mcp_instructions());
+	json_t *caps = mcp_capabilities(1);
+	json_t *result;
+
+	/* Tasks are an extension, advertised here and declared by the client
+	 * per request (mcp_task.c). */
+	json_object_set_new(caps, "extensions",
+			    json_pack("{s:{}}", "io.modelcontextprotocol/tasks"));
+	result = json_pack("{s:o,s:o,s:s}", "supportedVersions", mcp_supported_versions(),
+			   "capabilities", caps, "instructions", mcp_instructions());
 
 	/* The answer changes only with the binary: an hour is honest, and
 	 * public because nothing in it depends on the caller. */
@@ -202,21 +209,21 @@ void mcp_discover(struct mcp_session *s, const json_t *id, void *call)
 	mcp_reply(s, call, id, result);
 }
 
-void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, const char *cap,
+void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, json_t *need,
 			   const char *what)
 {
-	json_t *need = json_object();
+	char *names = json_dumps(need, JSON_COMPACT);
 	size_t len;
-	char msg[256];
+	char msg[512];
 	char *text;
 
-	json_object_set_new(need, cap, json_object());
 	snprintf(msg, sizeof(msg),
-		 "Missing required client capability: %.60s needs '%.40s', which this request's "
+		 "Missing required client capability: %.60s needs %.100s, which this request's "
 		 "_meta[\"%s\"] does not declare",
-		 what, cap, META_CAPS);
+		 what, names ? names : "a capability", META_CAPS);
+	free(names);
 	text = jsonrpc_error(id, MCP_MISSING_CLIENT_CAP, msg,
 			     json_pack("{s:o}", "requiredCapabilities", need), &len);
 	mcp_send_text(s, call, 1, id, text, len);
-	log_debug("mcp", "%s refused: client lacks %s", what, cap);
+	log_debug("mcp", "%s refused: a client capability is missing", what);
 }

@@ -31,7 +31,10 @@ enum {
 	 * refused with MissingRequiredClientCapabilityError before the
 	 * handler runs. */
 	TOOL_NEEDS_SAMPLING = 1u << 5,
-	TOOL_NEEDS_ELICITATION = 1u << 6
+	TOOL_NEEDS_ELICITATION = 1u << 6,
+	/* Long work (GPU jobs): a call from a client that declares the tasks
+	 * extension is answered with a task handle at once and polled. */
+	TOOL_TASK = 1u << 7
 };
 
 /* A tool handler. args: borrowed, valid against the tool's input_schema.

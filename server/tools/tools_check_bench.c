@@ -179,7 +179,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"mismatches with coordinates, which safeguard fired, a one-line summary.",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT,
+		.annotations = TOOL_IDEMPOTENT | TOOL_TASK,
 		.handler = check_handler,
 	},
 	{
@@ -197,7 +197,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"the outputs of a run after timing.",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
-		.annotations = 0,
+		.annotations = TOOL_TASK,
 		.handler = bench_handler,
 	},
 };

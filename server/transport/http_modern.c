@@ -96,6 +96,9 @@ static const char *name_field(const char *method)
 		return "name";
 	if (!strcmp(method, "resources/read"))
 		return "uri";
+	if (!strcmp(method, "tasks/get") || !strcmp(method, "tasks/cancel") ||
+	    !strcmp(method, "tasks/update"))
+		return "taskId";
 	return NULL;
 }
 

@@ -719,6 +719,7 @@ static void srv_stop(struct hsrv *srv)
 {
 	atomic_store(&srv->stopping, 1);
 	http_mcp_close_all(srv);
+	mcp_tasks_shutdown(); /* their calls use the app, which closes next */
 	for (int i = 1; atomic_load(&srv->rest_running); i++) {
 		if (i % 100 == 0)
 			log_info("http", "waiting for %u REST tool calls to finish",

@@ -161,6 +161,8 @@ def stdio_suite(tmp):
     r = s.request(34, "tools/list", {"_meta": meta(**{"io.modelcontextprotocol/logLevel": "loud"})})
     C.check("stdio bad logLevel: -32602", err_code(r) == -32602, r)
 
+    tasks_stdio(s)
+
     # A dual-era client may still choose the handshake after probing.
     r = s.request(40, "initialize", initialize_msg("proto_modern")["params"])
     C.check("stdio initialize after a discover probe works",
@@ -175,6 +177,86 @@ def stdio_suite(tmp):
     r = s.request(43, "ping", {})
     C.check("stdio still serving after the errors", (r or {}).get("result") == {}, r)
     C.check("stdio exits cleanly", s.close() == 0)
+
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def poll_terminal(request, tid, start_id):
+    """tasks/get until the task is terminal; the last answer."""
+    r = None
+    for i in range(300):
+        r = request(start_id + i, "tasks/get", {"_meta": meta(caps=TASKS), "taskId": tid})
+        if (r or {}).get("result", {}).get("status") in ("completed", "failed", "cancelled"):
+            break
+        time.sleep(0.05)
+    return r
+
+
+def tasks_stdio(s):
+    r = s.request(100, "server/discover", {"_meta": meta()})
+    C.check("stdio discover advertises the tasks extension",
+            "io.modelcontextprotocol/tasks"
+            in (r or {}).get("result", {}).get("capabilities", {}).get("extensions", {}), r)
+    r = s.request(101, "tools/call", {"_meta": meta(), "name": "slow_compute",
+                                      "arguments": {"seconds": 0}})
+    C.check("stdio task tool without the extension: an ordinary result",
+            (r or {}).get("result", {}).get("resultType") == "complete"
+            and "taskId" not in r["result"], r)
+    r = s.request(102, "tools/call", {"_meta": meta(caps=TASKS), "name": "greet",
+                                      "arguments": {"name": "kforge"}})
+    C.check("stdio quick tool with the extension: never a task",
+            (r or {}).get("result", {}).get("resultType") == "complete", r)
+    r = s.request(103, "tools/call", {"_meta": meta(caps=TASKS), "name": "slow_compute",
+                                      "arguments": {"seconds": 0.3, "label": "x"}})
+    res = (r or {}).get("result", {})
+    tid = res.get("taskId", "")
+    C.check("stdio task created: resultType task, flat handle, 128-bit id",
+            res.get("resultType") == "task" and res.get("status") == "working"
+            and len(tid) == 32 and res.get("ttlMs", 0) > 0 and res.get("pollIntervalMs", 0) > 0
+            and "createdAt" in res and "result" not in res, r)
+    r = poll_terminal(s.request, tid, 110)
+    res = (r or {}).get("result", {})
+    C.check("stdio task polled to completed with the tool's result inlined",
+            res.get("status") == "completed" and res.get("resultType") == "complete"
+            and "Computed x" in res.get("result", {}).get("content", [{}])[0].get("text", ""), r)
+    r = s.request(500, "tools/call", {"_meta": meta(caps=TASKS), "name": "failing_job",
+                                      "arguments": {}})
+    r = poll_terminal(s.request, r["result"]["taskId"], 510)
+    res = (r or {}).get("result", {})
+    C.check("stdio tool error in a task: completed with result.isError (not failed)",
+            res.get("status") == "completed" and res.get("result", {}).get("isError") is True, r)
+    r = s.request(800, "tools/call", {"_meta": meta(caps=TASKS), "name": "slow_compute",
+                                      "arguments": {"seconds": 30}})
+    tid = r["result"]["taskId"]
+    r = s.request(801, "tasks/cancel", {"_meta": meta(caps=TASKS), "taskId": tid})
+    C.check("stdio tasks/cancel acknowledges with an empty result",
+            (r or {}).get("result", {}).get("resultType") == "complete"
+            and "status" not in r["result"], r)
+    r = s.request(802, "tasks/get", {"_meta": meta(caps=TASKS), "taskId": tid})
+    res = (r or {}).get("result", {})
+    C.check("stdio a cancelled task fetched: status cancelled, no result",
+            res.get("status") == "cancelled" and "result" not in res
+            and "cancel" in res.get("statusMessage", ""), r)
+    r = s.request(803, "tasks/cancel", {"_meta": meta(caps=TASKS), "taskId": tid})
+    C.check("stdio tasks/cancel of a finished task: the same ack",
+            (r or {}).get("result", {}).get("resultType") == "complete", r)
+    r = s.request(804, "tasks/get", {"_meta": meta(caps=TASKS), "taskId": "0" * 32})
+    C.check("stdio unknown task id: -32602 naming it", err_code(r) == -32602
+            and "0" * 32 in r["error"]["message"], r)
+    r = s.request(805, "tasks/get", {"_meta": meta(), "taskId": tid})
+    C.check("stdio tasks/get without declaring the extension: -32021",
+            err_code(r) == -32021 and "io.modelcontextprotocol/tasks"
+            in r["error"]["data"]["requiredCapabilities"].get("extensions", {}), r)
+    r = s.request(806, "tools/call", {"_meta": meta(caps=TASKS), "name": "check_kernel",
+                                      "arguments": {"spec": {"op": "relu"}}})
+    res = (r or {}).get("result", {})
+    C.check("stdio check_kernel runs as a task", res.get("resultType") == "task", r)
+    if res.get("taskId"):
+        r = poll_terminal(s.request, res["taskId"], 810)
+        C.check("stdio check_kernel task reaches completed with its result",
+                (r or {}).get("result", {}).get("status") == "completed"
+                and "structuredContent" in r["result"].get("result", {}), r)
 
 
 # --- HTTP -----------------------------------------------------------------------------
@@ -279,6 +361,22 @@ def http_suite(tmp):
                                                         "arguments": {}}))
         C.check("http missing client capability: 400 -32021",
                 st == 400 and err_code(r) == -32021, (st, r))
+
+        # A task outlives its request: created in one POST, polled in others.
+        st, r, _, _ = post(port, req(30, "tools/call", {"_meta": meta(caps=TASKS),
+                                                        "name": "slow_compute",
+                                                        "arguments": {"seconds": 0.3}}))
+        tid = (r or {}).get("result", {}).get("taskId")
+        C.check("http task created", st == 200 and tid, (st, r))
+
+        def hreq(i, method, params):
+            return post(port, req(i, method, params), {"Mcp-Name": params.get("taskId")})[1]
+        r = poll_terminal(hreq, tid, 31)
+        C.check("http task polled over separate sessionless POSTs to completed",
+                (r or {}).get("result", {}).get("status") == "completed", r)
+        st, r, _, _ = post(port, req(400, "tasks/get", {"_meta": meta(caps=TASKS), "taskId": tid}))
+        C.check("http tasks/get without Mcp-Name (the taskId): 400 -32020",
+                st == 400 and err_code(r) == -32020, (st, r))
 
         # The handshake era keeps working on the same endpoint.
         st, r, _, sid = post(port, initialize_msg("proto_modern"), base=False)
