@@ -171,6 +171,7 @@ static void call_free(struct tool_ctx *c)
 	json_decref(c->progress_token);
 	json_decref(c->args);
 	json_decref(c->content);
+	json_decref(c->caps);
 	free(c);
 }
 
@@ -405,6 +406,14 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 	c->tool = t;
 	c->args = args ? json_deep_copy(args) : json_object();
 	c->progress_token = token ? json_deep_copy(token) : NULL;
+	if (mcp_session_is_modern(s)) {
+		/* A stateless request's capabilities and log level are its own:
+		 * the next request on this connection must not change them. */
+		pthread_mutex_lock(&s->lock);
+		c->caps = json_deep_copy(s->client_caps);
+		c->log_level = s->log_level;
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (mcp_task_wanted(s, t) && start_task(s, id, c, call))
 		return;
 
@@ -514,7 +523,7 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 		return;
 	}
 	pthread_mutex_lock(&ctx->s->lock);
-	want = ctx->s->log_level;
+	want = ctx->caps ? ctx->log_level : ctx->s->log_level;
 	pthread_mutex_unlock(&ctx->s->lock);
 	if (li < 0 || li < want)
 		return;
@@ -540,7 +549,7 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
 	if (!ctx->s)
 		return 0;
 	pthread_mutex_lock(&ctx->s->lock);
-	yes = json_object_get(ctx->s->client_caps, name) != NULL;
+	yes = json_object_get(ctx->caps ? ctx->caps : ctx->s->client_caps, name) != NULL;
 	pthread_mutex_unlock(&ctx->s->lock);
 	return yes;
 }

@@ -71,6 +71,9 @@ struct tool_ctx {
 	json_t *args;		/* owned */
 	json_t *content;	/* owned: set by tool_ctx_set_content */
 	struct mcp_task *task;	/* set: runs as this task (s is NULL) */
+	json_t *caps;		/* owned: a stateless request's client capabilities, or
+			* NULL (the session's, from initialize) */
+	int log_level;		/* with caps: the request's log level index */
 	struct tool_ctx *snext; /* session's in-flight list */
 	struct tool_ctx *qnext; /* pool queue */
 };

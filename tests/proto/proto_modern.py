@@ -60,10 +60,16 @@ class Stdio:
             with self.lock:
                 self.msgs.append(m)
 
-    def request(self, i, method, params):
+    def send(self, i, method, params):
         self.p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
                                         "params": params}) + "\n").encode())
         self.p.stdin.flush()
+
+    def request(self, i, method, params):
+        self.send(i, method, params)
+        return self.wait(i)
+
+    def wait(self, i):
         end = time.time() + 60
         while time.time() < end:
             with self.lock:
@@ -158,6 +164,17 @@ def stdio_suite(tmp):
     C.check("stdio log notifications with _meta logLevel info",
             (r or {}).get("result") is not None
             and len(s.notifications("notifications/message")) == 3, r)
+    # A call keeps its own request's log level while later requests (no
+    # logLevel) come in on the same connection.
+    before = len(s.notifications("notifications/message"))
+    s.send(35, "tools/call", {"_meta": meta(**{"io.modelcontextprotocol/logLevel": "info"}),
+                              "name": "test_tool_with_logging", "arguments": {}})
+    s.request(36, "tools/list", {"_meta": meta()})
+    s.request(37, "server/discover", {"_meta": meta()})
+    s.wait(35)
+    C.check("stdio a call's log level is its request's, not the next request's",
+            len(s.notifications("notifications/message")) - before == 3,
+            s.notifications("notifications/message"))
     r = s.request(34, "tools/list", {"_meta": meta(**{"io.modelcontextprotocol/logLevel": "loud"})})
     C.check("stdio bad logLevel: -32602", err_code(r) == -32602, r)
 
