@@ -50,8 +50,17 @@ json_t *mcp_supported_versions(void)
 int mcp_request_is_modern(const struct mcp_session *s, const char *method, const json_t *params)
 {
 	json_t *meta = json_object_get(params, "_meta");
+	enum mcp_era era;
 
-	if (s->era == MCP_ERA_MODERN_ONLY)
+	pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+	era = s->era;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+	if (era == MCP_ERA_MODERN_ONLY)
+		return 1;
+	/* A connection that spoke 2026-07-28 keeps to it, so a request that
+	 * lost its _meta gets the specific -32602; only initialize may still
+	 * turn it into a handshake session. */
+	if (era == MCP_ERA_MODERN && strcmp(method, "initialize") != 0)
 		return 1;
 	return strcmp(method, "server/discover") == 0 || json_object_get(meta, META_VERSION);
 }

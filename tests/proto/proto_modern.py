@@ -117,6 +117,9 @@ def stdio_suite(tmp):
     C.check("stdio unknown version: -32022 with supported/requested",
             err_code(r) == -32022 and r["error"].get("data", {}).get("requested") == "2031-01-01"
             and V in r["error"]["data"].get("supported", []), r)
+    r = s.request(6, "tools/list", {"_meta": {"progressToken": 1}})
+    C.check("stdio (2026-07-28 connection) _meta without protocolVersion: -32602",
+            err_code(r) == -32602 and "protocolVersion" in r["error"]["message"], r)
     r = s.request(5, "tools/list", {"_meta": meta(version="2025-11-25")})
     C.check("stdio handshake version in _meta: -32022 naming initialize",
             err_code(r) == -32022 and "initialize" in r["error"]["message"], r)
