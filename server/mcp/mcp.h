@@ -68,6 +68,13 @@ const char *mcp_session_version(const struct mcp_session *s);
  * it for a request that declared a stateless revision (HTTP). */
 void mcp_session_set_modern(struct mcp_session *s);
 
+/* Names who s's calls come from (client: borrowed, copied, truncated to
+ * 63 bytes) instead of its own "session-<n>": the key compiles queue
+ * under (sandbox/compile/compile_queue.h). A transport that gives each
+ * stateless request a session of its own sets the client's address, so
+ * one client's many requests share one place in the queue. */
+void mcp_session_set_client(struct mcp_session *s, const char *client);
+
 /* 1 when s speaks a stateless revision (per-request _meta). */
 int mcp_session_is_modern(const struct mcp_session *s);
 

@@ -54,7 +54,8 @@ struct mcp_session {
 	size_t calls_len;	/* calls holding a slot (not yet answering) */
 	struct mcp_pending *pending;
 	json_int_t next_id;		     /* ids of server-to-client requests */
-	char client[32];		     /* "session-<n>": who the calls come from */
+	char client[64];		     /* who the calls come from: "session-<n>", or what the
+			  * transport set (mcp_session_set_client) */
 	struct mcp_session *g_next, *g_prev; /* all sessions (resource updates) */
 };
 

@@ -72,6 +72,13 @@ void mcp_session_set_modern(struct mcp_session *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void mcp_session_set_client(struct mcp_session *s, const char *client)
+{
+	pthread_mutex_lock(&s->lock);
+	snprintf(s->client, sizeof(s->client), "%s", client);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int mcp_session_is_modern(const struct mcp_session *s)
 {
 	int v;

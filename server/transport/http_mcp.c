@@ -245,6 +245,7 @@ static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn
 	if (!s)
 		return sess_refused(srv, conn, client, st);
 	mcp_session_set_modern(s->ms);
+	mcp_session_set_client(s->ms, client);
 	return post_enter(srv, conn, rq, s, 0, 1);
 }
 
