@@ -268,6 +268,13 @@ static enum MHD_Result check_request(struct hsrv *srv, struct MHD_Connection *co
 			"Bearer realm=\"kforge\"",
 			"Unauthorized: send 'Authorization: Bearer <token>' with the token in the "
 			"server's --token-env variable");
+	/* 2026-07-28 has no session stream and no session to delete. */
+	if (is_mcp && !is_post && strcmp(method, "OPTIONS") != 0 &&
+	    mcp_is_modern_version(transport_header(conn, "MCP-Protocol-Version")))
+		return transport_rpc_error(conn, 405, -32000, "Allow", "POST",
+					   "Method Not Allowed: protocol %s has no GET stream or "
+					   "sessions; POST each request",
+					   MCP_MODERN_VERSIONS[0]);
 	/* A POST's version is checked with its body (http_mcp.c): a
 	 * stateless revision's error carries the request id. */
 	if (is_mcp && !is_post && (v = transport_header(conn, "MCP-Protocol-Version")) &&

@@ -398,6 +398,16 @@ def http_suite(tmp):
         C.check("http tasks/get without Mcp-Name (the taskId): 400 -32020",
                 st == 400 and err_code(r) == -32020, (st, r))
 
+        for verb in ("GET", "DELETE"):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request(verb, "/mcp", headers={"Accept": "text/event-stream",
+                                             "MCP-Protocol-Version": V})
+            resp = c.getresponse()
+            resp.read()
+            C.check(f"http {verb} /mcp under 2026-07-28: 405, Allow: POST",
+                    resp.status == 405 and resp.getheader("Allow") == "POST", resp.status)
+            c.close()
+
         # The handshake era keeps working on the same endpoint.
         st, r, _, sid = post(port, initialize_msg("proto_modern"), base=False)
         C.check("http legacy initialize still mints a session",
