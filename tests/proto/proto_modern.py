@@ -276,7 +276,8 @@ def tasks_stdio(s):
         r = poll_terminal(s.request, res["taskId"], 810)
         C.check("stdio check_kernel task reaches completed with its result",
                 (r or {}).get("result", {}).get("status") == "completed"
-                and "structuredContent" in r["result"].get("result", {}), r)
+                and '"summary"' in r["result"].get("result", {}).get("content", [{}])[0]
+                .get("text", ""), r)
 
 
 # --- HTTP -----------------------------------------------------------------------------
