@@ -194,6 +194,32 @@ static int t_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		      "User response: ", err);
 }
 
+/* The stateless suite's probes: a tool that cannot work without the
+ * sampling capability, and one that asks the user through elicitation. */
+static int t_needs_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			    struct kf_err *err)
+{
+	json_t *a = json_pack("{s:s}", "prompt", "Say hello");
+	int rc;
+
+	(void)args;
+	rc = t_sampling(ctx, a, out, err);
+	json_decref(a);
+	return rc;
+}
+
+static int t_streaming_elicitation(struct tool_ctx *ctx, const json_t *args, json_t **out,
+				   struct kf_err *err)
+{
+	json_t *a = json_pack("{s:s}", "message", "Please provide your details");
+	int rc;
+
+	(void)args;
+	rc = t_elicitation(ctx, a, out, err);
+	json_decref(a);
+	return rc;
+}
+
 static int t_elicit_defaults(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			     struct kf_err *err)
 {
@@ -260,6 +286,48 @@ static int t_reconnection(struct tool_ctx *ctx, const json_t *args, json_t **out
 	return content_only(ctx, json_pack("[o]", text_block("Reconnection test completed")));
 }
 
+/* The tasks suite's fixtures: a quick tool that never becomes a task, a
+ * task that works for params.seconds (stopping when cancelled), and one
+ * that fails at the tool level after a second. */
+static int t_greet(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	char buf[160];
+
+	(void)out;
+	(void)err;
+	snprintf(buf, sizeof(buf), "Hello, %.100s!",
+		 json_string_value(json_object_get(args, "name")) ?: "world");
+	return content_only(ctx, json_pack("[o]", text_block(buf)));
+}
+
+static int t_slow_compute(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			  struct kf_err *err)
+{
+	double secs = json_number_value(json_object_get(args, "seconds"));
+	char buf[160];
+
+	(void)out;
+	for (int ms = 0; ms < (int)(secs * 1000); ms += 50) {
+		if (*tool_ctx_cancel_flag(ctx))
+			return kf_err_set(err, KF_ECANCELED, "cancelled after %d ms", ms);
+		tool_ctx_progress(ctx, ms, secs * 1000, "computing");
+		sleep_ms(50);
+	}
+	snprintf(buf, sizeof(buf), "Computed %.100s after %g s",
+		 json_string_value(json_object_get(args, "label")) ?: "result", secs);
+	return content_only(ctx, json_pack("[o]", text_block(buf)));
+}
+
+static int t_failing_job(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	(void)args;
+	(void)out;
+	sleep_ms(1000);
+	if (*tool_ctx_cancel_flag(ctx))
+		return kf_err_set(err, KF_ECANCELED, "cancelled");
+	return kf_err_set(err, KF_EINVAL, "failing_job always fails (a tool-level error)");
+}
+
 #define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
 
 static const struct tool_def FIXTURE_TOOLS[] = {
@@ -283,16 +351,34 @@ static const struct tool_def FIXTURE_TOOLS[] = {
 	{"test_sampling", "Sampling", "Asks the client's LLM to answer a prompt.",
 	 "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
 	 "\"description\":\"The prompt to send to the LLM\"}},\"required\":[\"prompt\"]}",
-	 NULL, 0, t_sampling},
+	 NULL, TOOL_NEEDS_SAMPLING, t_sampling},
 	{"test_elicitation", "Elicitation", "Asks the user for a username and email.",
 	 "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
 	 "\"description\":\"The message to show the user\"}},\"required\":[\"message\"]}",
-	 NULL, 0, t_elicitation},
+	 NULL, TOOL_NEEDS_ELICITATION, t_elicitation},
 	{"test_elicitation_sep1034_defaults", "Elicitation defaults",
-	 "Elicits a form whose fields carry defaults (SEP-1034).", NO_ARGS, NULL, 0,
-	 t_elicit_defaults},
+	 "Elicits a form whose fields carry defaults (SEP-1034).", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_elicit_defaults},
 	{"test_elicitation_sep1330_enums", "Elicitation enums",
-	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL, 0, t_elicit_enums},
+	 "Elicits a form with every enum variant (SEP-1330).", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_elicit_enums},
+	{"test_missing_capability", "Needs sampling",
+	 "Asks the client's LLM to say hello: needs the sampling capability.", NO_ARGS, NULL,
+	 TOOL_NEEDS_SAMPLING, t_needs_sampling},
+	{"test_streaming_elicitation", "Streaming elicitation",
+	 "Asks the user for a username and email: needs the elicitation capability.", NO_ARGS, NULL,
+	 TOOL_NEEDS_ELICITATION, t_streaming_elicitation},
+	{"greet", "Greet", "Says hello to params.name at once (never a task).",
+	 "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", NULL,
+	 TOOL_READ_ONLY | TOOL_FAST, t_greet},
+	{"slow_compute", "Slow compute", "Works for params.seconds, then answers; runs as a task.",
+	 "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\","
+	 "\"minimum\":0,\"maximum\":60},\"label\":{\"type\":\"string\"}}}",
+	 NULL, TOOL_READ_ONLY | TOOL_TASK, t_slow_compute},
+	{"failing_job", "Failing job", "Fails with a tool error after a second; runs as a task.",
+	 NO_ARGS, NULL, TOOL_READ_ONLY | TOOL_TASK, t_failing_job},
+	{"test_logging_tool", "Logging (stateless)", "Sends three info log notifications.", NO_ARGS,
+	 NULL, TOOL_READ_ONLY, t_logging},
 	{"json_schema_2020_12_tool", "JSON Schema 2020-12",
 	 "Tool with JSON Schema 2020-12 features",
 	 "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","

@@ -97,7 +97,10 @@ void mcp_reply_error(struct mcp_session *s, void *call, const json_t *id, int co
 void mcp_reply(struct mcp_session *s, void *call, const json_t *id, json_t *result)
 {
 	size_t len;
-	char *text = jsonrpc_result(id, result, &len);
+	char *text;
+
+	mcp_result_finish(s, result);
+	text = jsonrpc_result(id, result, &len);
 
 	mcp_send_text(s, call, 1, id, text, len);
 }
@@ -205,14 +208,21 @@ void mcp_resource_updated(const char *uri)
 
 /* --- initialize ------------------------------------------------------------ */
 
-static json_t *capabilities(void)
+const char *mcp_instructions(void)
+{
+	return INSTRUCTIONS;
+}
+
+json_t *mcp_capabilities(int modern)
 {
 	json_t *caps = json_object();
 
 	json_object_set_new(caps, "tools", json_pack("{s:b}", "listChanged", 0));
+	/* 2026-07-28 moved resource subscriptions to subscriptions/listen,
+	 * which kforge does not serve: no subscribe there. */
 	if (tools_resource_count() > 0)
 		json_object_set_new(caps, "resources",
-				    json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 0));
+				    json_pack("{s:b,s:b}", "subscribe", !modern, "listChanged", 0));
 	if (tools_prompt_count() > 0)
 		json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 0));
 	json_object_set_new(caps, "logging", json_object());
@@ -253,13 +263,18 @@ static void do_initialize(struct mcp_session *s, const json_t *id, const json_t 
 	}
 	s->initialized = 1;
 	s->version = version;
+	/* A stdio client that probed with server/discover may still choose
+	 * the handshake: from here on the connection is legacy. */
+	s->era = MCP_ERA_NONE;
+	s->log_level = 1;
+	json_decref(s->client_caps);
 	s->client_caps = caps ? json_deep_copy(caps) : json_object();
 	pthread_mutex_unlock(&s->lock);
 	if (strcmp(want, version) != 0)
 		log_info("mcp", "client asked for protocol %s; offering %s", want, version);
 	result = json_pack("{s:s,s:o,s:{s:s,s:s,s:s},s:s}", "protocolVersion", version,
-			   "capabilities", capabilities(), "serverInfo", "name", "kforge", "title",
-			   "kforge CUDA kernel workbench", "version", KFORGE_VERSION,
+			   "capabilities", mcp_capabilities(0), "serverInfo", "name", "kforge",
+			   "title", "kforge CUDA kernel workbench", "version", KFORGE_VERSION,
 			   "instructions", INSTRUCTIONS);
 	mcp_reply(s, call, id, result);
 }
@@ -392,8 +407,12 @@ static void do_tools_list(struct mcp_session *s, const json_t *id, const json_t 
 
 	if (mcp_page_start(s, id, params, call, total, &start))
 		return;
-	if (start != 0) {
-		mcp_reply(s, call, id, tools_page(start, total));
+	if (start != 0 || mcp_session_is_modern(s)) {
+		json_t *page = tools_page(start, total);
+		/* The registry is fixed after startup: the list changes only
+		 * with the binary, the same for every caller. */
+		mcp_cache_hint(s, page, MCP_TTL_STATIC_MS, "public");
+		mcp_reply(s, call, id, page);
 		return;
 	}
 	pthread_mutex_lock(&list_cache.lock);
@@ -457,25 +476,38 @@ static void handle_request(struct mcp_session *s, struct jsonrpc_msg *m, void *c
 				"Invalid params: MCP params must be an object, not an array");
 		return;
 	}
-	if (strcmp(method, "initialize") == 0) {
+	if (mcp_request_is_modern(s, method, params)) {
+		if (mcp_modern_begin(s, method, id, params, call))
+			return;
+		if (strcmp(method, "server/discover") == 0) {
+			mcp_discover(s, id, call);
+			return;
+		}
+		initialized = 1;
+	} else if (strcmp(method, "initialize") == 0) {
 		do_initialize(s, id, params, call);
 		return;
-	}
-	if (strcmp(method, "ping") == 0) {
+	} else if (strcmp(method, "ping") == 0) {
 		mcp_reply(s, call, id, json_object());
 		return;
+	} else {
+		pthread_mutex_lock(&s->lock);
+		initialized = s->initialized;
+		pthread_mutex_unlock(&s->lock);
 	}
-	pthread_mutex_lock(&s->lock);
-	initialized = s->initialized;
-	pthread_mutex_unlock(&s->lock);
 	if (!initialized) {
 		mcp_reply_error(
 			s, call, id, JSONRPC_INVALID_REQUEST,
-			"Invalid Request: the session is not initialized; send initialize first (only ping is allowed before it)");
+			"Invalid Request: the session is not initialized; send initialize first (only ping is allowed before it), or send protocol %s's per-request params._meta",
+			MCP_MODERN_VERSIONS[0]);
 		return;
 	}
 	if (strcmp(method, "tools/call") == 0)
 		mcp_call_start(s, id, params, call);
+	else if (strncmp(method, "tasks/", 6) == 0 && mcp_session_is_modern(s) &&
+		 (!strcmp(method + 6, "get") || !strcmp(method + 6, "cancel") ||
+		  !strcmp(method + 6, "update")))
+		mcp_task_method(s, method, id, params, call);
 	else if (strcmp(method, "tools/list") == 0)
 		do_tools_list(s, id, params, call);
 	else if (strcmp(method, "logging/setLevel") == 0)

@@ -15,8 +15,18 @@
 struct app;
 struct mcp_session;
 
-/* Protocol revisions, newest first; the first is what kforge prefers. */
+/* Protocol revisions with the initialize handshake, newest first; the
+ * first is what kforge offers to a client asking for an unknown one. */
 extern const char *const MCP_VERSIONS[];
+
+/* Stateless revisions (per-request _meta, server/discover), newest first. */
+extern const char *const MCP_MODERN_VERSIONS[];
+
+/* 1 when v (borrowed, may be NULL) is one of MCP_MODERN_VERSIONS. */
+int mcp_is_modern_version(const char *v);
+
+/* Every revision kforge speaks, newest first: a new JSON array. */
+json_t *mcp_supported_versions(void);
 
 /* Delivers one outgoing message (compact JSON text, no newline, borrowed for
  * the call). call is the call_arg given to mcp_session_handle for the
@@ -54,8 +64,26 @@ enum mcp_in mcp_session_handle(struct mcp_session *s, const char *msg, size_t le
  * Returns borrowed, static. */
 const char *mcp_session_version(const struct mcp_session *s);
 
+/* Makes every request of s take the stateless path: the transport calls
+ * it for a request that declared a stateless revision (HTTP). */
+void mcp_session_set_modern(struct mcp_session *s);
+
+/* Names who s's calls come from (client: borrowed, copied, truncated to
+ * 63 bytes) instead of its own "session-<n>": the key compiles queue
+ * under (sandbox/compile/compile_queue.h). A transport that gives each
+ * stateless request a session of its own sets the client's address, so
+ * one client's many requests share one place in the queue. */
+void mcp_session_set_client(struct mcp_session *s, const char *client);
+
+/* 1 when s speaks a stateless revision (per-request _meta). */
+int mcp_session_is_modern(const struct mcp_session *s);
+
 /* 1 once initialize has been answered. */
 int mcp_session_initialized(const struct mcp_session *s);
+
+/* Cancels every running task of the tasks extension and waits until
+ * their calls have ended: before the domain resources close. */
+void mcp_tasks_shutdown(void);
 
 /* Sends notifications/resources/updated for uri (borrowed) to every
  * session that subscribed to it. Thread-safe; callable from any module

@@ -225,6 +225,7 @@ static void call_free(struct tool_ctx *c)
 	json_decref(c->progress_token);
 	json_decref(c->args);
 	json_decref(c->content);
+	json_decref(c->caps);
 	free(c);
 }
 
@@ -247,6 +248,13 @@ static void call_done(struct tool_ctx *c)
 	call_free(c);
 }
 
+/* Returns r (taken) with what a stateless revision adds to results. */
+static json_t *finished(struct tool_ctx *c, json_t *r)
+{
+	mcp_result_finish(c->s, r);
+	return r;
+}
+
 static void call_run(struct tool_ctx *c)
 {
 	json_t *sc;
@@ -255,7 +263,13 @@ static void call_run(struct tool_ctx *c)
 	char *text;
 
 	execute(c, &sc, &is_error);
-	text = jsonrpc_result(c->id, mcp_result(c, sc, is_error), &len);
+	if (c->task) {
+		/* No session to answer: the result waits in the task. */
+		mcp_task_finish(c, mcp_result(c, sc, is_error));
+		call_free(c);
+		return;
+	}
+	text = jsonrpc_result(c->id, finished(c, mcp_result(c, sc, is_error)), &len);
 	/* The slot is free before the client can see the answer: its next
 	 * call must not find the session still full. */
 	pthread_mutex_lock(&c->s->lock);
@@ -342,10 +356,61 @@ static int pool_push(struct tool_ctx *c)
 static void reply_busy(struct mcp_session *s, struct tool_ctx *c, const char *why)
 {
 	size_t len;
-	char *text = jsonrpc_result(c->id, tool_result_error(c, error_object(KF_EBUSY, why), NULL),
-				    &len);
+	char *text = jsonrpc_result(
+		c->id, finished(c, tool_result_error(c, error_object(KF_EBUSY, why), NULL)), &len);
 
 	mcp_send_text(s, c->tcall, 1, c->id, text, len);
+}
+
+/* A stateless request declares its client capabilities each time: one
+ * that lacks what tool t needs is refused before it runs. Returns 1 after
+ * replying the error. Handshake sessions keep their tool-level error. */
+static int missing_cap(struct mcp_session *s, const struct tool_def *t, void *call,
+		       const json_t *id)
+{
+	static const struct {
+		unsigned bit;
+		const char *cap;
+	} need[] = {{TOOL_NEEDS_SAMPLING, "sampling"}, {TOOL_NEEDS_ELICITATION, "elicitation"}};
+	int has;
+
+	if (!mcp_session_is_modern(s))
+		return 0;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!(t->annotations & need[i].bit))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		has = json_object_get(s->client_caps, need[i].cap) != NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (!has) {
+			mcp_reply_missing_cap(s, call, id, json_pack("{s:{}}", need[i].cap),
+					      t->name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Runs c as a task of the tasks extension: no session slot (it outlives
+ * the request), answered with the task handle now. Returns 1 when done
+ * so, 0 when the call should run as usual. */
+static int start_task(struct mcp_session *s, const json_t *id, struct tool_ctx *c, void *call)
+{
+	c->s = NULL;
+	if (mcp_task_start(s, id, c, call)) {
+		c->s = s;
+		return 0;
+	}
+	if (pool_push(c)) {
+		mcp_task_finish(c,
+				mcp_result(c,
+					   error_object(KF_EBUSY, "busy: the server's call queue "
+								  "is full; call again in a "
+								  "moment"),
+					   1));
+		call_free(c);
+	}
+	return 1;
 }
 
 void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
@@ -380,6 +445,8 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 			"Invalid params: _meta.progressToken must be a string or an integer");
 		return;
 	}
+	if (missing_cap(s, t, call, id))
+		return;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		mcp_reply_error(s, call, id, JSONRPC_INTERNAL_ERROR,
@@ -393,6 +460,16 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 	c->tool = t;
 	c->args = args ? json_deep_copy(args) : json_object();
 	c->progress_token = token ? json_deep_copy(token) : NULL;
+	if (mcp_session_is_modern(s)) {
+		/* A stateless request's capabilities and log level are its own:
+		 * the next request on this connection must not change them. */
+		pthread_mutex_lock(&s->lock);
+		c->caps = json_deep_copy(s->client_caps);
+		c->log_level = s->log_level;
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (mcp_task_wanted(s, t) && start_task(s, id, c, call))
+		return;
 
 	pthread_mutex_lock(&s->lock);
 	full = s->calls_len >= MCP_SESSION_MAX_CALLS || s->closing;
@@ -463,6 +540,10 @@ void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, cons
 	size_t len;
 	char *text;
 
+	if (ctx->task) {
+		mcp_task_progress(ctx, progress, total, message);
+		return;
+	}
 	if (!ctx->s || !ctx->progress_token)
 		return;
 	p = json_pack("{s:O,s:f}", "progressToken", ctx->progress_token, "progress", progress);
@@ -496,7 +577,7 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 		return;
 	}
 	pthread_mutex_lock(&ctx->s->lock);
-	want = ctx->s->log_level;
+	want = ctx->caps ? ctx->log_level : ctx->s->log_level;
 	pthread_mutex_unlock(&ctx->s->lock);
 	if (li < 0 || li < want)
 		return;
@@ -522,7 +603,7 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
 	if (!ctx->s)
 		return 0;
 	pthread_mutex_lock(&ctx->s->lock);
-	yes = json_object_get(ctx->s->client_caps, name) != NULL;
+	yes = json_object_get(ctx->caps ? ctx->caps : ctx->s->client_caps, name) != NULL;
 	pthread_mutex_unlock(&ctx->s->lock);
 	return yes;
 }
@@ -542,6 +623,15 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, i
 	if (!s) {
 		json_decref(params);
 		return kf_err_set(err, KF_ENOTFOUND, "%s needs an MCP client session", method);
+	}
+	if (mcp_session_is_modern(s)) {
+		/* 2026-07-28 forbids requests from the server on a response
+		 * stream (input-required results replace them). */
+		json_decref(params);
+		return kf_err_set(err, KF_EPERM,
+				  "%s: the client speaks protocol %s, in which a server sends no "
+				  "requests of its own",
+				  method, MCP_MODERN_VERSIONS[0]);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;

@@ -9,12 +9,23 @@
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
 
-#define MCP_SESSION_MAX_CALLS  64   /* in-flight tool calls per session */
-#define MCP_SESSION_MAX_SUBS   256  /* resources/subscribe URIs per session */
-#define MCP_SUB_URI_MAX	       2048 /* bytes of one subscribed URI */
-#define MCP_PAGE_SIZE	       50   /* entries per tools/resources/prompts page */
-#define MCP_COMPLETION_MAX     100  /* values per completion/complete answer */
-#define MCP_RESOURCE_NOT_FOUND -32002
+#define MCP_SESSION_MAX_CALLS	64   /* in-flight tool calls per session */
+#define MCP_SESSION_MAX_SUBS	256  /* resources/subscribe URIs per session */
+#define MCP_SUB_URI_MAX		2048 /* bytes of one subscribed URI */
+#define MCP_PAGE_SIZE		50   /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX	100  /* values per completion/complete answer */
+#define MCP_RESOURCE_NOT_FOUND	-32002
+#define MCP_MISSING_CLIENT_CAP	-32021	/* 2026-07-28 */
+#define MCP_UNSUPPORTED_VERSION -32022	/* 2026-07-28 */
+#define MCP_LOG_NONE		99	/* log level index: send no log notifications */
+#define MCP_TTL_STATIC_MS	3600000 /* cache hint for what changes only with the binary */
+
+/* Which revision a session speaks. */
+enum mcp_era {
+	MCP_ERA_NONE = 0,   /* handshake revisions (or nothing yet) */
+	MCP_ERA_MODERN,	    /* 2026-07-28, chosen by its first request (stdio) */
+	MCP_ERA_MODERN_ONLY /* 2026-07-28 for every request (set by the transport) */
+};
 
 /* A request the server sent to the client, waiting for its response. */
 struct mcp_pending {
@@ -34,6 +45,7 @@ struct mcp_session {
 	pthread_mutex_t send_lock; /* serializes send */
 	const char *version;	   /* negotiated, static; NULL before initialize */
 	int initialized;
+	enum mcp_era era;
 	int closing;
 	int log_level;		/* index into MCP_LOG_LEVELS */
 	json_t *client_caps;	/* initialize's params.capabilities */
@@ -42,7 +54,8 @@ struct mcp_session {
 	size_t calls_len;	/* calls holding a slot (not yet answering) */
 	struct mcp_pending *pending;
 	json_int_t next_id;		     /* ids of server-to-client requests */
-	char client[32];		     /* "session-<n>": who the calls come from */
+	char client[64];		     /* who the calls come from: "session-<n>", or what the
+			  * transport set (mcp_session_set_client) */
 	struct mcp_session *g_next, *g_prev; /* all sessions (resource updates) */
 };
 
@@ -58,6 +71,10 @@ struct tool_ctx {
 	const struct tool_def *tool;
 	json_t *args;		/* owned */
 	json_t *content;	/* owned: set by tool_ctx_set_content */
+	struct mcp_task *task;	/* set: runs as this task (s is NULL) */
+	json_t *caps;		/* owned: a stateless request's client capabilities, or
+			* NULL (the session's, from initialize) */
+	int log_level;		/* with caps: the request's log level index */
 	struct tool_ctx *snext; /* session's in-flight list */
 	struct tool_ctx *qnext; /* pool queue */
 };
@@ -88,6 +105,48 @@ void mcp_set_str(json_t *o, const char *key, const char *v);
 int mcp_page_start(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
 		   size_t total, size_t *start);
 void mcp_page_finish(json_t *result, size_t next, size_t total);
+
+/* mcp_modern.c: the stateless revision. */
+/* 1 when this request takes the stateless path (see mcp_modern.c). */
+int mcp_request_is_modern(const struct mcp_session *s, const char *method, const json_t *params);
+/* Checks params._meta of a modern request and applies its capabilities
+ * and log level. Returns 0, or -1 after replying the error. */
+int mcp_modern_begin(struct mcp_session *s, const char *method, const json_t *id,
+		     const json_t *params, void *call);
+/* server/discover's answer (one final send). */
+void mcp_discover(struct mcp_session *s, const json_t *id, void *call);
+/* For a modern session: adds resultType "complete" and the server's
+ * identity to result (borrowed); nothing otherwise. */
+void mcp_result_finish(struct mcp_session *s, json_t *result);
+/* For a modern session: adds ttlMs and cacheScope ("public" or
+ * "private") to result (borrowed); nothing otherwise. */
+void mcp_cache_hint(struct mcp_session *s, json_t *result, long ttl_ms, const char *scope);
+/* Sends MissingRequiredClientCapabilityError with need (taken: the
+ * ClientCapabilities object that was missing, e.g. {"sampling": {}}) for
+ * what (a tool or method name). */
+void mcp_reply_missing_cap(struct mcp_session *s, void *call, const json_t *id, json_t *need,
+			   const char *what);
+
+/* mcp_task.c: the tasks extension. */
+struct mcp_task;
+/* 1 when a call of tool from this (stateless) request runs as a task. */
+int mcp_task_wanted(const struct mcp_session *s, const struct tool_def *tool);
+/* Registers a task for call c (its s already NULL) and answers the
+ * request with the task handle. Returns 0, or -1 (nothing sent) when no
+ * task could be made: the caller runs the call as usual. */
+int mcp_task_start(struct mcp_session *s, const json_t *id, struct tool_ctx *c, void *call);
+/* The task's call ended with result (taken: the CallToolResult). */
+void mcp_task_finish(struct tool_ctx *c, json_t *result);
+/* Progress of a task's call, kept as its statusMessage. */
+void mcp_task_progress(struct tool_ctx *c, double progress, double total, const char *message);
+/* tasks/get, tasks/cancel, tasks/update (one final send). */
+void mcp_task_method(struct mcp_session *s, const char *method, const json_t *id,
+		     const json_t *params, void *call);
+
+/* mcp.c: the server's capabilities (new object; modern: without the
+ * methods 2026-07-28 removed) and instructions (static). */
+json_t *mcp_capabilities(int modern);
+const char *mcp_instructions(void);
 
 /* mcp_res.c: each answers the request (exactly one final send). */
 void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call);

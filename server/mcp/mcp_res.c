@@ -52,20 +52,54 @@ static const struct resource_def *resource_for(const char *uri)
 	return NULL;
 }
 
+/* Resource not found: -32002 in the handshake revisions; 2026-07-28
+ * made it Invalid params. */
+static int not_found_code(const struct mcp_session *s)
+{
+	return mcp_session_is_modern(s) ? JSONRPC_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND;
+}
+
 /* Maps a domain error to a JSON-RPC error for resources and prompts. */
-static int rpc_code_of(int kf)
+static int rpc_code_of(const struct mcp_session *s, int kf)
 {
 	switch (kf) {
 	case KF_EINVAL: return JSONRPC_INVALID_PARAMS;
-	case KF_ENOTFOUND: return MCP_RESOURCE_NOT_FOUND;
+	case KF_ENOTFOUND: return not_found_code(s);
 	default: return JSONRPC_INTERNAL_ERROR;
 	}
+}
+
+/* Caching hints of a resources/read answer by URI family. Guides and GPU
+ * facts come from the knowledge base shipped with the binary (public, an
+ * hour); compile artifacts are content-addressed, so they never change,
+ * but hold the caller's code (private, an hour); run records and anything
+ * else may change at any time (private, immediately stale). */
+static void read_hint(struct mcp_session *s, json_t *result, const char *uri)
+{
+	static const struct {
+		const char *prefix;
+		long ttl_ms;
+		const char *scope;
+	} hints[] = {
+		{"kforge://guides/", MCP_TTL_STATIC_MS, "public"},
+		{"kforge://gpus/", MCP_TTL_STATIC_MS, "public"},
+		{"kforge://artifacts/", MCP_TTL_STATIC_MS, "private"},
+		{"test://static-", MCP_TTL_STATIC_MS, "public"},
+		{"test://template/", MCP_TTL_STATIC_MS, "public"},
+	};
+
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+		if (strncmp(uri, hints[i].prefix, strlen(hints[i].prefix)) == 0) {
+			mcp_cache_hint(s, result, hints[i].ttl_ms, hints[i].scope);
+			return;
+		}
+	mcp_cache_hint(s, result, 0, "private");
 }
 
 /* Replies to a list request with the page of all (taken) that params'
  * cursor selects, as result[key], with nextCursor when more follow. */
 static void reply_page(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
-		       json_t *all, const char *key)
+		       json_t *all, const char *key, long ttl_ms, const char *scope)
 {
 	size_t start, i, total = json_array_size(all);
 	if (mcp_page_start(s, id, params, call, total, &start)) {
@@ -78,6 +112,7 @@ static void reply_page(struct mcp_session *s, const json_t *id, const json_t *pa
 	json_decref(all);
 	json_t *result = json_pack("{s:o}", key, page);
 	mcp_page_finish(result, i, total);
+	mcp_cache_hint(s, result, ttl_ms, scope);
 	mcp_reply(s, call, id, result);
 }
 
@@ -110,7 +145,8 @@ void mcp_resources_list(struct mcp_session *s, const json_t *id, const json_t *p
 			json_array_append_new(all, o);
 		}
 	}
-	reply_page(s, id, params, call, all, "resources");
+	/* The list names recorded runs, which grow with every check. */
+	reply_page(s, id, params, call, all, "resources", 0, "private");
 }
 
 void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *params, void *call)
@@ -129,7 +165,7 @@ void mcp_templates_list(struct mcp_session *s, const json_t *id, const json_t *p
 		mcp_set_str(o, "mimeType", r->mime_type);
 		json_array_append_new(all, o);
 	}
-	reply_page(s, id, params, call, all, "resourceTemplates");
+	reply_page(s, id, params, call, all, "resourceTemplates", MCP_TTL_STATIC_MS, "public");
 }
 
 static const char *need_uri(struct mcp_session *s, const json_t *id, const json_t *params,
@@ -148,7 +184,7 @@ void mcp_resources_read(struct mcp_session *s, const json_t *id, const json_t *p
 	const char *uri = need_uri(s, id, params, call);
 	const struct resource_def *r;
 	struct kf_err err = {0};
-	json_t *contents = NULL;
+	json_t *contents = NULL, *result;
 	int rc;
 
 	if (!uri)
@@ -156,7 +192,7 @@ void mcp_resources_read(struct mcp_session *s, const json_t *id, const json_t *p
 	r = resource_for(uri);
 	if (!r || !r->read) {
 		size_t len;
-		char *text = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found",
+		char *text = jsonrpc_error(id, not_found_code(s), "Resource not found",
 					   json_pack("{s:s}", "uri", uri), &len);
 		mcp_send_text(s, call, 1, id, text, len);
 		return;
@@ -166,12 +202,14 @@ void mcp_resources_read(struct mcp_session *s, const json_t *id, const json_t *p
 		json_decref(contents);
 		if (!rc)
 			kf_err_set(&err, KF_EINTERNAL, "reader returned no contents array");
-		mcp_reply_error(s, call, id, rpc_code_of(rc), "%s: %s",
+		mcp_reply_error(s, call, id, rpc_code_of(s, rc), "%s: %s",
 				rc == KF_ENOTFOUND ? "Resource not found" : "Cannot read resource",
 				err.msg[0] ? err.msg : uri);
 		return;
 	}
-	mcp_reply(s, call, id, json_pack("{s:o}", "contents", contents));
+	result = json_pack("{s:o}", "contents", contents);
+	read_hint(s, result, uri);
+	mcp_reply(s, call, id, result);
 }
 
 void mcp_subscribe(struct mcp_session *s, const json_t *id, const json_t *params, void *call,
@@ -236,6 +274,7 @@ void mcp_prompts_list(struct mcp_session *s, const json_t *id, const json_t *par
 	}
 	result = json_pack("{s:o}", "prompts", arr);
 	mcp_page_finish(result, i, total);
+	mcp_cache_hint(s, result, MCP_TTL_STATIC_MS, "public");
 	mcp_reply(s, call, id, result);
 }
 

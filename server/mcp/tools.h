@@ -21,11 +21,20 @@ enum {
 	TOOL_DESTRUCTIVE = 1u << 1, /* destructiveHint */
 	TOOL_IDEMPOTENT = 1u << 2,  /* idempotentHint */
 	TOOL_OPEN_WORLD = 1u << 3,  /* openWorldHint: reaches outside kforge */
-	TOOL_FAST = 1u << 4	    /* not a hint: the handler finishes in
+	TOOL_FAST = 1u << 4,	    /* not a hint: the handler finishes in
 				     * microseconds and never blocks (no I/O, no
 				     * locks held long, no client requests), so
 				     * the server may run it on the transport's
 				     * thread instead of the worker pool */
+	/* Not hints: client capabilities the handler cannot work without.
+	 * A stateless (2026-07-28) request that does not declare them is
+	 * refused with MissingRequiredClientCapabilityError before the
+	 * handler runs. */
+	TOOL_NEEDS_SAMPLING = 1u << 5,
+	TOOL_NEEDS_ELICITATION = 1u << 6,
+	/* Long work (GPU jobs): a call from a client that declares the tasks
+	 * extension is answered with a task handle at once and polled. */
+	TOOL_TASK = 1u << 7
 };
 
 /* A tool handler. args: borrowed, valid against the tool's input_schema.

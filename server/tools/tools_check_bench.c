@@ -209,7 +209,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"safeguard that fired; a failure replays by its seed.",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT,
+		.annotations = TOOL_IDEMPOTENT | TOOL_TASK,
 		.handler = check_handler,
 	},
 	{
@@ -224,7 +224,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"outputs verified after timing.",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
-		.annotations = 0,
+		.annotations = TOOL_TASK,
 		.handler = bench_handler,
 	},
 };

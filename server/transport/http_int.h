@@ -67,6 +67,8 @@ struct hcall {
 	int refs;      /* under sess->lock */
 	int get;       /* 1: the session's GET stream */
 	int init;      /* 1: the initialize request of a new session */
+	int modern;    /* 1: a stateless (2026-07-28) request in a session of
+			* its own, ended once the answer is out */
 	int final;     /* the final message arrived */
 	int suspended; /* the connection is suspended waiting for us */
 	int gone;      /* the connection was completed or closed */
@@ -255,6 +257,23 @@ void http_upload_release(struct hsrv *srv, struct hreq *rq);
  * new one for initialize) and queues the answer, or suspends the connection
  * until the session sends it. */
 enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
+
+/* http_modern.c. 1 when v (borrowed) is a handshake revision. */
+int http_modern_known_legacy(const char *v);
+/* 1 when a POST with MCP-Protocol-Version pv and
+ * Mcp-Session-Id sid (both borrowed, may be NULL) and body msg (borrowed)
+ * takes the stateless path. */
+int http_modern_wanted(const char *pv, const char *sid, const json_t *msg);
+/* Checks a stateless POST's headers (pv, hmethod, hname: borrowed, may be
+ * NULL) against its body msg. Returns 0 to go on, or 1 with *answer a new
+ * JSON-RPC error (free with free(); NULL on allocation failure) of *len
+ * bytes to send with HTTP 400. */
+int http_modern_check(const json_t *msg, const char *pv, const char *hmethod, const char *hname,
+		      char **answer, size_t *len);
+/* The HTTP status of a stateless answer (json: len bytes, borrowed): 200
+ * for a result, 404 for Method not found, 400 for malformed requests and
+ * the 2026-07-28 errors, 500 for the rest. */
+unsigned http_modern_status(const char *json, size_t len);
 
 /* The handler called again after on_send resumed the connection. */
 enum MHD_Result http_mcp_resumed(struct hreq *rq);

@@ -59,7 +59,11 @@ static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, 
 	if (sid)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	transport_cors(r, c->conn);
-	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
+	/* 2026-07-28 gives errors their HTTP status (404 for an unknown
+	 * method, 400 for a malformed request); the handshake revisions
+	 * answer every JSON-RPC message with 200. */
+	ret = MHD_queue_response(c->conn, c->modern ? http_modern_status(json, len) : MHD_HTTP_OK,
+				 r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -84,6 +88,9 @@ static int init_succeeded(const char *json, size_t len)
 	json_decref(j);
 	return ok;
 }
+
+static enum MHD_Result sess_refused(struct hsrv *srv, struct MHD_Connection *conn,
+				    const char *client, unsigned st);
 
 /* A POST without Mcp-Session-Id: only initialize may come so. Returns a
  * new session with a reference in *s, or queues the refusal (*s NULL). */
@@ -119,6 +126,13 @@ static enum MHD_Result post_new_session(struct hsrv *srv, struct MHD_Connection 
 	*s = http_sess_create(srv, client, &st);
 	if (*s)
 		return MHD_YES;
+	return sess_refused(srv, conn, client, st);
+}
+
+/* Queues the refusal for http_sess_create's status st. */
+static enum MHD_Result sess_refused(struct hsrv *srv, struct MHD_Connection *conn,
+				    const char *client, unsigned st)
+{
 	if (st == 429)
 		return transport_rpc_error(
 			conn, 429, -32000, "Retry-After", "5",
@@ -190,11 +204,56 @@ static enum MHD_Result post_answer(struct hsrv *srv, struct MHD_Connection *conn
 	return answer_queue(c, a, json, jl);
 }
 
+static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
+				  struct hsess *s, int init, int modern);
+
+/* A stateless POST (msg taken): headers checked against the body, then
+ * the request is handled in a session of its own that ends with it. */
+static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
+				   json_t *msg, const char *pv)
+{
+	const char *client = http_conn_client(conn);
+	int is_arr = json_is_array(msg), notif = !json_object_get(msg, "id");
+	enum MHD_Result ret;
+	struct hsess *s;
+	char *answer = NULL;
+	size_t len = 0;
+	unsigned st;
+
+	if (is_arr) {
+		json_decref(msg);
+		return transport_rpc_error(conn, 400, -32600, NULL, NULL,
+					   "Invalid Request: batches (JSON arrays) are not "
+					   "supported; send one message per POST");
+	}
+	if (http_modern_check(msg, pv, transport_header(conn, "Mcp-Method"),
+			      transport_header(conn, "Mcp-Name"), &answer, &len)) {
+		json_decref(msg);
+		if (!answer)
+			return MHD_NO;
+		ret = transport_reply(conn, 400, "application/json", answer, len, NULL);
+		free(answer);
+		return ret;
+	}
+	json_decref(msg);
+	if (notif) /* cancellation over HTTP is the stream closing: nothing to do */
+		return transport_reply(conn, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+	if (atomic_load(&srv->stopping))
+		return transport_rpc_error(conn, 503, -32000, "Retry-After", "5",
+					   "Server shutting down");
+	s = http_sess_create(srv, client, &st);
+	if (!s)
+		return sess_refused(srv, conn, client, st);
+	mcp_session_set_modern(s->ms);
+	mcp_session_set_client(s->ms, client);
+	return post_enter(srv, conn, rq, s, 0, 1);
+}
+
 enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
 	const char *sid = transport_header(conn, "Mcp-Session-Id");
+	const char *pv = transport_header(conn, "MCP-Protocol-Version");
 	struct hsess *s = NULL;
-	struct hcall *c;
 	enum MHD_Result ret;
 	int init = !sid;
 
@@ -206,6 +265,12 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	if (rq->len == 0)
 		return transport_rpc_error(conn, 400, -32700, NULL, NULL,
 					   "Parse error: empty body");
+	if (init || (pv && !http_modern_known_legacy(pv))) {
+		json_t *j = json_loadb(rq->body, rq->len, 0, NULL);
+		if (j && http_modern_wanted(pv, sid, j))
+			return post_modern(srv, conn, rq, j, pv);
+		json_decref(j);
+	}
 	if (init) {
 		ret = post_new_session(srv, conn, rq, &s);
 		if (!s)
@@ -216,7 +281,19 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 					   "initialize a new session",
 					   sid);
 	}
-	c = NULL;
+	return post_enter(srv, conn, rq, s, init, 0);
+}
+
+/* Counts the call in session s (our reference taken) and hands the body
+ * to it. init: s was created for this initialize; modern: s was created
+ * for this one stateless request. Either is ended on the way out when the
+ * request cannot go in. */
+static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
+				  struct hsess *s, int init, int modern)
+{
+	enum MHD_Result ret = MHD_NO;
+	struct hcall *c = NULL;
+
 	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len))
 		ret = transport_rpc_error(conn, 503, -32000, "Retry-After", "1",
 					  "Server busy: %u requests in flight; retry later",
@@ -224,7 +301,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	else if (!(c = calloc(1, sizeof(*c))))
 		ret = MHD_NO;
 	if (!c) {
-		if (init)
+		if (init || modern)
 			http_sess_close(srv, s);
 		http_sess_unref(s);
 		return ret;
@@ -248,6 +325,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 	c->conn = conn;
 	c->refs = 2;
 	c->init = init;
+	c->modern = modern;
 	c->counted = 1;
 	atomic_fetch_add(&srv->inflight, 1);
 	rq->call = c;
@@ -409,10 +487,14 @@ enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
 void http_mcp_completed(struct hcall *c, int ok)
 {
 	struct hsess *s = c->sess;
-	int freed = 0, freed2 = 0;
+	int freed = 0, freed2 = 0, modern = c->modern;
+
+	if (modern)
+		atomic_fetch_add(&s->refs, 1); /* kept for closing it below */
 	pthread_mutex_lock(&s->lock);
 	c->suspended = 0;
-	if (!c->get && c->mode == MODE_SSE && !s->ended && (!c->final || !ok)) {
+	/* A stateless stream is not resumable: closing it cancels the request. */
+	if (!modern && !c->get && c->mode == MODE_SSE && !s->ended && (!c->final || !ok)) {
 		/* The stream broke before the answer, or while writing it (a
 		 * connection closed while suspended shows only when written to):
 		 * keep the call, the connection's reference moving to the orphan
@@ -435,6 +517,10 @@ void http_mcp_completed(struct hcall *c, int ok)
 	pthread_mutex_unlock(&s->lock);
 	if (freed || freed2)
 		http_sess_unref(s);
+	if (modern) {
+		http_sess_close(s->srv, s);
+		http_sess_unref(s);
+	}
 }
 
 /* --- housekeeping --------------------------------------------------------------- */

@@ -268,7 +268,17 @@ static enum MHD_Result check_request(struct hsrv *srv, struct MHD_Connection *co
 			"Bearer realm=\"kforge\"",
 			"Unauthorized: send 'Authorization: Bearer <token>' with the token in the "
 			"server's --token-env variable");
-	if (is_mcp && (v = transport_header(conn, "MCP-Protocol-Version")) && !version_ok(v))
+	/* 2026-07-28 has no session stream and no session to delete. */
+	if (is_mcp && !is_post && strcmp(method, "OPTIONS") != 0 &&
+	    mcp_is_modern_version(transport_header(conn, "MCP-Protocol-Version")))
+		return transport_rpc_error(conn, 405, -32000, "Allow", "POST",
+					   "Method Not Allowed: protocol %s has no GET stream or "
+					   "sessions; POST each request",
+					   MCP_MODERN_VERSIONS[0]);
+	/* A POST's version is checked with its body (http_mcp.c): a
+	 * stateless revision's error carries the request id. */
+	if (is_mcp && !is_post && (v = transport_header(conn, "MCP-Protocol-Version")) &&
+	    !version_ok(v))
 		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
 					   "Bad Request: unsupported MCP-Protocol-Version '%.40s' "
 					   "(supported: %s, %s, %s)",
@@ -371,7 +381,7 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 		return transport_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
 				       "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
 				       "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-				       "MCP-Protocol-Version, Last-Event-ID",
+				       "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name",
 				       "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
 	if (is_mcp) {
 		if (!strcmp(method, "POST")) {
@@ -719,6 +729,7 @@ static void srv_stop(struct hsrv *srv)
 {
 	atomic_store(&srv->stopping, 1);
 	http_mcp_close_all(srv);
+	mcp_tasks_shutdown(); /* their calls use the app, which closes next */
 	for (int i = 1; atomic_load(&srv->rest_running); i++) {
 		if (i % 100 == 0)
 			log_info("http", "waiting for %u REST tool calls to finish",

@@ -166,6 +166,7 @@ int transport_stdio_run(struct app *app, int in_fd, int out_fd, struct kf_err *e
 	if (skipping)
 		reply_oversize(&o, cap);
 	mcp_session_free(s);
+	mcp_tasks_shutdown(); /* their calls use the app, which closes next */
 	free(buf);
 	log_info("stdio", "input closed; exiting");
 	if (!rc && o.broken)

@@ -951,6 +951,22 @@ END_TEST
 
 /* --- outside a session ----------------------------------------------------------------- */
 
+START_TEST(a_transport_names_the_client_of_stateless_requests)
+{
+	json_t *r, *sc;
+
+	mcp_session_set_modern(S);
+	mcp_session_set_client(S, "127.0.0.1");
+	r = result(
+		req(1, "tools/call",
+		    "{\"name\":\"whoami\",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+		    "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}"));
+	sc = json_object_get(r, "structuredContent");
+	ck_assert_str_eq(json_string_value(json_object_get(sc, "client")), "127.0.0.1");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "resultType")), "complete");
+}
+END_TEST
+
 START_TEST(each_session_is_its_own_client)
 {
 	struct mcp_session *s1 = S;
@@ -1046,6 +1062,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, freeing_a_session_cancels_and_answers_every_call);
 	tcase_add_test(tc, tool_call_outside_a_session_validates_and_runs);
 	tcase_add_test(tc, each_session_is_its_own_client);
+	tcase_add_test(tc, a_transport_names_the_client_of_stateless_requests);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("pagination");
