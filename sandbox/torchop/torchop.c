@@ -33,7 +33,10 @@ int torchop_run_usable(const char *run_id, const char *run_kind, const char *run
 		return kf_err_set(err, KF_EINVAL,
 				  "run %s did not pass its check (%s): fix the kernel and check it "
 				  "again before building an op from it",
-				  run_id, sum ? sum : run_status ? run_status : "no result");
+				  run_id,
+				  sum	       ? sum
+				  : run_status ? run_status
+					       : "no result");
 	return 0;
 }
 

@@ -19,15 +19,15 @@
 #include "sandbox/check/check.h"
 #include "sandbox/spec/spec.h"
 
-#define TORCHOP_NAME_MAX   48	       /* op name characters */
-#define TORCHOP_GEN_MAX	   (4u << 20)  /* bytes of one generated file */
-#define TORCHOP_DIAG_MAX   50	       /* diagnostics kept from one build */
-#define TORCHOP_OUTPUT_MAX (256u << 10) /* compiler / python output kept */
-#define TORCHOP_EXPORT_DATA_MAX (32u << 20) /* bytes of an export's test data */
+#define TORCHOP_NAME_MAX	48	     /* op name characters */
+#define TORCHOP_GEN_MAX		(4u << 20)   /* bytes of one generated file */
+#define TORCHOP_DIAG_MAX	50	     /* diagnostics kept from one build */
+#define TORCHOP_OUTPUT_MAX	(256u << 10) /* compiler / python output kept */
+#define TORCHOP_EXPORT_DATA_MAX (32u << 20)  /* bytes of an export's test data */
 
 /* How the binding registers itself. */
 enum torchop_flavor {
-	TORCHOP_STANDALONE = 0,	  /* TORCH_LIBRARY(ns, m); loaded by torch.ops.load_library */
+	TORCHOP_STANDALONE = 0,	   /* TORCH_LIBRARY(ns, m); loaded by torch.ops.load_library */
 	TORCHOP_KERNEL_BUILDER = 1 /* TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) and
 				    * REGISTER_EXTENSION, kernel-builder's registration.h */
 };
@@ -74,8 +74,7 @@ size_t torchop_source_line(const struct torchop_gen *g, size_t line);
  * {"file", "line", "severity", "message"} plus, for lines of the generated
  * kernel file (kernel_file) that come from the kernel source, "source_line".
  * At most TORCHOP_DIAG_MAX entries. */
-json_t *torchop_diagnostics(const struct torchop_gen *g, const char *kernel_file,
-			    const char *text);
+json_t *torchop_diagnostics(const struct torchop_gen *g, const char *kernel_file, const char *text);
 
 /* Refuses a run that is not a passing check: run_kind / run_status are the
  * history's names ("check", "ok"), result the run's stored answer

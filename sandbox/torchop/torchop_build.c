@@ -94,8 +94,7 @@ static json_t *diag_line(const char *l, size_t n)
 			 "severity", sev, "message", p, (size_t)(end - p));
 }
 
-json_t *torchop_diagnostics(const struct torchop_gen *g, const char *kernel_file,
-			    const char *text)
+json_t *torchop_diagnostics(const struct torchop_gen *g, const char *kernel_file, const char *text)
 {
 	json_t *out = json_array();
 	const char *l = text ? text : "";
@@ -125,9 +124,9 @@ struct step {
 	const struct jail_bind *binds;
 	size_t binds_len;
 	const volatile int *cancel;
-	int rc;		/* jail_run's answer */
-	int ok;		/* exited 0 */
-	char *output;	/* stderr then stdout, new */
+	int rc;	      /* jail_run's answer */
+	int ok;	      /* exited 0 */
+	char *output; /* stderr then stdout, new */
 	unsigned ms;
 	struct kf_err err;
 };
@@ -164,9 +163,10 @@ static void build_key(const struct torchop_gen *g, const char *arch, const struc
 		      const char *nvcc_version, char key[65])
 {
 	struct cache_sha256 h;
-	const char *parts[] = {"torchop-1",   g->kernel_cu, g->binding_cpp, g->init_py,
-			       t->version,    t->cxx11_abi ? "abi1" : "abi0", arch,
-			       nvcc_version ? nvcc_version : ""};
+	const char *parts[] = {"torchop-1",    g->kernel_cu,
+			       g->binding_cpp, g->init_py,
+			       t->version,     t->cxx11_abi ? "abi1" : "abi0",
+			       arch,	       nvcc_version ? nvcc_version : ""};
 	cache_sha256_init(&h);
 	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
 		cache_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
@@ -219,31 +219,20 @@ static int compile_link(struct jail *j, const char *dir, const struct torchop_ge
 	snprintf(libdir, sizeof libdir, "-L%s", t->lib);
 	snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s", t->lib);
 	snprintf(cudalib, sizeof cudalib, "-L%s/lib64", ch);
-	const char *nv_argv[] = {nvcc,	  "-c",		 "-O3",		 "-std=c++17", gencode,
-				 "-Xcompiler", "-fPIC", "-o", "op_kernel.o", "op_kernel.cu",
-				 NULL};
+	const char *nv_argv[] = {nvcc,		"-c",		"-O3",	 "-std=c++17",
+				 gencode,	"-Xcompiler",	"-fPIC", "-o",
+				 "op_kernel.o", "op_kernel.cu", NULL};
 	/* -O1: the binding is glue; optimising torch's inline headers harder
 	 * costs seconds of every cold build and nothing at run time. */
-	const char *cxx_argv[] = {"/usr/bin/g++", "-c",	 "-O1",		 "-fPIC", "-std=c++17",
-				  abi,		  inc0,	 inc1,		 incc,	  "-o",
-				  "op_binding.o", "op_binding.cpp", NULL};
-	const char *ld_argv[] = {"/usr/bin/g++",
-				 "-shared",
-				 "-o",
-				 "op.so",
-				 "op_kernel.o",
-				 "op_binding.o",
-				 libdir,
-				 "-lc10",
-				 "-lc10_cuda",
-				 "-ltorch_cpu",
-				 cudalib,
-				 "-lcudart_static",
-				 "-lrt",
-				 "-lpthread",
-				 "-ldl",
-				 rpath,
-				 NULL};
+	const char *cxx_argv[] = {
+		"/usr/bin/g++", "-c", "-O1", "-fPIC",	     "-std=c++17",     abi, inc0,
+		inc1,		incc, "-o",  "op_binding.o", "op_binding.cpp", NULL};
+	const char *ld_argv[] = {"/usr/bin/g++", "-shared",	"-o",
+				 "op.so",	 "op_kernel.o", "op_binding.o",
+				 libdir,	 "-lc10",	"-lc10_cuda",
+				 "-ltorch_cpu",	 cudalib,	"-lcudart_static",
+				 "-lrt",	 "-lpthread",	"-ldl",
+				 rpath,		 NULL};
 	struct jail_bind binds[16];
 	size_t nb = torchop_torch_binds(t, binds, 16);
 	struct step nv = {.jail = j, .dir = dir, .argv = nv_argv, .cancel = cancel};
@@ -288,7 +277,9 @@ static int compile_link(struct jail *j, const char *dir, const struct torchop_ge
 					      json_pack("{s:s, s:i, s:s, s:s}", "file",
 							!nv.ok ? "op_kernel.cu" : "op_binding.cpp",
 							"line", 0, "severity", "error", "message",
-							l > 2000 ? o + l - 2000 : o ? o : ""));
+							l > 2000 ? o + l - 2000
+							: o	 ? o
+								 : ""));
 		}
 		rc = kf_err_set(err, KF_ECOMPILE, "the op did not build: %s",
 				!nv.ok ? "nvcc rejected the kernel file"
@@ -300,10 +291,11 @@ static int compile_link(struct jail *j, const char *dir, const struct torchop_ge
 			rc = kf_err_set(err, ld.rc, "%s", ld.err.msg);
 		else if (!ld.ok) {
 			size_t l = ld.output ? strlen(ld.output) : 0;
-			b->diagnostics = json_pack(
-				"[{s:s, s:i, s:s, s:s}]", "file", "op.so", "line", 0, "severity",
-				"error", "message",
-				l > 2000 ? ld.output + l - 2000 : ld.output ? ld.output : "");
+			b->diagnostics = json_pack("[{s:s, s:i, s:s, s:s}]", "file", "op.so",
+						   "line", 0, "severity", "error", "message",
+						   l > 2000    ? ld.output + l - 2000
+						   : ld.output ? ld.output
+							       : "");
 			rc = kf_err_set(err, KF_ECOMPILE, "the op did not link");
 		}
 	}
@@ -314,8 +306,8 @@ static int compile_link(struct jail *j, const char *dir, const struct torchop_ge
 }
 
 int torchop_build(struct check_env *env, const struct torchop_gen *g, const char *arch,
-		  const struct torchop_torch *t, const volatile int *cancel, struct torchop_built *b,
-		  struct kf_err *err)
+		  const struct torchop_torch *t, const volatile int *cancel,
+		  struct torchop_built *b, struct kf_err *err)
 {
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -347,8 +339,8 @@ int torchop_build(struct check_env *env, const struct torchop_gen *g, const char
 	snprintf(pkgdir, sizeof pkgdir, "%s/%s", tmp, b->pkg);
 	if ((rc = torchop_write_file(tmp, "op_kernel.cu", g->kernel_cu, strlen(g->kernel_cu),
 				     err)) ||
-	    (rc = torchop_write_file(tmp, "op_binding.cpp", g->binding_cpp,
-				     strlen(g->binding_cpp), err)) ||
+	    (rc = torchop_write_file(tmp, "op_binding.cpp", g->binding_cpp, strlen(g->binding_cpp),
+				     err)) ||
 	    (rc = compile_link(j, tmp, g, arch, t, cancel, b, err)))
 		goto out;
 	char from[PATH_MAX + 64], to[PATH_MAX + 200];

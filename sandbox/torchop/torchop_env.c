@@ -81,7 +81,8 @@ static void probe(void)
 	json_decref(j);
 	if (!t->python[0] || !t->include[0][0] || !t->lib[0]) {
 		t->python[0] = '\0';
-		snprintf(why, sizeof why, "python3's torch did not name its include and lib folders");
+		snprintf(why, sizeof why,
+			 "python3's torch did not name its include and lib folders");
 	}
 }
 

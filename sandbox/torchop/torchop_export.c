@@ -19,10 +19,10 @@
 #include "kernels/op.h"
 #include "sandbox/compile/cache.h"
 
-#define EMBED(sym, file)                                                   \
-	__asm__(".section .rodata\n.balign 16\n" #sym "_start:\n.incbin \"" file \
-		"\"\n" #sym "_end:\n.previous\n");                               \
-	extern const char sym##_start[] __asm__(#sym "_start");              \
+#define EMBED(sym, file)                                                                     \
+	__asm__(".section .rodata\n.balign 16\n" #sym "_start:\n.incbin \"" file "\"\n" #sym \
+		"_end:\n.previous\n");                                                       \
+	extern const char sym##_start[] __asm__(#sym "_start");                              \
 	extern const char sym##_end[] __asm__(#sym "_end")
 
 EMBED(kf_torchop_test, "sandbox/torchop/export/test_op.py");
@@ -40,8 +40,10 @@ struct names {
 static int write_template(const char *dir, const char *file, const char *start, const char *end,
 			  const struct names *n, struct kf_err *err)
 {
-	const char *keys[][2] = {
-		{"__PKG__", n->pkg}, {"__NAME__", n->name}, {"__EXT__", n->ext}, {"__ARCH__", n->arch}};
+	const char *keys[][2] = {{"__PKG__", n->pkg},
+				 {"__NAME__", n->name},
+				 {"__EXT__", n->ext},
+				 {"__ARCH__", n->arch}};
 	struct torchop_sb b = {0};
 	for (const char *p = start; p < end;) {
 		size_t k;
@@ -71,7 +73,8 @@ static int dir_ready(const char *dir, int force, struct kf_err *err)
 		if (errno != ENOENT)
 			return kf_err_set(err, KF_EIO, "%s: %s", dir, strerror(errno));
 		if (mkdir(dir, 0755))
-			return kf_err_set(err, KF_EIO, "cannot create %s: %s", dir, strerror(errno));
+			return kf_err_set(err, KF_EIO, "cannot create %s: %s", dir,
+					  strerror(errno));
 		return 0;
 	}
 	struct dirent *e;
@@ -107,7 +110,8 @@ static size_t small_row(const struct spec *s)
 		if (spec_bind(s, &s->sizes[r * s->vars_len], NULL, "sizes", &b, NULL))
 			continue;
 		for (size_t t = 0; t < s->tensors_len; t++)
-			n += b.bytes[t] + (s->tensors[t].role != SPEC_ROLE_INPUT ? b.elems[t] * 4 : 0);
+			n += b.bytes[t] +
+			     (s->tensors[t].role != SPEC_ROLE_INPUT ? b.elems[t] * 4 : 0);
 		if (n < best_bytes) {
 			best_bytes = n;
 			best = r;
@@ -195,14 +199,15 @@ static int write_data(struct check_env *env, const struct spec *s, const struct 
 	for (size_t t = 0; !rc && t < s->tensors_len; t++)
 		total += b.bytes[t] + b.elems[t] * 4;
 	if (!rc && total > TORCHOP_EXPORT_DATA_MAX)
-		rc = kf_err_set(err, KF_ETOOBIG,
-				"the tests' data at the spec's smallest size would take %llu bytes, "
-				"over %u: add a smaller entry to the spec's sizes",
-				(unsigned long long)total, TORCHOP_EXPORT_DATA_MAX);
+		rc = kf_err_set(
+			err, KF_ETOOBIG,
+			"the tests' data at the spec's smallest size would take %llu bytes, "
+			"over %u: add a smaller entry to the spec's sizes",
+			(unsigned long long)total, TORCHOP_EXPORT_DATA_MAX);
 	for (size_t t = 0; !rc && t < s->tensors_len; t++) {
 		const struct spec_tensor *T = &s->tensors[t];
-		json_array_append_new(tensors, json_pack("{s:s, s:s, s:s}", "name", T->name, "dtype",
-							 dtype_name(T->dtype), "role",
+		json_array_append_new(tensors, json_pack("{s:s, s:s, s:s}", "name", T->name,
+							 "dtype", dtype_name(T->dtype), "role",
 							 spec_role_name(T->role)));
 		if (T->role == SPEC_ROLE_OUTPUT)
 			continue;
@@ -221,15 +226,16 @@ static int write_data(struct check_env *env, const struct spec *s, const struct 
 		snprintf(file, sizeof file, "in.%s.bin", T->name);
 		rc = torchop_write_file(data, file, raw, b.bytes[t], err);
 		free(raw);
-		json_array_append_new(ins, json_pack("{s:s, s:s, s:o, s:s}", "name", T->name, "dtype",
-						     dtype_name(T->dtype), "shape",
+		json_array_append_new(ins, json_pack("{s:s, s:s, s:o, s:s}", "name", T->name,
+						     "dtype", dtype_name(T->dtype), "shape",
 						     shape_json(s, &b, t), "file", file));
 	}
-	const char *how = s->ref.kind == SPEC_REF_OP	  ? "built-in op (float64 CPU)"
-			  : s->ref.kind == SPEC_REF_TORCH ? "torch expression"
-			  : s->ref.kind == SPEC_REF_CUDA
-				  ? "a CUDA source: kforge check compares with it; no stored outputs"
-				  : "none";
+	const char *how =
+		s->ref.kind == SPEC_REF_OP	? "built-in op (float64 CPU)"
+		: s->ref.kind == SPEC_REF_TORCH ? "torch expression"
+		: s->ref.kind == SPEC_REF_CUDA
+			? "a CUDA source: kforge check compares with it; no stored outputs"
+			: "none";
 	json_object_set_new(c, "reference", json_string(how));
 	if (!rc && (s->ref.kind == SPEC_REF_OP || s->ref.kind == SPEC_REF_TORCH) &&
 	    !(rc = reference(env, s, vals, &b, want, err)))
@@ -291,7 +297,8 @@ static void readme_results(struct torchop_sb *b, const json_t *report)
 		torchop_sb_printf(b, "| ");
 		readme_sizes(b, json_object_get(row, "sizes"));
 		torchop_sb_printf(b, "%s | %s |\n",
-				  json_is_true(json_object_get(row, "odd_size")) ? " (odd size)" : "",
+				  json_is_true(json_object_get(row, "odd_size")) ? " (odd size)"
+										 : "",
 				  json_is_true(json_object_get(row, "passed")) ? "yes" : "no");
 	}
 	const json_t *res = json_object_get(bench, "result");
@@ -306,11 +313,13 @@ static void readme_results(struct torchop_sb *b, const json_t *report)
 	torchop_sb_printf(b, "| sizes | median us | baseline median us | speedup |\n"
 			     "| --- | --- | --- | --- |\n");
 	json_array_foreach(json_object_get(res, "sizes"), i, row) {
-		const json_t *c = json_object_get(row, "candidate"), *bl = json_object_get(row, "baseline"),
+		const json_t *c = json_object_get(row, "candidate"),
+			     *bl = json_object_get(row, "baseline"),
 			     *sp = json_object_get(row, "speedup");
 		torchop_sb_printf(b, "| ");
 		readme_sizes(b, json_object_get(row, "sizes"));
-		torchop_sb_printf(b, " | %.2f | ", json_number_value(json_object_get(c, "median_us")));
+		torchop_sb_printf(b, " | %.2f | ",
+				  json_number_value(json_object_get(c, "median_us")));
 		if (bl)
 			torchop_sb_printf(b, "%.2f | %.3fx |\n",
 					  json_number_value(json_object_get(bl, "median_us")),
@@ -361,8 +370,7 @@ static int write_readme(const char *dir, const struct torchop_gen *g, const stru
 	return rc;
 }
 
-static int write_fixed(const char *dir, const char *pdir, const struct names *n,
-		       struct kf_err *err)
+static int write_fixed(const char *dir, const char *pdir, const struct names *n, struct kf_err *err)
 {
 	char text[4096], compat[PATH_MAX];
 	int rc = sub_dir(dir, "compat", compat, sizeof compat, err);
@@ -421,8 +429,7 @@ int torchop_export(struct check_env *env, const json_t *spec, const char *name,
 	struct spec *s = NULL;
 	struct torchop_gen g = {0};
 	struct spec_limits lim;
-	char pkg[80], ext[96], arch[8], sub[PATH_MAX], tdir[PATH_MAX], pdir[PATH_MAX],
-		file[160];
+	char pkg[80], ext[96], arch[8], sub[PATH_MAX], tdir[PATH_MAX], pdir[PATH_MAX], file[160];
 	spec_limits_default(&lim);
 	int rc = spec_expand_op(spec, op_find, &x, err);
 	if (!rc)
@@ -450,11 +457,11 @@ int torchop_export(struct check_env *env, const json_t *spec, const char *name,
 	snprintf(cu, sizeof cu, "%s_cuda", g.name);
 	if ((rc = sub_dir(dir, cu, sub, sizeof sub, err)) ||
 	    (rc = torchop_write_file(sub, file, g.kernel_cu, strlen(g.kernel_cu), err)) ||
-	    (rc = write_template(dir, "setup.py", kf_torchop_setup_start, kf_torchop_setup_end,
-				 &n, err)) ||
+	    (rc = write_template(dir, "setup.py", kf_torchop_setup_start, kf_torchop_setup_end, &n,
+				 err)) ||
 	    (rc = sub_dir(dir, "benchmarks", sub, sizeof sub, err)) ||
-	    (rc = write_template(sub, "benchmark.py", kf_torchop_bench_start,
-				 kf_torchop_bench_end, &n, err)) ||
+	    (rc = write_template(sub, "benchmark.py", kf_torchop_bench_start, kf_torchop_bench_end,
+				 &n, err)) ||
 	    (rc = sub_dir(dir, "tests", sub, sizeof sub, err)) ||
 	    (rc = write_template(sub, "test_op.py", kf_torchop_test_start, kf_torchop_test_end, &n,
 				 err)) ||

@@ -32,14 +32,14 @@ char *torchop_sb_take(struct torchop_sb *b);
 
 /* The host's torch, probed once by a trusted python3 -c. */
 struct torchop_torch {
-	char python[PATH_MAX];	      /* the interpreter's real path */
-	char version[64];	      /* "2.11.0+cu130" */
-	int cxx11_abi;		      /* torch._C._GLIBCXX_USE_CXX11_ABI */
-	char include[2][PATH_MAX];    /* torch/include, torch/include/torch/csrc/api/include */
-	char lib[PATH_MAX];	      /* torch/lib */
-	char paths[12][PATH_MAX];     /* sys.path directories, bound into the jail */
+	char python[PATH_MAX];	   /* the interpreter's real path */
+	char version[64];	   /* "2.11.0+cu130" */
+	int cxx11_abi;		   /* torch._C._GLIBCXX_USE_CXX11_ABI */
+	char include[2][PATH_MAX]; /* torch/include, torch/include/torch/csrc/api/include */
+	char lib[PATH_MAX];	   /* torch/lib */
+	char paths[12][PATH_MAX];  /* sys.path directories, bound into the jail */
 	size_t paths_len;
-	char pythonpath[8192];	      /* the same, ':'-joined */
+	char pythonpath[8192]; /* the same, ':'-joined */
 };
 
 /* The probe's answer (borrowed, static): 0, or KF_ENOTFOUND "torch not
@@ -64,8 +64,8 @@ struct torchop_built {
  * <data_dir>/torchops. Returns 0 with *b filled (release b->diagnostics),
  * KF_ECOMPILE with b->diagnostics, or the jail's codes. */
 int torchop_build(struct check_env *env, const struct torchop_gen *g, const char *arch,
-		  const struct torchop_torch *t, const volatile int *cancel, struct torchop_built *b,
-		  struct kf_err *err) __attribute__((warn_unused_result));
+		  const struct torchop_torch *t, const volatile int *cancel,
+		  struct torchop_built *b, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* The verification script (sandbox/torchop/verify.py, embedded): bytes in
  * *len. Borrowed, static. */
@@ -79,8 +79,8 @@ const char *torchop_verify_py(size_t *len);
  * device used or -1. */
 int torchop_verify(struct check_env *env, const struct spec *s, const struct torchop_gen *g,
 		   const struct torchop_built *b, const struct torchop_torch *t,
-		   const char *ref_cubin, const struct torchop_opts *o, json_t **report,
-		   int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+		   const char *ref_cubin, const struct torchop_opts *o, json_t **report, int *gpu,
+		   struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Writes len bytes of data to dir/name. KF_EIO naming the file. */
 int torchop_write_file(const char *dir, const char *name, const char *data, size_t len,

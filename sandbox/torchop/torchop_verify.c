@@ -87,8 +87,8 @@ static int write_row(const struct spec *s, struct vrow *r, size_t k, json_t *row
 		     struct kf_err *err)
 {
 	json_t *ins = json_array(), *outs = json_array(), *sizes = json_object();
-	json_array_append_new(rows, json_pack("{s:o, s:o, s:o}", "sizes", sizes, "inputs", ins,
-					      "outputs", outs));
+	json_array_append_new(
+		rows, json_pack("{s:o, s:o, s:o}", "sizes", sizes, "inputs", ins, "outputs", outs));
 	for (size_t v = 0; v < s->vars_len; v++)
 		json_object_set_new(sizes, s->vars[v], json_integer(r->vals[v]));
 	for (size_t t = 0; t < s->tensors_len; t++) {
@@ -128,11 +128,11 @@ static void cuda_reference(struct vjob *v, int gpu, const volatile int *stop)
 			json_array_append_new(sizes, json_integer(r->vals[q]));
 		snprintf(hex, sizeof hex, "%016" PRIx64, r->seed);
 		snprintf(p, sizeof p, "%s/spec.json", r->dir);
-		json_t *job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
-					"mode", "check", "device", gpu, "program", "reference",
-					"module", "ref.cubin", "runs", 1, "extra_launches", 0,
-					"row_timeout_ms", (int)v->ref_ms, "rows", "sizes", sizes,
-					"seeds", hex, "out_prefix", "ref");
+		json_t *job = json_pack(
+			"{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}", "mode",
+			"check", "device", gpu, "program", "reference", "module", "ref.cubin",
+			"runs", 1, "extra_launches", 0, "row_timeout_ms", (int)v->ref_ms, "rows",
+			"sizes", sizes, "seeds", hex, "out_prefix", "ref");
 		int rc = json_dump_file(v->s->json, p, JSON_COMPACT)
 				 ? kf_err_set(&e, KF_EIO, "cannot write %s", p)
 				 : check_copy_file(v->ref_cubin, r->dir, "ref.cubin", &e);
@@ -146,8 +146,8 @@ static void cuda_reference(struct vjob *v, int gpu, const volatile int *stop)
 					 ? json_string_value(json_object_get(row, "error"))
 					 : "it faulted");
 		else if (rc)
-			snprintf(v->ref_err, sizeof v->ref_err, "the CUDA reference did not run: %s",
-				 e.msg);
+			snprintf(v->ref_err, sizeof v->ref_err,
+				 "the CUDA reference did not run: %s", e.msg);
 		json_decref(job);
 		json_decref(rep);
 	}
@@ -257,7 +257,7 @@ static int compare_row(struct check_env *env, const struct spec *s, struct vrow 
 			 "%s%s at %s: %s, max abs err %.3g, rel L2 %.3g (atol %g, rtol %g)%s",
 			 n ? "; " : "", s->tensors[t].name, at, ok ? "matches" : "MISMATCH",
 			 c.max_abs, c.rel_l2, atol, rtol,
-			 ok ? ""
+			 ok	       ? ""
 			 : c.nonfinite ? ", NaN/Inf where the reference is finite"
 				       : ", elements outside the tolerance");
 	}
@@ -305,8 +305,8 @@ static int make_rows(struct check_env *env, const struct spec *s, const char *di
 
 int torchop_verify(struct check_env *env, const struct spec *s, const struct torchop_gen *g,
 		   const struct torchop_built *b, const struct torchop_torch *t,
-		   const char *ref_cubin, const struct torchop_opts *o, json_t **report,
-		   int *gpu, struct kf_err *err)
+		   const char *ref_cubin, const struct torchop_opts *o, json_t **report, int *gpu,
+		   struct kf_err *err)
 {
 	*report = NULL;
 	*gpu = -1;

@@ -128,16 +128,15 @@ static json_t *latest_bench(struct history *h, const struct history_run *check)
 	return found;
 }
 
-static int export_run(struct app *app, const char *id, const char *name, const char *dir,
-		      int force)
+static int export_run(struct app *app, const char *id, const char *name, const char *dir, int force)
 {
 	struct history_run r = {0};
 	struct kf_err err = {0};
 	json_t *report = NULL;
 	int rc = history_get(app->history, id, &r, &err);
 	if (!rc)
-		rc = torchop_run_usable(id, history_kind_name(r.kind), history_status_name(r.status),
-					r.result, &err);
+		rc = torchop_run_usable(id, history_kind_name(r.kind),
+					history_status_name(r.status), r.result, &err);
 	if (!rc && (!json_is_object(r.spec) || json_object_get(r.spec, "truncated")))
 		rc = kf_err_set(&err, KF_EINVAL, "run %s: its spec was not stored whole", id);
 	if (!rc) {

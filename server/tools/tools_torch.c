@@ -38,8 +38,8 @@ static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct
 		return kf_err_set(err, KF_EINTERNAL, "run history is not open");
 	int rc = history_get(app->history, id, &r, err);
 	if (!rc)
-		rc = torchop_run_usable(id, history_kind_name(r.kind), history_status_name(r.status),
-					r.result, err);
+		rc = torchop_run_usable(id, history_kind_name(r.kind),
+					history_status_name(r.status), r.result, err);
 	if (!rc && (!json_is_object(r.spec) || json_object_get(r.spec, "truncated")))
 		rc = kf_err_set(err, KF_EINVAL, "run %s: its spec was not stored whole", id);
 	if (!rc)
@@ -48,8 +48,7 @@ static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct
 	return rc;
 }
 
-static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			 struct kf_err *err)
+static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
 	const json_t *run = json_object_get(args, "run");
@@ -75,10 +74,10 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		return rc;
 	rc = torchop_build_verify(&app->check, spec, &o, out, &gpu, err);
 	json_decref(spec);
-	if (rc && *out && !json_object_get(*out, "error") && rc != KF_EFAULT &&
-	    rc != KF_ECOMPILE)
-		json_object_set_new(*out, "error", json_pack("{s:s, s:s}", "code", kf_err_name(rc),
-							    "message", err->msg));
+	if (rc && *out && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
 	if (rc && *out && run)
 		json_object_set_new(*out, "run", json_string(json_string_value(run)));
 	return rc;

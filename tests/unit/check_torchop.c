@@ -80,7 +80,8 @@ START_TEST(qwen3_rmsnorm_binding_checks_allocates_and_launches_on_the_stream)
 	ck_assert_str_eq(g.name, "rmsnorm_fast");
 	ck_assert_str_eq(g.schema, "rmsnorm_fast(Tensor x, Tensor w, float eps=1e-06) -> Tensor");
 	HAS(g.binding_cpp, "TORCH_LIBRARY(kforge_t, m)");
-	HAS(g.binding_cpp, "m.def(\"rmsnorm_fast(Tensor x, Tensor w, float eps=1e-06) -> Tensor\")");
+	HAS(g.binding_cpp,
+	    "m.def(\"rmsnorm_fast(Tensor x, Tensor w, float eps=1e-06) -> Tensor\")");
 	HAS(g.binding_cpp, "kf_check_tensor(x, \"x\", at::kBFloat16, 2, \"[T, D]\", dev);");
 	HAS(g.binding_cpp, "kf_check_tensor(w, \"w\", at::kBFloat16, 1, \"[D]\", dev);");
 	HAS(g.binding_cpp, "const int64_t v_T = x.size(0);");
@@ -97,8 +98,8 @@ START_TEST(qwen3_rmsnorm_binding_checks_allocates_and_launches_on_the_stream)
 	/* the source is in the kernel file unchanged, where the map says */
 	HAS(g.kernel_cu, s->source);
 	ck_assert_ptr_eq(strstr(g.kernel_cu, "__launch_bounds__(256)"),
-			 strstr(g.kernel_cu, s->source) + (strstr(s->source, "__launch_bounds__") -
-							   s->source));
+			 strstr(g.kernel_cu, s->source) +
+				 (strstr(s->source, "__launch_bounds__") - s->source));
 	/* the fake: output shape from the input shapes */
 	HAS(g.init_py, "@torch.library.register_fake(QUALNAME)");
 	HAS(g.init_py, "v_T = x.shape[0]");
@@ -232,8 +233,8 @@ START_TEST(only_a_passing_check_run_is_usable)
 {
 	struct kf_err err = {0};
 	json_t *ok = json_pack("{s:s, s:b}", "summary", "passed: 4 sizes", "passed", 1);
-	json_t *bad = json_pack("{s:s, s:b}", "summary", "FAILED at T=7 trial 0: mismatch",
-				"passed", 0);
+	json_t *bad =
+		json_pack("{s:s, s:b}", "summary", "FAILED at T=7 trial 0: mismatch", "passed", 0);
 	ck_assert_int_eq(torchop_run_usable("r1", "check", "ok", ok, &err), 0);
 	ck_assert_int_eq(torchop_run_usable("r1", "bench", "ok", ok, &err), KF_EINVAL);
 	HAS(err.msg, "run r1 is a bench run");
@@ -349,11 +350,11 @@ static int exists(const char *root, const char *rel)
 START_TEST(export_writes_a_kernel_builder_project)
 {
 	json_t *spec = qwen3_spec();
-	json_t *rep = json_pack("{s:s, s:s, s:{s:s, s:b, s:[{s:{s:i, s:i}, s:b, s:b}]}, s:n}",
-				"run_id", "r0testrun", "device", "NVIDIA H200", "check", "summary",
-				"passed: 4 sizes incl. odd size T=4095, D=4097", "passed", 1,
-				"sizes", "sizes", "T", 128, "D", 4096, "odd_size", 0, "passed", 1,
-				"bench");
+	json_t *rep =
+		json_pack("{s:s, s:s, s:{s:s, s:b, s:[{s:{s:i, s:i}, s:b, s:b}]}, s:n}", "run_id",
+			  "r0testrun", "device", "NVIDIA H200", "check", "summary",
+			  "passed: 4 sizes incl. odd size T=4095, D=4097", "passed", 1, "sizes",
+			  "sizes", "T", 128, "D", 4096, "odd_size", 0, "passed", 1, "bench");
 	char proj[4200], p[4300];
 	struct kf_err err = {0};
 	snprintf(proj, sizeof proj, "%s/proj", dir);
@@ -386,9 +387,8 @@ START_TEST(export_writes_a_kernel_builder_project)
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "sizes"), "T")),
 			 128);
-	ck_assert(json_number_value(json_object_get(json_array_get(json_object_get(c, "outputs"),
-								   0),
-						    "atol")) > 0);
+	ck_assert(json_number_value(json_object_get(
+			  json_array_get(json_object_get(c, "outputs"), 0), "atol")) > 0);
 	json_decref(c);
 	snprintf(p, sizeof p, "%s/setup.py", proj);
 	char *t = read_text(p);
