@@ -129,7 +129,7 @@ record("run", run_rows)
 
 def opcheck():
     ts = fresh(0)
-    r = torch.library.opcheck(mod.op, tuple(args_of(rows[0], ts)))
+    r = torch.library.opcheck(mod.op.default, tuple(args_of(rows[0], ts)))
     bad = {k: v for k, v in r.items() if v != "SUCCESS"}
     if bad:
         raise AssertionError("opcheck: %s" % bad)
