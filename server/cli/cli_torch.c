@@ -154,7 +154,8 @@ static int export_run(struct app *app, const char *id, const char *name, const c
 		       id, dir);
 	json_decref(report);
 	history_run_fini(&r);
-	return rc ? cli_exit_code(rc) : CLI_EXIT_OK;
+	/* A refused run or spec is the operation failing, not the command line. */
+	return rc == KF_EINVAL ? CLI_EXIT_FAIL : rc ? cli_exit_code(rc) : CLI_EXIT_OK;
 }
 
 static int export_main(int argc, char **argv)

@@ -38,7 +38,7 @@ def kforge(args, data, bin_):
                        text=True, timeout=600)
     dt = time.time() - t0
     try:
-        out = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+        out = json.loads(p.stdout) if p.stdout.strip() else {}
     except ValueError:
         out = {}
     if not out:
