@@ -161,17 +161,17 @@ static void emit_schema(struct torchop_sb *b, const struct spec *s, const struct
 static const char CU_HELPERS[] =
 	"namespace {\n"
 	"/* The spec's expression functions, over int64. */\n"
-	"inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
-	"inline int64_t kf_min(int64_t a) { return a; }\n"
-	"inline int64_t kf_max(int64_t a) { return a; }\n"
-	"template <typename... R> int64_t kf_min(int64_t a, int64_t b, R... r)\n"
+	"[[maybe_unused]] inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
+	"[[maybe_unused]] inline int64_t kf_min(int64_t a) { return a; }\n"
+	"[[maybe_unused]] inline int64_t kf_max(int64_t a) { return a; }\n"
+	"template <typename... R> [[maybe_unused]] int64_t kf_min(int64_t a, int64_t b, R... r)\n"
 	"{ return kf_min(a < b ? a : b, static_cast<int64_t>(r)...); }\n"
-	"template <typename... R> int64_t kf_max(int64_t a, int64_t b, R... r)\n"
+	"template <typename... R> [[maybe_unused]] int64_t kf_max(int64_t a, int64_t b, R... r)\n"
 	"{ return kf_max(a > b ? a : b, static_cast<int64_t>(r)...); }\n"
-	"inline uint16_t kf_f16_bits(double v)\n"
+	"[[maybe_unused]] inline uint16_t kf_f16_bits(double v)\n"
 	"{ __half h = __float2half(static_cast<float>(v)); uint16_t u; memcpy(&u, &h, 2); "
 	"return u; }\n"
-	"inline uint16_t kf_bf16_bits(double v)\n"
+	"[[maybe_unused]] inline uint16_t kf_bf16_bits(double v)\n"
 	"{ __nv_bfloat16 h = __float2bfloat16(static_cast<float>(v)); uint16_t u; "
 	"memcpy(&u, &h, 2); return u; }\n"
 	"} // namespace\n\n";
@@ -384,12 +384,12 @@ static void emit_checks(struct torchop_sb *b, const struct spec *s, const struct
 
 static const char CPP_HELPERS[] =
 	"namespace {\n"
-	"inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
-	"inline int64_t kf_min(int64_t a) { return a; }\n"
-	"inline int64_t kf_max(int64_t a) { return a; }\n"
-	"template <typename... R> int64_t kf_min(int64_t a, int64_t b, R... r)\n"
+	"[[maybe_unused]] inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
+	"[[maybe_unused]] inline int64_t kf_min(int64_t a) { return a; }\n"
+	"[[maybe_unused]] inline int64_t kf_max(int64_t a) { return a; }\n"
+	"template <typename... R> [[maybe_unused]] int64_t kf_min(int64_t a, int64_t b, R... r)\n"
 	"{ return kf_min(a < b ? a : b, static_cast<int64_t>(r)...); }\n"
-	"template <typename... R> int64_t kf_max(int64_t a, int64_t b, R... r)\n"
+	"template <typename... R> [[maybe_unused]] int64_t kf_max(int64_t a, int64_t b, R... r)\n"
 	"{ return kf_max(a > b ? a : b, static_cast<int64_t>(r)...); }\n\n"
 	"/* The op takes exactly what the kernel was checked with: no silent copy\n"
 	" * or cast, so a wrong tensor is an error that says how to fix it. */\n"
@@ -441,7 +441,9 @@ static void emit_binding_fn(struct torchop_sb *b, const struct spec *s, const st
 	torchop_sb_printf(b, "\tconst c10::cuda::OptionalCUDAGuard guard(dev);\n");
 	for (size_t o = 0; o < g->outs_len; o++) {
 		const struct spec_tensor *T = &s->tensors[g->outs[o]];
-		torchop_sb_printf(b, "\tat::Tensor %s = at::empty({", T->name);
+		/* at::IntArrayRef spelled out: a bare {} would be ambiguous for
+		 * a rank-0 output */
+		torchop_sb_printf(b, "\tat::Tensor %s = at::empty(at::IntArrayRef{", T->name);
 		for (size_t d = 0; d < T->rank; d++) {
 			torchop_sb_printf(b, "%s", d ? ", " : "");
 			torchop_sb_expr(b, s, expr_text(T->shape[d]), 0);

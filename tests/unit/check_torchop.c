@@ -86,7 +86,7 @@ START_TEST(qwen3_rmsnorm_binding_checks_allocates_and_launches_on_the_stream)
 	HAS(g.binding_cpp, "kf_check_tensor(w, \"w\", at::kBFloat16, 1, \"[D]\", dev);");
 	HAS(g.binding_cpp, "const int64_t v_T = x.size(0);");
 	HAS(g.binding_cpp, "TORCH_CHECK(w.size(0) == ((v_D))");
-	HAS(g.binding_cpp, "at::Tensor y = at::empty({(v_T), (v_D)}");
+	HAS(g.binding_cpp, "at::Tensor y = at::empty(at::IntArrayRef{(v_T), (v_D)}");
 	HAS(g.binding_cpp, "c10::cuda::getCurrentCUDAStream().stream()");
 	HAS(g.binding_cpp, "must be contiguous");
 	/* the launcher: the spec's grid, block and argument order */
@@ -139,8 +139,9 @@ START_TEST(inout_int_argument_and_several_outputs)
 	HAS(g.binding_cpp, "std::tuple<at::Tensor, at::Tensor> kf_op_mix(const at::Tensor &a, "
 			   "const at::Tensor &x, int64_t M_, double s)");
 	HAS(g.binding_cpp, "TORCH_CHECK(x.size(0) == ((v_N * 2LL))");
-	HAS(g.binding_cpp, "at::Tensor o1 = at::empty({(v_M), (kf_ceil_div(v_N, 4LL))}");
-	HAS(g.binding_cpp, "at::Tensor o2 = at::empty({}");
+	HAS(g.binding_cpp,
+	    "at::Tensor o1 = at::empty(at::IntArrayRef{(v_M), (kf_ceil_div(v_N, 4LL))}");
+	HAS(g.binding_cpp, "at::Tensor o2 = at::empty(at::IntArrayRef{}");
 	HAS(g.kernel_cu, "if ((v_N > 0LL && v_M > 0LL))");
 	HAS(g.kernel_cu, "int64_t a4 = static_cast<int64_t>(w4);"); /* N:i64 */
 	HAS(g.kernel_cu, "int32_t a5 = static_cast<int32_t>(w5);"); /* M */
