@@ -418,6 +418,76 @@ START_TEST(export_writes_a_kernel_builder_project)
 }
 END_TEST
 
+/* The real build path without torch: a stand-in python3 answers the probe
+ * with header folders that exist, so nvcc meets the kernel file with a bad
+ * line 28 and the answer maps the error back to it. */
+START_TEST(build_error_is_reported_at_the_generated_and_the_source_line)
+{
+	char bin[4200], inc[4200], path[8600], py[4300];
+	snprintf(bin, sizeof bin, "%s/fakebin", dir);
+	snprintf(inc, sizeof inc, "%s/fakeinc", dir);
+	ck_assert_int_eq(mkdir(bin, 0700), 0);
+	ck_assert_int_eq(mkdir(inc, 0700), 0);
+	snprintf(py, sizeof py, "%s/python3", bin);
+	FILE *f = fopen(py, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"#!/bin/sh\necho '{\"python\": \"/bin/sh\", \"version\": \"0.0-test\", "
+		"\"abi\": 1, \"include\": [\"%s\", \"%s\"], \"lib\": \"%s\", \"paths\": "
+		"[\"%s\"]}'\n",
+		inc, inc, inc, inc);
+	fclose(f);
+	ck_assert_int_eq(chmod(py, 0700), 0);
+	snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
+	setenv("PATH", path, 1);
+
+	json_t *spec = qwen3_spec();
+	const char *src = json_string_value(json_object_get(spec, "source"));
+	/* line 28 of fast.cu is blank: replace it with an error */
+	char *bad = strdup(src), *p = bad;
+	for (int line = 1; line < 28; p++)
+		line += *p == '\n';
+	ck_assert(*p == '\n');
+	size_t n = strlen(bad) + 64;
+	char *fixed = malloc(n);
+	snprintf(fixed, n, "%.*s\tint broken = undefined_name_here;%s", (int)(p - bad), bad, p);
+	json_object_set_new(spec, "source", json_string(fixed));
+	struct spec *s = parse(spec);
+	struct torchop_gen g;
+	struct kf_err err = {0};
+	ck_assert(torchop_generate(s, NULL, "kforge_t", TORCHOP_STANDALONE, &g, &err) == 0);
+
+	struct torchop_opts o = {.no_verify = 1};
+	json_t *out = NULL;
+	int gpu = -1;
+	int rc = torchop_build_verify(&app->check, spec, &o, &out, &gpu, &err);
+	if (app->cc == NULL) { /* no nvcc on this host: nothing to build with */
+		ck_assert_int_eq(rc, KF_ESANDBOX);
+	} else {
+		ck_assert_msg(rc == KF_ECOMPILE, "rc %d: %s", rc, err.msg);
+		json_t *d, *hit = NULL;
+		size_t i;
+		json_array_foreach(json_object_get(out, "diagnostics"), i, d)
+			if (json_integer_value(json_object_get(d, "source_line")) == 28 && !hit)
+				hit = d;
+		ck_assert_msg(hit != NULL, "%s", json_dumps(out, 0));
+		ck_assert_str_eq(json_string_value(json_object_get(hit, "file")), "op_kernel.cu");
+		ck_assert_int_eq(json_integer_value(json_object_get(hit, "line")),
+				 (json_int_t)(g.source_first_line + 27));
+		HAS(json_string_value(json_object_get(hit, "message")), "undefined_name_here");
+		ck_assert(
+			json_is_false(json_object_get(json_object_get(out, "build"), "cache_hit")));
+		HAS(json_string_value(json_object_get(out, "summary")), "did not build");
+	}
+	json_decref(out);
+	torchop_gen_fini(&g);
+	spec_free(s);
+	free(fixed);
+	free(bad);
+	json_decref(spec);
+}
+END_TEST
+
 static Suite *torchop_suite(void)
 {
 	Suite *s = suite_create("torchop");
@@ -430,9 +500,10 @@ static Suite *torchop_suite(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("tool_and_export");
 	tcase_add_checked_fixture(t, app_setup, app_teardown);
-	tcase_set_timeout(t, 60);
+	tcase_set_timeout(t, 180);
 	tcase_add_test(t, build_torch_op_refuses_runs_that_did_not_pass);
 	tcase_add_test(t, export_writes_a_kernel_builder_project);
+	tcase_add_test(t, build_error_is_reported_at_the_generated_and_the_source_line);
 	suite_add_tcase(s, t);
 	return s;
 }
