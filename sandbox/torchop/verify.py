@@ -9,6 +9,7 @@ and replay, and the op's own argument checks. Prints one JSON line:
 {"checks": {name: {"passed", "message", "ms"}}, "device": ..., "torch": ...}.
 A check that runs out of GPU memory says so ("oom": true).
 """
+import faulthandler
 import importlib
 import json
 import os
@@ -16,6 +17,8 @@ import sys
 import time
 
 import torch
+
+faulthandler.enable()  # a crash in the op or torch leaves its stack on stderr
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
       "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8,

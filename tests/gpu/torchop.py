@@ -147,7 +147,8 @@ def main():
         expect(p.returncode == 0, "setup.py build_ext: " + p.stderr[-600:])
         p = subprocess.run([sys.executable, "tests/test_op.py"], cwd=proj, capture_output=True,
                            text=True)
-        expect(p.returncode == 0, "exported tests pass:\n" + p.stdout + p.stderr[-600:])
+        expect(p.returncode == 0, "exported tests pass (exit %d):\n%s%s"
+               % (p.returncode, p.stdout, p.stderr[-1500:]))
         p = subprocess.run([sys.executable, "benchmarks/benchmark.py"], cwd=proj,
                            capture_output=True, text=True)
         expect(p.returncode == 0, "exported benchmark runs:\n" + p.stdout + p.stderr[-400:])

@@ -5,6 +5,7 @@ inputs with the spec's reference (float64 unless the spec says otherwise),
 so the comparison needs nothing but torch. Runs under pytest, or alone:
 `python tests/test_op.py` (exit status 0 when every test passed).
 """
+import faulthandler
 import json
 import os
 import sys
@@ -15,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch-ext"))
 import __PKG__ as P  # noqa: E402
 
+faulthandler.enable()
 CASE = json.load(open(os.path.join(HERE, "data", "case.json")))
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
       "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8,
@@ -130,8 +132,8 @@ if __name__ == "__main__":
         if name.startswith("test_") and callable(fn):
             try:
                 fn()
-                print("PASS", name)
+                print("PASS", name, flush=True)
             except Exception as e:  # report every test, then fail
                 failed += 1
-                print("FAIL", name, "-", str(e).split("\n")[0])
+                print("FAIL", name, "-", str(e).split("\n")[0], flush=True)
     sys.exit(1 if failed else 0)
