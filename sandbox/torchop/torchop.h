@@ -54,9 +54,9 @@ struct torchop_gen {
  * the first launch's kernel name); it must be a C identifier of at most
  * TORCHOP_NAME_MAX characters. ns: the library namespace for
  * TORCHOP_STANDALONE (an identifier; ignored for kernel-builder). Returns 0
- * and fills *g (release with torchop_gen_fini), or KF_EINVAL naming what the
- * spec lacks for an op ("tensors: the op has no output or inout tensor",
- * "name: 'x-y' is not an identifier"), or KF_ETOOBIG past TORCHOP_GEN_MAX. */
+ * and fills *g (release with torchop_gen_fini), or KF_EINVAL naming what
+ * cannot become an op ("name: 'x-y' is not an identifier", "tensors.in: 'in'
+ * is a C++ or Python keyword ..."), or KF_ETOOBIG past TORCHOP_GEN_MAX. */
 int torchop_generate(const struct spec *s, const char *name, const char *ns,
 		     enum torchop_flavor flavor, struct torchop_gen *g, struct kf_err *err)
 	__attribute__((warn_unused_result));

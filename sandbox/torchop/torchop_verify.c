@@ -278,8 +278,8 @@ static void progress_bridge(void *arg, const struct runner_progress *p)
 }
 
 /* Sets up the rows: the spec's first size and the odd size, fresh seeds. */
-static int make_rows(struct check_env *env, const struct spec *s, const char *dir,
-		     struct vrow *rows, size_t *nrows, json_t *jrows, struct kf_err *err)
+static int make_rows(const struct spec *s, const char *dir, struct vrow *rows, size_t *nrows,
+		     json_t *jrows, struct kf_err *err)
 {
 	struct spec_limits lim;
 	check_limits(&lim);
@@ -288,7 +288,6 @@ static int make_rows(struct check_env *env, const struct spec *s, const char *di
 	struct kf_err oe = {0};
 	if (spec_odd_size(s, &lim, check_new_seed(), rows[1].vals, &oe) == 0)
 		*nrows = 2;
-	(void)env;
 	for (size_t k = 0; k < *nrows; k++) {
 		struct vrow *r = &rows[k];
 		char where[32];
@@ -324,7 +323,7 @@ int torchop_verify(struct check_env *env, const struct spec *s, const struct tor
 	if (!rc)
 		rc = torchop_write_file(dir, "verify.py", py, len, err);
 	if (!rc)
-		rc = make_rows(env, s, dir, rows, &nrows, jrows, err);
+		rc = make_rows(s, dir, rows, &nrows, jrows, err);
 	json_t *job = json_pack("{s:s, s:s, s:O, s:O}", "package_dir", "/op", "package", b->pkg,
 				"call", g->call, "rows", jrows);
 	struct vjob v = {.env = env,
