@@ -277,7 +277,7 @@ run: deps-auto
 	@echo "          $$($(BIN) mcp-config claude)"
 	@echo "        or over this HTTP server:"
 	@echo "          $$($(BIN) mcp-config claude --http http://$(RUN_ADDR)/mcp)"
-	@echo "        Codex and .mcp.json: $(BIN) mcp-config codex|json"
+	@echo "        Codex: $(BIN) mcp-config codex --write ; .mcp.json: $(BIN) mcp-config json"
 	$(Q)$(BIN) serve --http $(RUN_ADDR)
 
 # --- sanitizers, lint, fuzz -------------------------------------------------

@@ -204,9 +204,9 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 		const char *v;
 		if (!f || !*f)
 			return kf_err_set(err, KF_EINVAL, "flags[%zu] is empty", i);
-		if (strlen(f) > 150)
-			return kf_err_set(err, KF_EINVAL,
-					  "flags[%zu] is longer than 150 characters", i);
+		if (strlen(f) > COMPILE_FLAG_MAX_CHARS)
+			return kf_err_set(err, KF_EINVAL, "flags[%zu] is longer than %d characters",
+					  i, COMPILE_FLAG_MAX_CHARS);
 		if (f[0] != '-')
 			return kf_err_set(
 				err, KF_EPERM,
@@ -442,6 +442,12 @@ int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err 
 			compile_flags_free(v);
 			return kf_err_set(err, KF_ETOOBIG, "flags: more than %d",
 					  COMPILE_FLAGS_MAX);
+		}
+		if (e - p > COMPILE_FLAG_MAX_CHARS) {
+			compile_flags_free(v);
+			return kf_err_set(err, KF_ETOOBIG,
+					  "flags[%zu] is %zu characters, at most %d", n,
+					  (size_t)(e - p), COMPILE_FLAG_MAX_CHARS);
 		}
 		v[n] = strndup(p, (size_t)(e - p));
 		if (!v[n]) {

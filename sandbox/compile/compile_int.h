@@ -63,6 +63,11 @@ json_t *compile_build_result(const struct compile_parse_in *in);
 json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
 			     const char *sandbox, unsigned timeout_ms);
 
+/* Returns new JSON for a compile whose compiler ran out of its memory
+ * limit (mem_bytes per process): ok false, the limit and its knob. */
+json_t *compile_mem_limit_json(const struct compile_parse_in *in, const char *arch,
+			       const char *sandbox, unsigned long long mem_bytes);
+
 /* A new JSON string of s; text that is not valid UTF-8 has its bytes
  * >= 0x80 and control characters replaced by '?'. NULL on ENOMEM. */
 json_t *compile_json_text(const char *s);

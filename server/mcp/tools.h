@@ -33,8 +33,10 @@ enum {
  * structuredContent, whose first key is "summary" (one line).
  * A tool-level failure (bad spec, compile error, wrong kernel, no_gpu)
  * returns a negative KF_E* code with err->msg set; the handler may also set
- * *out to a structured result (diagnostics, mismatches) and the server
- * answers isError: true with it; without *out the server builds
+ * *out to a structured detail (diagnostics, mismatches). The server answers
+ * isError: true with the error object as the text block only (never
+ * structuredContent, which the outputSchema describes): *out with summary
+ * first and "error" added, or without *out
  * {"summary": msg, "error": {"code": name, "message": msg}}. */
 typedef int (*tool_handler_fn)(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			       struct kf_err *err);
@@ -132,6 +134,12 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
  * client answered with an error (its message in err). */
 int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
 		     json_t **result, struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Who the call comes from: "session-<n>", one per MCP session for the
+ * process's life; NULL outside a session (REST, CLI). Domain modules queue
+ * work per client with it (compile_req.client). Borrowed, valid for the
+ * call. */
+const char *mcp_call_client(struct tool_ctx *ctx);
 
 /* The registry. tools_find returns borrowed or NULL. The *_all functions
  * return the concatenation of every group's entries; the pointers are

@@ -288,10 +288,19 @@ static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
 		static const char units[] = "smhdw";
 		static const double secs[] = {1, 60, 3600, 86400, 604800};
 		struct timespec ts;
+		double age_ms = v * secs[strchr(units, end[0]) - units] * 1000;
+		int64_t now_ms;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		*ms = (int64_t)ts.tv_sec * 1000 -
-		      (int64_t)(v * secs[strchr(units, end[0]) - units] * 1000);
+		now_ms = (int64_t)ts.tv_sec * 1000;
+		/* Compared as doubles: an age past 1970 would not fit the
+		 * conversion to int64 below. */
+		if (age_ms > (double)now_ms)
+			return kf_err_set(
+				err, KF_EINVAL,
+				"since: '%.40s' reaches back before 1970: give an age up to %lldd, or a date",
+				s, (long long)(now_ms / 86400000));
+		*ms = now_ms - (int64_t)age_ms;
 		return 0;
 	}
 	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -565,11 +574,11 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "list_runs",
 		.title = "List runs",
 		.description =
-			"Lists past compiles, checks, benchmarks and calibrations from the run history, newest first. Filter by kind, kernel name (substring), status (ok = compiled/passed/measured, failed = the kernel's fault, error = could not run) and since (2026-11-30, 2026-11-30T09:00:00Z, or an age like 30m, 6h, 7d). Pages with limit and cursor (pass next_cursor back).",
+			"Past compiles, checks, benchmarks and calibrations, newest first. Filters: kind, kernel (substring), status (failed = the kernel's fault, error = could not run), since (2026-11-30, or an age: 6h, 7d). Pass next_cursor back as cursor.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 			"\"kind\": {\"type\": \"string\", \"enum\": " KIND_ENUM "},"
-			"\"kernel\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256, \"description\": \"substring of a kernel name\"},"
+			"\"kernel\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256},"
 			"\"status\": {\"type\": \"string\", \"enum\": " STATUS_ENUM "},"
 			"\"since\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 40},"
 			"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 500, \"default\": 20},"
@@ -585,7 +594,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "get_run",
 		.title = "Get a run",
 		.description =
-			"One run from the history, whole: kind, status, time, kernels, source hash, device, spec and the tool's result. Large parts (the source, a big result) come as kforge://runs/{id}/... resource links.",
+			"One run, whole: kind, status, time, kernels, device, spec, result; large parts as resource links.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
 			"\"id\": " RUN_ID_SCHEMA("run id from list_runs or a result's run_id") "}}",
@@ -599,7 +608,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "compare_runs",
 		.title = "Compare two runs",
 		.description =
-			"Two runs of one kind side by side. Benchmarks: the speedup of b over a (a's median / b's median) with its 95% interval from each run's median uncertainty, and \"no measurable difference\" when the intervals overlap. Compiles: per kernel, the registers, shared memory, local memory and spills that changed. Checks: pass/fail, failing cases, safeguards that fired and errors. Calibrations: each measured ceiling and its ratio.",
+			"Two runs of one kind side by side: for benchmarks the speedup of b over a with its 95% interval (or \"no measurable difference\"), for compiles the resources and spills that changed, for checks the verdicts and failing cases.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
 			"\"a\": " RUN_ID_SCHEMA(

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from proto_common import Checks, StdioSession
+from proto_common import Checks, StdioSession, tool_object
 
 BIN = sys.argv[1]
 CHECKS = Checks()
@@ -30,7 +30,7 @@ def cli(data, *args):
 
 
 def structured(reply):
-    return (reply or {}).get("result", {}).get("structuredContent") or {}
+    return tool_object(reply)
 
 
 SOURCE = ('extern "C" __global__ void scale_f32(float *y, const float *x, int n)\n'
