@@ -86,42 +86,26 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 static const char BUILD_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 	"\"run\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 32, \"description\": "
-	"\"id of a check_kernel run that passed (list_runs kind=check status=ok)\"}, "
-	"\"spec\": {\"type\": \"object\", \"description\": \"a kernel spec, as check_kernel "
-	"takes it (instead of run)\"}, "
-	"\"name\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 48, \"description\": "
-	"\"the op's name; default the first kernel's\"}, "
-	"\"verify\": {\"type\": \"boolean\", \"default\": true, \"description\": \"run opcheck, "
-	"the reference, torch.compile and the CUDA graph on the GPU\"}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600, "
-	"\"default\": 180}}}";
+	"\"a passing check's run_id\"}, "
+	"\"spec\": {\"type\": \"object\", \"description\": \"or a kernel spec\"}, "
+	"\"name\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 48}, "
+	"\"verify\": {\"type\": \"boolean\"}, "
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600}}}";
 
 static const char BUILD_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}, "
-	"\"op\": {\"type\": \"object\"}, \"build\": {\"type\": \"object\"}, "
-	"\"checks\": {\"type\": \"object\"}, \"diagnostics\": {\"type\": \"array\"}, "
-	"\"device\": {}, \"out_of_memory\": {\"type\": \"boolean\"}, "
-	"\"error\": {\"type\": \"object\"}}}";
+	"\"summary\": {\"type\": \"string\"}}}";
 
 static const struct tool_def TORCH_TOOLS[] = {
 	{
 		.name = "build_torch_op",
 		.title = "Build a checked kernel as a PyTorch op",
 		.description =
-			"Turns a kernel that passed check_kernel (its run id, or a spec) into a "
-			"PyTorch custom op a model can call: a C++ binding registered with "
-			"TORCH_LIBRARY (dtype, device, shape and contiguity checked with clear "
-			"errors; outputs allocated from the spec's shapes; the spec's launch list "
-			"on the current CUDA stream) and a Python package with the register_fake "
-			"implementation, built with the GPU host's torch (nvcc and g++ in "
-			"parallel, cached by content). Then verifies it on the GPU: "
-			"torch.library.opcheck, the spec's reference at its first size and an odd "
-			"size, torch.compile(fullgraph=True) with no graph break, CUDA-graph "
-			"capture and replay, and the op's own argument errors. Answer: each "
-			"check's result and message, build time and cache hit, and the import "
-			"line; a build error comes back as diagnostics at the generated file's "
-			"line and the kernel source's line.",
+			"Builds a passing check run (or a spec) as a PyTorch op: TORCH_LIBRARY "
+			"binding with argument checks, register_fake, current stream; then "
+			"verifies opcheck, the reference, torch.compile(fullgraph=True) and a "
+			"CUDA graph. verify=false builds only. Answer: each check, build time, "
+			"cache hit, the import line; build errors at the source line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT,
