@@ -10,7 +10,6 @@
 #include "sandbox/torchop/torchop.h"
 #include "server/app.h"
 #include "server/mcp/tools.h"
-#include "server/tools/tools_runs.h"
 
 struct progress {
 	struct tool_ctx *ctx;
