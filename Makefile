@@ -21,7 +21,7 @@ endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PKGS := libjansson-dev libmicrohttpd-dev libsqlite3-dev check pkg-config \
-	bubblewrap clang wrk chromium curl python3
+	bubblewrap clang wrk chromium curl python3 slurm-wlm munge
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes
 CFLAGS ?= -O2 -g
@@ -34,7 +34,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 # One static library per subsystem (a folder); MODULES lists them bottom-up
 # and DEPS_<m> names what each may use, so a call into an undeclared module
 # fails the link of that module's check (`make lint`, tests/lint/).
-MODULES := base kernels kb jail compile spec pool history check torchop mcp tools transport cli app
+MODULES := base kernels kb jail compile spec pool history exec check torchop mcp tools transport cli app
 SRC_base := $(wildcard base/*.c)
 SRC_kernels := $(wildcard kernels/*.c kernels/ref/*.c)
 SRC_kb := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
@@ -43,6 +43,7 @@ SRC_compile := $(wildcard sandbox/compile/*.c)
 SRC_spec := $(wildcard sandbox/spec/*.c)
 SRC_pool := $(wildcard sandbox/pool/*.c)
 SRC_history := $(wildcard sandbox/history/*.c)
+SRC_exec := $(wildcard sandbox/exec/*.c)
 SRC_check := $(wildcard sandbox/check/*.c)
 SRC_torchop := $(wildcard sandbox/torchop/*.c)
 SRC_mcp := $(wildcard server/mcp/*.c)
@@ -62,20 +63,21 @@ DEPS_kb := kernels base
 DEPS_jail := base
 DEPS_pool := base
 DEPS_history := base
+DEPS_exec := history base
 DEPS_spec := kernels base
 DEPS_compile := kb pool jail base
 DEPS_check := compile spec history pool jail kb kernels base
 DEPS_torchop := check compile spec pool jail kernels base
 DEPS_mcp := base
-DEPS_tools := mcp torchop check compile spec history pool kb kernels base
+DEPS_tools := mcp torchop exec check compile spec history pool kb kernels base
 DEPS_transport := mcp base
-DEPS_app := tools transport mcp check compile history pool kb base
-DEPS_cli := app tools transport mcp torchop check compile spec history pool kb kernels base
+DEPS_app := tools transport mcp exec check compile history pool kb base
+DEPS_cli := app tools transport mcp torchop exec check compile spec history pool kb kernels base
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 $(foreach m,$(MODULES),$(eval LIB_$(m) := $(B)/libkf_$(m).a))
 # Link order: dependents first.
-LINK_ORDER := cli app transport tools mcp torchop check history spec compile pool jail kb kernels base
+LINK_ORDER := cli app transport tools mcp torchop check exec history spec compile pool jail kb kernels base
 ALL_LIBS := $(foreach m,$(LINK_ORDER),$(LIB_$(m)))
 
 BIN := $(B)/kforge
@@ -158,7 +160,11 @@ HARNESS_LIBS = $(if $(filter /%,$(JANSSON_A)),$(JANSSON_STATIC),-ljansson) -lm -
 # toolkit's stub libcuda so it builds on machines without a driver; at run
 # time the real libcuda.so.1 is needed, and without it the daemon answers
 # no_gpu before ever starting the harness.
-$(HARNESS): $(call obj,$(HARNESS_SRC)) $(ALL_LIBS)
+# It reads the job's spec with sandbox/spec and links only these modules
+# (checksrc holds its includes to them): never the compiler, the references
+# or the daemon.
+DEPS_HARNESS := spec kernels base
+$(HARNESS): $(call obj,$(HARNESS_SRC)) $(foreach m,$(DEPS_HARNESS),$(LIB_$(m)))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(HARNESS_LIBS) $(LDFLAGS)
 

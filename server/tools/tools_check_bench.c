@@ -1,5 +1,6 @@
-/* tools_gpu: the check_kernel and benchmark_kernel MCP tools over
- * sandbox/check/check.h and sandbox/check/bench.h. Progress goes to the client as MCP
+/* tools_check_bench: the check_kernel and benchmark_kernel MCP tools over
+ * sandbox/check/check.h and sandbox/check/bench.h; their answers are
+ * written from the result structs in tools_check_json.c. Progress goes to the client as MCP
  * progress notifications, cancellation kills the GPU job, every call is
  * recorded in the run history. Without a GPU both answer a structured
  * isError result with error.code "no_gpu" (never a number). */
@@ -12,6 +13,8 @@
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_check_int.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
 /* Progress comes from two threads (the runner's monitor and the job's own
@@ -43,14 +46,20 @@ static json_t *error_result(int rc, const char *msg)
 }
 
 /* Completes the answer (*out, may be NULL) of a check or benchmark that
- * returned rc: an error result when there is no answer; otherwise an
- * "error" member naming the code, unless the answer has one or rc is a
- * verdict the answer already explains (KF_EFAULT: the kernel failed;
- * KF_ECOMPILE: it did not compile). Nothing when rc is 0. */
-static void answer_error(int rc, const char *msg, json_t **out)
+ * returned rc: a failed kernel's error message is the verdict's summary;
+ * an error result when there is no answer; otherwise an "error" member
+ * naming the code, unless the answer has one or rc is a verdict the answer
+ * already explains (KF_EFAULT: the kernel failed; KF_ECOMPILE: it did not
+ * compile). Nothing when rc is 0. */
+static void answer_error(int rc, struct kf_err *err, json_t **out)
 {
 	if (!rc)
 		return;
+	if (rc == KF_EFAULT && *out) {
+		kf_err_clear(err);
+		kf_err_set(err, rc, "%s", json_string_value(json_object_get(*out, "summary")));
+	}
+	const char *msg = err->msg;
 	if (!*out)
 		*out = error_result(rc, msg);
 	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
@@ -62,7 +71,9 @@ static void answer_error(int rc, const char *msg, json_t **out)
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "check_kernel", args, out, err);
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -77,16 +88,22 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = check_kernel(&app->check, spec, &o, out, &gpu, err);
-	answer_error(rc, err->msg, out);
-	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	struct check_result res;
+	int rc = check_kernel(&app->check, spec, &o, &res, &gpu, err);
+	*out = tools_check_json(&res);
+	check_result_fini(&res);
+	answer_error(rc, err, out);
+	tools_runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -104,9 +121,13 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = bench_kernel(&app->check, spec, &o, out, &gpu, err);
-	answer_error(rc, err->msg, out);
-	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	struct bench_result res;
+	int rc = bench_kernel(&app->check, spec, &o, &res, &gpu, err);
+	*out = tools_bench_json(&res);
+	bench_result_fini(&res);
+	answer_error(rc, err, out);
+	tools_runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 

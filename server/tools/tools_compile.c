@@ -2,7 +2,8 @@
  * and the kforge://artifacts/{id}/{kind} resources (PTX, SASS listing,
  * compiler log, source). The handler only shapes arguments into a
  * compile_req (sandbox/compile/compile.h, thread-safe), records the run in the
- * history and adds the PTX resource link; a compile error is a normal
+ * history and adds the PTX resource link; the answer is written from the
+ * result struct in tools_compile_json.c. A compile error is a normal
  * result with isError and the diagnostics. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "sandbox/compile/compile.h"
 #include "sandbox/history/history.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_compile_int.h"
 #include "server/tools/tools_runs.h"
 
 #define ARTIFACT_URI	  "kforge://artifacts/"
@@ -90,7 +92,7 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 	*out = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(rc),
 			 "message", msg);
 	if (app && app->history && *out)
-		runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
+		tools_runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
 	return rc;
 }
 
@@ -139,19 +141,20 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 	struct compile_result res;
 	rc = compile_kernel(app->cc, &req, &res, err);
 	compile_flags_free(split);
-	if (!res.json && rc) {
+	json_t *answer = tools_compile_json(&res);
+	if (!answer && rc) {
 		compile_result_fini(&res);
 		return refused(app, args, rc, err, out);
 	}
-	if (res.json) {
-		int hrc = record(app, args, src, src_len, rc, res.json);
+	if (answer) {
+		int hrc = record(app, args, src, src_len, rc, answer);
 		if (hrc && !rc)
 			rc = kf_err_set(err, hrc, "%s",
-					json_string_value(json_object_get(res.json, "summary")));
-		json_t *ptx = json_object_get(res.json, "ptx");
+					json_string_value(json_object_get(answer, "summary")));
+		json_t *ptx = json_object_get(answer, "ptx");
 		if (json_is_object(ptx)) {
 			/* The PTX travels as a resource link, never inline. */
-			char *txt = json_dumps(res.json, JSON_COMPACT);
+			char *txt = json_dumps(answer, JSON_COMPACT);
 			json_t *content = json_array();
 			json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text",
 								 "text", txt ? txt : ""));
@@ -163,7 +166,7 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 			free(txt);
 			tool_ctx_set_content(ctx, content);
 		}
-		*out = json_incref(res.json);
+		*out = answer;
 	}
 	compile_result_fini(&res);
 	tool_ctx_progress(ctx, 1, 1, rc == 0 ? "compiled" : "done");

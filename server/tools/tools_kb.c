@@ -14,6 +14,7 @@
 #include "knowledge/kb.h"
 #include "sandbox/pool/gpu.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_kb_int.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -527,6 +528,8 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			      : specs_list(kb, out);
 	if (cmp)
 		rc = specs_compare(kb, cmp, brief, out, err);
+	else if (strcmp(gpu, "local") == 0 && exec_is_remote(tool_ctx_app(ctx)->exec))
+		return tools_exec_forward(ctx, "get_gpu_specs", args, out, err); /* a node's */
 	else if (strcmp(gpu, "local") == 0)
 		rc = specs_local(kb, brief, out, err);
 	else

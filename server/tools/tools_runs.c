@@ -1,5 +1,5 @@
 /* tools_runs: list_runs, get_run, compare_runs and the kforge://runs/...
- * resources over sandbox/history; runs_record for the handlers that make
+ * resources over sandbox/history; tools_runs_record for the handlers that make
  * runs. See tools_runs.h. The kind-specific comparisons live in
  * tools_runs_compare.c; nothing here measures or invents a number. */
 #include "server/tools/tools_runs.h"
@@ -21,7 +21,7 @@
 #define INLINE_RESULT_MAX 32768 /* result JSON bytes shown inline */
 #define RESOURCE_LIST_MAX 20	/* runs listed by resources/list */
 
-int64_t runs_now_ms(void)
+int64_t tools_runs_now_ms(void)
 {
 	struct timespec ts;
 
@@ -98,8 +98,17 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
-int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
-		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES])
+{
+	return tools_runs_record_job(app, NULL, kind, args, result, rc, err_msg, gpu, duration_ms,
+				     id_out);
+}
+
+int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
+			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
+			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
 {
 	struct history_run run = {0};
 	struct kf_err err = {0};
@@ -131,7 +140,13 @@ int runs_record(struct app *app, enum history_kind kind, const json_t *args, jso
 	if (g) {
 		run.device_name = (char *)g->name;
 		run.device_uuid = (char *)g->uuid;
+	} else if (result &&
+		   json_is_string(json_object_get(json_object_get(result, "device"), "name"))) {
+		/* Ran elsewhere (a cluster node): the device its answer names. */
+		run.device_name = (char *)json_string_value(
+			json_object_get(json_object_get(result, "device"), "name"));
 	}
+	run.job_key = job_key;
 	/* A long summary is cut (at a character boundary) rather than the
 	 * run lost; so is a result over the history's cap. */
 	snprintf(summary, sizeof(summary), "%s",
@@ -424,7 +439,7 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, 
 	}
 	res = json_pack("{s:s, s:s, s:o, s:o}", "summary", "", "kind", history_kind_name(a.kind),
 			"a", side_json(&a), "b", side_json(&b));
-	rc = runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
+	rc = tools_runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
 	if (rc) {
 		json_decref(res);
 		goto out;

@@ -1,6 +1,6 @@
 /* tools_runs: the run history as MCP tools (list_runs, get_run,
  * compare_runs) and resources (kforge://runs/{id}[/source|spec|result]),
- * plus runs_record, which every compile, check, benchmark and calibrate
+ * plus tools_runs_record, which every compile, check, benchmark and calibrate
  * handler calls once its result is built, so state.db holds every run
  * whichever way it came in (MCP, REST, CLI). */
 #ifndef KF_TOOLS_RUNS_H
@@ -37,10 +37,19 @@ struct app;
  * Returns 0, or the KF_E* code of history_add (the failure is logged; the
  * tool's own result is still valid, so callers normally carry on). Writes
  * the id into id_out when it is not NULL. Thread-safe. */
-int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
-		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES]);
+
+/* tools_runs_record for a job a cluster ran (sandbox/exec/): job_key (borrowed)
+ * makes the record exactly-once (history_add), and with gpu -1 the device
+ * is the one result's "device" names. A job already recorded leaves the
+ * history as it is and gives result the first run's id. */
+int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
+			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
+			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
 
 /* Monotonic milliseconds, for duration_ms. */
-int64_t runs_now_ms(void);
+int64_t tools_runs_now_ms(void);
 
 #endif

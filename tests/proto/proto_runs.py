@@ -105,7 +105,7 @@ def test_mcp_and_crash():
         return
     first = s.call(10, name, args)
     rid = structured(first).get("run_id")
-    check(f"{name} answers with a run_id (it calls runs_record)",
+    check(f"{name} answers with a run_id (it calls tools_runs_record)",
           isinstance(rid, str) and len(rid) == 16, first)
     if not rid:
         s.close(timeout=30)
