@@ -121,11 +121,15 @@ static json_t *op_json(const struct torchop_gen *g, const struct torchop_built *
 			 "python", py);
 }
 
-/* The CUDA reference's module, compiled as check_kernel compiles it. */
+/* The CUDA reference's module, compiled as check_kernel compiles it (a
+ * reference that does not compile is the error check_prepare names). */
 static int ref_module(struct check_env *env, const json_t *spec, const volatile int *cancel,
-		      struct check_prep *p, json_t **diag, struct kf_err *err)
+		      struct check_prep *p, struct kf_err *err)
 {
-	return check_prepare(env, spec, 0, cancel, p, diag, err);
+	struct check_compile_failure cf;
+	int rc = check_prepare(env, spec, 0, cancel, p, &cf, err);
+	compile_result_fini(&cf.compile);
+	return rc;
 }
 
 int torchop_build_verify(struct check_env *env, const json_t *spec, const struct torchop_opts *o,
@@ -133,7 +137,7 @@ int torchop_build_verify(struct check_env *env, const json_t *spec, const struct
 {
 	*out = NULL;
 	*gpu = -1;
-	json_t *x = NULL, *report = NULL, *diag = NULL;
+	json_t *x = NULL, *report = NULL;
 	struct spec *s = NULL;
 	struct torchop_gen g = {0};
 	struct torchop_built b = {0};
@@ -182,8 +186,7 @@ int torchop_build_verify(struct check_env *env, const json_t *spec, const struct
 		json_object_set_new(*out, "passed", json_true());
 		goto out;
 	}
-	if (s->ref.kind == SPEC_REF_CUDA &&
-	    (rc = ref_module(env, spec, o->cancel, &prep, &diag, err)))
+	if (s->ref.kind == SPEC_REF_CUDA && (rc = ref_module(env, spec, o->cancel, &prep, err)))
 		goto out;
 	if (o->progress)
 		o->progress(o->progress_arg, 2, 0, "verifying the op on the GPU");
@@ -197,7 +200,6 @@ int torchop_build_verify(struct check_env *env, const json_t *spec, const struct
 out:
 	if (rc && *out && !json_string_length(json_object_get(*out, "summary")))
 		json_object_set_new(*out, "summary", json_string(err->msg));
-	json_decref(diag);
 	json_decref(report);
 	json_decref(b.diagnostics);
 	check_prep_fini(&prep);
