@@ -53,6 +53,7 @@ extern const struct cli_cmd CLI_DATASET[]; /* cli_dataset.c: dataset */
 extern const struct cli_cmd CLI_EVAL[];	   /* cli_eval.c: eval */
 /* cli_dataset.c: GET /v1/dataset.jsonl, the export streamed over HTTP */
 extern const struct http_stream CLI_DATASET_STREAM;
+extern const struct cli_cmd CLI_TORCH[]; /* cli_torch.c: torch-op, export */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {
@@ -123,6 +124,11 @@ int cli_exit_code(int kf_code);
 /* Prints "kforge CMD: <message>\n" and the command's synopsis hint to
  * stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads the spec file path ("-" = stdin) for command cmd, with its
+ * "source_file" entries (candidate, reference, baseline) read in as
+ * "source". Returns a new object, or NULL after printing why to stderr. */
+json_t *cli_load_spec(const char *cmd, const char *path);
 
 /* Finds a command by name in every table. Returns borrowed or NULL. */
 const struct cli_cmd *cli_find(const char *name);

@@ -121,7 +121,7 @@ static int inline_source(const char *cmd, const char *spec_path, json_t *obj, co
 	return 0;
 }
 
-static json_t *load_spec(const char *cmd, const char *path)
+json_t *cli_load_spec(const char *cmd, const char *path)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	if (!f) {
@@ -384,7 +384,7 @@ static int run_spec_tool(const struct cli_common *co, const char *cmd, const cha
 		json_decref(args);
 		return rc;
 	}
-	json_t *spec = load_spec(cmd, path);
+	json_t *spec = cli_load_spec(cmd, path);
 	if (!spec) {
 		json_decref(args);
 		return CLI_EXIT_FAIL;

@@ -93,6 +93,8 @@ static const struct rest_route ROUTES[] = {
 	  {"gpu", "gpu", RP_STR, 0, "GPU name containing this, e.g. H200"},
 	  {"min_speedup", "min_speedup", RP_STR, 0, "speedup over the baseline at least this"},
 	  {"trajectories", "trajectories", RP_BOOL, 0, "each record carries its ancestor runs"}}},
+	{"POST", "/v1/torch-op", REST_TOOL, "build_torch_op", NULL, 1,
+	 "Build a passing check run (or a spec) as a PyTorch op and verify it (build_torch_op)", {{0}}},
 	{"GET", "/v1/runs", REST_TOOL, "list_runs", NULL, 0,
 	 "The run history, newest first (list_runs)",
 	 {{"kind", "kind", RP_STR, 0, "compile, check, bench or calibrate"},

@@ -178,7 +178,6 @@ def test_mcp(data):
         return len(res.get("content", [{}])[0].get("text", "").encode()) if res else 10 ** 9
     tl = got.get(5, {}).get("result", {})
     tl_len = len(json.dumps(tl, separators=(",", ":")).encode())
-    # about 1 KB per tool: eleven tools with room for one more
     check("tools/list is at most 12 KB", tl and 0 < tl_len <= 12288, tl_len)
     check("tools/list descriptions teach",
           all(len(t.get("description", "")) >= 60 for t in tl.get("tools", [])) and

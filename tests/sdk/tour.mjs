@@ -153,6 +153,11 @@ check("compile error keeps its diagnostics", bad.diagnostics?.length > 0, bad);
 const chk = isSuccess("check_kernel", await c("check_kernel", { spec, trials: 1 }));
 const chkBad = isError("check_kernel wrong kernel name", await c("check_kernel", { spec: wrongSpec, trials: 1 }));
 check("failed check keeps its detail", chkBad.passed === false && Array.isArray(chkBad.sizes), chkBad);
+// build_torch_op needs torch on the GPU host (tests/gpu/torchop.py): here its refusals.
+const refused = isError("build_torch_op of a failed check",
+  await c("build_torch_op", { run: chkBad.run_id ?? NOT_A_RUN }));
+check("build_torch_op says the run did not pass", /did not pass|not_found/.test(JSON.stringify(refused)), refused);
+isError("build_torch_op unknown run", await c("build_torch_op", { run: NOT_A_RUN }), "not_found");
 isSuccess("benchmark_kernel", await c("benchmark_kernel", { spec, budget_ms: 50, size: 1 }));
 isError("benchmark_kernel wrong kernel name", await c("benchmark_kernel", { spec: wrongSpec, budget_ms: 50, size: 1 }));
 const mb = isSuccess("benchmark_model", await c("benchmark_model",

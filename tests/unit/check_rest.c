@@ -207,7 +207,7 @@ START_TEST(openapi_describes_every_route_once)
 				     "/v1/gpus/compare", "/v1/gpus/{id}",    "/v1/guides",
 				     "/v1/guides/{id}",	 "/v1/compile",	     "/v1/check",
 				     "/v1/bench",	 "/v1/runs",	     "/v1/runs/compare",
-				     "/v1/runs/{id}"};
+				     "/v1/runs/{id}",	 "/v1/torch-op"};
 	json_t *ps, *params;
 
 	ck_assert_ptr_nonnull(doc);

@@ -1,0 +1,118 @@
+/* tools_torch: the build_torch_op MCP tool over sandbox/torchop/torchop.h.
+ * Takes a passing check run from the history (its stored spec and source)
+ * or a spec, builds the PyTorch op and answers every verification. A run
+ * that is not a passing check is refused with the reason. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sandbox/history/history.h"
+#include "sandbox/torchop/torchop.h"
+#include "server/app.h"
+#include "server/mcp/tools.h"
+
+struct progress {
+	struct tool_ctx *ctx;
+	pthread_mutex_t mu;
+	double last;
+};
+
+static void progress_to_client(void *arg, double progress, double total, const char *message)
+{
+	struct progress *p = arg;
+	pthread_mutex_lock(&p->mu);
+	if (progress <= p->last)
+		progress = p->last + 0.01;
+	p->last = progress;
+	tool_ctx_progress(p->ctx, progress, total > progress ? total : 0, message);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The spec of run id (new reference in *spec) when it is a passing check. */
+static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct kf_err *err)
+{
+	struct history_run r = {0};
+	*spec = NULL;
+	if (!app->history)
+		return kf_err_set(err, KF_EINTERNAL, "run history is not open");
+	int rc = history_get(app->history, id, &r, err);
+	if (!rc)
+		rc = torchop_run_usable(id, history_kind_name(r.kind),
+					history_status_name(r.status), r.result, err);
+	if (!rc && (!json_is_object(r.spec) || json_object_get(r.spec, "truncated")))
+		rc = kf_err_set(err, KF_EINVAL, "run %s: its spec was not stored whole", id);
+	if (!rc)
+		*spec = json_incref(r.spec);
+	history_run_fini(&r);
+	return rc;
+}
+
+static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	struct app *app = tool_ctx_app(ctx);
+	const json_t *run = json_object_get(args, "run");
+	json_t *spec = json_incref(json_object_get(args, "spec"));
+	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct torchop_opts o = {
+		.name = json_string_value(json_object_get(args, "name")),
+		.no_verify = json_is_false(json_object_get(args, "verify")),
+		.timeout_ms =
+			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.cancel = tool_ctx_cancel_flag(ctx),
+		.progress = progress_to_client,
+		.progress_arg = &pr,
+	};
+	int gpu = -1, rc = 0;
+	if (!!run == !!spec) {
+		json_decref(spec);
+		return kf_err_set(err, KF_EINVAL,
+				  "give either run (a passing check's id) or spec, not %s",
+				  run ? "both" : "neither");
+	}
+	if (run && (rc = torch_run_spec(app, json_string_value(run), &spec, err)))
+		return rc;
+	rc = torchop_build_verify(&app->check, spec, &o, out, &gpu, err);
+	json_decref(spec);
+	if (rc && *out && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
+		json_object_set_new(
+			*out, "error",
+			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
+	if (rc && *out && run)
+		json_object_set_new(*out, "run", json_string(json_string_value(run)));
+	return rc;
+}
+
+static const char BUILD_INPUT[] =
+	"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
+	"\"run\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 32, \"description\": "
+	"\"a passing check's run_id\"}, "
+	"\"spec\": {\"type\": \"object\", \"description\": \"or a kernel spec\"}, "
+	"\"name\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 48}, "
+	"\"verify\": {\"type\": \"boolean\"}, "
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600}}}";
+
+static const char BUILD_OUTPUT[] =
+	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
+	"\"summary\": {\"type\": \"string\"}}}";
+
+static const struct tool_def TORCH_TOOLS[] = {
+	{
+		.name = "build_torch_op",
+		.title = "Build a checked kernel as a PyTorch op",
+		.description =
+			"Builds a passing check run (or a spec) as a PyTorch op: TORCH_LIBRARY "
+			"binding with argument checks, register_fake, current stream; then "
+			"verifies opcheck, the reference, torch.compile(fullgraph=True) and a "
+			"CUDA graph. verify=false builds only. Answer: each check, build time, "
+			"cache hit, the import line; build errors at the source line.",
+		.input_schema = BUILD_INPUT,
+		.output_schema = BUILD_OUTPUT,
+		.annotations = TOOL_IDEMPOTENT,
+		.handler = build_handler,
+	},
+};
+
+const struct tool_group TOOLS_TORCH = {
+	.tools = TORCH_TOOLS,
+	.tools_len = sizeof(TORCH_TOOLS) / sizeof(TORCH_TOOLS[0]),
+};
