@@ -235,12 +235,10 @@ static const struct tool_def COMPILE_TOOLS[] = {
 		.title = "Compile a CUDA kernel",
 		.description =
 			"Compiles CUDA device code (no host code) with nvcc/NVRTC in a sandbox. Answer: "
-			"diagnostics (file, line, column, message); per kernel registers, shared/local "
-			"memory, spills, occupancy at 128-1024 threads; warnings to act on. A compile error "
-			"is isError with the diagnostics. Cached by content. flags from an allowlist (-O3, "
-			"--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v, -D/-U, -std=c++20, --ftz, "
-			"...; a refused flag names the rest). want_ptx: the PTX as a resource link; "
-			"want_sass: a SASS summary.",
+			"diagnostics (file, line, message); per kernel registers, shared/local memory, "
+			"spills, occupancy; warnings to act on. Cached by content. flags from an "
+			"allowlist (-O3, --use_fast_math, -lineinfo, -maxrregcount=N, -D, ...; a refused "
+			"flag names the rest).",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"source\"], "
 			"\"properties\": {"

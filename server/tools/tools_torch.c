@@ -100,11 +100,10 @@ static const struct tool_def TORCH_TOOLS[] = {
 		.name = "build_torch_op",
 		.title = "Build a checked kernel as a PyTorch op",
 		.description =
-			"Builds a passing check run (or a spec) as a PyTorch op: TORCH_LIBRARY "
-			"binding with argument checks, register_fake, current stream; then "
-			"verifies opcheck, the reference, torch.compile(fullgraph=True) and a "
-			"CUDA graph. verify=false builds only. Answer: each check, build time, "
-			"cache hit, the import line; build errors at the source line.",
+			"Builds a passing check run (or a spec) as a PyTorch op (TORCH_LIBRARY, "
+			"register_fake, current stream), then verifies opcheck, the reference, "
+			"torch.compile(fullgraph=True) and a CUDA graph. Answer: each verdict, build "
+			"time, the import line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT,
