@@ -36,6 +36,8 @@ struct bctx {
 	const struct bench_opts *o;
 	int gpu;
 	int have_base;
+	struct check_phases *phases; /* the result's (borrowed) */
+	double queued_ms;	     /* check_now_ms when the job was queued */
 };
 
 static void hexseed(uint64_t v, char *buf, size_t cap)
@@ -48,6 +50,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 	struct bctx *c = arg;
 	const struct bench_opts *o = c->o;
 	c->gpu = gpu;
+	c->phases->queue_wait_ms += check_now_ms() - c->queued_ms;
 	const struct spec *s = c->p->s;
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct brow *r = &c->rows[i];
@@ -75,7 +78,9 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));
 		struct kf_err e = {0};
 		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
+		double t0 = check_now_ms();
 		r->rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->rep, NULL, &e);
+		check_phases_add_run(c->phases, r->rep, check_now_ms() - t0);
 		snprintf(r->err, sizeof r->err, "%s", e.msg);
 		json_decref(job);
 		if (r->rc == KF_ECANCELED || r->rc == KF_ESANDBOX || r->rc == KF_ENOTFOUND)
@@ -90,8 +95,10 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 				"ref.cubin", "runs", 1, "extra_launches", 0, "row_timeout_ms",
 				(int)to, "rows", "sizes", sizes, "seeds", vh, "out_prefix", "ref");
 			kf_err_clear(&e);
+			t0 = check_now_ms();
 			r->ref_rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->ref, NULL,
 						       &e);
+			c->phases->reference_ms += check_now_ms() - t0;
 			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
 			json_decref(job);
 			if (r->ref_rc == KF_ECANCELED)
@@ -315,6 +322,7 @@ static void bench_verify(struct check_env *env, const struct spec *s, const stru
 	double *want[SPEC_MAX_TENSORS] = {0};
 	struct kf_err we = {0};
 	int have_want = 0;
+	double t0 = check_now_ms();
 	if (s->ref.kind == SPEC_REF_NONE) {
 		kf_err_set(&we, KF_EINVAL, "the spec has no reference");
 	} else if (s->ref.kind == SPEC_REF_CUDA &&
@@ -332,8 +340,11 @@ static void bench_verify(struct check_env *env, const struct spec *s, const stru
 	}
 	double mr = 0;
 	const json_t *vrep = json_object_get(r->rep, "verify");
+	double t1 = check_now_ms();
+	res->phases.reference_ms += t1 - t0;
 	int vpass = check_judge_run(s, r->dir, &r->b, vrep, have_want ? want : NULL,
 				    &out->verification, &res->fired, &res->flags, &mr);
+	res->phases.compare_ms += check_now_ms() - t1;
 	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
 		free(want[t]);
 	out->compared = have_want;
@@ -402,7 +413,9 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 	int rc = check_bench_opts(o, err);
 	if (rc)
 		return rc;
+	double t0 = check_now_ms();
 	rc = check_prepare(env, spec, !o->no_baseline, o->cancel, &p, &res->compile_failed, err);
+	res->phases.compile_ms = check_now_ms() - t0;
 	if (rc) {
 		if (rc == KF_ECOMPILE)
 			res->answer = CHECK_ANSWER_COMPILE;
@@ -418,10 +431,12 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 			 .nrows = nrows,
 			 .o = o,
 			 .gpu = -1,
-			 .have_base = have_base};
+			 .have_base = have_base,
+			 .phases = &res->phases};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "bench %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	c.queued_ms = check_now_ms();
 	rc = runner_run(env->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = c.gpu;

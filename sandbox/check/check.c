@@ -200,8 +200,10 @@ struct check_job {
 	unsigned timeout_ms;
 	const struct check_opts *o;
 	int gpu;
-	char *printf_out; /* first non-empty kernel stdout */
-	json_t *device;	  /* the harness's device object */
+	char *printf_out;	     /* first non-empty kernel stdout */
+	json_t *device;		     /* the harness's device object */
+	struct check_phases *phases; /* the result's (borrowed) */
+	double queued_ms;	     /* check_now_ms when the job was queued */
 };
 
 /* One row of a check-mode job: its sizes, seeds and output prefix. */
@@ -247,8 +249,13 @@ static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int 
 		json_t *rep = NULL;
 		char *out = NULL;
 		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
+		double t0 = check_now_ms();
 		int rc = check_harness_exec(c->env, c->rows[0].dir, job, wall, stop, &rep,
 					    is_ref ? NULL : &out, &e);
+		if (is_ref) /* the CUDA reference's whole process */
+			c->phases->reference_ms += check_now_ms() - t0;
+		else
+			check_phases_add_run(c->phases, rep, check_now_ms() - t0);
 		json_decref(job);
 		if (out && !c->printf_out && out[0])
 			c->printf_out = out;
@@ -312,6 +319,7 @@ static int gpu_job(void *arg, int gpu, const volatile int *stop, struct kf_err *
 {
 	struct check_job *c = arg;
 	c->gpu = gpu;
+	c->phases->queue_wait_ms += check_now_ms() - c->queued_ms;
 	if (c->o->progress)
 		c->o->progress(c->o->progress_arg, 1, 0, "running the candidate");
 	int rc = run_rows(c, gpu, stop, 0, err);
@@ -460,6 +468,7 @@ static int run_check_job(struct check_env *env, const struct check_opts *o, stru
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	gc->queued_ms = check_now_ms();
 	rc = runner_run(env->runner, RUNNER_GPU, gpu_job, gc, progress_bridge, (void *)o, o->cancel,
 			&ro, err);
 	*gpu = gc->gpu;
@@ -529,9 +538,11 @@ static int judge_row(struct check_env *env, const struct spec *s, const struct c
 	const json_t *ctrials = r->cand ? json_object_get(r->cand, "trials") : NULL;
 	struct kf_err torch_err = {0};
 	int torch_rc = 0;
+	double t0 = check_now_ms();
 	if (s->ref.kind == SPEC_REF_TORCH)
 		torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
 						 r->ntrials, o->cancel, &torch_err);
+	res->phases.reference_ms += check_now_ms() - t0;
 	if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED)
 		return kf_err_set(err, torch_rc, "%s", torch_err.msg);
 	for (int k = 0; k < r->ntrials; k++) {
@@ -548,9 +559,13 @@ static int judge_row(struct check_env *env, const struct spec *s, const struct c
 		} else {
 			double *want[SPEC_MAX_TENSORS] = {0};
 			struct kf_err we = {0};
+			t0 = check_now_ms();
 			int have_want = trial_want(s, r, ri, k, torch_rc, torch_err.msg, want, &we);
+			double t1 = check_now_ms();
+			res->phases.reference_ms += t1 - t0;
 			check_judge_run(s, r->dir, &r->b, tr, have_want ? want : NULL, &tj->run,
 					&res->fired, &res->flags, &res->max_rel);
+			res->phases.compare_ms += check_now_ms() - t1;
 			if (!have_want) {
 				check_fire(&tj->run, &res->fired, "reference_failed",
 					   "the reference could not be computed: %s", we.msg);
@@ -614,7 +629,9 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 	size_t nrows = 0;
 	char jobdir[PATH_MAX] = "";
 	struct check_job gc = {0};
+	double t0 = check_now_ms();
 	int rc = check_prepare(env, spec, 0, o->cancel, &p, &res->compile_failed, err);
+	res->phases.compile_ms = check_now_ms() - t0;
 	if (rc) {
 		if (rc == KF_ECOMPILE)
 			res->answer = CHECK_ANSWER_COMPILE;
@@ -629,7 +646,8 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 				.timeout_ms =
 					o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
 				.o = o,
-				.gpu = -1};
+				.gpu = -1,
+				.phases = &res->phases};
 	if ((rc = run_check_job(env, o, &gc, jobdir, sizeof jobdir, gpu, err)))
 		goto out;
 	res->sizes = calloc(nrows, sizeof *res->sizes);

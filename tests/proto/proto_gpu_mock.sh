@@ -61,6 +61,14 @@ check() {
 	if [ "$code" != "$want" ] || ! python3 -c "
 import json, sys
 r = json.load(open('$T/out.json'))
+PH = ['compile_ms', 'queue_wait_ms', 'harness_start_ms', 'module_load_ms', 'upload_ms',
+      'kernel_runs_ms', 'download_ms', 'reference_ms', 'compare_ms']
+def phased(r):
+    # every phase a number >= 0; disjoint parts of the call: their sum is within its total
+    p = r['phases']
+    allp = PH + ['history_write_ms', 'total_ms']
+    return sorted(p) == sorted(allp) and all(p[k] >= 0 for k in allp) and \
+        sum(p[k] for k in PH + ['history_write_ms']) <= p['total_ms'] + 0.01
 assert $assertion, r.get('summary')
 " 2>>"$T/err"; then
 		echo "FAIL proto_gpu_mock: $cmd with axpb=$mode: exit $code (want $want)"
@@ -70,16 +78,30 @@ assert $assertion, r.get('summary')
 		echo "ok   proto_gpu_mock: $cmd with axpb=$mode"
 	fi
 }
-check ok check 0 "r['passed'] and len(r['sizes']) == 3 and r['sizes'][2]['odd_size'] and r['device']['name'] == 'kforge mock GPU'"
+check ok check 0 "r['passed'] and len(r['sizes']) == 3 and r['sizes'][2]['odd_size'] and r['device']['name'] == 'kforge mock GPU' and phased(r) and r['phases']['harness_start_ms'] > 0"
+# The run record keeps the phases (all but its own write, timed after it).
+run_id=$(python3 -c "import json; print(json.load(open('$T/out.json'))['run_id'])")
+if "$BIN" runs show "$run_id" --data-dir "$T/data" --json >"$T/run.json" 2>>"$T/err" &&
+	python3 -c "
+import json
+p = json.load(open('$T/run.json'))['run']['result']['phases']
+assert 'kernel_runs_ms' in p and 'compile_ms' in p and 'history_write_ms' not in p, p
+"; then
+	echo "ok   proto_gpu_mock: the run record keeps the phases"
+else
+	echo "FAIL proto_gpu_mock: the run record keeps the phases"
+	fail=1
+fi
 check partial check 1 "'coverage' in r['safeguards_fired'] and 'never written' in r['summary'] and r['replay']['seed']"
 check oob check 1 "'out_of_bounds' in r['safeguards_fired'] and 'wrote past the end' in r['summary']"
 check mutate check 1 "'input_modified' in r['safeguards_fired']"
 check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
-check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary']" --timeout-s 2 --trials 1 --no-odd-size
+# The hang's time is the kernel runs' (the watchdog's line reports it), not the start's.
+check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary'] and phased(r) and r['phases']['module_load_ms'] + r['phases']['upload_ms'] + r['phases']['kernel_runs_ms'] >= 1990 and r['phases']['harness_start_ms'] < r['phases']['kernel_runs_ms']" --timeout-s 2 --trials 1 --no-odd-size
 check ok check 0 "r['passed']" --trials 1
 check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' and len(r['sizes']) == 1" \
 	--replay-size N=4097 --replay-seed ff
-check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified']" \
+check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified'] and phased(r) and r['phases']['kernel_runs_ms'] > 0" \
 	--budget-ms 50 --size 1
 check partial bench 1 "not r['passed'] and 'verification after timing' not in r['summary'] and 'failed verification' in r['summary']" \
 	--budget-ms 50 --size 1
