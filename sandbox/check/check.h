@@ -409,6 +409,9 @@ void check_fire(struct check_run *run, struct check_fired *fired, const char *na
  * buffer sets). */
 void check_limits(struct spec_limits *lim);
 
+/* One size of s as "N=4097, D=512" into buf (cap bytes, cut to fit). */
+void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap);
+
 /* Random 64-bit seed from the kernel (getrandom). */
 uint64_t check_new_seed(void);
 

@@ -308,10 +308,10 @@ void harness_send_line(struct harness *h, const json_t *obj)
 	free(text);
 }
 
-/* The watchdog: a trial that runs past row_timeout_ms (a hung kernel)
- * reports {"row": i, "timeout": true} and ends the process, which is the
- * only way to stop a running kernel; the daemon starts a new process for
- * the remaining rows. */
+/* The watchdog: a check trial (or a whole benchmark size) that runs past
+ * row_timeout_ms (a hung kernel) reports {"row": i, "timeout": true} with
+ * the phase totals and ends the process, which is the only way to stop a
+ * running kernel. */
 static struct {
 	atomic_llong deadline_ms; /* 0 = disarmed */
 	atomic_long row;
@@ -476,9 +476,14 @@ run:
 	if (strcmp(mode, "check") == 0) {
 		watchdog_start(&h);
 		rc = harness_mode_check(&h);
-	} else if (strcmp(mode, "bench") == 0)
+	} else if (strcmp(mode, "bench") == 0) {
+		/* One watchdog for the whole size: its line says where the time
+		 * of a hang went, which the jail's kill could not. */
+		watchdog_start(&h);
+		harness_watchdog_arm(0);
 		rc = harness_mode_bench(&h);
-	else if (strcmp(mode, "calibrate") == 0)
+		harness_watchdog_disarm();
+	} else if (strcmp(mode, "calibrate") == 0)
 		rc = harness_mode_calibrate(&h);
 	else {
 		json_object_set_new(h.report, "error", json_string("job.json: unknown mode"));

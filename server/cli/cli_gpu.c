@@ -37,7 +37,8 @@ static const char CHECK_USAGE[] =
 
 static const char BENCH_USAGE[] =
 	"usage: kforge bench SPEC.json [--size I] [--no-baseline] [--budget-ms N]\n"
-	"                    [--target F] [--warmup-ms N] [--no-flush] [--json]\n"
+	"                    [--target F] [--warmup-ms N] [--no-flush] [--timeout-s N]\n"
+	"                    [--json]\n"
 	"\n"
 	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
 	"the L2 flushed before each timed run, until the median's standard error is\n"
@@ -49,6 +50,7 @@ static const char BENCH_USAGE[] =
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
 	"  --no-flush        keep the L2 warm between iterations\n"
+	"  --timeout-s N     per harness run (1-600, default 120)\n"
 	"\n" CLI_COMMON_HELP "\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
@@ -469,6 +471,9 @@ static int bench_main(int argc, char **argv)
 		} else if ((v = cli_opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
 			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
 				json_object_set_new(args, "warmup_ms", json_real(d));
+		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
+			if (!(rc = num_opt("bench", "--timeout-s", v, 1, 600, &d)))
+				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
 		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
 			json_object_set_new(args, "baseline", json_false());
 		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {
