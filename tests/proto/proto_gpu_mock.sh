@@ -116,6 +116,17 @@ check partial bench 1 "not r['passed'] and 'verification after timing' not in r[
 	--budget-ms 50 --size 1
 check hang bench 1 "[s['safeguards'][0]['name'] for s in r['sizes']] == ['timeout', 'not_run'] and 'did not finish at N=100000' in r['sizes'][1]['safeguards'][0]['message'] and 'within 2000 ms' in r['summary'] and $HANG_TIME" \
 	--budget-ms 50 --timeout-s 2
+# Without --json the CLI prints where the time went, largest first.
+printf ok >"$T/mode"
+if LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" check "$T/axpb.json" \
+	--data-dir "$T/data" --sandbox=none --trials 1 >"$T/out.txt" 2>>"$T/err" &&
+	grep -Eq '^time: [0-9]+ ms \(.*harness start [0-9]+' "$T/out.txt"; then
+	echo "ok   proto_gpu_mock: kforge check prints its phases"
+else
+	echo "FAIL proto_gpu_mock: kforge check prints its phases"
+	cat "$T/out.txt"
+	fail=1
+fi
 SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
 SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1
