@@ -26,6 +26,7 @@ struct brow {
 	json_t *ref;
 	int ref_rc;
 	char ref_err[256];
+	int not_run; /* 1: skipped after a hang; err says why */
 };
 
 struct bctx {
@@ -36,6 +37,8 @@ struct bctx {
 	const struct bench_opts *o;
 	int gpu;
 	int have_base;
+	struct check_phases *phases; /* the result's (borrowed) */
+	double queued_ms;	     /* check_now_ms when the job was queued */
 };
 
 static void hexseed(uint64_t v, char *buf, size_t cap)
@@ -43,14 +46,69 @@ static void hexseed(uint64_t v, char *buf, size_t cap)
 	snprintf(buf, cap, "%016" PRIx64, v);
 }
 
+/* Runs the CUDA reference for row r (check mode, one run of the
+ * verification seed vh). Returns 1 when it hung (its watchdog's line or the
+ * jail's limit). */
+static int bench_ref_run(struct bctx *c, struct brow *r, int gpu, const char *vh, unsigned to,
+			 const volatile int *stop)
+{
+	const struct spec *s = c->p->s;
+	json_t *sizes = json_array();
+	for (size_t k = 0; k < s->vars_len; k++)
+		json_array_append_new(sizes, json_integer(r->vals[k]));
+	json_t *job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
+				"mode", "check", "device", gpu, "program", "reference", "module",
+				"ref.cubin", "runs", 1, "extra_launches", 0, "row_timeout_ms",
+				(int)to, "rows", "sizes", sizes, "seeds", vh, "out_prefix", "ref");
+	struct kf_err e = {0};
+	double t0 = check_now_ms();
+	r->ref_rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->ref, NULL, &e);
+	c->phases->reference_ms += check_now_ms() - t0;
+	json_decref(job);
+	const json_t *line = json_array_get(json_object_get(r->ref, "rows"), 0);
+	int hung = r->ref_rc == KF_ETIMEOUT || json_is_true(json_object_get(line, "timeout"));
+	if (hung)
+		snprintf(r->ref_err, sizeof r->ref_err,
+			 "the CUDA reference did not finish within %u ms", to);
+	else
+		snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
+	return hung;
+}
+
+/* A hang decides the verdict: the rows after row i are not run (the
+ * candidate hung) or run without the reference (the reference hung),
+ * rather than each waiting for the timeout. */
+static void bench_not_run_after(struct bctx *c, size_t i, int ref)
+{
+	char st[160];
+	check_sizes_text(c->p->s, c->rows[i].vals, st, sizeof st);
+	for (size_t j = i + 1; j < c->nrows; j++) {
+		struct brow *r = &c->rows[j];
+		if (ref) {
+			r->ref_rc = KF_EFAULT;
+			snprintf(r->ref_err, sizeof r->ref_err,
+				 "not run: the CUDA reference did not finish at %s", st);
+		} else {
+			r->not_run = 1;
+			snprintf(r->err, sizeof r->err,
+				 "not run: the kernel did not finish at %s, which decides the "
+				 "verdict",
+				 st);
+		}
+	}
+}
+
 static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	struct bctx *c = arg;
 	const struct bench_opts *o = c->o;
 	c->gpu = gpu;
+	c->phases->queue_wait_ms += check_now_ms() - c->queued_ms;
 	const struct spec *s = c->p->s;
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct brow *r = &c->rows[i];
+		if (r->not_run)
+			break; /* and so are the rest */
 		if (o->progress) {
 			char m[96];
 			snprintf(m, sizeof m, "timing size %zu of %zu on GPU %d", i + 1, c->nrows,
@@ -71,32 +129,36 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS, "target_rel_se",
 			o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET, "min_reps",
 			10, "max_reps", 10000, "flush_l2", !o->no_flush);
+		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
+		json_object_set_new(job, "row_timeout_ms", json_integer(to));
 		if (c->have_base)
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));
 		struct kf_err e = {0};
-		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
-		r->rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->rep, NULL, &e);
+		double t0 = check_now_ms();
+		/* The harness's watchdog ends a hang at `to` and says so; the
+		 * jail's limit is the backstop. */
+		r->rc = check_harness_exec(c->env, r->dir, job, to + 15000u, stop, &r->rep, NULL,
+					   &e);
+		check_phases_add_run(c->phases, r->rep, check_now_ms() - t0);
 		snprintf(r->err, sizeof r->err, "%s", e.msg);
+		const json_t *line = json_array_get(json_object_get(r->rep, "rows"), 0);
+		if (r->rc == KF_ETIMEOUT || json_is_true(json_object_get(line, "timeout"))) {
+			r->rc = KF_ETIMEOUT;
+			snprintf(r->err, sizeof r->err,
+				 "the kernel did not finish within %u ms: the harness was killed",
+				 to);
+		}
 		json_decref(job);
 		if (r->rc == KF_ECANCELED || r->rc == KF_ESANDBOX || r->rc == KF_ENOTFOUND)
 			return kf_err_set(err, r->rc, "%s", e.msg);
-		if (s->ref.kind == SPEC_REF_CUDA && !r->rc) {
-			sizes = json_array();
-			for (size_t k = 0; k < s->vars_len; k++)
-				json_array_append_new(sizes, json_integer(r->vals[k]));
-			job = json_pack(
-				"{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:[{s:o, s:[s], s:s}]}",
-				"mode", "check", "device", gpu, "program", "reference", "module",
-				"ref.cubin", "runs", 1, "extra_launches", 0, "row_timeout_ms",
-				(int)to, "rows", "sizes", sizes, "seeds", vh, "out_prefix", "ref");
-			kf_err_clear(&e);
-			r->ref_rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->ref, NULL,
-						       &e);
-			snprintf(r->ref_err, sizeof r->ref_err, "%s", e.msg);
-			json_decref(job);
-			if (r->ref_rc == KF_ECANCELED)
-				return kf_err_set(err, r->ref_rc, "%s", e.msg);
-		}
+		if (r->rc == KF_ETIMEOUT)
+			bench_not_run_after(c, i, 0);
+		/* After a hang of the reference, later rows have its reason. */
+		if (s->ref.kind == SPEC_REF_CUDA && !r->rc && !r->ref_rc &&
+		    bench_ref_run(c, r, gpu, vh, to, stop))
+			bench_not_run_after(c, i, 1);
+		if (r->ref_rc == KF_ECANCELED)
+			return kf_err_set(err, r->ref_rc, "%s", r->ref_err);
 	}
 	return 0;
 }
@@ -225,7 +287,9 @@ static void bench_untimed(const struct brow *r, struct bench_size *out, struct c
 {
 	const json_t *f = r->rep ? json_object_get(r->rep, "fault") : NULL;
 	const char *e = json_string_value(json_object_get(r->rep, "error"));
-	if (r->rc)
+	if (r->not_run)
+		check_fire(&out->failure, fired, "not_run", "%s", r->err);
+	else if (r->rc)
 		check_fire(&out->failure, fired, r->rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
 			   r->err);
 	else if (f)
@@ -315,6 +379,7 @@ static void bench_verify(struct check_env *env, const struct spec *s, const stru
 	double *want[SPEC_MAX_TENSORS] = {0};
 	struct kf_err we = {0};
 	int have_want = 0;
+	double t0 = check_now_ms();
 	if (s->ref.kind == SPEC_REF_NONE) {
 		kf_err_set(&we, KF_EINVAL, "the spec has no reference");
 	} else if (s->ref.kind == SPEC_REF_CUDA &&
@@ -332,8 +397,11 @@ static void bench_verify(struct check_env *env, const struct spec *s, const stru
 	}
 	double mr = 0;
 	const json_t *vrep = json_object_get(r->rep, "verify");
+	double t1 = check_now_ms();
+	res->phases.reference_ms += t1 - t0;
 	int vpass = check_judge_run(s, r->dir, &r->b, vrep, have_want ? want : NULL,
 				    &out->verification, &res->fired, &res->flags, &mr);
+	res->phases.compare_ms += check_now_ms() - t1;
 	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
 		free(want[t]);
 	out->compared = have_want;
@@ -402,7 +470,9 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 	int rc = check_bench_opts(o, err);
 	if (rc)
 		return rc;
+	double t0 = check_now_ms();
 	rc = check_prepare(env, spec, !o->no_baseline, o->cancel, &p, &res->compile_failed, err);
+	res->phases.compile_ms = check_now_ms() - t0;
 	if (rc) {
 		if (rc == KF_ECOMPILE)
 			res->answer = CHECK_ANSWER_COMPILE;
@@ -418,10 +488,12 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 			 .nrows = nrows,
 			 .o = o,
 			 .gpu = -1,
-			 .have_base = have_base};
+			 .have_base = have_base,
+			 .phases = &res->phases};
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "bench %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	c.queued_ms = check_now_ms();
 	rc = runner_run(env->runner, RUNNER_GPU, bench_job, &c, bench_progress, (void *)o,
 			o->cancel, &ro, err);
 	*gpu = c.gpu;

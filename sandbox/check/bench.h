@@ -88,7 +88,8 @@ struct bench_result {
 	struct check_device device;
 	/* The method, as run (defaults applied): */
 	double warmup_ms, budget_ms, target_rel_se;
-	int flushed; /* 1: L2 flushed before each timed run */
+	int flushed;		    /* 1: L2 flushed before each timed run */
+	struct check_phases phases; /* where the time went (also with a compile failure) */
 };
 
 /* Releases what res owns (sizes, their runs, the compile failure) and

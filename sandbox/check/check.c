@@ -174,6 +174,15 @@ int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 
 /* --- the check ----------------------------------------------------------- */
 
+void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t k = 0; k < s->vars_len && n < cap; k++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s=%" PRId64, k ? ", " : "", s->vars[k],
+				      vals[k]);
+}
+
 struct row {
 	int64_t vals[SPEC_MAX_VARS];
 	int odd;
@@ -188,6 +197,7 @@ struct row {
 	int ref_rc;
 	char ref_err[256];
 	char *printf_out;
+	int not_run; /* 1: skipped after a hang; cand_err says why */
 };
 
 /* One check on one GPU: what the runner thread needs to run every row of
@@ -197,11 +207,14 @@ struct check_job {
 	struct check_prep *p;
 	struct row *rows;
 	size_t nrows;
+	size_t ref_rows; /* rows the CUDA reference runs for: those before a hang */
 	unsigned timeout_ms;
 	const struct check_opts *o;
 	int gpu;
-	char *printf_out; /* first non-empty kernel stdout */
-	json_t *device;	  /* the harness's device object */
+	char *printf_out;	     /* first non-empty kernel stdout */
+	json_t *device;		     /* the harness's device object */
+	struct check_phases *phases; /* the result's (borrowed) */
+	double queued_ms;	     /* check_now_ms when the job was queued */
 };
 
 /* One row of a check-mode job: its sizes, seeds and output prefix. */
@@ -220,23 +233,79 @@ static json_t *job_row(const struct spec *s, const struct row *r, size_t idx, co
 	return json_pack("{s:o, s:o, s:s}", "sizes", sizes, "seeds", seeds, "out_prefix", prefix);
 }
 
-/* Runs program over every row in as few harness processes as possible: one
- * process takes all remaining rows; a row that faults, errs or hangs ends
- * its process and the next process starts at the row after it. Results go
- * to rows[i].cand (or .ref for the reference). */
+/* Takes the report lines of a process that started at row next (of n):
+ * each row's line, or its timeout (*hung = that row). Returns 1 when the
+ * last line ended the process early (a timeout, fault or error). */
+static int take_lines(struct check_job *c, const json_t *lines, size_t next, size_t n, int is_ref,
+		      size_t *hung)
+{
+	int stopped = 0;
+	for (size_t i = 0; i < json_array_size(lines) && next + i < n; i++) {
+		json_t *l = json_array_get(lines, i);
+		struct row *r = &c->rows[next + i];
+		if (json_is_true(json_object_get(l, "timeout"))) {
+			int *prc = is_ref ? &r->ref_rc : &r->cand_rc;
+			char *pe = is_ref ? r->ref_err : r->cand_err;
+			*prc = KF_ETIMEOUT;
+			snprintf(pe, sizeof r->cand_err,
+				 "the %s did not finish within %u ms: the harness was killed",
+				 is_ref ? "CUDA reference" : "kernel", c->timeout_ms);
+			*hung = next + i;
+			stopped = 1;
+		} else {
+			json_t **slot = is_ref ? &r->ref : &r->cand;
+			json_decref(*slot);
+			*slot = json_incref(l);
+			stopped = json_object_get(l, "fault") || json_object_get(l, "error");
+		}
+	}
+	return stopped;
+}
+
+/* A hang decides the verdict: the rows after row hung (of n) are not run,
+ * rather than each waiting for its own watchdog, and the reference runs
+ * only for the rows before it. */
+static void not_run_after(struct check_job *c, size_t hung, size_t n, int is_ref)
+{
+	char st[160];
+	check_sizes_text(c->p->s, c->rows[hung].vals, st, sizeof st);
+	for (size_t i = hung + 1; i < n; i++) {
+		struct row *r = &c->rows[i];
+		if (is_ref) {
+			r->ref_rc = KF_EFAULT;
+			snprintf(r->ref_err, sizeof r->ref_err,
+				 "not run: the CUDA reference did not finish at %s", st);
+		} else {
+			r->not_run = 1;
+			snprintf(r->cand_err, sizeof r->cand_err,
+				 "not run: the kernel did not finish at %s%s, which decides the "
+				 "verdict",
+				 c->rows[hung].odd ? "odd size " : "", st);
+		}
+	}
+	if (!is_ref)
+		c->ref_rows = hung;
+}
+
+/* Runs program over its rows (every row for the candidate; for the
+ * reference, those before a hang of the candidate) in as few harness
+ * processes as possible: one process takes all remaining rows; a row that
+ * faults or errs ends its process and the next process starts at the row
+ * after it; a row that hangs ends the program's rows (not_run_after).
+ * Results go to rows[i].cand (or .ref for the reference). */
 static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int is_ref,
 		    struct kf_err *err)
 {
 	const struct spec *s = c->p->s;
-	size_t next = 0;
-	while (next < c->nrows) {
+	size_t next = 0, n = is_ref ? c->ref_rows : c->nrows;
+	while (next < n) {
 		if (stop && *stop)
 			return kf_err_set(err, KF_ECANCELED, "cancelled");
 		json_t *rows = json_array();
-		for (size_t i = next; i < c->nrows; i++)
+		for (size_t i = next; i < n; i++)
 			json_array_append_new(rows,
 					      job_row(s, &c->rows[i], i, is_ref ? "ref" : "cand"));
-		size_t todo = c->nrows - next;
+		size_t todo = n - next;
 		json_t *job = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:o}", "mode", "check",
 					"device", gpu, "program",
 					is_ref ? "reference" : "candidate", "module",
@@ -247,8 +316,13 @@ static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int 
 		json_t *rep = NULL;
 		char *out = NULL;
 		unsigned wall = c->timeout_ms * (unsigned)(todo > 60 ? 60 : todo) + 15000u;
+		double t0 = check_now_ms();
 		int rc = check_harness_exec(c->env, c->rows[0].dir, job, wall, stop, &rep,
 					    is_ref ? NULL : &out, &e);
+		if (is_ref) /* the CUDA reference's whole process */
+			c->phases->reference_ms += check_now_ms() - t0;
+		else
+			check_phases_add_run(c->phases, rep, check_now_ms() - t0);
 		json_decref(job);
 		if (out && !c->printf_out && out[0])
 			c->printf_out = out;
@@ -261,33 +335,12 @@ static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int 
 			return kf_err_set(err, rc, "%s", e.msg);
 		}
 		const json_t *lines = json_object_get(rep, "rows");
-		size_t k = json_array_size(lines);
-		int stopped = 0; /* the last line ended its process early */
-		for (size_t i = 0; i < k && next + i < c->nrows; i++) {
-			json_t *l = json_array_get(lines, i);
-			struct row *r = &c->rows[next + i];
-			if (json_is_true(json_object_get(l, "timeout"))) {
-				int *prc = is_ref ? &r->ref_rc : &r->cand_rc;
-				char *pe = is_ref ? r->ref_err : r->cand_err;
-				*prc = KF_ETIMEOUT;
-				snprintf(pe, sizeof r->cand_err,
-					 "the kernel did not finish within %u ms: the harness was "
-					 "killed",
-					 c->timeout_ms);
-				stopped = 1;
-			} else {
-				json_t **slot = is_ref ? &r->ref : &r->cand;
-				json_decref(*slot);
-				*slot = json_incref(l);
-				stopped =
-					json_object_get(l, "fault") || json_object_get(l, "error");
-			}
-		}
-		if (k >= todo && (rc == 0 || stopped)) {
-			json_decref(rep);
-			break;
-		}
-		if (stopped) {
+		size_t k = json_array_size(lines), hung = SIZE_MAX;
+		int stopped = take_lines(c, lines, next, n, is_ref, &hung);
+		int done = hung != SIZE_MAX || (k >= todo && (rc == 0 || stopped));
+		if (done) {
+			/* every row has its line, or a hang ended the rows */
+		} else if (stopped) {
 			next += k;
 		} else {
 			/* No line for row next+k: the process died or hung there, or
@@ -301,9 +354,15 @@ static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int 
 				 rc   ? e.msg
 				 : fe ? fe
 				      : "the harness stopped");
+			if (rc == KF_ETIMEOUT)
+				hung = next + k;
 			next += k + 1;
 		}
 		json_decref(rep);
+		if (hung != SIZE_MAX)
+			not_run_after(c, hung, n, is_ref);
+		if (done || hung != SIZE_MAX)
+			break;
 	}
 	return 0;
 }
@@ -312,6 +371,7 @@ static int gpu_job(void *arg, int gpu, const volatile int *stop, struct kf_err *
 {
 	struct check_job *c = arg;
 	c->gpu = gpu;
+	c->phases->queue_wait_ms += check_now_ms() - c->queued_ms;
 	if (c->o->progress)
 		c->o->progress(c->o->progress_arg, 1, 0, "running the candidate");
 	int rc = run_rows(c, gpu, stop, 0, err);
@@ -460,6 +520,7 @@ static int run_check_job(struct check_env *env, const struct check_opts *o, stru
 	char label[RUNNER_LABEL_BYTES];
 	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
 	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	gc->queued_ms = check_now_ms();
 	rc = runner_run(env->runner, RUNNER_GPU, gpu_job, gc, progress_bridge, (void *)o, o->cancel,
 			&ro, err);
 	*gpu = gc->gpu;
@@ -472,6 +533,10 @@ static int run_check_job(struct check_env *env, const struct check_opts *o, stru
 static void judge_unfinished(const struct row *r, const json_t *tr, struct check_run *run,
 			     struct check_fired *fired)
 {
+	if (r->not_run) {
+		check_fire(run, fired, "not_run", "%s", r->cand_err);
+		return;
+	}
 	if (r->cand_rc) {
 		check_fire(run, fired, r->cand_rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
 			   r->cand_err);
@@ -529,9 +594,12 @@ static int judge_row(struct check_env *env, const struct spec *s, const struct c
 	const json_t *ctrials = r->cand ? json_object_get(r->cand, "trials") : NULL;
 	struct kf_err torch_err = {0};
 	int torch_rc = 0;
-	if (s->ref.kind == SPEC_REF_TORCH)
+	double t0 = check_now_ms();
+	/* No candidate outputs (a hang, a crash, not run): nothing to compare. */
+	if (s->ref.kind == SPEC_REF_TORCH && r->cand && !r->cand_rc)
 		torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
 						 r->ntrials, o->cancel, &torch_err);
+	res->phases.reference_ms += check_now_ms() - t0;
 	if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED)
 		return kf_err_set(err, torch_rc, "%s", torch_err.msg);
 	for (int k = 0; k < r->ntrials; k++) {
@@ -548,9 +616,13 @@ static int judge_row(struct check_env *env, const struct spec *s, const struct c
 		} else {
 			double *want[SPEC_MAX_TENSORS] = {0};
 			struct kf_err we = {0};
+			t0 = check_now_ms();
 			int have_want = trial_want(s, r, ri, k, torch_rc, torch_err.msg, want, &we);
+			double t1 = check_now_ms();
+			res->phases.reference_ms += t1 - t0;
 			check_judge_run(s, r->dir, &r->b, tr, have_want ? want : NULL, &tj->run,
 					&res->fired, &res->flags, &res->max_rel);
+			res->phases.compare_ms += check_now_ms() - t1;
 			if (!have_want) {
 				check_fire(&tj->run, &res->fired, "reference_failed",
 					   "the reference could not be computed: %s", we.msg);
@@ -614,7 +686,9 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 	size_t nrows = 0;
 	char jobdir[PATH_MAX] = "";
 	struct check_job gc = {0};
+	double t0 = check_now_ms();
 	int rc = check_prepare(env, spec, 0, o->cancel, &p, &res->compile_failed, err);
+	res->phases.compile_ms = check_now_ms() - t0;
 	if (rc) {
 		if (rc == KF_ECOMPILE)
 			res->answer = CHECK_ANSWER_COMPILE;
@@ -626,10 +700,12 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 				.p = &p,
 				.rows = rows,
 				.nrows = nrows,
+				.ref_rows = nrows,
 				.timeout_ms =
 					o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
 				.o = o,
-				.gpu = -1};
+				.gpu = -1,
+				.phases = &res->phases};
 	if ((rc = run_check_job(env, o, &gc, jobdir, sizeof jobdir, gpu, err)))
 		goto out;
 	res->sizes = calloc(nrows, sizeof *res->sizes);

@@ -78,6 +78,30 @@ struct check_opts {
 #define CHECK_FLAGS_MAX	 8
 #define CHECK_FIRED_MAX	 32
 
+/* Where the time of a check or benchmark went, in ms, summed over every
+ * size and trial. The harness measures its own phases (module load,
+ * upload, kernel runs, download) and reports them; the rest of a harness
+ * process's wall time is harness_start. */
+struct check_phases {
+	double compile_ms;	 /* parsing the spec, compiling or finding in the cache */
+	double queue_wait_ms;	 /* waiting for a GPU from the pool */
+	double harness_start_ms; /* sandbox and process start, CUDA context, freeing, exit */
+	double module_load_ms;	 /* loading the candidate's (and baseline's) module */
+	double upload_ms;	 /* buffers, inputs from the seed, poison, canaries */
+	double kernel_runs_ms;	 /* launches until idle: checked runs, warm-up, timing */
+	double download_ms;	 /* outputs back, guard and input checks, output files */
+	double reference_ms;	 /* the reference: CPU op, CUDA reference process, torch */
+	double compare_ms;	 /* the judge: reading outputs, comparing, safeguards */
+};
+
+/* Adds one harness run to ph: the "phases" of report (borrowed; the
+ * harness's totals, NULL or without phases counts as none) and the rest of
+ * wall_ms (the process's wall time seen by the daemon) as harness_start. */
+void check_phases_add_run(struct check_phases *ph, const json_t *report, double wall_ms);
+
+/* Milliseconds on the monotonic clock (for phase timings). */
+double check_now_ms(void);
+
 /* One safeguard that fired in a run. */
 struct check_safeguard {
 	char name[CHECK_KIND_BYTES];   /* "mismatch", "coverage", "timeout", ... */
@@ -222,10 +246,11 @@ struct check_result {
 	enum spec_ref_kind reference; /* where the expected outputs came from */
 	struct check_compiled compile;
 	struct check_device device;
-	char *kernel_stdout; /* the kernel's printf output (new), or NULL */
-	double max_rel;	     /* largest relative error seen */
-	int fail_size;	     /* index into sizes of the first failure, or -1 */
-	int fail_trial;	     /* its trial (the case to replay) */
+	char *kernel_stdout;	    /* the kernel's printf output (new), or NULL */
+	double max_rel;		    /* largest relative error seen */
+	int fail_size;		    /* index into sizes of the first failure, or -1 */
+	int fail_trial;		    /* its trial (the case to replay) */
+	struct check_phases phases; /* where the time went (also with a compile failure) */
 };
 
 /* Releases what res owns (sizes, their runs, the compile failure, the
@@ -325,7 +350,8 @@ int check_copy_file(const char *src, const char *dir, const char *name, struct k
  * limit; KF_EFAULT when it died without a final report (err has the signal
  * or exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
  * KF_EIO. *stdout_text (new, may be NULL) gets the kernel's printf output,
- * capped at 16 KiB. */
+ * capped at 16 KiB. The report's "phases" are the harness's phase totals
+ * from the last line that had them (check_phases_add_run reads them). */
 int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop, json_t **report,
 		       char **stdout_text, struct kf_err *err) __attribute__((warn_unused_result));
@@ -382,6 +408,9 @@ void check_fire(struct check_run *run, struct check_fired *fired, const char *na
  * never above 40% of the smallest GPU's memory (a benchmark holds two
  * buffer sets). */
 void check_limits(struct spec_limits *lim);
+
+/* One size of s as "N=4097, D=512" into buf (cap bytes, cut to fit). */
+void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap);
 
 /* Random 64-bit seed from the kernel (getrandom). */
 uint64_t check_new_seed(void);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox/jail/jail.h"
@@ -278,6 +279,8 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 	 * final object. What arrived is kept even when the harness died. */
 	json_t *rep = json_object(), *rows = json_array(), *final = NULL;
 	json_object_set_new(rep, "rows", rows);
+	/* Phase totals are cumulative: the last line that has them knows most
+	 * (a killed process leaves its row or timeout line's). */
 	for (char *line = rd.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');
 		if (nl)
@@ -287,6 +290,8 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 			json_decref(o);
 			continue;
 		}
+		if (json_is_object(json_object_get(o, "phases")))
+			json_object_set(rep, "phases", json_object_get(o, "phases"));
 		if (json_is_true(json_object_get(o, "final"))) {
 			json_decref(final);
 			final = o;
@@ -325,4 +330,35 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 	jail_result_fini(&res);
 	free(rd.buf);
 	return rc;
+}
+
+/* --- phase timings ------------------------------------------------------ */
+
+double check_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A phase total from the harness: a finite number >= 0, else 0. */
+static double phase_ms(const json_t *phases, const char *name)
+{
+	double v = json_number_value(json_object_get(phases, name));
+	return v >= 0 && v < 1e12 ? v : 0;
+}
+
+void check_phases_add_run(struct check_phases *ph, const json_t *report, double wall_ms)
+{
+	const json_t *p = json_object_get(report, "phases");
+	double load = phase_ms(p, "module_load_ms"), up = phase_ms(p, "upload_ms"),
+	       runs = phase_ms(p, "kernel_runs_ms"), down = phase_ms(p, "download_ms");
+	ph->module_load_ms += load;
+	ph->upload_ms += up;
+	ph->kernel_runs_ms += runs;
+	ph->download_ms += down;
+	/* Rounded phase totals may exceed the wall time by a hair: the start
+	 * is never negative. */
+	double rest = wall_ms - (load + up + runs + down);
+	ph->harness_start_ms += rest > 0 ? rest : 0;
 }

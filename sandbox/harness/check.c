@@ -82,6 +82,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
 	CUevent e0, e1;
 	cuEventCreate(&e0, CU_EVENT_DEFAULT);
 	cuEventCreate(&e1, CU_EVENT_DEFAULT);
+	harness_phase(HARNESS_PH_KERNEL_RUNS);
 	cuEventRecord(e0, h->stream);
 	int rc = harness_prog_launch(h, p, bufs);
 	cuEventRecord(e1, h->stream);
@@ -92,6 +93,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
 		cuEventDestroy(e1);
 		return rc;
 	}
+	harness_phase(HARNESS_PH_DOWNLOAD);
 	float ms = 0;
 	cuEventElapsedTime(&ms, e0, e1);
 	cuEventDestroy(e0);
@@ -115,16 +117,25 @@ static int second_run(struct harness *h, struct harness_prog *p, struct harness_
 {
 	int rc = 0;
 	for (int k = 0; k < extra && !rc; k++) {
-		if (!(rc = harness_bufs_restore_inout(h, bufs)))
+		harness_phase(HARNESS_PH_UPLOAD);
+		if (!(rc = harness_bufs_restore_inout(h, bufs))) {
+			harness_phase(HARNESS_PH_KERNEL_RUNS);
 			rc = harness_prog_launch(h, p, bufs);
+		}
 		(*launches)++;
 	}
+	harness_phase(HARNESS_PH_KERNEL_RUNS);
 	if (!rc)
 		rc = harness_sync(h, "running the kernel (repeated launches)");
+	harness_phase(HARNESS_PH_UPLOAD);
 	if (!rc && !(rc = harness_bufs_restore_inout(h, bufs)) &&
-	    !(rc = harness_bufs_poison(h, bufs, 1)) && !(rc = harness_prog_launch(h, p, bufs)))
-		rc = harness_sync(h, "running the kernel (second run)");
+	    !(rc = harness_bufs_poison(h, bufs, 1))) {
+		harness_phase(HARNESS_PH_KERNEL_RUNS);
+		if (!(rc = harness_prog_launch(h, p, bufs)))
+			rc = harness_sync(h, "running the kernel (second run)");
+	}
 	(*launches)++;
+	harness_phase(HARNESS_PH_DOWNLOAD);
 	if (rc)
 		return rc;
 	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
@@ -145,9 +156,13 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 	struct harness_prog p;
 	struct harness_buf bufs[SPEC_MAX_TENSORS];
 	void *first_out[SPEC_MAX_TENSORS] = {0}, *second[SPEC_MAX_TENSORS] = {0};
+	harness_phase(HARNESS_PH_MODULE_LOAD);
 	int rc = harness_prog_load(h, &p, cubin, launch, launch_len);
-	if (rc)
+	harness_phase(HARNESS_PH_UPLOAD);
+	if (rc) {
+		harness_phase(HARNESS_PH_NONE);
 		return rc;
+	}
 	json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
 	json_object_set_new(tr, "guard_violations", guards);
 	json_object_set_new(tr, "inputs_modified", inputs);
@@ -165,6 +180,7 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
 			rc = compare_runs(h, t, first_out[t], second[t], prefix, trial, outs);
 out:
+	harness_phase(HARNESS_PH_NONE);
 	json_object_set_new(tr, "launches", json_integer(launches));
 	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++) {
 		free(first_out[t]);
@@ -251,6 +267,7 @@ int harness_mode_check(struct harness *h)
 					 runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
 			harness_watchdog_disarm();
 		}
+		json_object_set_new(line, "phases", harness_phases_json());
 		/* A fault or error belongs to the row it happened in. */
 		if (rc) {
 			if (json_object_get(h->report, "fault"))

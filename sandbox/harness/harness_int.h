@@ -107,4 +107,26 @@ int harness_mode_calibrate(struct harness *h);
 
 double harness_now_ms(void);
 
+/* The phase clock: where the harness's time goes, reported to the daemon
+ * as "phases" ({"module_load_ms", "upload_ms", "kernel_runs_ms",
+ * "download_ms"}, totals since the process started) in every check-mode
+ * row line, the watchdog's timeout line and the final report. Time outside
+ * these phases (CUDA initialisation, freeing, exit) is not counted here:
+ * the daemon reports it as the harness's start. */
+enum harness_phase {
+	HARNESS_PH_NONE = -1,
+	HARNESS_PH_MODULE_LOAD, /* cuModuleLoad, resolving the kernels */
+	HARNESS_PH_UPLOAD,	/* allocating, inputs from the seed, poison, canaries */
+	HARNESS_PH_KERNEL_RUNS, /* launches until the stream is idle */
+	HARNESS_PH_DOWNLOAD,	/* outputs back, guard and input checks, output files */
+	HARNESS_PH_N
+};
+
+/* Ends the running phase (its time is added to its total) and starts p
+ * (HARNESS_PH_NONE: none). Thread-safe against the watchdog's reading. */
+void harness_phase(enum harness_phase p);
+
+/* The totals so far, the running phase included, as a new JSON object. */
+json_t *harness_phases_json(void);
+
 #endif

@@ -27,6 +27,57 @@ double harness_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* --- the phase clock ---------------------------------------------------- */
+
+static const char *const PHASE_NAMES[HARNESS_PH_N] = {"module_load_ms", "upload_ms",
+						      "kernel_runs_ms", "download_ms"};
+
+/* Nanosecond totals and the running phase; atomic because the watchdog
+ * reads them while the main thread is stuck in a kernel. */
+static struct {
+	atomic_llong ns[HARNESS_PH_N];
+	atomic_int cur; /* enum harness_phase */
+	atomic_llong since_ns;
+} ph = {.cur = HARNESS_PH_NONE};
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void harness_phase(enum harness_phase p)
+{
+	long long now = now_ns();
+	int c = atomic_load(&ph.cur);
+	if (c >= 0 && c < HARNESS_PH_N)
+		atomic_fetch_add(&ph.ns[c], now - atomic_load(&ph.since_ns));
+	atomic_store(&ph.since_ns, now);
+	atomic_store(&ph.cur, (int)p);
+}
+
+/* The totals in ms, the running phase's time so far included. */
+static void phases_now(double ms[HARNESS_PH_N])
+{
+	long long now = now_ns();
+	int c = atomic_load(&ph.cur);
+	for (int i = 0; i < HARNESS_PH_N; i++)
+		ms[i] = (double)atomic_load(&ph.ns[i]) / 1e6;
+	if (c >= 0 && c < HARNESS_PH_N)
+		ms[c] += (double)(now - atomic_load(&ph.since_ns)) / 1e6;
+}
+
+json_t *harness_phases_json(void)
+{
+	double ms[HARNESS_PH_N];
+	phases_now(ms);
+	json_t *o = json_object();
+	for (int i = 0; i < HARNESS_PH_N; i++)
+		json_object_set_new(o, PHASE_NAMES[i], json_real(ms[i]));
+	return o;
+}
+
 const char *harness_cu_name(CUresult r)
 {
 	const char *n = NULL;
@@ -257,10 +308,10 @@ void harness_send_line(struct harness *h, const json_t *obj)
 	free(text);
 }
 
-/* The watchdog: a trial that runs past row_timeout_ms (a hung kernel)
- * reports {"row": i, "timeout": true} and ends the process, which is the
- * only way to stop a running kernel; the daemon starts a new process for
- * the remaining rows. */
+/* The watchdog: a check trial (or a whole benchmark size) that runs past
+ * row_timeout_ms (a hung kernel) reports {"row": i, "timeout": true} with
+ * the phase totals and ends the process, which is the only way to stop a
+ * running kernel. */
 static struct {
 	atomic_llong deadline_ms; /* 0 = disarmed */
 	atomic_long row;
@@ -275,10 +326,19 @@ static void *watchdog(void *arg)
 		usleep(20000);
 		long long d = atomic_load(&wd.deadline_ms);
 		if (d && (long long)harness_now_ms() > d) {
-			char line[128];
+			/* Formatted on the stack: the hung thread may hold the
+			 * allocator's lock. */
+			_Static_assert(HARNESS_PH_N == 4, "the timeout line names 4 phases");
+			double ms[HARNESS_PH_N];
+			phases_now(ms);
+			char line[400];
 			int n = snprintf(line, sizeof line,
-					 "{\"row\":%ld,\"timeout\":true,\"timeout_ms\":%lld}\n",
-					 atomic_load(&wd.row), wd.limit_ms);
+					 "{\"row\":%ld,\"timeout\":true,\"timeout_ms\":%lld,"
+					 "\"phases\":{\"%s\":%.3f,\"%s\":%.3f,\"%s\":%.3f,"
+					 "\"%s\":%.3f}}\n",
+					 atomic_load(&wd.row), wd.limit_ms, PHASE_NAMES[0], ms[0],
+					 PHASE_NAMES[1], ms[1], PHASE_NAMES[2], ms[2],
+					 PHASE_NAMES[3], ms[3]);
 			pthread_mutex_lock(&send_mu);
 			write_all(wd.fd, line, (size_t)n);
 			_exit(0);
@@ -416,9 +476,14 @@ run:
 	if (strcmp(mode, "check") == 0) {
 		watchdog_start(&h);
 		rc = harness_mode_check(&h);
-	} else if (strcmp(mode, "bench") == 0)
+	} else if (strcmp(mode, "bench") == 0) {
+		/* One watchdog for the whole size: its line says where the time
+		 * of a hang went, which the jail's kill could not. */
+		watchdog_start(&h);
+		harness_watchdog_arm(0);
 		rc = harness_mode_bench(&h);
-	else if (strcmp(mode, "calibrate") == 0)
+		harness_watchdog_disarm();
+	} else if (strcmp(mode, "calibrate") == 0)
 		rc = harness_mode_calibrate(&h);
 	else {
 		json_object_set_new(h.report, "error", json_string("job.json: unknown mode"));
@@ -426,6 +491,8 @@ run:
 	}
 	json_object_set_new(h.report, "harness_ms", json_real(harness_now_ms() - t0));
 out:
+	harness_phase(HARNESS_PH_NONE);
+	json_object_set_new(h.report, "phases", harness_phases_json());
 	json_object_set_new(h.report, "ok", json_boolean(rc == 0));
 	fflush(stdout);
 	json_object_set_new(h.report, "final", json_true());

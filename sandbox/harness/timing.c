@@ -177,11 +177,15 @@ static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
 	json_object_set_new(v, "inputs_modified", inputs);
 	json_object_set_new(v, "outputs", outs);
 	int rc;
+	harness_phase(HARNESS_PH_UPLOAD);
 	if ((rc = harness_bufs_fill_inputs(h, bufs, vseed)) ||
-	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)) ||
-	    (rc = harness_prog_launch(h, &br->prog[0], bufs)) ||
+	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)))
+		return rc;
+	harness_phase(HARNESS_PH_KERNEL_RUNS);
+	if ((rc = harness_prog_launch(h, &br->prog[0], bufs)) ||
 	    (rc = harness_sync(h, "the verification run after timing")))
 		return rc;
+	harness_phase(HARNESS_PH_DOWNLOAD);
 	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
 	    (rc = harness_check_inputs(h, bufs, inputs)) < 0)
 		return rc;
@@ -288,9 +292,11 @@ int harness_mode_bench(struct harness *h)
 		return KF_ENOMEM;
 	br->flush = json_is_false(json_object_get(job, "flush_l2")) ? 0 : 1;
 	int ev_made = 0;
+	harness_phase(HARNESS_PH_MODULE_LOAD);
 	int rc = load_programs(h, br, cand, base);
 	if (rc)
 		goto out;
+	harness_phase(HARNESS_PH_UPLOAD);
 	if ((rc = bench_alloc(h, br, seed, max_reps)))
 		goto out;
 	for (int p = 0; p < 2; p++)
@@ -298,11 +304,13 @@ int harness_mode_bench(struct harness *h)
 			for (int k = 0; k < 2; k++)
 				cuEventCreate(&br->ev[p][b][k], CU_EVENT_DEFAULT);
 	ev_made = 1;
+	harness_phase(HARNESS_PH_KERNEL_RUNS);
 	if ((rc = warm_up(h, br, warmup_ms)) ||
 	    (rc = time_until(h, br, min_reps, max_reps, target, budget_ms)))
 		goto out;
 	rc = verify_after(h, br, vseed);
 out:
+	harness_phase(HARNESS_PH_NONE);
 	if (!json_object_get(h->report, "fault")) {
 		if (ev_made)
 			for (int p = 0; p < 2; p++)

@@ -44,7 +44,7 @@ static const char CHECK_USAGE[] =
 
 static const char BENCH_USAGE[] =
 	"usage: kforge bench SPEC.json [--size I] [--no-baseline] [--budget-ms N]\n"
-	"                    [--target F] [--warmup-ms N] [--no-flush]\n"
+	"                    [--target F] [--warmup-ms N] [--no-flush] [--timeout-s N]\n"
 	"                    [--description TEXT] [--notes TEXT] [--parent RUN_ID] [--json]\n"
 	"\n"
 	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
@@ -56,7 +56,8 @@ static const char BENCH_USAGE[] =
 	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
-	"  --no-flush        keep the L2 warm between iterations\n" META_HELP "\n" CLI_COMMON_HELP
+	"  --no-flush        keep the L2 warm between iterations\n"
+	"  --timeout-s N     per harness run (1-600, default 120)\n" META_HELP "\n" CLI_COMMON_HELP
 	"\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
@@ -192,6 +193,46 @@ static void sizes_label(const json_t *sz, char *buf, size_t cap)
 	}
 }
 
+/* "time: 2025 ms (kernel runs 1993, harness start 16, ...)" from the
+ * answer's phases, largest first, those under 0.5 ms left out. */
+static void print_phases(FILE *f, const json_t *r)
+{
+	static const struct {
+		const char *key, *label;
+	} P[] = {{"compile_ms", "compile"},
+		 {"queue_wait_ms", "queue wait"},
+		 {"harness_start_ms", "harness start"},
+		 {"module_load_ms", "module load"},
+		 {"upload_ms", "upload"},
+		 {"kernel_runs_ms", "kernel runs"},
+		 {"download_ms", "download"},
+		 {"reference_ms", "reference"},
+		 {"compare_ms", "compare"},
+		 {"history_write_ms", "history write"}};
+	enum { NP = sizeof P / sizeof P[0] };
+	const json_t *ph = json_object_get(r, "phases");
+	if (!json_is_object(ph))
+		return;
+	double ms[NP];
+	int order[NP];
+	for (int i = 0; i < NP; i++) {
+		ms[i] = json_number_value(json_object_get(ph, P[i].key));
+		order[i] = i;
+		for (int j = i; j > 0 && ms[order[j]] > ms[order[j - 1]]; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	}
+	fprintf(f, "time: %.0f ms", json_number_value(json_object_get(ph, "total_ms")));
+	int shown = 0;
+	for (int i = 0; i < NP; i++)
+		if (ms[order[i]] >= 0.5)
+			fprintf(f, "%s%s %.0f", shown++ ? ", " : " (", P[order[i]].label,
+				ms[order[i]]);
+	fprintf(f, "%s\n", shown ? ")" : "");
+}
+
 /* One line per size: the worst errors over its trials and outputs, and the
  * safeguards that fired. */
 static void print_check(FILE *f, const json_t *r)
@@ -255,6 +296,7 @@ static void print_check(FILE *f, const json_t *r)
 	}
 	if (json_object_get(r, "kernel_stdout"))
 		fprintf(f, "kernel stdout:\n%s\n", str(r, "kernel_stdout"));
+	print_phases(f, r);
 	if (json_object_get(r, "run_id"))
 		fprintf(f, "run: %s\n", str(r, "run_id"));
 }
@@ -310,6 +352,7 @@ static void print_bench(FILE *f, const json_t *r)
 		fprintf(f, "flag %s: %s\n", k, json_string_value(v));
 	if (json_object_get(r, "method"))
 		fprintf(f, "method: %s\n", str(r, "method"));
+	print_phases(f, r);
 	if (json_object_get(r, "run_id"))
 		fprintf(f, "run: %s\n", str(r, "run_id"));
 }
@@ -497,6 +540,9 @@ static int bench_main(int argc, char **argv)
 				json_object_set_new(args, "warmup_ms", json_real(d));
 		} else if (meta_opt(argc, argv, &i, &missing, args)) {
 			continue;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
+			if (!(rc = num_opt("bench", "--timeout-s", v, 1, 600, &d)))
+				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
 		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
 			json_object_set_new(args, "baseline", json_false());
 		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {

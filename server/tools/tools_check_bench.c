@@ -74,6 +74,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
 		return tools_exec_forward(ctx, "check_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
+	double start = check_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -98,8 +99,10 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	*out = tools_check_json(&res);
 	check_result_fini(&res);
 	answer_error(rc, err, out);
+	double th = check_now_ms();
 	tools_runs_record_meta(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
 			       tools_runs_now_ms() - t0, &meta, NULL);
+	tools_check_phases_finish(*out, check_now_ms() - th, check_now_ms() - start);
 	return rc;
 }
 
@@ -109,6 +112,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
 		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
+	double start = check_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -136,8 +140,10 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	*out = tools_bench_json(&res);
 	bench_result_fini(&res);
 	answer_error(rc, err, out);
+	double th = check_now_ms();
 	tools_runs_record_meta(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
 			       tools_runs_now_ms() - t0, &meta, NULL);
+	tools_check_phases_finish(*out, check_now_ms() - th, check_now_ms() - start);
 	return rc;
 }
 

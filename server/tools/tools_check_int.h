@@ -12,15 +12,20 @@
 /* The check_kernel answer for res (borrowed): "summary" first (the one-line
  * verdict), then passed, sizes with their trials, the safeguards that
  * fired, flags, tolerances, the reference, the compile, the device, the
- * kernel's printf output and the case to replay. A compile failure is
- * {summary, passed, failed_stage, compile}. Returns new JSON, or NULL when
+ * phase timings, the kernel's printf output and the case to replay. A
+ * compile failure is {summary, passed, failed_stage, compile, phases}. Returns new JSON, or NULL when
  * res->answer is CHECK_ANSWER_NONE or on ENOMEM. */
 json_t *tools_check_json(const struct check_result *res);
 
 /* The benchmark_kernel answer for res (borrowed): "summary" first, the
  * first size's figures, sizes, safeguards, flags, the baseline, peaks,
- * ceilings, the device, the method and passed. A compile failure as
+ * ceilings, the device, the method, the phase timings and passed. A compile failure as
  * tools_check_json. Returns new JSON, or NULL (no answer, ENOMEM). */
 json_t *tools_bench_json(const struct bench_result *res);
+
+/* Adds the tool layer's own phases to answer's "phases" (borrowed answer;
+ * nothing when it has none): history_write_ms (recording the run, so the
+ * stored record itself lacks it) and total_ms (the whole call). */
+void tools_check_phases_finish(json_t *answer, double history_write_ms, double total_ms);
 
 #endif

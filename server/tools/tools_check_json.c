@@ -35,15 +35,55 @@ static void hex_seed(uint64_t seed, char *buf, size_t cap)
 	snprintf(buf, cap, "%016" PRIx64, seed);
 }
 
-static json_t *compile_failure_json(const struct check_compile_failure *cf)
+/* A phase time: ms rounded to the microsecond (what the clocks resolve
+ * usefully; the rest is noise in an answer meant to be read). */
+static json_t *ms_json(double ms)
+{
+	return json_real(round(ms * 1e3) / 1e3);
+}
+
+static json_t *phases_json(const struct check_phases *ph)
+{
+	const struct {
+		const char *name;
+		double ms;
+	} P[] = {
+		{"compile_ms", ph->compile_ms},
+		{"queue_wait_ms", ph->queue_wait_ms},
+		{"harness_start_ms", ph->harness_start_ms},
+		{"module_load_ms", ph->module_load_ms},
+		{"upload_ms", ph->upload_ms},
+		{"kernel_runs_ms", ph->kernel_runs_ms},
+		{"download_ms", ph->download_ms},
+		{"reference_ms", ph->reference_ms},
+		{"compare_ms", ph->compare_ms},
+	};
+	json_t *o = json_object();
+	for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
+		json_object_set_new(o, P[i].name, ms_json(P[i].ms));
+	return o;
+}
+
+void tools_check_phases_finish(json_t *answer, double history_write_ms, double total_ms)
+{
+	json_t *ph = json_object_get(answer, "phases");
+	if (!json_is_object(ph))
+		return;
+	json_object_set_new(ph, "history_write_ms", ms_json(history_write_ms));
+	json_object_set_new(ph, "total_ms", ms_json(total_ms));
+}
+
+static json_t *compile_failure_json(const struct check_compile_failure *cf,
+				    const struct check_phases *ph)
 {
 	char sum[600] = "", msg[400];
 	if (cf->compile.report)
 		compile_summary(&cf->compile, sum, sizeof sum);
 	snprintf(msg, sizeof msg, "%s did not compile: %s", cf->what, sum[0] ? sum : cf->message);
 	json_t *answer = tools_compile_json(&cf->compile);
-	return json_pack("{s:s, s:b, s:s, s:o}", "summary", msg, "passed", 0, "failed_stage",
-			 "compile", "compile", answer ? answer : json_null());
+	return json_pack("{s:s, s:b, s:s, s:o, s:o}", "summary", msg, "passed", 0, "failed_stage",
+			 "compile", "compile", answer ? answer : json_null(), "phases",
+			 phases_json(ph));
 }
 
 static json_t *safeguards_json(const struct check_run *run)
@@ -218,7 +258,7 @@ static const char *reference_name(enum spec_ref_kind k)
 json_t *tools_check_json(const struct check_result *res)
 {
 	if (res->answer == CHECK_ANSWER_COMPILE)
-		return compile_failure_json(&res->compile_failed);
+		return compile_failure_json(&res->compile_failed, &res->phases);
 	if (res->answer != CHECK_ANSWER_VERDICT)
 		return NULL;
 	char summary[900];
@@ -242,6 +282,7 @@ json_t *tools_check_json(const struct check_result *res)
 				      res->compile.arch));
 	if (res->device.present)
 		json_object_set_new(out, "device", device_json(&res->device));
+	json_object_set_new(out, "phases", phases_json(&res->phases));
 	if (res->kernel_stdout)
 		json_object_set_new(out, "kernel_stdout", json_string(res->kernel_stdout));
 	if (!res->passed && res->fail_size >= 0) {
@@ -402,7 +443,7 @@ static json_t *ceilings_json(const struct bench_peaks *pk)
 json_t *tools_bench_json(const struct bench_result *res)
 {
 	if (res->answer == CHECK_ANSWER_COMPILE)
-		return compile_failure_json(&res->compile_failed);
+		return compile_failure_json(&res->compile_failed, &res->phases);
 	if (res->answer != CHECK_ANSWER_VERDICT)
 		return NULL;
 	json_t *out = json_object(), *sizes = json_array();
@@ -438,6 +479,7 @@ json_t *tools_bench_json(const struct bench_result *res)
 			     res->flushed ? "flushed before each timed run" : "not flushed",
 			     res->have_base ? " and baseline" : "", 100 * res->target_rel_se,
 			     res->budget_ms));
+	json_object_set_new(out, "phases", phases_json(&res->phases));
 	if (!res->passed) {
 		char bad[400], sm[900];
 		bench_first_bad(res, bad, sizeof bad);

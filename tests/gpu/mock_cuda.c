@@ -3,7 +3,8 @@
  * (tests/gpu/mock_check.sh): device memory is host memory, modules are
  * files that must exist, and "kernels" are C functions looked up by name
  * (axpb, ref_axpb). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
- * oob, mutate, fault, hang. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
+ * oob, mutate, fault, hang; refhang: axpb is right and ref_axpb (the CUDA
+ * reference) never finishes. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
  * many devices it shows, each with its own UUID and PCI bus id (the GPU
  * pool's tests). It reports itself as "kforge mock GPU" and is
  * never used outside these tests: the figures it produces are not GPU
@@ -167,6 +168,10 @@ static void k_ref_axpb(void **p, unsigned threads)
 	const float *x = *(float **)p[1], *w = *(float **)p[2];
 	float s = *(float *)p[3];
 	int n = *(int *)p[4];
+	const char *mode = getenv("MOCK_CUDA_AXPB");
+	if (mode && !strcmp(mode, "refhang"))
+		for (;;)
+			sleep(1);
 	for (unsigned i = 0; i < threads && (int)i < n; i++)
 		y[i] = s * x[i] + w[i];
 }

@@ -61,6 +61,14 @@ check() {
 	if [ "$code" != "$want" ] || ! python3 -c "
 import json, sys
 r = json.load(open('$T/out.json'))
+PH = ['compile_ms', 'queue_wait_ms', 'harness_start_ms', 'module_load_ms', 'upload_ms',
+      'kernel_runs_ms', 'download_ms', 'reference_ms', 'compare_ms']
+def phased(r):
+    # every phase a number >= 0; disjoint parts of the call: their sum is within its total
+    p = r['phases']
+    allp = PH + ['history_write_ms', 'total_ms']
+    return sorted(p) == sorted(allp) and all(p[k] >= 0 for k in allp) and \
+        sum(p[k] for k in PH + ['history_write_ms']) <= p['total_ms'] + 0.01
 assert $assertion, r.get('summary')
 " 2>>"$T/err"; then
 		echo "FAIL proto_gpu_mock: $cmd with axpb=$mode: exit $code (want $want)"
@@ -70,19 +78,55 @@ assert $assertion, r.get('summary')
 		echo "ok   proto_gpu_mock: $cmd with axpb=$mode"
 	fi
 }
-check ok check 0 "r['passed'] and len(r['sizes']) == 3 and r['sizes'][2]['odd_size'] and r['device']['name'] == 'kforge mock GPU'"
+check ok check 0 "r['passed'] and len(r['sizes']) == 3 and r['sizes'][2]['odd_size'] and r['device']['name'] == 'kforge mock GPU' and phased(r) and r['phases']['harness_start_ms'] > 0"
+# The run record keeps the phases (all but its own write, timed after it).
+run_id=$(python3 -c "import json; print(json.load(open('$T/out.json'))['run_id'])")
+if "$BIN" runs show "$run_id" --data-dir "$T/data" --json >"$T/run.json" 2>>"$T/err" &&
+	python3 -c "
+import json
+p = json.load(open('$T/run.json'))['run']['result']['phases']
+assert 'kernel_runs_ms' in p and 'compile_ms' in p and 'history_write_ms' not in p, p
+"; then
+	echo "ok   proto_gpu_mock: the run record keeps the phases"
+else
+	echo "FAIL proto_gpu_mock: the run record keeps the phases"
+	fail=1
+fi
 check partial check 1 "'coverage' in r['safeguards_fired'] and 'never written' in r['summary'] and r['replay']['seed']"
 check oob check 1 "'out_of_bounds' in r['safeguards_fired'] and 'wrote past the end' in r['summary']"
 check mutate check 1 "'input_modified' in r['safeguards_fired']"
 check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
-check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary']" --timeout-s 2 --trials 1 --no-odd-size
+# The first hang decides the verdict: later sizes (the odd one too) are not
+# run, naming the size that hung. Its time is the kernel runs' (the
+# watchdog's line reports it), not the harness start's.
+HUNG="[t['safeguards'][0]['name'] for s in r['sizes'] for t in s['trials']] == ['timeout', 'not_run', 'not_run'] and 'did not finish at N=100000' in r['sizes'][2]['trials'][0]['safeguards'][0]['message'] and r['sizes'][2]['odd_size']"
+HANG_TIME="phased(r) and r['phases']['module_load_ms'] + r['phases']['upload_ms'] + r['phases']['kernel_runs_ms'] >= 1990 and r['phases']['harness_start_ms'] < r['phases']['kernel_runs_ms']"
+check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary'] and $HUNG and $HANG_TIME" --timeout-s 2 --trials 1
+# A hung CUDA reference: the sizes after it are compared against nothing,
+# and say why, instead of waiting for the reference's watchdog each.
+check refhang check 1 "[t['safeguards'][-1]['message'] for s in r['sizes'] for t in s['trials']] == ['the reference could not be computed: the CUDA reference did not finish within 2000 ms: the harness was killed'] + ['the reference could not be computed: not run: the CUDA reference did not finish at N=100000'] * 2 and r['phases']['reference_ms'] >= 1990" --timeout-s 2 --trials 1
+check refhang bench 1 "[s['verification']['note'] for s in r['sizes']] == ['outputs not compared: the CUDA reference failed: the CUDA reference did not finish within 2000 ms', 'outputs not compared: the CUDA reference failed: not run: the CUDA reference did not finish at N=100000']" \
+	--budget-ms 50 --timeout-s 2 --no-baseline
 check ok check 0 "r['passed']" --trials 1
 check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' and len(r['sizes']) == 1" \
 	--replay-size N=4097 --replay-seed ff
-check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified']" \
+check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified'] and phased(r) and r['phases']['kernel_runs_ms'] > 0" \
 	--budget-ms 50 --size 1
 check partial bench 1 "not r['passed'] and 'verification after timing' not in r['summary'] and 'failed verification' in r['summary']" \
 	--budget-ms 50 --size 1
+check hang bench 1 "[s['safeguards'][0]['name'] for s in r['sizes']] == ['timeout', 'not_run'] and 'did not finish at N=100000' in r['sizes'][1]['safeguards'][0]['message'] and 'within 2000 ms' in r['summary'] and $HANG_TIME" \
+	--budget-ms 50 --timeout-s 2
+# Without --json the CLI prints where the time went, largest first.
+printf ok >"$T/mode"
+if LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" check "$T/axpb.json" \
+	--data-dir "$T/data" --sandbox=none --trials 1 >"$T/out.txt" 2>>"$T/err" &&
+	grep -Eq '^time: [0-9]+ ms \(.*harness start [0-9]+' "$T/out.txt"; then
+	echo "ok   proto_gpu_mock: kforge check prints its phases"
+else
+	echo "FAIL proto_gpu_mock: kforge check prints its phases"
+	cat "$T/out.txt"
+	fail=1
+fi
 SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
 SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1

@@ -124,6 +124,34 @@ START_TEST(compare_flags_reference_that_zeros_would_pass)
 }
 END_TEST
 
+START_TEST(phases_add_the_harness_own_and_the_rest_as_its_start)
+{
+	struct check_phases ph = {.reference_ms = 5};
+	json_t *rep = json_pack("{s:{s:f, s:f, s:f, s:f}}", "phases", "module_load_ms", 1.0,
+				"upload_ms", 2.0, "kernel_runs_ms", 30.0, "download_ms", 4.0);
+	check_phases_add_run(&ph, rep, 50);
+	check_phases_add_run(&ph, rep, 40);
+	ck_assert(ph.module_load_ms == 2 && ph.upload_ms == 4 && ph.kernel_runs_ms == 60 &&
+		  ph.download_ms == 8);
+	ck_assert(ph.harness_start_ms == 13 + 3);
+	ck_assert(ph.reference_ms == 5 && ph.compile_ms == 0);
+	/* Phases past the wall time (rounding) leave the start at 0 rather
+	 * than below; a run that died before reporting is all start. */
+	struct check_phases z = {0};
+	check_phases_add_run(&z, rep, 36.5);
+	ck_assert(z.harness_start_ms == 0 && z.kernel_runs_ms == 30);
+	check_phases_add_run(&z, NULL, 12);
+	ck_assert(z.harness_start_ms == 12 && z.kernel_runs_ms == 30);
+	/* Nonsense from the harness counts as nothing. */
+	json_object_set_new(json_object_get(rep, "phases"), "upload_ms", json_real(-7));
+	json_object_set_new(json_object_get(rep, "phases"), "download_ms", json_string("x"));
+	struct check_phases w = {0};
+	check_phases_add_run(&w, rep, 100);
+	ck_assert(w.upload_ms == 0 && w.download_ms == 0 && w.harness_start_ms == 69);
+	json_decref(rep);
+}
+END_TEST
+
 START_TEST(format_index_writes_row_major_coordinates)
 {
 	int64_t dims[2] = {3, 5};
@@ -312,6 +340,9 @@ static Suite *judge_suite(void)
 	tcase_add_test(tc, compare_flags_near_constant_reference);
 	tcase_add_test(tc, compare_flags_reference_that_zeros_would_pass);
 	suite_add_tcase(s, tc);
+	TCase *ph = tcase_create("phases");
+	tcase_add_test(ph, phases_add_the_harness_own_and_the_rest_as_its_start);
+	suite_add_tcase(s, ph);
 	TCase *fi = tcase_create("format_index");
 	tcase_add_test(fi, format_index_writes_row_major_coordinates);
 	suite_add_tcase(s, fi);

@@ -319,6 +319,66 @@ START_TEST(bench_answer_headlines_the_first_timed_size_or_the_first_failure)
 }
 END_TEST
 
+/* The value of phases.name in answer j. */
+static double phase(const json_t *j, const char *name)
+{
+	const json_t *v = json_object_get(json_object_get(j, "phases"), name);
+	ck_assert_msg(json_is_number(v), "phases.%s missing", name);
+	return json_number_value(v);
+}
+
+static const char *const PHASES[] = {"compile_ms",     "queue_wait_ms", "harness_start_ms",
+				     "module_load_ms", "upload_ms",	"kernel_runs_ms",
+				     "download_ms",    "reference_ms",	"compare_ms"};
+
+START_TEST(answers_carry_every_phase_and_the_tool_layer_adds_its_own)
+{
+	struct check_result res;
+	two_sizes(&res);
+	res.phases = (struct check_phases){.compile_ms = 1,
+					   .queue_wait_ms = 2,
+					   .harness_start_ms = 3,
+					   .module_load_ms = 4,
+					   .upload_ms = 5,
+					   .kernel_runs_ms = 6,
+					   .download_ms = 7,
+					   .reference_ms = 8,
+					   .compare_ms = 9.0004};
+	json_t *j = tools_check_json(&res);
+	ck_assert_int_eq(json_object_size(json_object_get(j, "phases")), 9);
+	for (size_t i = 0; i < sizeof PHASES / sizeof PHASES[0]; i++)
+		ck_assert(phase(j, PHASES[i]) == (double)(i + 1));
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "phases"), "history_write_ms"));
+	tools_check_phases_finish(j, 0.25, 70.5);
+	ck_assert(phase(j, "history_write_ms") == 0.25);
+	ck_assert(phase(j, "total_ms") == 70.5);
+	json_decref(j);
+	check_result_fini(&res);
+
+	/* A benchmark too, and a compile failure: how long the compile took. */
+	struct bench_result b = {.answer = CHECK_ANSWER_VERDICT, .fail_size = -1, .passed = 1};
+	b.phases.kernel_runs_ms = 1000;
+	j = tools_bench_json(&b);
+	ck_assert(phase(j, "kernel_runs_ms") == 1000);
+	ck_assert(phase(j, "compile_ms") == 0);
+	json_decref(j);
+	b.answer = CHECK_ANSWER_COMPILE;
+	b.compile_failed.what = "the candidate";
+	b.phases.compile_ms = 812.5;
+	j = tools_bench_json(&b);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "failed_stage")), "compile");
+	ck_assert(phase(j, "compile_ms") == 812.5);
+	json_decref(j);
+	bench_result_fini(&b);
+
+	/* An answer without phases (an error result) is left alone. */
+	json_t *e = json_pack("{s:s}", "summary", "no usable GPU");
+	tools_check_phases_finish(e, 1, 2);
+	ck_assert_ptr_null(json_object_get(e, "phases"));
+	json_decref(e);
+}
+END_TEST
+
 START_TEST(compile_timeout_answer_names_the_limit_and_keeps_the_log_tail)
 {
 	struct compile_result res = {.timed_out = 1, .timeout_ms = 1500, .sandbox = "none"};
@@ -360,6 +420,7 @@ static Suite *tools_gpu_suite(void)
 	tcase_add_test(a, check_answer_blames_only_the_odd_size_and_gives_its_replay);
 	tcase_add_test(a, bench_answer_headlines_the_first_timed_size_or_the_first_failure);
 	tcase_add_test(a, compile_timeout_answer_names_the_limit_and_keeps_the_log_tail);
+	tcase_add_test(a, answers_carry_every_phase_and_the_tool_layer_adds_its_own);
 	suite_add_tcase(s, a);
 	return s;
 }
