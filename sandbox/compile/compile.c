@@ -304,7 +304,9 @@ static void compute_key(const struct compiler *cc, const struct compile_req *req
 {
 	struct cache_sha256 s;
 	cache_sha256_init(&s);
-	const char tag[] = "kforge-compile/1";
+	/* The stored result's format is part of the key: /2 names occupancy
+	 * entries as get_gpu_specs does (block_threads, limiting). */
+	const char tag[] = "kforge-compile/2";
 	cache_sha256_update(&s, tag, sizeof tag);
 	cache_sha256_update(&s, cc->version, strlen(cc->version) + 1);
 	cache_sha256_update(&s, arch, strlen(arch) + 1);

@@ -566,12 +566,12 @@ static json_t *occupancy_json(const struct compile_parse_in *in, const struct ki
 	for (size_t i = 0; i < 4; i++) {
 		int bs = sizes[i];
 		json_t *o = json_object();
-		json_object_set_new(o, "block_size", json_integer(bs));
+		json_object_set_new(o, "block_threads", json_integer(bs));
 		int bound = k->reqntid ? k->reqntid : k->maxntid;
 		if (bound && bs > bound) {
 			json_object_set_new(o, "blocks_per_sm", json_integer(0));
 			json_object_set_new(o, "occupancy", json_real(0));
-			json_object_set_new(o, "limited_by", json_string("launch_bounds"));
+			json_object_set_new(o, "limiting", json_string("launch_bounds"));
 			json_array_append_new(arr, o);
 			continue;
 		}
@@ -583,7 +583,7 @@ static json_t *occupancy_json(const struct compile_parse_in *in, const struct ki
 		json_object_set_new(o, "blocks_per_sm", json_integer(r.blocks_per_sm));
 		json_object_set_new(o, "occupancy",
 				    json_real((double)(int)(r.occupancy * 1000 + 0.5) / 1000));
-		json_object_set_new(o, "limited_by", json_string(r.limiting_name));
+		json_object_set_new(o, "limiting", json_string(r.limiting_name));
 		json_array_append_new(arr, o);
 		if (bs == 256 && r.limiting == KB_OCC_LIMIT_REGS && r.occupancy < 0.5) {
 			char w[400];
