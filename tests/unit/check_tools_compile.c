@@ -72,9 +72,9 @@ START_TEST(compile_result_is_structured_and_recorded)
 	if (g_app->kb) {
 		json_t *occ = json_object_get(k, "occupancy");
 		ck_assert_int_eq(json_array_size(occ), 4);
-		ck_assert_int_eq(
-			json_integer_value(json_object_get(json_array_get(occ, 0), "block_threads")),
-			128);
+		ck_assert_int_eq(json_integer_value(
+					 json_object_get(json_array_get(occ, 0), "block_threads")),
+				 128);
 		ck_assert(json_real_value(json_object_get(json_array_get(occ, 1), "occupancy")) >
 			  0.5);
 		/* One occupancy shape: the names get_gpu_specs' occupancy uses. */
