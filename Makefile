@@ -283,22 +283,39 @@ asan:
 		LDFLAGS="-fsanitize=address,undefined" \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 test
 
-# libFuzzer targets for the JSON-RPC parser and the schema validator, each
-# run for FUZZ_SECONDS from the seeds in tests/fuzz/seeds (clang needed).
-FUZZ_SECONDS ?= 30
+# libFuzzer targets (tests/fuzz/fuzz_<t>.c), each linked with the sources it
+# exercises, built by clang with ASan+UBSan and run for FUZZ_SECONDS from its
+# seeds (tests/fuzz/seeds/<t>: test inputs and every crash ever found) and
+# its dictionary (tests/fuzz/<t>.dict) where there is one. CI runs them for
+# a short budget (.ci/run); `make fuzz` longer. New inputs libFuzzer finds
+# stay in build-fuzz/corpus_<t> between runs.
+FUZZ_SECONDS ?= 120
+FUZZ_TARGETS := flags jsonrpc schema
 FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
 FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
-fuzz:
+FUZZ_SRC_flags := sandbox/compile/compile_flags.c base/kf_err.c
+FUZZ_SRC_expr := sandbox/spec/expr.c base/kf_err.c
+FUZZ_SRC_spec := $(SRC_spec) $(SRC_kernels) $(SRC_base)
+FUZZ_SRC_mcp := $(SRC_mcp) $(SRC_base)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include -g -O1 \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_BINS := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*)
 	$(Q)command -v clang >/dev/null || $(MAKE) --no-print-directory deps
-	$(Q)mkdir -p build-fuzz
-	$(Q)for t in jsonrpc schema; do \
-		srcs=$$(case $$t in jsonrpc) echo "$(FUZZ_SRC_jsonrpc)";; schema) echo "$(FUZZ_SRC_schema)";; esac); \
-		clang -std=c11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-			-o build-fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c $$srcs -ljansson || exit 1; \
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -ljansson -lpthread -lm -ldl
+
+fuzz: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do \
 		mkdir -p build-fuzz/corpus_$$t && cp -n tests/fuzz/seeds/$$t/* build-fuzz/corpus_$$t/; \
+		dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
 		echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
-		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
-			build-fuzz/corpus_$$t 2>build-fuzz/fuzz_$$t.log || { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=build-fuzz/crash_$$t- $$dict \
+			build-fuzz/corpus_$$t 2>build-fuzz/fuzz_$$t.log || { tail -60 build-fuzz/fuzz_$$t.log; exit 1; }; \
 		grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_$$t.log; \
 	done
 

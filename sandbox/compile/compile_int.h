@@ -16,6 +16,9 @@ struct jail;
 /* Slots in each of nvcc, nvrtc and store: the most backend arguments the
  * flags may expand to (-Xptxas=a,b,c adds two nvcc arguments per option). */
 #define COMPILE_ARGS_MAX (COMPILE_FLAGS_MAX * 2)
+/* Characters of one flag or flag value; a stored argument is one of them
+ * behind a prefix of at most 16 ("--ptxas-options="), so it always fits. */
+#define COMPILE_FLAG_MAX_LEN 150
 
 /* A request's flags, checked and rebuilt for both backends. */
 struct compile_flagset {
@@ -24,7 +27,7 @@ struct compile_flagset {
 	int nvcc_len;
 	const char *nvrtc[COMPILE_ARGS_MAX];
 	int nvrtc_len;
-	char store[COMPILE_ARGS_MAX][160];
+	char store[COMPILE_ARGS_MAX][COMPILE_FLAG_MAX_LEN + 17];
 	int store_len;
 	int debug;    /* -G */
 	int overflow; /* 1 once an append found nvcc, nvrtc or store full */

@@ -13,6 +13,7 @@
 
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
+#include "sandbox/compile/compile_int.h"
 #include "sandbox/jail/jail.h"
 
 static char data_dir[64];
@@ -402,6 +403,7 @@ static const char *const refused_flags[][3] = {
 	{"-I", "/etc", "relative"},
 	{"-I../..", NULL, "relative"},
 	{"-include", "/etc/shadow", "inside the job"},
+	{"-include", "-lcuda", "inside the job"},
 	{"--pre-include=/etc/passwd", NULL, "inside the job"},
 	{"-isystem", "/etc", "outside the job"},
 	{"-arch=sm_80", NULL, "arch field"},
@@ -471,6 +473,44 @@ START_TEST(ptxas_options_at_the_argument_cap_are_accepted)
 	const char *flags[2] = {ptxas_o3s(a, sizeof a, 33), ptxas_o3s(b, sizeof b, 31)};
 	struct kf_err err = {0};
 	ck_assert_msg(compile_check_flags(flags, 2, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(flag_values_past_the_length_cap_are_refused)
+{
+	/* A value after -D or -Xptxas was once cut to fit its slot: a long
+	 * macro name silently shortened, "-v,...,-O3X" checked as "-O3". */
+	char name[201], ptxas[200];
+	memset(name, 'A', 200);
+	name[200] = '\0';
+	size_t k = 0;
+	for (int i = 0; i < 52; i++)
+		k += (size_t)snprintf(ptxas + k, sizeof ptxas - k, "-v,");
+	snprintf(ptxas + k, sizeof ptxas - k, "-O3X");
+	const char *d[2] = {"-D", name}, *x[2] = {"-Xptxas", ptxas};
+	struct kf_err err = {0};
+	ck_assert_int_eq(compile_check_flags(d, 2, &err), KF_EINVAL);
+	ck_assert_str_eq(err.msg, "flags[1] is longer than 150 characters");
+	kf_err_clear(&err);
+	ck_assert_int_eq(compile_check_flags(x, 2, &err), KF_EINVAL);
+	ck_assert_str_eq(err.msg, "flags[1] is longer than 150 characters");
+}
+END_TEST
+
+START_TEST(flag_values_at_the_length_cap_are_passed_whole)
+{
+	char num[151], want[200];
+	memset(num, '0', 148);
+	snprintf(num + 148, 3, "64");
+	snprintf(want, sizeof want, "--maxrregcount=%s", num);
+	const char *f[2] = {"-maxrregcount", num};
+	struct compile_flagset *fs = malloc(sizeof *fs);
+	struct kf_err err = {0};
+	ck_assert_msg(compile_parse_flags(f, 2, fs, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(fs->nvcc_len, 1);
+	ck_assert_str_eq(fs->nvcc[0], want);
+	ck_assert_str_eq(fs->nvrtc[0], want);
+	free(fs);
 }
 END_TEST
 
@@ -835,6 +875,10 @@ static Suite *compile_suite(void)
 	tcase_add_test(tc, sandbox_none_is_reported_in_results);
 	tcase_add_test(tc, split_flags_splits_on_blanks);
 	suite_add_tcase(s, tc);
+	TCase *tf = tcase_create("flags");
+	tcase_add_test(tf, flag_values_past_the_length_cap_are_refused);
+	tcase_add_test(tf, flag_values_at_the_length_cap_are_passed_whole);
+	suite_add_tcase(s, tf);
 	TCase *tk = tcase_create("cache");
 	tcase_add_checked_fixture(tk, setup, teardown);
 	tcase_set_timeout(tk, 30);

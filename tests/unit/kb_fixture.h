@@ -29,11 +29,12 @@ static void setup(void)
 	struct kf_err err = {0};
 	snprintf(g_src, sizeof g_src, "%s", src && *src ? src : ".");
 	snprintf(g_dir, sizeof g_dir, "/tmp/%s.%d", KB_FIXTURE_NAME, (int)getpid());
-	snprintf(cmd, sizeof cmd,
-		 "rm -rf '%s' && mkdir -p '%s/guides' '%s/data' && cp '%s/knowledge/schema.sql' "
-		 "'%s/tests/data/kb/aliases.csv' '%s/' && cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
-		 "cp '%s'/tests/data/guides/*.md '%s/guides/'",
-		 g_dir, g_dir, g_dir, g_src, g_src, g_dir, g_src, g_dir, g_src, g_dir);
+	snprintf(
+		cmd, sizeof cmd,
+		"rm -rf '%s' && mkdir -p '%s/guides' '%s/data' && cp '%s/knowledge/schema.sql' "
+		"'%s/tests/data/kb/aliases.csv' '%s/' && cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
+		"cp '%s'/tests/data/guides/*.md '%s/guides/'",
+		g_dir, g_dir, g_dir, g_src, g_src, g_dir, g_src, g_dir, g_src, g_dir);
 	if (system(cmd) != 0)
 		abort();
 	snprintf(g_db, sizeof g_db, "%s/knowledge.db", g_dir);
