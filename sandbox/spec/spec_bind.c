@@ -322,7 +322,10 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 						cand[k] = v;
 						continue;
 					}
-					int64_t nv = which == 1 ? v - step : v + step;
+					/* Sizes are >= 1, so only v + step can
+					 * overflow; near INT64_MAX step down. */
+					int64_t nv = which == 1 || v > INT64_MAX - step ? v - step
+											: v + step;
 					if (nv < 1)
 						nv = v + step;
 					cand[k] = nv;

@@ -556,6 +556,29 @@ START_TEST(odd_size_satisfies_constraints_and_is_not_listed)
 }
 END_TEST
 
+START_TEST(odd_size_near_int64_max_stays_positive)
+{
+	/* N = 2^63 - 1 is a valid size when no shape uses it; stepping up from
+	 * it once overflowed (undefined behaviour, in practice a negative N). */
+	const char *text =
+		"{\"source\": \"x\", \"sizes\": [{\"N\": 9223372036854775807}],"
+		" \"tensors\": {\"y\": {\"dtype\": \"f32\", \"shape\": [1], \"role\": \"output\"}},"
+		" \"launch\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1],"
+		" \"args\": [\"y\", \"N:i64\"]}]}";
+	struct spec *s = NULL;
+	struct kf_err err = {0};
+	ck_assert_msg(spec_parse_text(text, strlen(text), NULL, NULL, &s, &err) == 0, "%s",
+		      err.msg);
+	for (uint64_t seed = 1; seed < 20; seed++) {
+		int64_t v[1] = {0};
+		ck_assert_msg(spec_odd_size(s, NULL, seed, v, &err) == 0, "%s", err.msg);
+		ck_assert_int_ge(v[0], 1);
+		ck_assert_int_ne(v[0], INT64_MAX);
+	}
+	spec_free(s);
+}
+END_TEST
+
 START_TEST(fill_is_deterministic_per_seed_and_tensor)
 {
 	struct spec_tensor t = {.name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL};
@@ -855,6 +878,7 @@ static Suite *spec_suite(void)
 	suite_add_tcase(s, o);
 	TCase *b = tcase_create("bind");
 	tcase_add_test(b, odd_size_satisfies_constraints_and_is_not_listed);
+	tcase_add_test(b, odd_size_near_int64_max_stays_positive);
 	tcase_add_test(b, fill_is_deterministic_per_seed_and_tensor);
 	tcase_add_test(b, default_tolerances_are_per_dtype);
 	tcase_add_test(b, parallel_fill_of_large_tensors_matches_element_by_element);
