@@ -290,7 +290,7 @@ asan:
 # a short budget (.ci/run); `make fuzz` longer. New inputs libFuzzer finds
 # stay in build-fuzz/corpus_<t> between runs.
 FUZZ_SECONDS ?= 120
-FUZZ_TARGETS := flags expr spec jsonrpc schema
+FUZZ_TARGETS := flags expr spec jsonrpc schema mcp
 FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
 FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
 FUZZ_SRC_flags := sandbox/compile/compile_flags.c base/kf_err.c
