@@ -278,7 +278,10 @@ run: deps-auto
 # -O1 changes GCC's value-range view, so -Wformat-truncation (bounded
 # snprintf by design) fires where -O2 does not; it is off for this build only.
 # halt_on_error makes UBSan findings fail the run like ASan's.
-asan:
+# The fatbin is device code, which the sanitizers do not see: build-asan
+# takes build's instead of running nvcc a second time.
+asan: $(FATBIN)
+	$(Q)mkdir -p build-asan/kernels && cp -p $(FATBIN) build-asan/kernels/
 	$(MAKE) B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -Wno-format-truncation" \
 		LDFLAGS="-fsanitize=address,undefined" \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 test
