@@ -213,6 +213,14 @@ $(B)/tests/unit/check_%: $(B)/tests/unit/check_%.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
 
+# The failing-allocator suite counts every allocation kforge's code makes:
+# the linker sends malloc & co. to tests/unit/failalloc.c.
+FAILALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+	-Wl,--wrap=json_loads,--wrap=json_loadb,--wrap=json_load_file
+$(B)/tests/unit/check_failalloc: $(B)/tests/unit/check_failalloc.o $(B)/tests/unit/failalloc.o $(ALL_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(FAILALLOC_WRAP) $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
+
 # Environment every test run sees: where the built pieces are.
 TEST_ENV = KFORGE_BIN=$(abspath $(BIN)) KFORGE_HARNESS=$(abspath $(HARNESS)) \
 	KFORGE_KB=$(abspath $(KB_DB)) KFORGE_SRC=$(abspath .)

@@ -93,6 +93,11 @@ void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf,
 		snprintf(buf + n, cap - n, "]");
 }
 
+/* Set when check_fire could not record a safeguard (out of memory): the
+ * judge counts fired safeguards from the list, so a lost one must fail the
+ * run instead of letting it pass. Per thread: one judge runs per thread. */
+static __thread int fire_lost;
+
 /* Adds a fired safeguard {name, message} to a trial and to the global set. */
 void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
 {
@@ -101,7 +106,8 @@ void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "message", msg));
+	if (json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "message", msg)))
+		fire_lost = 1;
 	if (fired && !json_object_get(fired, name))
 		json_object_set_new(fired, name, json_string(msg));
 }
@@ -223,6 +229,20 @@ static void judge_output_runs(const struct spec *s, const struct spec_bound *b, 
 	}
 }
 
+/* The safeguards in sg that fail a run (all but hints); an entry without a
+ * name counts. */
+static size_t count_fired(const json_t *sg)
+{
+	size_t i, n = 0;
+	const json_t *v;
+	json_array_foreach(sg, i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		if (!name || strcmp(name, "precision_hint") != 0)
+			n++;
+	}
+	return n;
+}
+
 /* Judges one trial from the harness report and the reference. Returns 1
  * when it passed. */
 int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
@@ -233,12 +253,11 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		const char *dir;
 		struct spec_bound b;
 	} rr = {dir, *b}, *r = &rr;
+	fire_lost = 0;
 	json_t *sg = json_array();
 	json_object_set_new(out_tr, "safeguards", sg);
 	json_t *outs_j = json_object();
 	json_object_set_new(out_tr, "outputs", outs_j);
-	const json_t *v;
-	size_t i;
 	judge_guards(tr, sg, fired);
 	judge_inputs(s, b, tr, sg, fired);
 	const json_t *houts = json_object_get(tr, "outputs");
@@ -340,10 +359,9 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 			json_object_set_new(flags, "weak_reference", json_string(m));
 		}
 	}
-	size_t nsg = 0;
-	json_array_foreach(sg, i, v)
-		if (strcmp(json_string_value(json_object_get(v, "name")), "precision_hint") != 0)
-			nsg++;
-	json_object_set_new(out_tr, "passed", json_boolean(nsg == 0));
-	return nsg == 0;
+	/* Without the list, or with a safeguard lost, the verdict is unknown:
+	 * failed, never passed. */
+	int passed = sg && !fire_lost && count_fired(sg) == 0;
+	json_object_set_new(out_tr, "passed", json_boolean(passed));
+	return passed;
 }
