@@ -30,13 +30,13 @@
  * Technique: 16-byte vectors, all loads issued before any math, no shared
  * memory. silu_and_mul runs Inductor's shape: one vector of y a thread
  * over the whole tensor (both halves' loads in flight), 32-bit offsets, no
- * loop, no branch before the loads, evict-first stores. Run 12 (H200,
- * CUPTI kernel time, 16384x4096 bf16, four leases): the row kernel (256
- * threads along a row, grid-stride loops, 64-bit offsets) 95.2-95.4 us,
- * Inductor's kernel 94.7-95.1; the final flat kernel 94.9 in the lease
- * where Inductor's ran 94.9 on the same buffer. geglu and geglu_tanh keep
- * the row kernel (flat: 95.23-95.33 against 95.10, and level), the plain
- * ops two rows a thread (one row: GELU 70.0 against 65.9, run 10). GELU's erf/tanh cost ~30
+ * loop, no branch before the loads, evict-first stores: on an H200
+ * (CUPTI kernel time, 16384x4096 bf16) 94.9 us, level with Inductor's
+ * kernel on the same buffer, where the row kernel (256 threads along a
+ * row, grid-stride loops, 64-bit offsets) ran 95.2-95.4. geglu and
+ * geglu_tanh keep the row kernel (flat: 95.23-95.33 against 95.10, and
+ * level), the plain ops two rows a thread (one row: GELU 70.0 against
+ * 65.9); see kernels/MEASUREMENTS.md. GELU's erf/tanh cost ~30
  * instructions an element, which at 4.2 TB/s of 16-bit data is most of the
  * issue rate; the 16-bit formulas cut that to ~15 (erf) and ~8 (tanh) so
  * the ops stay memory-bound. */
@@ -89,12 +89,12 @@ template <int A, bool FAST> __device__ __forceinline__ float apply(float a)
 	}
 }
 
-/* Rows a thread per iteration: 2 for the plain activations (swept on an
- * H200 in run 1; run 4 tried 1 and 4), 1 for the gated ones, which load
- * two vectors a row anyway. Run 10 (H200, CUPTI kernel time, five leases):
- * silu_and_mul 16384x4096 bf16 95.2-95.4 us with one row against 95.5-95.7
- * with two, geglu 95.0-95.1 against 95.6-95.8; one row for GELU: 70.0
- * against 65.9. */
+/* Rows a thread per iteration: 2 for the plain activations (1 and 4 were
+ * slower on an H200), 1 for the gated ones, which load two vectors a row
+ * anyway. CUPTI kernel time on an H200: silu_and_mul 16384x4096 bf16
+ * 95.2-95.4 us with one row against 95.5-95.7 with two, geglu 95.0-95.1
+ * against 95.6-95.8; one row for GELU: 70.0 against 65.9 (see
+ * kernels/MEASUREMENTS.md). */
 template <bool GATED> constexpr int rows_per_thread()
 {
 	return GATED ? 1 : 2;
@@ -141,8 +141,8 @@ __device__ __forceinline__ void run(T *y, const T *x, int64_t rows, int D)
 
 /* silu for the flat kernel: a / (1 + e^-a) with the accurate expf and
  * div.full.f32 (2 ulp), the formula of Inductor's kernel. In the flat
- * kernel it measured 0.03-0.17 us faster than the rcp.approx form (run 12,
- * 16384x4096 bf16, four leases); in the row kernel 3.5 us slower, so that
+ * kernel it measured 0.03-0.17 us faster than the rcp.approx form
+ * (16384x4096 bf16 on an H200); in the row kernel 3.5 us slower, so that
  * one keeps apply<SILU>. */
 __device__ __forceinline__ float silu_div(float a)
 {
@@ -157,10 +157,9 @@ __device__ __forceinline__ float silu_div(float a)
  * e + row*D: e & -D where D is a power of two (POW2), else a division.
  * What the kernel spends beyond the memory traffic is the instructions
  * before its loads: the row by a uniform branch and a shift instead of
- * e & -D measured 0.16 us slower (run 12, same lease and build form).
- * Stores are evict-first (y is not read again): 0.07-0.12 us faster in
- * three leases (runs 11 and 12; GELU's row kernel was 0.3 us slower with
- * them, so only here). Preconditions: D % V == 0, x and y 16-byte
+ * e & -D measured 0.16 us slower (the same build form, on an H200).
+ * Stores are evict-first (y is not read again): 0.07-0.12 us faster (GELU's
+ * row kernel was 0.3 us slower with them, so only here). Preconditions: D % V == 0, x and y 16-byte
  * aligned, n < 2^30 (x's offsets stay below 2^31), block FLAT_BLOCK, a
  * grid of at least n/V threads. */
 constexpr int FLAT_BLOCK = 128;

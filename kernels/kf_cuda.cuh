@@ -57,18 +57,11 @@ template <typename T> struct chunk<T, 1> {
 	T raw;
 };
 
-/* Cache hints of the single-use streams (KF_HINT_MODE, a build flag so the
- * benchmark can compare them; the library uses the default):
- *   0: plain ld.global / st.global (default caching)
- *   1: ld.global.cs / st.global.cs (evict-first both ways)
- *   2: ld.global.nc.L1::no_allocate / plain st.global
- *   3: ld.global.cs / plain st.global
- *   4: ld.global.L2::256B (the L2 fetches 256-byte sectors ahead) / plain st */
-#ifndef KF_HINT_MODE
-#define KF_HINT_MODE 0
-#endif
-
-/* p + i*W must be 16-byte aligned for the vector form. */
+/* The single-use streams are loaded and stored plainly (ld.global /
+ * st.global, default caching), as torch.compile's kernels do: on an H200
+ * evict-first loads were 1-5% slower, evict-first stores slowed GELU by
+ * 0.3 us and ld.global.L2::256B loads 0.5-1% (kernels/MEASUREMENTS.md).
+ * p + i*W must be 16-byte aligned for the vector form. */
 template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(const T *p, int64_t i)
 {
 	chunk<T, W> c;
@@ -76,19 +69,7 @@ template <typename T, int W> __device__ __forceinline__ chunk<T, W> ld_stream(co
 		c.raw = p[i];
 	} else {
 		const uint4 *q = reinterpret_cast<const uint4 *>(p) + i;
-#if KF_HINT_MODE == 1 || KF_HINT_MODE == 3
-		c.raw = __ldcs(q);
-#elif KF_HINT_MODE == 2
-		asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
-		    : "l"(q));
-#elif KF_HINT_MODE == 4 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-		asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-		    : "=r"(c.raw.x), "=r"(c.raw.y), "=r"(c.raw.z), "=r"(c.raw.w)
-		    : "l"(q));
-#else
 		c.raw = *q;
-#endif
 	}
 	return c;
 }
@@ -122,18 +103,13 @@ __device__ __forceinline__ void st_stream(T *p, int64_t i, const chunk<T, W> &c)
 	if constexpr (W == 1)
 		p[i] = c.raw;
 	else
-#if KF_HINT_MODE == 1
-		__stcs(reinterpret_cast<uint4 *>(p) + i, c.raw);
-#else
 		reinterpret_cast<uint4 *>(p)[i] = c.raw;
-#endif
 }
 
 /* The single-pass row ops' loads and stores (rmsnorm family, layernorm):
  * f32 vectors carry an L2 evict_last policy both ways, as torch.compile's
  * f32 RMSNorm loads x; 16-bit types and scalars use ld_stream/st_stream.
- * Run 8 (H200, rotated A/B, two runs): f32 RMSNorm 16384x4096 134.5 ->
- * 129.6 us, layernorm 135.1 -> 130.7; the same loads without the store
+ * On an H200 (A/B, two runs): f32 RMSNorm 16384x4096 134.5 -> 129.6 us, layernorm 135.1 -> 130.7; the same loads without the store
  * policy 130.8 and 131.3; the store policy on bf16 made RMSNorm at
  * 1x4096x2048 5% slower, and the load policy on f32 softmax 0.8% slower,
  * so neither is used there. Needs sm_80 (createpolicy). */
@@ -359,16 +335,16 @@ __device__ __forceinline__ float row_reduce(float v, float *red)
  * bf16/f16, 16 of f32; the whole row in registers, one pass over memory),
  * rounded to a warp, and small rows are packed ty to a block of about
  * `threads` threads: 256 for the rmsnorm family, 128 for layernorm and
- * softmax (run 7: one 4096-row a block, so the two reductions' barriers
- * wait for no other row; layernorm 74.7 -> 71.7 us, softmax -1%, rmsnorm
- * +1.7%). Run 5 measured f32 at 64 bytes a thread against 32 elements
- * (128 bytes): layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
+ * softmax (one 4096-row a block, so the two reductions' barriers wait
+ * for no other row; on an H200 layernorm 74.7 -> 71.7 us, softmax -1%,
+ * rmsnorm +1.7%). f32 at 64 bytes a thread against 32 elements (128
+ * bytes) measured layernorm 146.7 -> 135.4 us, rmsnorm 135.1 -> 134.1 at
  * 16384 x 4096 (more threads a row, and 4 chunks leave registers for the
  * weight). Few rows cannot fill the GPU, so there each row gets 4x or 2x
  * the threads (less serial work per thread, a shorter latency chain) as
  * long as all rows still fit in one wave: T * tx <= 135168 threads, an
- * H200's 132 SMs x 1024 threads at 64 registers (run 3 gave 4x to every
- * T <= 512, and 1x512x4096 ran in two waves, 8.1 us against run 1's 7.3).
+ * H200's 132 SMs x 1024 threads at 64 registers (4x for every T <= 512
+ * ran 1x512x4096 in two waves: 8.1 us against 7.3).
  *   b  = ceil_div(D * esize, 2048) * 32    (esize: bytes an element)
  *   f  = 1 + (T * b <= 67584) + 2 * (T * b <= 33792)
  *   tx = min(1024, max(32, b * f))

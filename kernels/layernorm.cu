@@ -24,10 +24,10 @@
  * rows over 32768 elements take the three-pass path. 16-bit rows of
  * 2056-4096 elements go two a thread instead (8 blocks of 128 threads at
  * 64 registers: 16 rows an SM against 12, one barrier for both rows'
- * sums, the weight and bias loaded once for two rows). Run 13 (H200,
- * CUPTI kernel time against the one-row kernel in the same lease, two
- * traces): bf16 16384x4096 67.26-67.37 -> 66.34-66.58 us, 2x4096x3072
- * 26.98 -> 26.69. */
+ * sums, the weight and bias loaded once for two rows). On an H200 (CUPTI
+ * kernel time against the one-row kernel, two traces): bf16 16384x4096
+ * 67.26-67.37 -> 66.34-66.58 us, 2x4096x3072 26.98 -> 26.69; see
+ * kernels/MEASUREMENTS.md. */
 #include "kernels/kf_cuda.cuh"
 #include "kernels/layernorm.h"
 
@@ -200,11 +200,11 @@ __device__ __forceinline__ void body(T *y, const T *x, const T *w, const T *b, i
 }
 
 /* 16-bit layernorm kernels are held to 40 registers: 12 blocks of 128
- * threads an SM instead of 8 at 64, more rows' loads in flight. Run 11
- * (H200, CUPTI kernel time, against 64 registers in the same lease, two
- * leases): bf16 16384x4096 67.5-67.8 -> 67.1 us, 2x4096x3072 27.8-28.0 ->
- * 26.8-27.0; at 48 registers 67.1 and 27.1-27.3; f32 at 40 or 48
- * registers 1% slower, so it keeps 64. */
+ * threads an SM instead of 8 at 64, more rows' loads in flight. On an H200
+ * (CUPTI kernel time, against 64 registers built the same way): bf16
+ * 16384x4096 67.5-67.8 -> 67.1 us, 2x4096x3072 27.8-28.0 -> 26.8-27.0; at
+ * 48 registers 67.1 and 27.1-27.3; f32 at 40 or 48 registers 1% slower,
+ * so it keeps 64 (kernels/MEASUREMENTS.md). */
 #define KF_LN_16 __maxnreg__(40)
 #define KF_LN_32 __launch_bounds__(1024)
 
@@ -221,7 +221,7 @@ __global__ void KF_LN_16 ln_kernel16(T *y, const T *x, const T *w, const T *b, i
 	body<T, HW, HB>(y, x, w, b, rows, D, eps);
 }
 
-/* Two rows a thread (run 13): rows 2*blockIdx.x and the next, each of the
+/* Two rows a thread: rows 2*blockIdx.x and the next, each of the
  * block's threads holding the same chunk columns of both, so both rows'
  * sums share one barrier, every weight and bias chunk is loaded once for
  * two rows, and an SM holds 16 rows' loads in flight (8 blocks at 64

@@ -116,10 +116,10 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			 * add_rmsnorm issues the x and res loads of up to 4 chunks
 			 * before the first store of r: the compiler cannot move a
 			 * load above a store that may alias it, so storing r chunk
-			 * by chunk (run 3) made the load phase NV dependent round
-			 * trips. Its weight is preloaded too (20 bytes of spill at
-			 * 64 registers, and still 1.4% faster than loading it after
-			 * the reduction: run 4's A/B, 135.3 against 137.1 us). */
+			 * by chunk made the load phase NV dependent round trips.
+			 * Its weight is preloaded too (20 bytes of spill at 64
+			 * registers, and still 1.4% faster than loading it after
+			 * the reduction: 135.3 against 137.1 us on an H200). */
 			constexpr bool PRE = HAS_W && NV <= 4;
 			constexpr int G = NV < 4 ? NV : 4; /* chunks a group: loads, then stores */
 			chunk<T, W> c[NV], wc[PRE ? NV : 1], rc[ADD ? G : 1];
@@ -158,8 +158,8 @@ template <typename T, bool HAS_W, bool ADD> struct row_op {
 			/* A weight not preloaded is loaded in groups of up to 4
 			 * chunks before their stores: loaded chunk by chunk, each
 			 * load waited behind the previous chunk's store (possible
-			 * aliasing), NV dependent L1/L2 round trips (run 3's f32,
-			 * NV = 8, where torch.compile was 4% faster). */
+			 * aliasing), NV dependent L1/L2 round trips (f32, NV = 8,
+			 * where torch.compile was 4% faster). */
 #pragma unroll
 			for (int g = 0; g < NV; g += G) {
 				constexpr bool LATE = HAS_W && !PRE;
@@ -239,9 +239,9 @@ template <typename T> __device__ __forceinline__ quad<T> quad_pack(const float (
 }
 
 /* p: 8-byte (16-bit T) or 16-byte (f32) aligned. Loaded with L1::evict_last
- * and an L2 evict_last policy, as Inductor loads these rows (its SASS, run
- * 9 lease 11 and run 10 lease 3): f32 through kf::ld_row, which loads so;
- * volatile keeps program order. */
+ * and an L2 evict_last policy, as Inductor loads these rows (its SASS on an
+ * H200): f32 through kf::ld_row, which loads so; volatile keeps program
+ * order. */
 template <typename T> __device__ __forceinline__ quad<T> quad_ld(const T *p)
 {
 	if constexpr (sizeof(T) == 4) {
@@ -263,8 +263,8 @@ template <typename T> __device__ __forceinline__ quad<T> quad_ld(const T *p)
  * thread t holds 4 elements of each quarter of the row, x[kD/4 + 4t, kD/4 +
  * 4t + 4) for k = 0..3, all loaded with the weight before the reduction, so
  * the kernel is one memory round trip, one block-wide sum and the stores.
- * Quarters rather than Inductor's halves (run 11: a 4096 row in 256
- * threads, 8 warps to sum over instead of 16; 48 registers).
+ * Quarters rather than Inductor's halves (a 4096 row in 256 threads, 8
+ * warps to sum over instead of 16; 48 registers).
  * Preconditions: D % 16 == 0, D <= 8192, x, y, w 16-byte aligned,
  * gridDim.x >= rows. */
 template <typename T, bool HAS_W>
@@ -314,8 +314,9 @@ __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows
 
 } /* namespace kf_rms */
 
-/* The rows kernels at (1024, 1), the configuration run 11 measured: ptxas
- * gives the bf16 kernel 48 registers there and 54 under (1024). */
+/* The rows kernels at (1024, 1), the configuration that was measured
+ * (kernels/MEASUREMENTS.md): ptxas gives the bf16 kernel 48 registers
+ * there and 54 under (1024). */
 #define KF_RMS_KERNELS(SUF, T)                                                                  \
 	extern "C" __global__ void __launch_bounds__(1024)                                      \
 		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)      \
@@ -364,10 +365,10 @@ static cudaError_t rms_check(enum kf_dtype dt, const void *y, const void *x, int
 /* kf_rmsnorm_rows_* runs 16-bit rmsnorm (with or without weight) when all
  * rows are resident at once on an H200: at 48 registers an SM holds at
  * least 1024 of the D/16 threads a row, so T * D <= 132 * 1024 * 16 (the
- * same bound as run 10's halves, D/8 threads at 32 registers, 2048 an
+ * same bound as halves of the row, D/8 threads at 32 registers, 2048 an
  * SM); and D % 16 == 0, D <= 8192, the pointers 16-byte aligned. Kernel
- * time (H200, CUPTI, same lease), row kernel -> run 10's halves -> run
- * 11's quarters: 1x128x4096 1.95-2.05 -> 1.92-1.95 -> 1.89-1.92;
+ * time (H200, CUPTI, each step against the one before it), row kernel ->
+ * halves -> quarters: 1x128x4096 1.95-2.05 -> 1.92-1.95 -> 1.89-1.92;
  * 1x512x4096 3.14-3.23 -> 3.10-3.14 -> 3.01-3.07; 1x1024x2048 3.17-3.26
  * -> 3.07-3.10 -> 3.01-3.04. At 1x1024x4096 (two waves) the halves ran
  * 5.1 against the row kernel's 4.9, hence the bound. The op templates

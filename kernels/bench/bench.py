@@ -21,27 +21,27 @@ fp32, x * (1 + scale) + shift, and torch.matmul (cuBLAS) for the GEMM.
 "compile" is torch.compile(eager, dynamic=False), compiled per shape.
 "fused" is PyTorch's own fused op where one exists (F.rms_norm).
 
+It writes files only where BENCH_MD, BENCH_JSON and BENCH_TRITON_DUMP
+point (build/ or $OUT, never the tree); everything else is printed.
+
 Environment: KF_LIB (path of libkfk.so), BENCH_ITERS (default 30),
-BENCH_MD (also write the table as Markdown there, for kernels/README.md),
-BENCH_BUDGET_S (after this many seconds torch.compile is skipped so the
-table still prints; default 200), BENCH_JSON (write all rows there),
-BENCH_QUICK=1 (fewer cases), BENCH_TUNE=1 (also sweep block shapes through
-libkfk_tune.so), BENCH_AB_LIBS="name=path ..." (first: the target cases
-timed with several builds of the library, interleaved, each output checked;
-BENCH_AB_ITERS repetitions, default 50), BENCH_AB_ONLY=1 (stop after the
-A/B: no table), BENCH_KF_ALLOC=0 (kforge writes one output buffer made
-once instead of a fresh one from the caching allocator every call, as
-eager's and compile's outputs are; see kf_out), BENCH_PROBE=REGEX (for
-ncu: the A/B's target cases whose names match run kforge's kernel and
-torch.compile's twice each, untimed, each after the flush, between
-cudaProfilerStart and Stop after a warm-up; e.g. `ncu --profile-from-start
-off --cache-control none -k regex:'kf_|triton' python3 bench.py`),
-BENCH_TRACE=REGEX (the matching target cases' kforge, or every library of
-BENCH_AB_LIBS, and torch.compile timed as the table times them, under the
-CUDA profiler: per side the event time, the kernels' own duration, and the
-gap from the flush's end to the first kernel's start; BENCH_AB_ITERS
-repetitions; BENCH_TRITON=1 adds, for silu_and_mul, Inductor's kernel and a
-Triton replica writing the output kforge gets: see triton_sides),
+BENCH_MD (also write the table as Markdown there, the form
+kernels/MEASUREMENTS.md uses), BENCH_BUDGET_S (after this many seconds
+torch.compile is skipped so the table still prints; default 200),
+BENCH_JSON (write all rows there), BENCH_QUICK=1 (fewer cases),
+BENCH_KF_ALLOC=0 (kforge writes one output buffer made once instead of a
+fresh one from the caching allocator every call, as eager's and compile's
+outputs are; see kf_out), BENCH_PROBE=REGEX (for ncu: the target cases
+whose names match run kforge's kernel and torch.compile's twice each,
+untimed, each after the flush, between cudaProfilerStart and Stop after a
+warm-up; e.g. `ncu --profile-from-start off --cache-control none -k
+regex:'kf_|triton' python3 bench.py`), BENCH_TRACE=REGEX (the matching
+target cases' kforge and torch.compile timed as the table times them,
+under the CUDA profiler: per side the event time, the kernels' own
+duration, and the gap from the flush's end to the first kernel's start;
+BENCH_TRACE_ITERS repetitions, default 50; BENCH_TRITON=1 adds, for
+silu_and_mul, Inductor's kernel and a Triton replica writing the output
+kforge gets: see triton_sides),
 BENCH_CASES=REGEX (the table's rows for the matching target cases only),
 BENCH_CHUNK=N (time_all: N calls of one implementation in a row instead
 of alternating every call), BENCH_ORDER=shuffle|rotate|reverse (the order
@@ -104,25 +104,9 @@ def load_lib(path):
 
 
 kf = load_lib(LIB)
-KF_ONLY = False  # A/B mode: time kforge alone, record nothing
 PROBE = os.environ.get("BENCH_PROBE")  # a regex of target_cases() names: ncu mode
 TRACE = os.environ.get("BENCH_TRACE")  # a regex of target_cases() names: profiler mode
-AB_LIBS = []  # library A/B mode: [(name, lib)], run_case times each
-AB_ITERS = int(os.environ.get("BENCH_AB_ITERS", "50"))
-
-
-def with_lib(lib, f):
-    """f with the module's kf switched to lib while it runs (the case
-    closures look kf up at call time)."""
-    def g():
-        global kf
-        old = kf
-        kf = lib
-        try:
-            return f()
-        finally:
-            kf = old
-    return g
+TRACE_ITERS = int(os.environ.get("BENCH_TRACE_ITERS", "50"))
 
 
 def stream():
@@ -146,9 +130,9 @@ def rep_order(n, r):
     """The order of the n fns in repetition r (BENCH_ORDER). shuffle (the
     default): a permutation drawn from a generator seeded with r, so every
     fn takes every position and follows every other fn about equally often.
-    rotate: fns shifted by r, run 7-10's order; it keeps the cycle, so each
-    fn always follows the same other fn (across the flush), and run 11 saw
-    that neighbour move the small shapes' event times by 0.3-0.4 us.
+    rotate: fns shifted by r; it keeps the cycle, so each fn always follows
+    the same other fn (across the flush), and that neighbour moved the
+    small shapes' event times by 0.3-0.4 us on an H200.
     reverse: the rotation run backwards (each fn follows the other
     neighbour), to measure that effect."""
     if ORDER_MODE == "shuffle":
@@ -162,9 +146,9 @@ def rep_order(n, r):
 
 def time_all(fns, iters=ITERS):
     """Median microseconds of each fn, interleaved, L2 flushed before each.
-    The order changes every repetition (rep_order): with a fixed order, run
-    7 saw the same code read up to 0.9 us (small shapes) or 1-2% (large)
-    apart by its position alone (alternate positions fast and slow).
+    The order changes every repetition (rep_order): in a fixed order the
+    same code read up to 0.9 us (small shapes) or 1-2% (large) apart by its
+    position alone on an H200 (kernels/MEASUREMENTS.md).
     BENCH_CHUNK=N > 1: each fn runs N timed calls in a row after one untimed
     call, so every timed call follows a call of the same fn (same buffers)
     and the flush; the chunks change order the same way."""
@@ -193,10 +177,8 @@ def time_all(fns, iters=ITERS):
 
 
 def trace_case(kf_fn, eager_fn, extra=()):
-    """BENCH_TRACE: kforge (every library of BENCH_AB_LIBS, else the one
-    loaded), the named fns of extra, and torch.compile (when eager_fn is
-    given) timed by time_all
-    under the CUDA profiler (CUPTI kernel records). The kernel stream is
+    """BENCH_TRACE: kforge, the named fns of extra, and torch.compile (when
+    eager_fn is given) timed by time_all under the CUDA profiler (CUPTI kernel records). The kernel stream is
     cut at every flush kernel; the pieces are the timed calls in time_all's
     order (ORDER). Prints, per side, the median event time, the median sum
     of its kernels' durations, the median gap from the flush's end to its
@@ -205,9 +187,8 @@ def trace_case(kf_fn, eager_fn, extra=()):
     slower in its kernels or before they start."""
     import tempfile
     from torch.profiler import ProfilerActivity, profile
-    libs = AB_LIBS or [("kforge", kf)]
-    names = [n for n, _ in libs] + [n for n, _ in extra] + (["compile"] if eager_fn else [])
-    fns = [with_lib(l, kf_fn) for _, l in libs] + [f for _, f in extra]
+    names = ["kforge"] + [n for n, _ in extra] + (["compile"] if eager_fn else [])
+    fns = [kf_fn] + [f for _, f in extra]
     fns += [torch.compile(eager_fn, dynamic=False)] if eager_fn else []
     outs = []  # where each side's first output lies (kf_out: placement moves times)
     for f in fns:
@@ -217,7 +198,7 @@ def trace_case(kf_fn, eager_fn, extra=()):
         del o
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        evt = time_all(fns, iters=AB_ITERS)
+        evt = time_all(fns, iters=TRACE_ITERS)
     with tempfile.NamedTemporaryFile(suffix=".json") as tf:
         prof.export_chrome_trace(tf.name)
         with open(tf.name) as fh:
@@ -267,9 +248,6 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
              tol=None, do_compile=True, trace_extra=(), ref_fn=None):
     """Checks kf_fn's output against ref_fn's (default: eager's), then
     times kforge, eager, compile and fused."""
-    if KF_ONLY:
-        kf_fn()
-        return time_all([kf_fn])[0]
     if PROBE:
         # for ncu (--profile-from-start off): kforge's kernel and
         # torch.compile's, warmed up (compile and autotune) outside the
@@ -291,22 +269,6 @@ def run_case(op, shape, dt, kf_fn, eager_fn, nbytes, check=None, fused_fn=None, 
         return None
     if TRACE:
         return trace_case(kf_fn, eager_fn if do_compile else None, trace_extra)
-    if AB_LIBS:
-        # every library's output checked against eager, then all timed
-        # interleaved (the same flush, the same clocks)
-        ref = (ref_fn or eager_fn)()
-        fns = [with_lib(l, kf_fn) for _, l in AB_LIBS]
-        bad = []
-        for (name, _), f in zip(AB_LIBS, fns):
-            out = f()
-            torch.cuda.synchronize()
-            a = out if isinstance(out, (tuple, list)) else (out,)
-            b = ref if isinstance(ref, (tuple, list)) else (ref,)
-            at, rt = tol or {torch.float32: (1e-4, 1e-4), torch.float16: (4e-3, 4e-3),
-                             torch.bfloat16: (2e-2, 2e-2)}[dt]
-            if not all(torch.allclose(u.float(), v.float(), atol=at, rtol=rt) for u, v in zip(a, b)):
-                bad.append(name)
-        return time_all(fns, iters=AB_ITERS), bad
     out_kf = kf_fn()
     torch.cuda.synchronize()
     out_ref = (ref_fn or eager_fn)()
@@ -379,10 +341,10 @@ KF_ALLOC = os.environ.get("BENCH_KF_ALLOC", "1") == "1"
 def kf_out(make):
     """kforge's output buffer: a fresh one from the caching allocator every
     call, as eager's and compile's outputs are (the default); with
-    BENCH_KF_ALLOC=0 one buffer made once (runs 1-11). Where the output
-    lies moves a kernel's time: run 12 timed Inductor's own silu_and_mul
-    kernel 0.07-0.19 us (up to 0.2%) slower writing kforge's fixed buffer
-    than writing its own, so every side now gets its output the same way.
+    BENCH_KF_ALLOC=0 one buffer made once. Where the output lies moves a
+    kernel's time: Inductor's own silu_and_mul kernel ran 0.07-0.19 us (up
+    to 0.2%) slower writing a fixed buffer than writing its own on an H200,
+    so every side gets its output the same way.
     Returns a function giving the buffer."""
     if KF_ALLOC:
         return make
@@ -617,41 +579,17 @@ def case_adaln(B, S, D, dt):
     eager = lambda: x * (1 + sc[:, None, :]) + sh[:, None, :]
     # checked against the formula in fp32, rounded once: eager rounds 1 +
     # scale and the product to bf16 before adding shift, and where the sum
-    # cancels (|x| ~ 4, y ~ 0) that is off by more than the tolerance (run
-    # 12: a table flagged the kernel for it, max |kforge - eager| 0.031)
+    # cancels (|x| ~ 4, y ~ 0) that is off by more than the tolerance (max
+    # |kforge - eager| 0.031 on random inputs)
     ref = lambda: (x.float() * (1 + sc.float()[:, None, :]) + sh.float()[:, None, :]).to(dt)
     return run_case("adaln_modulate", f"{B}x{S}x{D}", dt, kfn, eager,
                     (2 * B * S * D + 2 * B * D) * x.element_size(), ref_fn=ref)
-
-
-TUNE = None
-
-
-def tune_lib():
-    global TUNE
-    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
-    if TUNE is None and os.path.exists(lib):
-        TUNE = ctypes.CDLL(lib)
-        TUNE.gemm_wgmma_launch.argtypes = [vp, vp, vp, i64, i64, i64, ctypes.c_int, vp]
-        TUNE.gemm_wgmma_launch.restype = ctypes.c_int
-    return TUNE
 
 
 def case_gemm(M, N, K, dt):
     x, w = rn(M, K, dtype=dt), rn(N, K, dtype=dt)
     y = torch.full((M, N), float("nan"), device=dev, dtype=dt)
     s = stream()
-    t = tune_lib()
-    if t is not None and dt == torch.bfloat16:
-        y2 = torch.empty(M, N, device=dev, dtype=dt)
-        for g in (0, 8):
-            def wfn(g=g):
-                call(t.gemm_wgmma_launch(ptr(y2), ptr(x), ptr(w), M, N, K, g, s))
-                return y2
-            y2.fill_(float("nan"))
-            run_case(f"wgmma(dev)g{g}", f"{M}x{N}x{K}", dt, wfn, lambda: torch.matmul(x, w.t()),
-                     (M * K + N * K + M * N) * 2, flops=2 * M * N * K,
-                     tol={torch.bfloat16: (1.0, 2e-2)}[dt], do_compile=False)
     if dt == torch.bfloat16:
         y3 = torch.empty(M, N, device=dev, dtype=dt)
         variants = [("gemm_mma", lambda: kf.gemm_mma_launch(DT[dt], ptr(y3), ptr(x), ptr(w), M, N, K, s))]
@@ -676,8 +614,8 @@ def case_gemm(M, N, K, dt):
 
 
 def case_gemm_lib(M, N, K):
-    """gemm_launch alone (bf16), for the library A/B and the trace: y made
-    per call; the trace adds cuBLAS (torch.matmul) as a side."""
+    """gemm_launch alone (bf16), for the trace and BENCH_CASES: y made per
+    call; the trace adds cuBLAS (torch.matmul) as a side."""
     bf = torch.bfloat16
     x, w = rn(M, K, dtype=bf), rn(N, K, dtype=bf)
     s = stream()
@@ -692,126 +630,9 @@ def case_gemm_lib(M, N, K):
                     trace_extra=(("cublas", eager),))
 
 
-def tune():
-    """Block-shape sweeps through libkfk_tune.so (bench-only)."""
-    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
-    if not os.path.exists(lib):
-        return
-    t = ctypes.CDLL(lib)
-    t.tune_rmsnorm.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
-    t.tune_rmsnorm.restype = ctypes.c_int
-    print("\n# rmsnorm bf16 block-shape sweep (tx threads per row, ty rows per block): us, % copy")
-    for T, D in ((16384, 4096), (8192, 3072), (2048, 2048), (1024, 2048), (128, 4096), (512, 4096),
-                 (1024, 4096), (2048, 4096)):
-        x = rn(T, D, dtype=torch.bfloat16)
-        w = rn(D, dtype=torch.bfloat16)
-        y = torch.empty_like(x)
-        cfgs = []
-        for tx in (32, 64, 128, 256, 512, 1024):
-            if tx * 8 * 8 < D or tx * 8 > D * 2:
-                continue
-            for ty in (1, 2, 4, 8):
-                if tx * ty <= 1024 and tx * ty >= 64:
-                    cfgs.append((tx, ty))
-        fns = [(lambda tx=tx, ty=ty: call(t.tune_rmsnorm(2, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty,
-                                                          stream()))) for tx, ty in cfgs]
-        ts = time_all(fns, iters=20)
-        nb = (2 * T * D + D) * 2
-        best = min(range(len(ts)), key=lambda i: ts[i])
-        print(f"# {T}x{D}: " + ", ".join(
-            f"{tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%{'*' if i == best else ''}"
-            for i, ((tx, ty), u) in enumerate(zip(cfgs, ts))), flush=True)
-
-
-def tune_lb():
-    """rmsnorm bf16 with register caps (occupancy against spills) and f32 block shapes."""
-    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
-    if not os.path.exists(lib):
-        return
-    t = ctypes.CDLL(lib)
-    t.tune_rmsnorm_lb.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
-    t.tune_rmsnorm_lb.restype = ctypes.c_int
-    t.tune_rmsnorm.argtypes = [ctypes.c_int, vp, vp, vp, i64, i64, f32, ctypes.c_int, ctypes.c_int, vp]
-    t.tune_rmsnorm.restype = ctypes.c_int
-    T, D = 16384, 4096
-    x, w = rn(T, D, dtype=torch.bfloat16), rn(D, dtype=torch.bfloat16)
-    y = torch.empty_like(x)
-    cfgs = [(v, tx, ty) for v in (0, 8, 6) for tx, ty in ((64, 4), (128, 2), (128, 1))]
-    fns = [(lambda v=v, tx=tx, ty=ty: call(
-        (t.tune_rmsnorm_lb(v, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty, stream()) if v
-         else t.tune_rmsnorm(2, ptr(y), ptr(x), ptr(w), T, D, 1e-6, tx, ty, stream())))) for v, tx, ty in cfgs]
-    ts = time_all(fns, iters=20)
-    nb = (2 * T * D + D) * 2
-    print("\n# rmsnorm bf16 16384x4096 register caps (lb0 = library kernel, lb8 <= 32 regs, lb6 <= 40): "
-          + ", ".join(f"lb{v} {tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%"
-                      for (v, tx, ty), u in zip(cfgs, ts)), flush=True)
-    xf, wf = rn(T, D, dtype=torch.float32), rn(D, dtype=torch.float32)
-    yf = torch.empty_like(xf)
-    cf = [(64, 4), (128, 2), (128, 1), (256, 1), (512, 1)]
-    ts = time_all([(lambda tx=tx, ty=ty: call(t.tune_rmsnorm(0, ptr(yf), ptr(xf), ptr(wf), T, D, 1e-6, tx, ty,
-                                                             stream()))) for tx, ty in cf], iters=20)
-    nb = (2 * T * D + D) * 4
-    print("# rmsnorm f32 16384x4096 block shapes: " + ", ".join(
-        f"{tx}x{ty} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%" for (tx, ty), u in zip(cf, ts)), flush=True)
-
-
-def tune_silu():
-    lib = os.path.join(os.path.dirname(LIB), "libkfk_tune.so")
-    if not os.path.exists(lib):
-        return
-    t = ctypes.CDLL(lib)
-    t.tune_silu.argtypes = [vp, vp, i64, i64, ctypes.c_int, ctypes.c_int, ctypes.c_int, vp]
-    t.tune_silu.restype = ctypes.c_int
-    print("\n# silu_and_mul bf16 sweep (rows per thread R, block bx, grid.y cap): us, % copy")
-    for T, D in ((16384, 4096), (2048, 4096)):
-        x = rn(T, 2 * D, dtype=torch.bfloat16)
-        y = torch.empty(T, D, device=dev, dtype=torch.bfloat16)
-        cfgs = [(R, bx, cap) for R in (1, 2, 4, 8) for bx in (128, 256) for cap in (65535, 1056)]
-        fns = [(lambda R=R, bx=bx, cap=cap: call(t.tune_silu(ptr(y), ptr(x), T, D, R, bx, cap, stream())))
-               for R, bx, cap in cfgs]
-        ts = time_all(fns, iters=20)
-        nb = 3 * T * D * 2
-        best = min(range(len(ts)), key=lambda i: ts[i])
-        print(f"# {T}x{D}: " + ", ".join(
-            f"R{R}/b{bx}/c{cap} {u:.1f}us {100 * nb / (u * 1e-6) / 1e9 / COPY:.0f}%{'*' if i == best else ''}"
-            for i, ((R, bx, cap), u) in enumerate(zip(cfgs, ts))), flush=True)
-
-
-def hint_ab():
-    """Times the big memory-bound cases with the library built once per
-    cache-hint mode (KF_HINT_LIBS, space-separated paths) and returns the
-    fastest library by total time."""
-    global kf, KF_ONLY
-    libs = os.environ.get("KF_HINT_LIBS", "").split()
-    libs = [l for l in libs if os.path.exists(l)]
-    if len(libs) < 2:
-        return None
-    bf, big = torch.bfloat16, (16384, 4096)
-    cases = [("rmsnorm", lambda: case_rmsnorm(big, bf)),
-             ("rmsnorm f32", lambda: case_rmsnorm(big, torch.float32)),
-             ("add_rmsnorm", lambda: case_add_rmsnorm(big, bf)),
-             ("layernorm", lambda: case_layernorm(big, bf)),
-             ("softmax", lambda: case_softmax(big, bf)),
-             ("silu_and_mul", lambda: case_act("silu_and_mul", big, bf)),
-             ("gelu", lambda: case_act("gelu", big, bf)),
-             ("rope_neox", lambda: case_rope(True, 16384, 32, 128, bf)),
-             ("adaln", lambda: case_adaln(4, 4096, 4096, bf))]
-    KF_ONLY = True
-    res = {}
-    for l in libs:
-        kf = load_lib(l)
-        res[l] = [c() for _, c in cases]
-    KF_ONLY = False
-    print("# cache-hint A/B (us, kforge only, 16384x4096 bf16 unless named): " + "; ".join(
-        os.path.basename(l) + ": " + " ".join(f"{n}={t:.1f}" for (n, _), t in zip(cases, res[l]))
-        + f" total={sum(res[l]):.1f}" for l in libs), flush=True)
-    best = min(libs, key=lambda l: sum(res[l]))
-    print(f"# cache-hint A/B: fastest {os.path.basename(best)}; the table below uses it", flush=True)
-    return best
-
-
 def target_cases():
-    """The cases the library A/B and the ncu probe run: [(name, fn)]."""
+    """The cases BENCH_TRACE, BENCH_PROBE and BENCH_CASES pick from:
+    [(name, fn)]."""
     bf, big = torch.bfloat16, (16384, 4096)
     cases = [(f"rmsnorm {'x'.join(map(str, sh))} bf16", lambda sh=sh: case_rmsnorm(sh, bf))
              for sh in ((1, 128, 4096), (1, 512, 4096), (1, 1024, 4096), (1, 1024, 2048),
@@ -843,39 +664,6 @@ def target_cases():
     return cases
 
 
-def env_libs():
-    """BENCH_AB_LIBS="name=path ...": [(name, lib)] of the paths that exist."""
-    spec = [x.split("=", 1) for x in os.environ.get("BENCH_AB_LIBS", "").split() if "=" in x]
-    return [(n, load_lib(p)) for n, p in spec if os.path.exists(p)]
-
-
-def lib_ab():
-    """BENCH_AB_LIBS="name=path name=path ...": the target cases with every
-    library, interleaved, kforge only (the first library is the one the
-    table uses). Prints one line per case and returns the rows."""
-    global AB_LIBS
-    libs = env_libs()
-    if len(libs) < 2:
-        return []
-    cases = target_cases()
-    AB_LIBS = libs
-    rows = []
-    print(f"# library A/B (us, median of {AB_ITERS}, interleaved; kforge only): "
-          + " | ".join(n for n, _ in libs), flush=True)
-    for name, c in cases:
-        try:
-            ts, bad = c()
-        except Exception as e:
-            print(f"# A/B {name} failed: {type(e).__name__}: {e}", flush=True)
-            continue
-        rows.append(dict(case=name, us={n: t for (n, _), t in zip(libs, ts)}, mismatch=bad))
-        print(f"# A/B {name:<34}" + " ".join(f"{n}={t:7.2f}" for (n, _), t in zip(libs, ts))
-              + (f"  MISMATCH {' '.join(bad)}" if bad else ""), flush=True)
-        torch.cuda.empty_cache()
-    AB_LIBS = []
-    return rows
-
-
 def driver_version():
     try:
         import subprocess
@@ -887,7 +675,7 @@ def driver_version():
 
 
 def write_markdown(path, gpu, cuda):
-    """The table as Markdown, ready for kernels/README.md."""
+    """The table as Markdown, the form kernels/MEASUREMENTS.md uses."""
     with open(path, "w") as f:
         f.write(f"{gpu}, driver {driver_version()}, CUDA {cuda}, PyTorch {torch.__version__}, "
                 f"{time.strftime('%Y-%m-%d', time.gmtime())}; device-to-device copy "
@@ -906,16 +694,16 @@ def write_markdown(path, gpu, cuda):
                     f"{'' if r['ok'] else ' MISMATCH'}\n")
 
 
-def write_json(p, ab):
-    """BENCH_JSON: every row printed, with the A/B results."""
+def write_json(p):
+    """BENCH_JSON: every row printed."""
     if os.environ.get("BENCH_JSON"):
         with open(os.environ["BENCH_JSON"], "w") as f:
             json.dump(dict(gpu=p.name, copy_gbps=COPY, torch=torch.__version__, order=ORDER_MODE,
-                           rows=ROWS, ab=ab), f, indent=1)
+                           rows=ROWS), f, indent=1)
 
 
 def main():
-    global COPY, kf, AB_LIBS
+    global COPY
     p = torch.cuda.get_device_properties(0)
     drv = torch.version.cuda
     COPY = copy_bandwidth()
@@ -929,24 +717,14 @@ def main():
         for name, c in target_cases():
             if re.search(os.environ["BENCH_CASES"], name):
                 c()
-        write_json(p, [])
+        write_json(p)
         return 0
     if PROBE or TRACE:
-        AB_LIBS = env_libs() if TRACE else []
         for name, c in target_cases():
             if re.search(PROBE or TRACE, name):
                 print(f"# {'probe' if PROBE else 'trace'} {name}", flush=True)
                 c()
         return 0
-    best = hint_ab()
-    try:
-        ab = lib_ab()
-    except Exception as e:  # the table matters more
-        print(f"# library A/B failed: {type(e).__name__}: {e}", flush=True)
-        ab = []
-    if os.environ.get("BENCH_AB_ONLY") == "1":
-        return 0
-    kf = load_lib(best or LIB)
     print_header()
     bf = torch.bfloat16
     ltx = [(1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (1, 4096, 2048), (2, 4096, 3072),
@@ -976,23 +754,9 @@ def main():
         except Exception as e:
             print(f"# case failed: {type(e).__name__}: {e}", flush=True)
         torch.cuda.empty_cache()
-    if os.environ.get("BENCH_TUNE") == "1":
-        for f in (tune, tune_lb, tune_silu):
-            try:
-                f()
-            except Exception as e:
-                print(f"# tune failed: {type(e).__name__}: {e}", flush=True)
     if os.environ.get("BENCH_MD"):
         write_markdown(os.environ["BENCH_MD"], p.name, drv)
-        if ab:
-            names = list(ab[0]["us"])
-            with open(os.environ["BENCH_MD"], "a") as f:
-                f.write(f"\nLibrary A/B, kforge only, us (median of {AB_ITERS}, interleaved, L2 flushed):\n\n"
-                        "| case | " + " | ".join(names) + " |\n| --- |" + " ---: |" * len(names) + "\n")
-                for r in ab:
-                    f.write(f"| {r['case']} | " + " | ".join(f"{r['us'][n]:.2f}" for n in names) + " |"
-                            + (f" MISMATCH {' '.join(r['mismatch'])}" if r["mismatch"] else "") + "\n")
-    write_json(p, ab)
+    write_json(p)
     print(f"# {len(ROWS)} rows in {time.time() - T0:.0f} s; {sum(not r['ok'] for r in ROWS)} mismatches",
           flush=True)
 

@@ -26,14 +26,6 @@ for f in kernels/*.cu; do
 		>"$o.log" 2>&1 &
 	pids="$pids $!"
 done
-# bench-only: the whole library once per cache-hint mode (KF_HINT_MODE in
-# kernels/kf_cuda.cuh), for bench.py's A/B of the hints
-printf '#include "%s"\n' kernels/*.cu >"$B/unity.cu"
-for h in ${KF_HINT_MODES:-}; do
-	"$NVCC" -O3 -std=c++17 -I. $GEN -DKF_HINT_MODE=$h -Xcompiler -fPIC -shared \
-		-o "$B/libkfk_h$h.so" "$B/unity.cu" >"$B/h$h.log" 2>&1 &
-	pids="$pids $!"
-done
 for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c base/kf_err.c; do
 	"$CC" -std=c11 -O2 -fPIC -D_GNU_SOURCE -I. -c "$f" -o "$B/c_$(basename "$f" .c).o"
 done
@@ -44,6 +36,7 @@ CU_OBJS=$(for f in kernels/*.cu; do printf '%s ' "$B/$(basename "$f" .cu).o"; do
 "$NVCC" -shared $GEN -o "$B/libkfk.so" $CU_OBJS "$B"/c_*.o
 "$NVCC" -O2 -std=c++17 -I. $GEN -o "$B/kernels_test" tests/gpu/kernels_test.cu $CU_OBJS \
 	"$B"/c_*.o -L"$(dirname "$(command -v "$NVCC")")/../lib64/stubs" -lcuda
-# Resource usage (registers, spills) of every kernel, for the README.
+# Resource usage (registers, spills) of every kernel: check for spills
+# before spending GPU time.
 grep -hE "Function properties|spill|registers" "$B"/*.o.log >"$B/resources.txt" || true
 echo "build.sh: built $B/libkfk.so and $B/kernels_test for sm_$KF_GPU_ARCH"

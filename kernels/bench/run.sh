@@ -11,4 +11,4 @@ B=${KF_GPU_BUILD:-build/gpu-kernels}
 KF_GPU_BUILD=$B sh kernels/bench/build.sh || exit 1
 KF_LIB=$B/libkfk.so BENCH_MD=$B/bench.md BENCH_JSON=$B/bench.json PYTHONUNBUFFERED=1 \
 	python3 kernels/bench/bench.py || exit 1
-echo "bench-kernels: Markdown table in $B/bench.md (for kernels/README.md), all rows in $B/bench.json"
+echo "bench-kernels: Markdown table in $B/bench.md (the form kernels/MEASUREMENTS.md uses), all rows in $B/bench.json"

@@ -20,6 +20,7 @@
 
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile_int.h"
+#include "sandbox/compile/compile_queue.h"
 #include "sandbox/pool/gpu.h"
 #include "sandbox/jail/jail.h"
 #include "sandbox/compile/sass.h"
@@ -40,9 +41,7 @@ struct compiler {
 	char libnvrtc[PATH_MAX];
 	char version[64]; /* "13.0.88" */
 	char default_arch[16];
-	pthread_mutex_t slot_lock; /* bounds concurrent compiler processes */
-	pthread_cond_t slot_cond;
-	int slots_free;
+	struct compile_queue *queue; /* bounds compiler processes, fair between clients */
 };
 
 static long long now_ms(void)
@@ -135,6 +134,51 @@ static void pick_default_arch(struct compiler *cc)
 		snprintf(cc->default_arch, sizeof cc->default_arch, "%s", host->gpus[0].arch);
 }
 
+/* An operator's knob: a positive integer from the environment, or dflt. */
+static int env_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long dflt,
+		    unsigned long *v, struct kf_err *err)
+{
+	const char *s = getenv(name);
+	char *end;
+	*v = dflt;
+	if (!s || !*s)
+		return 0;
+	*v = strtoul(s, &end, 10);
+	if (*end || *v < lo || *v > hi)
+		return kf_err_set(err, KF_EINVAL, "%s='%.20s': expected an integer %lu..%lu", name,
+				  s, lo, hi);
+	return 0;
+}
+
+/* The resource limits of compiles: memory per compiler process, slots,
+ * and the per-client share of them (config first, then the environment). */
+static int open_queue(struct compiler *cc, struct kf_err *err)
+{
+	unsigned long mb, per, slots;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc = env_uint("KFORGE_COMPILE_MEM_MB", 256, 1ul << 20, COMPILE_MEM_DEFAULT_BYTES >> 20,
+			  &mb, err);
+	if (rc)
+		return rc;
+	if (!cc->cfg.mem_bytes)
+		cc->cfg.mem_bytes = (unsigned long long)mb << 20;
+	rc = env_uint("KFORGE_COMPILE_SLOTS", 1, 1024, ncpu < 2 ? 2 : (unsigned long)ncpu, &slots,
+		      err);
+	if (rc)
+		return rc;
+	struct compile_queue_limits lim = {
+		.slots = cc->cfg.slots > 0 ? cc->cfg.slots : (int)slots,
+		.client_waiting = cc->cfg.client_waiting > 0 ? cc->cfg.client_waiting
+							     : COMPILE_CLIENT_WAITING_DEFAULT,
+	};
+	rc = env_uint("KFORGE_COMPILE_CLIENT_SLOTS", 1, (unsigned long)lim.slots,
+		      lim.slots / 2 > 0 ? (unsigned long)lim.slots / 2 : 1, &per, err);
+	if (rc)
+		return rc;
+	lim.client_slots = cc->cfg.client_slots > 0 ? cc->cfg.client_slots : (int)per;
+	return compile_queue_new(&lim, &cc->queue, err);
+}
+
 int compile_open(const struct compile_config *cfg, struct compiler **out, struct kf_err *err)
 {
 	*out = NULL;
@@ -187,10 +231,9 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 		}
 		cc->cfg.timeout_ms = (unsigned)v;
 	}
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	cc->slots_free = ncpu < 2 ? 2 : (int)ncpu;
-	pthread_mutex_init(&cc->slot_lock, NULL);
-	pthread_cond_init(&cc->slot_cond, NULL);
+	rc = open_queue(cc, err);
+	if (rc)
+		goto out;
 	*out = cc;
 	return 0;
 out:
@@ -206,8 +249,7 @@ void compile_close(struct compiler *cc)
 		return;
 	cache_close(cc->cache);
 	jail_close(cc->own_jail);
-	pthread_mutex_destroy(&cc->slot_lock);
-	pthread_cond_destroy(&cc->slot_cond);
+	compile_queue_free(cc->queue);
 	free(cc);
 }
 
@@ -226,34 +268,16 @@ const char *compile_compiler_version(const struct compiler *cc)
 	return cc->version;
 }
 
-/* --- slots: at most one compiler process per CPU ------------------------ */
+/* --- slots: at most one compiler process per CPU, fair between clients --- */
 
-static int slot_take(struct compiler *cc, const volatile int *cancel, struct kf_err *err)
+static int slot_take(struct compiler *cc, const struct compile_req *req, struct kf_err *err)
 {
-	pthread_mutex_lock(&cc->slot_lock);
-	while (cc->slots_free == 0) {
-		if (cancel && *cancel) {
-			pthread_mutex_unlock(&cc->slot_lock);
-			return kf_err_set(err, KF_ECANCELED, "compile cancelled while queued");
-		}
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += 50 * 1000000;
-		if (t.tv_nsec >= 1000000000)
-			t.tv_sec++, t.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&cc->slot_cond, &cc->slot_lock, &t);
-	}
-	cc->slots_free--;
-	pthread_mutex_unlock(&cc->slot_lock);
-	return 0;
+	return compile_queue_take(cc->queue, req->client, req->cancel, err);
 }
 
-static void slot_give(struct compiler *cc)
+static void slot_give(struct compiler *cc, const struct compile_req *req)
 {
-	pthread_mutex_lock(&cc->slot_lock);
-	cc->slots_free++;
-	pthread_cond_signal(&cc->slot_cond);
-	pthread_mutex_unlock(&cc->slot_lock);
+	compile_queue_give(cc->queue, req->client);
 }
 
 /* --- the compile --------------------------------------------------------- */
@@ -310,11 +334,12 @@ static char *join_output(const struct jail_result *r)
 }
 
 /* Runs one backend in the jail. Returns the jail_run code; *exit_code the
- * backend's exit status; *log new text (stdout+stderr). */
+ * backend's exit status; *log new text (stdout+stderr); *oom 1 when it ran
+ * out of its memory limit. */
 static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, const char *arch,
 		       const struct compile_flagset *fs, int keep_ptx,
 		       const struct compile_req *req, unsigned timeout_ms, int *exit_code,
-		       char **log, int *log_truncated, struct kf_err *err)
+		       char **log, int *log_truncated, int *oom, struct kf_err *err)
 {
 	const char *argv[COMPILE_ARGS_MAX + 24];
 	int n = 0;
@@ -362,6 +387,7 @@ static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, cons
 		.ro_binds = use_nvrtc ? &bind : NULL,
 		.ro_binds_len = use_nvrtc ? 1 : 0,
 		.wall_ms = timeout_ms,
+		.mem_bytes = cc->cfg.mem_bytes,
 		.stdout_cap_bytes = LOG_CAP,
 		.stderr_cap_bytes = LOG_CAP,
 		.cancel = req->cancel,
@@ -371,6 +397,9 @@ static int run_backend(struct compiler *cc, int use_nvrtc, const char *dir, cons
 	*exit_code = r.exited ? r.exit_code : -1;
 	*log = join_output(&r);
 	*log_truncated = r.out_truncated || r.errout_truncated;
+	/* Only a compiler that died of it (abort, or a signal's exit code):
+	 * a source's own "#error out of memory" is a normal diagnostic. */
+	*oom = r.mem_limited && (r.term_signal || r.exit_code > 128);
 	jail_result_fini(&r);
 	if (!*log && rc == 0)
 		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
@@ -443,29 +472,30 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 		}
 	}
 
-	rc = slot_take(cc, req->cancel, err);
+	rc = slot_take(cc, req, err);
 	if (rc)
 		goto out;
 	rc = cache_stage(cc->cache, dir, sizeof dir, err);
 	if (rc) {
-		slot_give(cc);
+		slot_give(cc, req);
 		goto out;
 	}
 	char src_path[PATH_MAX + 16];
 	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
 	if (write_all(src_path, req->source, req->source_len) != 0) {
-		slot_give(cc);
+		slot_give(cc, req);
 		rc = kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
 				strerror(errno));
 		goto out;
 	}
 	unsigned timeout = cc->cfg.timeout_ms ? cc->cfg.timeout_ms : DEFAULT_TIMEOUT_MS;
-	int code = -1, trunc = 0;
+	int code = -1, trunc = 0, oom = 0;
 	const char *backend = "nvcc";
 	if (cc->nvrtc_helper[0] && !cc->cfg.force_nvcc) {
 		backend = "nvrtc";
-		rc = run_backend(cc, 1, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, err);
-		if (rc == 0 && code != 0) {
+		rc = run_backend(cc, 1, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, &oom,
+				 err);
+		if (rc == 0 && code != 0 && !oom) {
 			/* NVRTC lacks the host headers and some options: nvcc has the
 			 * last word, and its diagnostics are the ones reported. */
 			free(log);
@@ -474,12 +504,13 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 			long long left = (long long)timeout - (now_ms() - t0);
 			rc = run_backend(cc, 0, dir, arch, fs, 1, req,
 					 left > 1000 ? (unsigned)left : 1000, &code, &log, &trunc,
-					 err);
+					 &oom, err);
 		}
 	} else {
-		rc = run_backend(cc, 0, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, err);
+		rc = run_backend(cc, 0, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, &oom,
+				 err);
 	}
-	slot_give(cc);
+	slot_give(cc, req);
 	rm_job_junk(dir);
 	if (rc == KF_ETIMEOUT) {
 		kf_err_clear(err);
@@ -493,6 +524,16 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 					      .job_dir = dir,
 					      .cuda_home = jail_cuda_home(cc->jail)};
 		res->json = compile_timeout_json(&in, arch, jail_mode_name(cc->jail), timeout);
+		goto out;
+	}
+	if (rc == 0 && oom) {
+		/* Not cached: the same source may compile under a higher limit. */
+		struct compile_parse_in in = {
+			.log = log, .job_dir = dir, .cuda_home = jail_cuda_home(cc->jail)};
+		res->json = compile_mem_limit_json(&in, arch, jail_mode_name(cc->jail),
+						   cc->cfg.mem_bytes);
+		rc = kf_err_set(err, KF_ECOMPILE, "%s",
+				json_string_value(json_object_get(res->json, "summary")));
 		goto out;
 	}
 	if (rc)

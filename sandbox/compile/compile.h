@@ -19,6 +19,7 @@ struct compiler;
 
 #define COMPILE_SOURCE_MAX_BYTES (1u << 20) /* source cap: 1 MiB */
 #define COMPILE_FLAGS_MAX	 64	    /* flags per request */
+#define COMPILE_FLAG_MAX_CHARS	 150	    /* characters per flag */
 #define COMPILE_ID_LEN		 64	    /* artifact id: hex sha256 */
 
 struct compile_config {
@@ -34,7 +35,19 @@ struct compile_config {
 	const char *nvrtc_helper;	    /* build/kforge-nvrtc; NULL = next to the running
 				   * binary; when missing, nvcc is used */
 	int force_nvcc;			    /* 1: never NVRTC (benchmarks, comparisons) */
+	unsigned long long mem_bytes;	    /* address space of each compiler process
+				   * [$KFORGE_COMPILE_MEM_MB MiB, else
+				   * COMPILE_MEM_DEFAULT_BYTES] */
+	int slots;			    /* compiler processes at once [$KFORGE_COMPILE_SLOTS,
+				   * else the online CPUs, >= 2] */
+	int client_slots;		    /* at once per client [$KFORGE_COMPILE_CLIENT_SLOTS,
+				   * else half the slots, >= 1] */
+	int client_waiting;		    /* waiting per client before "busy"
+				   * [COMPILE_CLIENT_WAITING_DEFAULT] */
 };
+
+#define COMPILE_MEM_DEFAULT_BYTES      (4ull << 30) /* 4 GiB per compiler process */
+#define COMPILE_CLIENT_WAITING_DEFAULT 16
 
 /* One compile. */
 struct compile_req {
@@ -47,6 +60,10 @@ struct compile_req {
 	int want_ptx;		    /* 1: keep the PTX as an artifact */
 	int want_sass;		    /* 1: SASS summary where cuobjdump exists */
 	const volatile int *cancel; /* polled; nonzero kills the compile */
+	const char *client;	    /* who asked (an MCP session...): compiles queue
+				     * per client, round robin between clients
+				     * (compile_queue.h); NULL = the shared
+				     * anonymous client; borrowed */
 };
 
 struct compile_result {
@@ -94,6 +111,10 @@ const char *compile_compiler_version(const struct compiler *cc);
  *   KF_ECOMPILE  the compiler rejected the source: res->json has ok false
  *                and the diagnostics (a normal isError result);
  *   KF_ETIMEOUT  the compile ran past the limit: res->json says so;
+ *   KF_ECOMPILE  also when the compiler ran out of its memory limit
+ *                (mem_bytes): res->json says so and names the limit; such
+ *                a result is not cached;
+ *   KF_EBUSY     the client already has client_waiting compiles waiting;
  *   KF_EPERM     a refused flag (err names it and why);
  *   KF_EINVAL    bad arch or flag syntax; KF_ETOOBIG source over the cap;
  *   KF_ECANCELED, KF_ESANDBOX, KF_EIO, KF_ENOMEM.
@@ -115,7 +136,8 @@ int compile_check_arch(const char *arch, struct kf_err *err) __attribute__((warn
 
 /* Splits a flag string on blanks ("-O3 -D N=4" -> "-O3", "-D", "N=4"); no
  * quoting. Returns 0 and sets *argv to a new NULL-terminated array (free with
- * compile_flags_free) and *len; KF_ETOOBIG past COMPILE_FLAGS_MAX. */
+ * compile_flags_free) and *len; KF_ETOOBIG past COMPILE_FLAGS_MAX flags or
+ * for a flag longer than COMPILE_FLAG_MAX_CHARS (err names it). */
 int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err *err)
 	__attribute__((warn_unused_result));
 void compile_flags_free(char **argv);

@@ -43,6 +43,37 @@ json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch
 	return o;
 }
 
+json_t *compile_mem_limit_json(const struct compile_parse_in *in, const char *arch,
+			       const char *sandbox, unsigned long long mem_bytes)
+{
+	char s[320];
+	snprintf(s, sizeof s,
+		 "compile failed for %s: the compiler ran out of memory at its %llu MiB limit "
+		 "(address space per compiler process; the operator sets it with "
+		 "KFORGE_COMPILE_MEM_MB). Large initialized __device__ arrays or runaway "
+		 "unrolling need more",
+		 arch, mem_bytes >> 20);
+	json_t *o = json_object();
+	json_object_set_new(o, "summary", json_string(s));
+	json_object_set_new(o, "ok", json_false());
+	json_object_set_new(o, "arch", json_string(arch));
+	json_object_set_new(o, "sandbox", json_string(sandbox));
+	json_object_set_new(o, "memory_limited", json_true());
+	json_object_set_new(o, "memory_limit_bytes", json_integer((json_int_t)mem_bytes));
+	json_t *e = json_object();
+	json_object_set_new(e, "code", json_string("compile_error"));
+	json_object_set_new(e, "message", json_string(s));
+	json_object_set_new(o, "error", e);
+	char *clean = in->log ? compile_clean_log(in) : NULL;
+	if (clean) {
+		if (strlen(clean) > 2000)
+			clean[2000] = 0;
+		json_object_set_new(o, "log_tail", compile_json_text(clean));
+	}
+	free(clean);
+	return o;
+}
+
 json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
 			    const char *sandbox, int want_ptx, const struct sass_summary_ctx *sctx)
 {

@@ -204,9 +204,9 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 	for (size_t i = 0; i < len; i++) {
 		if (!flags[i] || !*flags[i])
 			return kf_err_set(err, KF_EINVAL, "flags[%zu] is empty", i);
-		if (strlen(flags[i]) > COMPILE_FLAG_MAX_LEN)
+		if (strlen(flags[i]) > COMPILE_FLAG_MAX_CHARS)
 			return kf_err_set(err, KF_EINVAL, "flags[%zu] is longer than %d characters",
-					  i, COMPILE_FLAG_MAX_LEN);
+					  i, COMPILE_FLAG_MAX_CHARS);
 	}
 	for (size_t i = 0; i < len; i++) {
 		const char *f = flags[i];
@@ -290,7 +290,7 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 			if (!val)
 				return kf_err_set(err, KF_EINVAL,
 						  "flag '%s' needs a value (e.g. -Xptxas -v)", f);
-			char tmp[COMPILE_FLAG_MAX_LEN + 1];
+			char tmp[COMPILE_FLAG_MAX_CHARS + 1];
 			snprintf(tmp, sizeof tmp, "%s", val);
 			char *save = NULL;
 			for (char *t = strtok_r(tmp, ",", &save); t;
@@ -447,6 +447,12 @@ int compile_split_flags(const char *s, char ***argv, size_t *len, struct kf_err 
 			compile_flags_free(v);
 			return kf_err_set(err, KF_ETOOBIG, "flags: more than %d",
 					  COMPILE_FLAGS_MAX);
+		}
+		if (e - p > COMPILE_FLAG_MAX_CHARS) {
+			compile_flags_free(v);
+			return kf_err_set(err, KF_ETOOBIG,
+					  "flags[%zu] is %zu characters, at most %d", n,
+					  (size_t)(e - p), COMPILE_FLAG_MAX_CHARS);
 		}
 		v[n] = strndup(p, (size_t)(e - p));
 		if (!v[n]) {

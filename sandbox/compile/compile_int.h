@@ -16,9 +16,6 @@ struct jail;
 /* Slots in each of nvcc, nvrtc and store: the most backend arguments the
  * flags may expand to (-Xptxas=a,b,c adds two nvcc arguments per option). */
 #define COMPILE_ARGS_MAX (COMPILE_FLAGS_MAX * 2)
-/* Characters of one flag or flag value; a stored argument is one of them
- * behind a prefix of at most 16 ("--ptxas-options="), so it always fits. */
-#define COMPILE_FLAG_MAX_LEN 150
 
 /* A request's flags, checked and rebuilt for both backends. */
 struct compile_flagset {
@@ -27,7 +24,9 @@ struct compile_flagset {
 	int nvcc_len;
 	const char *nvrtc[COMPILE_ARGS_MAX];
 	int nvrtc_len;
-	char store[COMPILE_ARGS_MAX][COMPILE_FLAG_MAX_LEN + 17];
+	/* a flag or value (COMPILE_FLAG_MAX_CHARS) behind a prefix of at most
+	 * 16 ("--ptxas-options="): it always fits whole */
+	char store[COMPILE_ARGS_MAX][COMPILE_FLAG_MAX_CHARS + 17];
 	int store_len;
 	int debug;    /* -G */
 	int overflow; /* 1 once an append found nvcc, nvrtc or store full */
@@ -65,6 +64,11 @@ json_t *compile_build_result(const struct compile_parse_in *in);
 /* Returns new JSON for a compile killed at the time limit. */
 json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
 			     const char *sandbox, unsigned timeout_ms);
+
+/* Returns new JSON for a compile whose compiler ran out of its memory
+ * limit (mem_bytes per process): ok false, the limit and its knob. */
+json_t *compile_mem_limit_json(const struct compile_parse_in *in, const char *arch,
+			       const char *sandbox, unsigned long long mem_bytes);
 
 /* A new JSON string of s; text that is not valid UTF-8 has its bytes
  * >= 0x80 and control characters replaced by '?'. NULL on ENOMEM. */

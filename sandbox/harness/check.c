@@ -19,8 +19,8 @@ static void add_first(json_t *arr, uint64_t i)
 		json_array_append_new(arr, json_integer((json_int_t)i));
 }
 
-/* One trial: fresh module, fresh buffers, inputs from seed; run 1 with
- * poison A; extra launches; run 2 with poison B; compare. */
+/* One trial: fresh module, fresh buffers, inputs from seed; first run with
+ * poison A; extra launches; second run with poison B; compare. */
 static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
 		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
 		       const char *prefix, json_t *tr)
@@ -69,7 +69,7 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 	void *second[SPEC_MAX_TENSORS] = {0};
 	if (runs > 1) {
 		/* More launches on the same input: state kept across launches
-		 * (a __device__ counter, a cached result) shows up in run 2. */
+		 * (a __device__ counter, a cached result) shows up in the second run. */
 		for (int k = 0; k < extra && !rc; k++) {
 			if (!(rc = h_bufs_restore_inout(h, bufs)))
 				rc = h_prog_launch(h, &p, bufs);

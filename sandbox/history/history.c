@@ -7,13 +7,16 @@
  * busy_timeout lets the CLI and the daemon share the file. */
 #include "sandbox/history/history.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 10000
 #define ID_TIME_CHARS	9 /* 45 bits of unix ms: good until the year 3084 */
@@ -233,36 +236,135 @@ static int migrate(struct history *h, struct kf_err *err)
 	return rc;
 }
 
-int history_open(const char *path, struct history **out, struct kf_err *err)
-{
-	struct history *h;
-	int rc;
+/* The advice every refusal of an existing state.db ends with. */
+#define KEEP_ADVICE                                                                     \
+	"kforge will not start an empty history over it: restore it from a backup, or " \
+	"move it away to start a new one"
 
-	*out = NULL;
-	if (!path || !*path)
-		return kf_err_set(err, KF_EINVAL, "history: empty state.db path");
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return kf_err_set(err, KF_ENOMEM, "history: out of memory");
-	snprintf(h->path, sizeof(h->path), "%s", path);
-	pthread_mutex_init(&h->mu, NULL);
-	rc = sqlite3_open_v2(path, &h->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-			     NULL);
-	if (rc != SQLITE_OK) {
-		rc = kf_err_set(err, KF_EDB, "cannot open state.db at %s: %s", path,
-				h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc));
-		goto out;
-	}
+/* Reads the schema: a file sqlite cannot read (not a database, corrupt
+ * pages) is refused here with the reason, before anything writes to it. */
+static int check_readable(struct history *h, struct kf_err *err)
+{
+	int rc = sqlite3_exec(h->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	int ext = sqlite3_extended_errcode(h->db) & 0xff;
+
+	if (rc == SQLITE_OK)
+		return 0;
+	if (ext == SQLITE_NOTADB || ext == SQLITE_CORRUPT)
+		return kf_err_set(err, KF_EDB, "state.db at %s is corrupt (%s); " KEEP_ADVICE,
+				  h->path, sqlite3_errmsg(h->db));
+	return kf_err_set(err, KF_EDB, "cannot read state.db at %s: %s", h->path,
+			  sqlite3_errmsg(h->db));
+}
+
+/* Opens path into h (path already in h->path) and brings the schema up to
+ * date. */
+static int open_db(struct history *h, struct kf_err *err)
+{
+	int rc = sqlite3_open_v2(h->path, &h->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
+
+	if (rc != SQLITE_OK)
+		return kf_err_set(err, KF_EDB, "cannot open state.db at %s: %s", h->path,
+				  h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc));
 	sqlite3_busy_timeout(h->db, BUSY_TIMEOUT_MS);
-	rc = exec(h, "PRAGMA journal_mode=WAL", err);
+	rc = check_readable(h, err);
+	if (!rc)
+		rc = exec(h, "PRAGMA journal_mode=WAL", err);
 	if (!rc)
 		rc = exec(h, "PRAGMA synchronous=FULL", err);
 	if (!rc)
 		rc = exec(h, "PRAGMA foreign_keys=ON", err);
 	if (!rc)
 		rc = migrate(h, err);
-out:
+	return rc;
+}
+
+static struct history *history_alloc(const char *path)
+{
+	struct history *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	snprintf(h->path, sizeof(h->path), "%s", path);
+	pthread_mutex_init(&h->mu, NULL);
+	return h;
+}
+
+/* A missing state.db is made whole under a temporary name and linked into
+ * place, so no process ever finds it empty; if another process linked its
+ * own first, that one is used. */
+static int create_whole(const char *path, struct kf_err *err)
+{
+	char tmp[sizeof(((struct history *)0)->path)];
+	unsigned r = 0;
+	struct history *h;
+	int rc;
+
+	if (getrandom(&r, sizeof(r), 0) < 0)
+		r = (unsigned)time(NULL);
+	if (snprintf(tmp, sizeof(tmp), "%s.new-%ld-%08x", path, (long)getpid(), r) >=
+	    (int)sizeof(tmp))
+		return kf_err_set(err, KF_EINVAL, "state.db path '%.200s...' is too long", path);
+	h = history_alloc(tmp);
+	if (!h)
+		return kf_err_set(err, KF_ENOMEM, "history: out of memory");
+	rc = open_db(h, err);
+	history_close(h); /* checkpoints the WAL into the file */
+	/* A file system without hard links gets a rename: the same
+	 * whole file, without the check that no one else made one first. */
+	if (!rc && link(tmp, path) != 0 && errno != EEXIST &&
+	    ((errno != EPERM && errno != EOPNOTSUPP) || rename(tmp, path) != 0))
+		rc = kf_err_set(err, KF_EDB, "cannot create state.db at %s: %s", path,
+				strerror(errno));
+	unlink(tmp);
+	return rc;
+}
+
+/* An existing state.db must hold a history: 0 bytes (a full disk, an
+ * interrupted copy) is refused, unless the history is still in the WAL
+ * file, waiting for a checkpoint. Sets *missing when there is none. */
+static int check_existing(const char *path, int *missing, struct kf_err *err)
+{
+	struct stat st;
+	char wal[600];
+
+	*missing = 0;
+	if (stat(path, &st) != 0) {
+		*missing = errno == ENOENT;
+		return *missing ? 0
+				: kf_err_set(err, KF_EDB, "cannot open state.db at %s: %s", path,
+					     strerror(errno));
+	}
+	if (st.st_size > 0)
+		return 0;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &st) == 0 && st.st_size > 0)
+		return 0;
+	return kf_err_set(err, KF_EDB,
+			  "state.db at %s is 0 bytes: the run history was truncated (a full "
+			  "disk, an interrupted copy?); " KEEP_ADVICE,
+			  path);
+}
+
+int history_open(const char *path, struct history **out, struct kf_err *err)
+{
+	struct history *h;
+	int rc, missing;
+
+	*out = NULL;
+	if (!path || !*path)
+		return kf_err_set(err, KF_EINVAL, "history: empty state.db path");
+	rc = check_existing(path, &missing, err);
+	if (!rc && missing)
+		rc = create_whole(path, err);
+	if (rc)
+		return rc;
+	h = history_alloc(path);
+	if (!h)
+		return kf_err_set(err, KF_ENOMEM, "history: out of memory");
+	rc = open_db(h, err);
 	if (rc) {
 		history_close(h);
 		return rc;

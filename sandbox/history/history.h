@@ -76,8 +76,12 @@ struct history_page {
 
 /* Opens (creating if missing) the database at path (a file; the data dir
  * must exist), sets WAL, synchronous=FULL, busy_timeout, and migrates the
- * schema to HISTORY_SCHEMA_VERSION. Returns 0 and *out (close with
- * history_close), or KF_EDB naming the file and sqlite's reason, or KF_EDB
+ * schema to HISTORY_SCHEMA_VERSION. A missing file is created whole (under
+ * a temporary name, then linked into place). An existing file that is 0
+ * bytes (with no WAL holding its history) or that sqlite finds corrupt is
+ * refused: an empty history never silently replaces a damaged one.
+ * Returns 0 and *out (close with history_close), or KF_EDB naming the file
+ * and the reason ("is 0 bytes", "is corrupt", sqlite's message), or KF_EDB
  * "state.db schema version N is newer than this kforge (M)". */
 int history_open(const char *path, struct history **out, struct kf_err *err)
 	__attribute__((warn_unused_result));

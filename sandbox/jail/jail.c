@@ -466,10 +466,17 @@ static int pidfd_open_(pid_t pid)
 #endif
 }
 
-/* The child side, after fork: async-signal-safe calls only. */
+/* Limits set in the child, in this order. */
+enum { LIM_CPU, LIM_FSIZE, LIM_NPROC, LIM_CORE, LIM_AS, LIM_N };
+static const int LIM_RESOURCE[LIM_N] = {RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_CORE,
+					RLIMIT_AS};
+
+/* The child side, after fork: async-signal-safe calls only. parent is the
+ * daemon's pid before the fork: if it died before PR_SET_PDEATHSIG took
+ * hold, the child is already an orphan and must not start the job. */
 static void child_exec(const char *path, char *const argv[], char *const envp[],
 		       const char *chdir_to, int in_fd, int out_fd, int err_fd, const int *pass,
-		       int npass, const struct rlimit lim[4])
+		       int npass, const struct rlimit *lim, pid_t parent)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -486,7 +493,7 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 	 * this inside the jail): a hung kernel must not keep the GPU after a
 	 * SIGKILL of kforge. The forking thread waits for the child, so the
 	 * signal never fires while the job is wanted. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 		_exit(126);
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(126);
@@ -504,31 +511,39 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 #endif
 		for (int fd = 3 + npass; fd < 4096; fd++)
 			close(fd);
-	if (setrlimit(RLIMIT_CPU, &lim[0]) || setrlimit(RLIMIT_FSIZE, &lim[1]) ||
-	    setrlimit(RLIMIT_NPROC, &lim[2]) || setrlimit(RLIMIT_CORE, &lim[3]))
-		_exit(126);
+	for (int i = 0; i < LIM_N; i++)
+		if (setrlimit(LIM_RESOURCE[i], &lim[i]) != 0)
+			_exit(126);
 	if (chdir_to && chdir(chdir_to) != 0)
 		_exit(126);
 	execve(path, argv, envp);
 	_exit(127);
 }
 
-int jail_run(struct jail *j, const struct jail_job *job, struct jail_result *res,
-	     struct kf_err *err)
-{
-	memset(res, 0, sizeof *res);
-	int rc = 0;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, devnull = -1, pidfd = -1;
-	pid_t pid = -1;
-	struct cap_buf ob = {0}, eb = {0};
-	struct argbuf a = {0};
+/* One jail_run between its steps: what the child execs (prepared before
+ * the fork, so the child only makes async-signal-safe calls; argv points
+ * into the stores here, so they live until the exec), the pipes, the
+ * captured output and how the child ended. */
+struct run {
+	struct argbuf a;
+	const char *exec_path;
+	const char *chdir_to;
 	char *envp[40];
-	char envstore[3][PATH_MAX + 32];
+	char envstore[2][PATH_MAX + 32];
 	char gpunodes[32][64];
-	char tmpsize[32]; /* argv points here: must live until the exec */
+	char tmpsize[32];
+	struct rlimit lim[LIM_N];
+	unsigned wall_ms;
+	int outp[2], errp[2], devnull, pidfd;
+	pid_t pid;
+	struct cap_buf ob, eb;
+	int status, reaped, killed;
+	struct rusage ru;
 	struct timespec t0;
-	now_ts(&t0);
+};
 
+static int check_job(struct jail *j, const struct jail_job *job, struct kf_err *err)
+{
 	if (!job || !job->argv || !job->argv[0] || job->argv[0][0] != '/')
 		return kf_err_set(err, KF_EINVAL, "jail: argv[0] must be an absolute path");
 	if (!job->job_dir || !is_dir(job->job_dir))
@@ -537,272 +552,349 @@ int jail_run(struct jail *j, const struct jail_job *job, struct jail_result *res
 	if (job->pass_fds_len > JAIL_MAX_PASS_FDS)
 		return kf_err_set(err, KF_EINVAL, "jail: %zu fds to pass, at most %d",
 				  job->pass_fds_len, JAIL_MAX_PASS_FDS);
-	rc = jail_usable(j, err);
-	if (rc)
-		return rc;
-	ob.cap = job->stdout_cap_bytes ? job->stdout_cap_bytes : DEFAULT_CAP;
-	eb.cap = job->stderr_cap_bytes ? job->stderr_cap_bytes : DEFAULT_CAP;
-	unsigned wall = job->wall_ms ? job->wall_ms : DEFAULT_WALL_MS;
-	unsigned cpu = job->cpu_s ? job->cpu_s : (wall + 999) / 1000;
-	struct rlimit lim[4] = {
-		{cpu, cpu + 1},
-		{job->fsize_bytes ? job->fsize_bytes : DEFAULT_FSIZE,
-		 job->fsize_bytes ? job->fsize_bytes : DEFAULT_FSIZE},
-		{job->nproc ? job->nproc : DEFAULT_NPROC, job->nproc ? job->nproc : DEFAULT_NPROC},
-		{0, 0},
-	};
+	return jail_usable(j, err);
+}
 
-	if (job->want_gpu)
-		resolve_gpu(j);
+static void set_limits(struct run *r, const struct jail_job *job)
+{
+	r->wall_ms = job->wall_ms ? job->wall_ms : DEFAULT_WALL_MS;
+	rlim_t cpu = job->cpu_s ? job->cpu_s : (r->wall_ms + 999) / 1000;
+	rlim_t fsize = job->fsize_bytes ? job->fsize_bytes : DEFAULT_FSIZE;
+	rlim_t nproc = job->nproc ? job->nproc : DEFAULT_NPROC;
+	rlim_t as = job->mem_bytes ? job->mem_bytes : RLIM_INFINITY;
+	r->lim[LIM_CPU] = (struct rlimit){cpu, cpu + 1};
+	r->lim[LIM_FSIZE] = (struct rlimit){fsize, fsize};
+	r->lim[LIM_NPROC] = (struct rlimit){nproc, nproc};
+	r->lim[LIM_CORE] = (struct rlimit){0, 0};
+	r->lim[LIM_AS] = (struct rlimit){as, as};
+}
 
-	/* Environment: clean, plus the job's extras. */
+/* The environment: clean, plus the job's extras. */
+static int build_env(struct jail *j, const struct jail_job *job, struct run *r, struct kf_err *err)
+{
 	int ne = 0;
-	sfmt(envstore[0], sizeof envstore[0], "PATH=%s/bin:%s", j->cuda_real, BASE_PATH);
-	envp[ne++] = envstore[0];
-	envp[ne++] = (char *)"HOME=/tmp";
-	envp[ne++] = (char *)"LANG=C";
-	envp[ne++] = (char *)"LC_ALL=C";
-	envp[ne++] = (char *)"TMPDIR=/tmp";
+	sfmt(r->envstore[0], sizeof r->envstore[0], "PATH=%s/bin:%s", j->cuda_real, BASE_PATH);
+	r->envp[ne++] = r->envstore[0];
+	r->envp[ne++] = (char *)"HOME=/tmp";
+	r->envp[ne++] = (char *)"LANG=C";
+	r->envp[ne++] = (char *)"LC_ALL=C";
+	r->envp[ne++] = (char *)"TMPDIR=/tmp";
 	if (job->want_gpu && j->gpu_libdir[0]) {
-		snprintf(envstore[1], sizeof envstore[1], "LD_LIBRARY_PATH=%s", j->gpu_libdir);
-		envp[ne++] = envstore[1];
+		sfmt(r->envstore[1], sizeof r->envstore[1], "LD_LIBRARY_PATH=%s", j->gpu_libdir);
+		r->envp[ne++] = r->envstore[1];
 	}
 	for (int i = 0; job->env && job->env[i]; i++) {
-		if (ne >= (int)(sizeof envp / sizeof envp[0]) - 1)
+		if (ne >= (int)(sizeof r->envp / sizeof r->envp[0]) - 1)
 			return kf_err_set(err, KF_EINVAL, "jail: too many environment entries");
-		envp[ne++] = (char *)job->env[i];
+		r->envp[ne++] = (char *)job->env[i];
 	}
-	envp[ne] = NULL;
+	r->envp[ne] = NULL;
+	return 0;
+}
 
-	const char *exec_path;
-	const char *chdir_to = NULL;
+/* bubblewrap's options: namespaces, the allowlist, the job's binds, the
+ * GPU when asked, the job directory. */
+static int push_bwrap(struct jail *j, const struct jail_job *job, struct run *r, struct kf_err *err)
+{
+	struct argbuf *a = &r->a;
+	static const char *const fixed[] = {
+		"--unshare-all", "--cap-drop", "ALL",	      "--die-with-parent",
+		"--new-session", "--hostname", "kforge-jail", "--proc",
+		"/proc",	 "--dev",      "/dev"};
+	push(a, j->bwrap);
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		push(a, fixed[i]);
+	if (j->tmp_size_bytes) {
+		sfmt(r->tmpsize, sizeof r->tmpsize, "%llu", j->tmp_size_bytes);
+		push(a, "--size");
+		push(a, r->tmpsize);
+	}
+	push(a, "--tmpfs");
+	push(a, "/tmp");
+	for (int i = 0; i < j->binds_len; i++) {
+		const struct bind *b = &j->binds[i];
+		push(a, b->is_symlink ? "--symlink" : "--ro-bind");
+		push(a, b->src);
+		push(a, b->dst);
+	}
+	for (size_t i = 0; i < job->ro_binds_len; i++) {
+		const struct jail_bind *b = &job->ro_binds[i];
+		if (!b->src || !path_exists(b->src))
+			return kf_err_set(err, KF_EINVAL, "jail: bind source '%s' does not exist",
+					  b->src ? b->src : "(null)");
+		push(a, "--ro-bind");
+		push(a, b->src);
+		push(a, b->dst ? b->dst : b->src);
+	}
+	if (job->want_gpu) {
+		int n = gpu_nodes(r->gpunodes, 32);
+		for (int i = 0; i < n; i++) {
+			push(a, "--dev-bind");
+			push(a, r->gpunodes[i]);
+			push(a, r->gpunodes[i]);
+		}
+		if (j->gpu_libdir[0] && !j->gpu_libdir_bound) {
+			push(a, "--ro-bind");
+			push(a, j->gpu_libdir);
+			push(a, j->gpu_libdir);
+		}
+	}
+	push(a, "--bind");
+	push(a, job->job_dir);
+	push(a, JAIL_JOB_DIR);
+	push(a, "--chdir");
+	push(a, JAIL_JOB_DIR);
+	push(a, "--");
+	return 0;
+}
+
+static int build_argv(struct jail *j, const struct jail_job *job, struct run *r, struct kf_err *err)
+{
 	if (j->mode == JAIL_NONE) {
-		exec_path = job->argv[0];
-		chdir_to = job->job_dir;
-		for (int i = 0; job->argv[i]; i++)
-			push(&a, job->argv[i]);
+		r->exec_path = job->argv[0];
+		r->chdir_to = job->job_dir;
 	} else {
-		exec_path = j->bwrap;
-		push(&a, j->bwrap);
-		push(&a, "--unshare-all");
-		push(&a, "--cap-drop");
-		push(&a, "ALL");
-		push(&a, "--die-with-parent");
-		push(&a, "--new-session");
-		push(&a, "--hostname");
-		push(&a, "kforge-jail");
-		push(&a, "--proc");
-		push(&a, "/proc");
-		push(&a, "--dev");
-		push(&a, "/dev");
-		if (j->tmp_size_bytes) {
-			snprintf(tmpsize, sizeof tmpsize, "%llu", j->tmp_size_bytes);
-			push(&a, "--size");
-			push(&a, tmpsize);
-		}
-		push(&a, "--tmpfs");
-		push(&a, "/tmp");
-		for (int i = 0; i < j->binds_len; i++) {
-			const struct bind *b = &j->binds[i];
-			push(&a, b->is_symlink ? "--symlink" : "--ro-bind");
-			push(&a, b->src);
-			push(&a, b->dst);
-		}
-		for (size_t i = 0; i < job->ro_binds_len; i++) {
-			const struct jail_bind *b = &job->ro_binds[i];
-			if (!b->src || !path_exists(b->src)) {
-				rc = kf_err_set(err, KF_EINVAL,
-						"jail: bind source '%s' does not exist",
-						b->src ? b->src : "(null)");
-				goto out;
-			}
-			push(&a, "--ro-bind");
-			push(&a, b->src);
-			push(&a, b->dst ? b->dst : b->src);
-		}
-		if (job->want_gpu) {
-			int n = gpu_nodes(gpunodes, 32);
-			for (int i = 0; i < n; i++) {
-				push(&a, "--dev-bind");
-				push(&a, gpunodes[i]);
-				push(&a, gpunodes[i]);
-			}
-			if (j->gpu_libdir[0] && !j->gpu_libdir_bound) {
-				push(&a, "--ro-bind");
-				push(&a, j->gpu_libdir);
-				push(&a, j->gpu_libdir);
-			}
-		}
-		push(&a, "--bind");
-		push(&a, job->job_dir);
-		push(&a, JAIL_JOB_DIR);
-		push(&a, "--chdir");
-		push(&a, JAIL_JOB_DIR);
-		push(&a, "--");
-		for (int i = 0; job->argv[i]; i++)
-			push(&a, job->argv[i]);
+		r->exec_path = j->bwrap;
+		int rc = push_bwrap(j, job, r, err);
+		if (rc)
+			return rc;
 	}
-	if (a.overflow) {
-		rc = kf_err_set(err, KF_EINVAL, "jail: too many arguments (at most %d)", MAX_ARGS);
-		goto out;
-	}
+	for (int i = 0; job->argv[i]; i++)
+		push(&r->a, job->argv[i]);
+	if (r->a.overflow)
+		return kf_err_set(err, KF_EINVAL, "jail: too many arguments (at most %d)",
+				  MAX_ARGS);
+	return 0;
+}
 
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
-		rc = kf_err_set(err, KF_EIO, "jail: pipe: %s", strerror(errno));
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		rc = kf_err_set(err, KF_EIO, "jail: fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		child_exec(exec_path, (char *const *)a.v, envp, chdir_to, devnull, outp[1], errp[1],
-			   job->pass_fds, (int)job->pass_fds_len, lim);
-	close(outp[1]);
-	close(errp[1]);
-	outp[1] = errp[1] = -1;
-	pidfd = pidfd_open_(pid);
+static int spawn(const struct jail_job *job, struct run *r, struct kf_err *err)
+{
+	r->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (r->devnull < 0 || pipe2(r->outp, O_CLOEXEC) || pipe2(r->errp, O_CLOEXEC))
+		return kf_err_set(err, KF_EIO, "jail: pipe: %s", strerror(errno));
+	pid_t self = getpid();
+	r->pid = fork();
+	if (r->pid < 0)
+		return kf_err_set(err, KF_EIO, "jail: fork: %s", strerror(errno));
+	if (r->pid == 0)
+		child_exec(r->exec_path, (char *const *)r->a.v, r->envp, r->chdir_to, r->devnull,
+			   r->outp[1], r->errp[1], job->pass_fds, (int)job->pass_fds_len, r->lim,
+			   self);
+	close(r->outp[1]);
+	close(r->errp[1]);
+	r->outp[1] = r->errp[1] = -1;
+	r->pidfd = pidfd_open_(r->pid);
+	return 0;
+}
 
-	int status = 0, reaped = 0, killed = 0;
-	struct rusage ru;
-	memset(&ru, 0, sizeof ru);
-	long long kill_at = -1; /* after the child exits, drain until EOF briefly */
+static void kill_job(struct run *r)
+{
+	kill(-r->pid, SIGKILL);
+	kill(r->pid, SIGKILL);
+	r->killed = 1;
+}
+
+/* Reads what is ready on the pipes in pf into the capture buffers; closes
+ * a pipe at EOF. Returns KF_ENOMEM (and kills the job) when a buffer
+ * cannot grow. */
+static int drain(struct run *r, const struct pollfd *pf, int np, struct kf_err *err)
+{
 	char buf[16384];
+	int rc = 0;
+	for (int i = 0; i < np; i++) {
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)) || pf[i].fd == r->pidfd)
+			continue;
+		int *fd = pf[i].fd == r->outp[0] ? &r->outp[0] : &r->errp[0];
+		ssize_t n = read(*fd, buf, sizeof buf);
+		if (n > 0) {
+			if (cap_append(fd == &r->outp[0] ? &r->ob : &r->eb, buf, (size_t)n)) {
+				rc = kf_err_set(err, KF_ENOMEM, "jail: out of memory for output");
+				kill_job(r);
+			}
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	return rc;
+}
+
+/* Polls the output pipes and the child until both pipes are closed and the
+ * child is reaped, enforcing the wall clock and the cancel flag. */
+static int wait_job(const struct jail_job *job, struct run *r, struct jail_result *res,
+		    struct kf_err *err)
+{
+	int rc = 0;
+	long long drain_until = -1; /* after the child exits, drain until EOF briefly */
 	for (;;) {
 		struct pollfd pf[3];
-		int np = 0, io = outp[0] >= 0 || errp[0] >= 0;
-		if (outp[0] >= 0)
-			pf[np++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-		if (errp[0] >= 0)
-			pf[np++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
-		if (!reaped && pidfd >= 0)
-			pf[np++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-		if (reaped && !io)
+		int np = 0, io = r->outp[0] >= 0 || r->errp[0] >= 0;
+		if (r->outp[0] >= 0)
+			pf[np++] = (struct pollfd){.fd = r->outp[0], .events = POLLIN};
+		if (r->errp[0] >= 0)
+			pf[np++] = (struct pollfd){.fd = r->errp[0], .events = POLLIN};
+		if (!r->reaped && r->pidfd >= 0)
+			pf[np++] = (struct pollfd){.fd = r->pidfd, .events = POLLIN};
+		if (r->reaped && !io)
 			break;
-		long long el = elapsed_ms(&t0);
-		int tmo = 50;
-		if (!reaped && !killed && el >= wall) {
+		long long el = elapsed_ms(&r->t0);
+		if (!r->reaped && !r->killed && el >= r->wall_ms) {
 			res->timed_out = 1;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
-			killed = 1;
+			kill_job(r);
 		}
-		if (!reaped && !killed && job->cancel && *job->cancel) {
+		if (!r->reaped && !r->killed && job->cancel && *job->cancel) {
 			res->canceled = 1;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
-			killed = 1;
+			kill_job(r);
 		}
-		if (reaped && kill_at >= 0 && el >= kill_at)
+		if (r->reaped && drain_until >= 0 && el >= drain_until)
 			break; /* a descendant holds the pipe open: stop reading */
 		if (np == 0) {
 			struct timespec ts = {0, 10 * 1000000};
 			nanosleep(&ts, NULL);
-		} else if (poll(pf, np, tmo) < 0 && errno != EINTR) {
+		} else if (poll(pf, np, 50) < 0 && errno != EINTR) {
 			break;
 		}
-		for (int i = 0; i < np; i++) {
-			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (pf[i].fd == pidfd)
-				continue;
-			ssize_t n = read(pf[i].fd, buf, sizeof buf);
-			if (n > 0) {
-				if (cap_append(pf[i].fd == outp[0] ? &ob : &eb, buf, (size_t)n)) {
-					rc = kf_err_set(err, KF_ENOMEM,
-							"jail: out of memory for output");
-					kill(-pid, SIGKILL);
-					kill(pid, SIGKILL);
-					killed = 1;
-				}
-			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-				if (pf[i].fd == outp[0]) {
-					close(outp[0]);
-					outp[0] = -1;
-				} else {
-					close(errp[0]);
-					errp[0] = -1;
-				}
-			}
-		}
-		if (!reaped) {
-			pid_t w = wait4(pid, &status, WNOHANG, &ru);
+		int drc = drain(r, pf, np, err);
+		if (drc && !rc)
+			rc = drc;
+		if (!r->reaped) {
+			pid_t w = wait4(r->pid, &r->status, WNOHANG, &r->ru);
 			if (w < 0 && errno == ECHILD) {
 				/* Reaped elsewhere (SIGCHLD ignored): status unknown. */
-				status = 0xff00; /* reads as exit code 255 */
-				w = pid;
+				r->status = 0xff00; /* reads as exit code 255 */
+				w = r->pid;
 			}
-			if (w == pid) {
-				reaped = 1;
+			if (w == r->pid) {
+				r->reaped = 1;
 				/* Anything left in the process group dies with it. */
-				kill(-pid, SIGKILL);
-				kill_at = elapsed_ms(&t0) + 2000;
+				kill(-r->pid, SIGKILL);
+				drain_until = elapsed_ms(&r->t0) + 2000;
 			}
 		}
 	}
-	if (!reaped) {
-		kill(-pid, SIGKILL);
-		if (wait4(pid, &status, 0, &ru) == pid)
-			reaped = 1;
+	if (!r->reaped) {
+		kill(-r->pid, SIGKILL);
+		if (wait4(r->pid, &r->status, 0, &r->ru) == r->pid)
+			r->reaped = 1;
 	}
-	res->wall_ms = (unsigned)elapsed_ms(&t0);
-	res->cpu_ms = (unsigned)(ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
-				 ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000);
-	if (reaped && WIFEXITED(status)) {
+	return rc;
+}
+
+/* Did the job say it ran out of memory? Allocation failures read
+ * differently per runtime: LLVM's "out of memory", C++'s bad_alloc,
+ * strerror(ENOMEM). */
+static int said_oom(const struct cap_buf *b)
+{
+	static const char *const marks[] = {"out of memory",	 "Out of memory",
+					    "bad_alloc",	 "Cannot allocate memory",
+					    "allocation failed", "memory exhausted"};
+	for (size_t i = 0; b->p && i < sizeof marks / sizeof marks[0]; i++)
+		if (memmem(b->p, b->len, marks[i], strlen(marks[i])))
+			return 1;
+	return 0;
+}
+
+/* How the child ended -> res; the code jail_run returns. */
+static int finish(struct jail *j, const struct jail_job *job, struct run *r,
+		  struct jail_result *res, int rc, struct kf_err *err)
+{
+	const struct rusage *ru = &r->ru;
+	res->wall_ms = (unsigned)elapsed_ms(&r->t0);
+	res->cpu_ms = (unsigned)(ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000 +
+				 ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000);
+	if (r->reaped && WIFEXITED(r->status)) {
 		res->exited = 1;
-		res->exit_code = WEXITSTATUS(status);
+		res->exit_code = WEXITSTATUS(r->status);
 		/* bubblewrap reports a child killed by signal s as 128 + s. */
 		if (j->mode != JAIL_NONE && res->exit_code > 128 && res->exit_code <= 128 + 64) {
 			res->exited = 0;
 			res->term_signal = res->exit_code - 128;
 		}
-	} else if (reaped && WIFSIGNALED(status)) {
-		res->term_signal = WTERMSIG(status);
+	} else if (r->reaped && WIFSIGNALED(r->status)) {
+		res->term_signal = WTERMSIG(r->status);
 	}
-	if (res->term_signal == SIGXCPU)
-		res->cpu_limited = 1;
-	if (res->term_signal == SIGXFSZ)
-		res->fsize_limited = 1;
+	res->cpu_limited = res->term_signal == SIGXCPU;
+	res->fsize_limited = res->term_signal == SIGXFSZ;
 	if (res->timed_out || res->canceled) {
 		res->exited = 0;
 		res->exit_code = 0;
 	}
-	if (rc == 0 && res->timed_out)
-		rc = kf_err_set(err, KF_ETIMEOUT, "job killed after the %u ms wall-clock limit",
-				wall);
-	else if (rc == 0 && res->canceled)
-		rc = kf_err_set(err, KF_ECANCELED, "job cancelled");
-	else if (rc == 0 && res->exited && res->exit_code == 1 && j->mode != JAIL_NONE &&
-		 eb.len >= 6 && strncmp(eb.p, "bwrap:", 6) == 0) {
+	res->mem_limited = job->mem_bytes && !res->timed_out && !res->canceled &&
+			   !(res->exited && res->exit_code == 0) &&
+			   (said_oom(&r->eb) || said_oom(&r->ob));
+	if (rc)
+		return rc;
+	if (res->timed_out)
+		return kf_err_set(err, KF_ETIMEOUT, "job killed after the %u ms wall-clock limit",
+				  r->wall_ms);
+	if (res->canceled)
+		return kf_err_set(err, KF_ECANCELED, "job cancelled");
+	if (res->exited && res->exit_code == 1 && j->mode != JAIL_NONE && r->eb.len >= 6 &&
+	    strncmp(r->eb.p, "bwrap:", 6) == 0) {
 		/* bubblewrap's own setup failure, not the job's. */
 		char m[160];
-		size_t n = eb.len < sizeof m - 1 ? eb.len : sizeof m - 1;
-		memcpy(m, eb.p, n);
+		size_t n = r->eb.len < sizeof m - 1 ? r->eb.len : sizeof m - 1;
+		memcpy(m, r->eb.p, n);
 		m[n] = 0;
 		if (n && m[n - 1] == '\n')
 			m[n - 1] = 0;
-		rc = kf_err_set(err, KF_ESANDBOX, "sandbox setup failed: %s", m);
+		return kf_err_set(err, KF_ESANDBOX, "sandbox setup failed: %s", m);
 	}
-out:
-	if (pidfd >= 0)
-		close(pidfd);
+	return 0;
+}
+
+/* Closes what is open and hands the captured output to res. */
+static int release(struct run *r, struct jail_result *res, int rc, struct kf_err *err)
+{
+	if (r->pidfd >= 0)
+		close(r->pidfd);
 	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
+		if (r->outp[i] >= 0)
+			close(r->outp[i]);
+		if (r->errp[i] >= 0)
+			close(r->errp[i]);
 	}
-	if (devnull >= 0)
-		close(devnull);
-	res->out = ob.p ? ob.p : strdup("");
-	res->out_len = ob.len;
-	res->out_truncated = ob.truncated;
-	res->errout = eb.p ? eb.p : strdup("");
-	res->errout_len = eb.len;
-	res->errout_truncated = eb.truncated;
+	if (r->devnull >= 0)
+		close(r->devnull);
+	res->out = r->ob.p ? r->ob.p : strdup("");
+	res->out_len = r->ob.len;
+	res->out_truncated = r->ob.truncated;
+	res->errout = r->eb.p ? r->eb.p : strdup("");
+	res->errout_len = r->eb.len;
+	res->errout_truncated = r->eb.truncated;
 	if ((!res->out || !res->errout) && rc == 0)
 		rc = kf_err_set(err, KF_ENOMEM, "jail: out of memory");
+	return rc;
+}
+
+int jail_run(struct jail *j, const struct jail_job *job, struct jail_result *res,
+	     struct kf_err *err)
+{
+	memset(res, 0, sizeof *res);
+	int rc = check_job(j, job, err);
+	if (rc)
+		return rc;
+	struct run *r = calloc(1, sizeof *r);
+	if (!r)
+		return kf_err_set(err, KF_ENOMEM, "jail: out of memory");
+	r->outp[0] = r->outp[1] = r->errp[0] = r->errp[1] = -1;
+	r->devnull = r->pidfd = -1;
+	now_ts(&r->t0);
+	r->ob.cap = job->stdout_cap_bytes ? job->stdout_cap_bytes : DEFAULT_CAP;
+	r->eb.cap = job->stderr_cap_bytes ? job->stderr_cap_bytes : DEFAULT_CAP;
+	set_limits(r, job);
+	if (job->want_gpu)
+		resolve_gpu(j);
+	rc = build_env(j, job, r, err);
+	if (!rc)
+		rc = build_argv(j, job, r, err);
+	if (!rc)
+		rc = spawn(job, r, err);
+	if (!rc && r->pid > 0) {
+		rc = wait_job(job, r, res, err);
+		rc = finish(j, job, r, res, rc, err);
+	}
+	rc = release(r, res, rc, err);
+	free(r);
 	return rc;
 }

@@ -300,6 +300,9 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 		}
 	}
 	const int64_t *v0 = &s->sizes[base * s->vars_len];
+	/* Twice the base's memory plus 64 MiB, saturating. */
+	const uint64_t mem_cap =
+		best > (UINT64_MAX - (64u << 20)) / 2 ? UINT64_MAX : 2 * best + (64u << 20);
 	/* Steps grow from small odd numbers (breaking multiples of 2) to powers
 	 * of two (to satisfy divisibility constraints). */
 	static const int64_t STEPS[] = {1,  3,	5,  7,	2,   6,	  4,   12,  8,	 16,   24,
@@ -322,13 +325,12 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 						cand[k] = v;
 						continue;
 					}
-					/* Sizes are >= 1, so only v + step can
-					 * overflow; near INT64_MAX step down. */
-					int64_t nv = which == 1 || v > INT64_MAX - step ? v - step
-											: v + step;
-					if (nv < 1)
-						nv = v + step;
-					cand[k] = nv;
+					/* Down when asked and it stays >= 1, or when
+					 * up would pass INT64_MAX (v is >= 1 and a
+					 * step at most 2048: neither overflows). */
+					int down =
+						which == 1 ? v - step >= 1 : v > INT64_MAX - step;
+					cand[k] = down ? v - step : v + step;
 					changed = 1;
 				}
 				if (!changed || row_listed(s, cand))
@@ -342,7 +344,7 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 				struct spec_bound b;
 				if (spec_bind(s, cand, lim, "odd size", &b, NULL) == 0 &&
 				    spec_check_launches_at(s, cand, "odd size", NULL) == 0 &&
-				    b.device_bytes <= 2 * best + (64u << 20)) {
+				    b.device_bytes <= mem_cap) {
 					memcpy(out, cand, s->vars_len * sizeof *out);
 					return 0;
 				}

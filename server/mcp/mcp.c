@@ -135,6 +135,10 @@ struct mcp_session *mcp_session_new(struct app *app, mcp_send_fn send, void *arg
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_lock(&g_sessions_lock);
+	/* Numbered for the process's life, never reused: the key compiles
+	 * queue under (sandbox/compile/compile_queue.h). */
+	static unsigned long serial;
+	snprintf(s->client, sizeof(s->client), "session-%lu", ++serial);
 	s->g_next = g_sessions;
 	if (g_sessions)
 		g_sessions->g_prev = s;

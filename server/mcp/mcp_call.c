@@ -527,6 +527,12 @@ int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, i
 	return 0;
 }
 
+/* The client a call comes from, for fairness between clients. */
+const char *mcp_call_client(struct tool_ctx *ctx)
+{
+	return ctx->s ? ctx->s->client : NULL;
+}
+
 /* --- outside a session ------------------------------------------------------------ */
 
 int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,

@@ -40,6 +40,7 @@ struct mcp_session {
 	size_t calls_len;
 	struct mcp_pending *pending;
 	json_int_t next_id;		     /* ids of server-to-client requests */
+	char client[32];		     /* "session-<n>": who the calls come from */
 	struct mcp_session *g_next, *g_prev; /* all sessions (resource updates) */
 };
 

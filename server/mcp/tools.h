@@ -133,6 +133,12 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
 int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
 		     json_t **result, struct kf_err *err) __attribute__((warn_unused_result));
 
+/* Who the call comes from: "session-<n>", one per MCP session for the
+ * process's life; NULL outside a session (REST, CLI). Domain modules queue
+ * work per client with it (compile_req.client). Borrowed, valid for the
+ * call. */
+const char *mcp_call_client(struct tool_ctx *ctx);
+
 /* The registry. tools_find returns borrowed or NULL. The *_all functions
  * return the concatenation of every group's entries; the pointers are
  * borrowed and static.

@@ -9,10 +9,12 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "base/log.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/history/history.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_runs.h"
 
 #define ARTIFACT_URI	  "kforge://artifacts/"
 #define ARTIFACT_READ_CAP (32u << 20)
@@ -25,12 +27,14 @@ static int need_cc(struct app *app, struct kf_err *err)
 	return 0;
 }
 
-/* Records the call in the run history; returns the run id ("" if none). */
-static void record(struct app *app, const json_t *args, const char *src, size_t src_len, int rc,
-		   json_t *result)
+/* Records the call in the run history and adds its run_id to result.
+ * Returns 0, or KF_EDB when state.db refused it (a full disk): then the
+ * reason is logged and result gains "error" and a summary that say so. */
+static int record(struct app *app, const json_t *args, const char *src, size_t src_len, int rc,
+		  json_t *result)
 {
 	if (!app->history || !result)
-		return;
+		return 0;
 	char kernels[1024] = "", hash[CACHE_ID_LEN + 1];
 	size_t n = 0, i;
 	json_t *k;
@@ -56,8 +60,38 @@ static void record(struct app *app, const json_t *args, const char *src, size_t 
 		.spec = (json_t *)args,
 		.result = result,
 	};
-	if (history_add(app->history, &run, NULL) == 0)
+	struct kf_err herr = {0};
+	if (history_add(app->history, &run, &herr) == 0) {
 		json_object_set_new(result, "run_id", json_string(run.id));
+		return 0;
+	}
+	log_warn("compile", "run not recorded: %s", herr.msg);
+	char msg[600];
+	snprintf(msg, sizeof msg,
+		 "the run could not be recorded in the history: %s; the compile: %s", herr.msg,
+		 run.summary ? run.summary : "");
+	json_object_set_new(result, "summary", json_string(msg));
+	json_object_set_new(result, "error",
+			    json_pack("{s:s,s:s}", "code", kf_err_name(KF_EDB), "message", msg));
+	return KF_EDB;
+}
+
+/* A compile refused before it ran (a refused flag, a bad arch, busy, no
+ * compiler) is a run too: recorded as an error and answered with its
+ * run_id. Returns rc. */
+static int refused(struct app *app, const json_t *args, int rc, const struct kf_err *err,
+		   json_t **out)
+{
+	const char *msg = err && err->msg[0] ? err->msg : kf_err_name(rc);
+	/* The server's own trouble (disk, database, sandbox) is the
+	 * operator's to see, not only the client's. */
+	if (rc == KF_EIO || rc == KF_EDB || rc == KF_ENOMEM || rc == KF_ESANDBOX)
+		log_warn("compile", "%s", msg);
+	*out = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(rc),
+			 "message", msg);
+	if (app && app->history && *out)
+		runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
+	return rc;
 }
 
 static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t **out,
@@ -66,7 +100,7 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 	struct app *app = tool_ctx_app(ctx);
 	int rc = need_cc(app, err);
 	if (rc)
-		return rc;
+		return refused(app, args, rc, err, out);
 	const char *src = json_string_value(json_object_get(args, "source"));
 	size_t src_len = json_string_length(json_object_get(args, "source"));
 	const json_t *jf = json_object_get(args, "flags");
@@ -76,15 +110,17 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 	if (json_is_string(jf)) {
 		rc = compile_split_flags(json_string_value(jf), &split, &nflags, err);
 		if (rc)
-			return rc;
+			return refused(app, args, rc, err, out);
 		for (size_t i = 0; i < nflags; i++)
 			flags[i] = split[i];
 	} else if (json_is_array(jf)) {
 		size_t i;
 		json_t *v;
 		if (json_array_size(jf) > COMPILE_FLAGS_MAX)
-			return kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d",
-					  json_array_size(jf), COMPILE_FLAGS_MAX);
+			return refused(app, args,
+				       kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d",
+						  json_array_size(jf), COMPILE_FLAGS_MAX),
+				       err, out);
 		json_array_foreach(jf, i, v)
 			flags[nflags++] = json_string_value(v);
 	}
@@ -97,13 +133,21 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 		.want_ptx = json_is_true(json_object_get(args, "want_ptx")),
 		.want_sass = json_is_true(json_object_get(args, "want_sass")),
 		.cancel = tool_ctx_cancel_flag(ctx),
+		.client = mcp_call_client(ctx),
 	};
 	tool_ctx_progress(ctx, 0, 1, "compiling");
 	struct compile_result res;
 	rc = compile_kernel(app->cc, &req, &res, err);
 	compile_flags_free(split);
+	if (!res.json && rc) {
+		compile_result_fini(&res);
+		return refused(app, args, rc, err, out);
+	}
 	if (res.json) {
-		record(app, args, src, src_len, rc, res.json);
+		int hrc = record(app, args, src, src_len, rc, res.json);
+		if (hrc && !rc)
+			rc = kf_err_set(err, hrc, "%s",
+					json_string_value(json_object_get(res.json, "summary")));
 		json_t *ptx = json_object_get(res.json, "ptx");
 		if (json_is_object(ptx)) {
 			/* The PTX travels as a resource link, never inline. */

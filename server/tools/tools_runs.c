@@ -288,10 +288,19 @@ static int parse_since(const char *s, int64_t *ms, struct kf_err *err)
 		static const char units[] = "smhdw";
 		static const double secs[] = {1, 60, 3600, 86400, 604800};
 		struct timespec ts;
+		double age_ms = v * secs[strchr(units, end[0]) - units] * 1000;
+		int64_t now_ms;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		*ms = (int64_t)ts.tv_sec * 1000 -
-		      (int64_t)(v * secs[strchr(units, end[0]) - units] * 1000);
+		now_ms = (int64_t)ts.tv_sec * 1000;
+		/* Compared as doubles: an age past 1970 would not fit the
+		 * conversion to int64 below. */
+		if (age_ms > (double)now_ms)
+			return kf_err_set(
+				err, KF_EINVAL,
+				"since: '%.40s' reaches back before 1970: give an age up to %lldd, or a date",
+				s, (long long)(now_ms / 86400000));
+		*ms = now_ms - (int64_t)age_ms;
 		return 0;
 	}
 	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -44,12 +44,14 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 class StdioSession:
     """`kforge serve --data-dir DATA` over stdio, initialized as client;
-    replies (not server requests) are collected by id by a reader thread."""
+    replies (not server requests) are collected by id by a reader thread.
+    cmd replaces the command line (a wrapper that ends by exec'ing the
+    daemon); stderr is a file for the daemon's log (default: dropped)."""
 
-    def __init__(self, binary, data, client, env=None, timeout=120):
-        self.p = subprocess.Popen([binary, "serve", "--data-dir", data],
+    def __init__(self, binary, data, client, env=None, timeout=120, cmd=None, stderr=None):
+        self.p = subprocess.Popen(cmd or [binary, "serve", "--data-dir", data],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
+                                  stderr=stderr or subprocess.DEVNULL, env=env)
         self.timeout = timeout
         self.replies = {}
         self.lock = threading.Lock()

@@ -60,13 +60,13 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run([BIN, "compile", kernel, "--arch", "sm_90", "--data-dir", data, "--json"],
                        capture_output=True, text=True, timeout=300)
     check("seed compile run", r.returncode == 0, r.stderr)
-    # A benchmark run as recorded on an H200 (docs/gpu-runs/, a real
-    # measurement), so the run detail and the roofline render here without a GPU.
+    # A benchmark_kernel result as recorded on an H200 (tests/data/runs/, a
+    # real measurement), so the run detail and the roofline render here
+    # without a GPU.
     import json as _json
     import sqlite3
     src_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    figs = _json.load(open(os.path.join(src_dir, "docs/gpu-runs/2026-11-30-bench-figures.json")))["figures"]
-    bench = figs["bench_rmsnorm_bf16"]
+    bench = _json.load(open(os.path.join(src_dir, "tests/data/runs/bench-rmsnorm-bf16-h200.json")))
     db = sqlite3.connect(os.path.join(data, "state.db"))
     db.execute("INSERT INTO runs (id, kind, created_ms, status, kernels, device_name, summary, result, duration_ms)"
                " VALUES (?, 'bench', ?, 'ok', ?, 'NVIDIA H200', ?, ?, 1200)",

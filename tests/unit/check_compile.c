@@ -1,8 +1,9 @@
 /* check_compile: the sandboxed compiler end to end (real nvcc / NVRTC in the
- * bubblewrap jail): resources and diagnostics, the bad inputs of issue 4
- * (syntax error, ptxas failure, spills, secret includes, a compile that never
- * ends, an output flood, 20 compiles at once, refused flags), the artifact
- * cache and the SHA-256 under it. Each test gets a fresh data dir. */
+ * bubblewrap jail): resources and diagnostics, the bad inputs a compile
+ * service meets (syntax error, ptxas failure, spills, secret includes, a
+ * compile that never ends, an output flood, 20 compiles at once, refused
+ * flags), the artifact cache and the SHA-256 under it. Each test gets a
+ * fresh data dir. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/compile/compile_int.h"
+#include "sandbox/compile/compile_queue.h"
 #include "sandbox/jail/jail.h"
 
 static char data_dir[64];
@@ -772,6 +774,187 @@ START_TEST(split_flags_splits_on_blanks)
 }
 END_TEST
 
+START_TEST(split_flags_caps_each_flag_length)
+{
+	char **v = NULL;
+	size_t n = 0;
+	struct kf_err err = {0};
+	char flags[400];
+	/* 150 characters pass (compile_parse_flags' own cap), 151 do not. */
+	snprintf(flags, sizeof flags, "-O3 -D%0148d", 7);
+	ck_assert_int_eq(strlen(flags + 4), 150);
+	ck_assert_int_eq(compile_split_flags(flags, &v, &n, &err), 0);
+	ck_assert_int_eq(n, 2);
+	compile_flags_free(v);
+	snprintf(flags, sizeof flags, "-O3 -D%0149d", 7);
+	ck_assert_int_eq(compile_split_flags(flags, &v, &n, &err), KF_ETOOBIG);
+	ck_assert_ptr_null(v);
+	ck_assert_msg(strstr(err.msg, "flags[1]") && strstr(err.msg, "151"), "%s", err.msg);
+}
+END_TEST
+
+static const char *HUGE_ARRAY = "__device__ char big[1u << 30] = {1};\n"
+				"__global__ void k(char *o) { o[0] = big[threadIdx.x]; }\n";
+
+START_TEST(memory_limit_fails_a_huge_device_array_and_names_it)
+{
+	compile_close(cc);
+	struct compile_config cfg = {.data_dir = data_dir,
+				     .jail = jl,
+				     .default_arch = "sm_90",
+				     .mem_bytes = 512ull << 20};
+	struct kf_err err = {0};
+	ck_assert_msg(compile_open(&cfg, &cc, &err) == 0, "compile_open: %s", err.msg);
+	struct compile_result r;
+	ck_assert_int_eq(compile_src(HUGE_ARRAY, NULL, 0, &r, &err), KF_ECOMPILE);
+	ck_assert(json_is_true(json_object_get(r.json, "memory_limited")));
+	const char *sum = json_string_value(json_object_get(r.json, "summary"));
+	ck_assert_msg(strstr(sum, "512 MiB") && strstr(sum, "KFORGE_COMPILE_MEM_MB"), "%s", sum);
+	compile_result_fini(&r);
+	/* Not cached: the next try compiles again (and fails the same way). */
+	kf_err_clear(&err);
+	ck_assert_int_eq(compile_src(HUGE_ARRAY, NULL, 0, &r, &err), KF_ECOMPILE);
+	ck_assert_int_eq(r.cache_hit, 0);
+	compile_result_fini(&r);
+	/* A source that only says it is out of memory gets its diagnostic. */
+	kf_err_clear(&err);
+	ck_assert_int_eq(compile_src("#error out of memory\n", NULL, 0, &r, &err), KF_ECOMPILE);
+	ck_assert_ptr_null(json_object_get(r.json, "memory_limited"));
+	ck_assert_int_gt(json_array_size(json_object_get(r.json, "diagnostics")), 0);
+	compile_result_fini(&r);
+	/* A normal kernel compiles under the same limit. */
+	ck_assert_int_eq(compile_src(GOOD, NULL, 0, &r, &err), 0);
+	compile_result_fini(&r);
+}
+END_TEST
+
+/* --- the fair queue ---------------------------------------------------- */
+
+static char q_order[16];
+static int q_norder;
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct q_job {
+	struct compile_queue *q;
+	const char *client;
+	char name;
+	const volatile int *cancel;
+	int rc;
+};
+
+static void *q_run(void *arg)
+{
+	struct q_job *j = arg;
+	j->rc = compile_queue_take(j->q, j->client, j->cancel, NULL);
+	if (j->rc)
+		return NULL;
+	pthread_mutex_lock(&q_mu);
+	q_order[q_norder++] = j->name;
+	pthread_mutex_unlock(&q_mu);
+	compile_queue_give(j->q, j->client);
+	return NULL;
+}
+
+/* Waits until n compiles wait in q (synchronisation, not timing). */
+static void q_wait_for(struct compile_queue *q, int n)
+{
+	struct compile_queue_count all;
+	for (;;) {
+		compile_queue_count(q, NULL, &all, NULL);
+		if (all.waiting == n)
+			return;
+		usleep(1000);
+	}
+}
+
+START_TEST(queue_serves_clients_round_robin)
+{
+	struct compile_queue_limits lim = {.slots = 1, .client_slots = 1, .client_waiting = 8};
+	struct compile_queue *q;
+	ck_assert_int_eq(compile_queue_new(&lim, &q, NULL), 0);
+	q_norder = 0;
+	memset(q_order, 0, sizeof q_order);
+	ck_assert_int_eq(compile_queue_take(q, "A", NULL, NULL), 0);
+	/* Client A queues three more compiles, then B queues one. */
+	struct q_job jobs[4] = {{q, "A", '1', NULL, 0},
+				{q, "A", '2', NULL, 0},
+				{q, "A", '3', NULL, 0},
+				{q, "B", 'B', NULL, 0}};
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_create(&th[i], NULL, q_run, &jobs[i]), 0);
+		q_wait_for(q, i + 1);
+	}
+	compile_queue_give(q, "A");
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	/* B waited behind one of A's compiles, not all of them. */
+	ck_assert_str_eq(q_order, "B123");
+	compile_queue_free(q);
+}
+END_TEST
+
+START_TEST(queue_caps_one_client_and_lets_others_through)
+{
+	struct compile_queue_limits lim = {.slots = 2, .client_slots = 1, .client_waiting = 2};
+	struct compile_queue *q;
+	struct compile_queue_count all, mine;
+	struct kf_err err = {0};
+	ck_assert_int_eq(compile_queue_new(&lim, &q, NULL), 0);
+	q_norder = 0;
+	memset(q_order, 0, sizeof q_order);
+	ck_assert_int_eq(compile_queue_take(q, "A", NULL, NULL), 0);
+	struct q_job a[2] = {{q, "A", '1', NULL, 0}, {q, "A", '2', NULL, 0}};
+	pthread_t th[2];
+	ck_assert_int_eq(pthread_create(&th[0], NULL, q_run, &a[0]), 0);
+	q_wait_for(q, 1);
+	/* A free slot, but A is at its share: A waits, B goes at once. */
+	compile_queue_count(q, "A", &all, &mine);
+	ck_assert_int_eq(all.running, 1);
+	ck_assert_int_eq(mine.waiting, 1);
+	ck_assert_int_eq(compile_queue_take(q, "B", NULL, NULL), 0);
+	ck_assert_int_eq(pthread_create(&th[1], NULL, q_run, &a[1]), 0);
+	q_wait_for(q, 2);
+	/* A third waiting compile of A's is refused at once. */
+	ck_assert_int_eq(compile_queue_take(q, "A", NULL, &err), KF_EBUSY);
+	ck_assert_msg(strstr(err.msg, "2 compiles waiting"), "%s", err.msg);
+	compile_queue_give(q, "B");
+	compile_queue_give(q, "A");
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_str_eq(q_order, "12");
+	compile_queue_count(q, "A", &all, &mine);
+	ck_assert_int_eq(all.running + all.waiting + mine.running + mine.waiting, 0);
+	compile_queue_free(q);
+}
+END_TEST
+
+START_TEST(queue_cancel_leaves_the_line)
+{
+	struct compile_queue_limits lim = {.slots = 1, .client_slots = 1, .client_waiting = 2};
+	struct compile_queue *q;
+	ck_assert_int_eq(compile_queue_new(&lim, &q, NULL), 0);
+	ck_assert_int_eq(compile_queue_take(q, NULL, NULL, NULL), 0);
+	static volatile int stop;
+	stop = 0;
+	struct q_job j = {q, "C", 'C', &stop, 0};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, q_run, &j), 0);
+	q_wait_for(q, 1);
+	stop = 1;
+	pthread_join(th, NULL);
+	ck_assert_int_eq(j.rc, KF_ECANCELED);
+	q_wait_for(q, 0);
+	compile_queue_give(q, NULL);
+	compile_queue_free(q);
+	/* A share larger than the whole is refused, naming the field. */
+	struct kf_err err = {0};
+	lim.client_slots = 2;
+	ck_assert_int_eq(compile_queue_new(&lim, &q, &err), KF_EINVAL);
+	ck_assert_msg(strstr(err.msg, "client_slots 2"), "%s", err.msg);
+}
+END_TEST
+
 /* --- cache ------------------------------------------------------------ */
 
 START_TEST(sha256_matches_the_fips_vectors)
@@ -874,11 +1057,19 @@ static Suite *compile_suite(void)
 	tcase_add_test(tc, unusable_sandbox_refuses_compiles);
 	tcase_add_test(tc, sandbox_none_is_reported_in_results);
 	tcase_add_test(tc, split_flags_splits_on_blanks);
+	tcase_add_test(tc, split_flags_caps_each_flag_length);
+	tcase_add_test(tc, memory_limit_fails_a_huge_device_array_and_names_it);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("flags");
 	tcase_add_test(tf, flag_values_past_the_length_cap_are_refused);
 	tcase_add_test(tf, flag_values_at_the_length_cap_are_passed_whole);
 	suite_add_tcase(s, tf);
+	TCase *tq = tcase_create("queue");
+	tcase_set_timeout(tq, 30);
+	tcase_add_test(tq, queue_serves_clients_round_robin);
+	tcase_add_test(tq, queue_caps_one_client_and_lets_others_through);
+	tcase_add_test(tq, queue_cancel_leaves_the_line);
+	suite_add_tcase(s, tq);
 	TCase *tk = tcase_create("cache");
 	tcase_add_checked_fixture(tk, setup, teardown);
 	tcase_set_timeout(tk, 30);

@@ -4,12 +4,14 @@
  * SIGKILL mid-stream loses no run whose add returned and leaves a database
  * that passes PRAGMA integrity_check. */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -397,6 +399,47 @@ START_TEST(open_in_missing_dir_fails_with_the_path)
 }
 END_TEST
 
+START_TEST(zero_byte_or_corrupt_state_db_is_refused_with_the_reason)
+{
+	struct history *h = NULL;
+	struct kf_err err = {0};
+	FILE *f = fopen(path, "w");
+	struct stat st;
+
+	/* Truncated to 0 bytes: refused, and left as it was. */
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(history_open(path, &h, &err), KF_EDB);
+	ck_assert_ptr_null(h);
+	ck_assert_msg(strstr(err.msg, "is 0 bytes") && strstr(err.msg, path), "%s", err.msg);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	/* Not a database at all. */
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 4096; i++)
+		fputc((i * 131) & 0xff, f);
+	fclose(f);
+	kf_err_clear(&err);
+	ck_assert_int_eq(history_open(path, &h, &err), KF_EDB);
+	ck_assert_msg(strstr(err.msg, "is corrupt") && strstr(err.msg, "move it away"), "%s",
+		      err.msg);
+	/* Moved away, a new history starts, made whole before it appears. */
+	ck_assert_int_eq(unlink(path), 0);
+	h = open_ok();
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_gt(st.st_size, 0);
+	history_close(h);
+	/* No temporary file is left behind. */
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		ck_assert_msg(!strstr(e->d_name, ".new-"), "left behind: %s", e->d_name);
+	closedir(d);
+}
+END_TEST
+
 START_TEST(database_is_wal)
 {
 	struct history *h = open_ok();
@@ -614,6 +657,7 @@ static Suite *history_suite(void)
 	tcase_add_test(ls, list_rejects_bad_kind_status_and_cursor);
 	tcase_add_test(schema, opening_a_version_1_database_migrates_it_and_keeps_runs);
 	tcase_add_test(schema, newer_schema_is_refused);
+	tcase_add_test(schema, zero_byte_or_corrupt_state_db_is_refused_with_the_reason);
 	tcase_add_test(schema, open_in_missing_dir_fails_with_the_path);
 	tcase_add_test(schema, database_is_wal);
 	tcase_add_test(safety, concurrent_threads_and_processes_all_commit);

@@ -4,6 +4,7 @@
  * fds passed, cancellation). Each test gets a fresh job directory. */
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -264,6 +266,84 @@ START_TEST(cpu_limit_kills_a_spinning_job)
 }
 END_TEST
 
+START_TEST(memory_limit_fails_big_allocations_and_says_so)
+{
+	/* dd allocates its block up front: 600 MiB against a 256 MiB limit. */
+	const char *argv[] = {"/bin/dd", "if=/dev/zero", "of=/dev/null",
+			      "bs=600M", "count=1",	 NULL};
+	struct jail_job job = {.argv = argv, .job_dir = job_dir, .mem_bytes = 256ull << 20};
+	struct jail_result r;
+	struct kf_err err = {0};
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_int_ne(r.exit_code, 0);
+	ck_assert_int_eq(r.mem_limited, 1);
+	jail_result_fini(&r);
+	/* Without the limit the same job runs. */
+	job.mem_bytes = 0;
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_int_eq(r.mem_limited, 0);
+	jail_result_fini(&r);
+}
+END_TEST
+
+/* How many live processes have marker in their command line (zombies
+ * have none: they are dead, waiting for their new parent to reap them). */
+static int procs_with(const char *marker)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char p[300], buf[4096];
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+		int fd = open(p, O_RDONLY);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof buf);
+		close(fd);
+		if (len > 0 && contains(buf, (size_t)len, marker))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(jobs_die_with_a_killed_daemon)
+{
+	/* A stand-in daemon runs a long job and is SIGKILLed mid-job: neither
+	 * bwrap nor the job may outlive it. */
+	char marker[64], script[128], started[128];
+	snprintf(marker, sizeof marker, "kf-orphan-marker-%d", (int)getpid());
+	snprintf(script, sizeof script, "touch started; exec sleep 300 # %s", marker);
+	snprintf(started, sizeof started, "%s/started", job_dir);
+	pid_t d = fork();
+	ck_assert_int_ge(d, 0);
+	if (d == 0) {
+		const char *argv[] = {"/bin/sh", "-c", script, NULL};
+		struct jail_job job = {.argv = argv, .job_dir = job_dir, .wall_ms = 600000};
+		struct jail_result r;
+		_exit(jail_run(jl, &job, &r, NULL) == 0 ? 0 : 1);
+	}
+	struct stat st;
+	for (int i = 0; i < 1000 && stat(started, &st) != 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(stat(started, &st), 0);
+	ck_assert_int_gt(procs_with(marker), 0);
+	kill(d, SIGKILL);
+	ck_assert_int_eq(waitpid(d, NULL, 0), d);
+	/* The kernel delivers the death signals at once; give the dying
+	 * processes two seconds to be reaped. */
+	int left = 1;
+	for (int i = 0; i < 200 && (left = procs_with(marker)) > 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(left, 0);
+}
+END_TEST
+
 static volatile int cancel_flag;
 static void *cancel_later(void *arg)
 {
@@ -468,6 +548,8 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, output_flood_is_capped_and_reported);
 	tcase_add_test(tc, file_size_limit_stops_big_writes);
 	tcase_add_test(tc, cpu_limit_kills_a_spinning_job);
+	tcase_add_test(tc, memory_limit_fails_big_allocations_and_says_so);
+	tcase_add_test(tc, jobs_die_with_a_killed_daemon);
 	tcase_add_test(tc, cancel_flag_kills_the_job);
 	tcase_add_test(tc, passed_fd_reaches_the_job_as_fd_3);
 	tcase_add_test(tc, no_gpu_nodes_unless_asked);

@@ -260,6 +260,16 @@ static int t_huge(struct tool_ctx *ctx, const json_t *args, json_t **out, struct
 	return 0;
 }
 
+static int t_whoami(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	const char *who = mcp_call_client(ctx);
+
+	(void)args;
+	(void)err;
+	*out = json_pack("{s:s,s:s?}", "summary", "who", "client", who);
+	return 0;
+}
+
 static const struct tool_def TEST_TOOLS[] = {
 	{"huge", "Huge", "returns 3 MiB", NULL, NULL, 0, t_huge},
 	{"echo", "Echo", "echoes text",
@@ -274,6 +284,7 @@ static const struct tool_def TEST_TOOLS[] = {
 	 t_ask},
 	{"badout", "Bad output", "breaks its output schema", NULL,
 	 "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}", 0, t_badout},
+	{"whoami", "Who am I", "names the calling client", NULL, NULL, 0, t_whoami},
 };
 
 /* 120 generated tools for pagination. */
@@ -905,6 +916,36 @@ END_TEST
 
 /* --- outside a session ----------------------------------------------------------------- */
 
+START_TEST(each_session_is_its_own_client)
+{
+	struct mcp_session *s1 = S;
+	json_t *r = result(req(1, "initialize", INIT_PARAMS("2025-11-25")));
+	const char *c1;
+	char first[32];
+	struct kf_err err = {0};
+	int is_error = -1;
+
+	r = result(req(2, "tools/call", "{\"name\":\"whoami\"}"));
+	c1 = json_string_value(json_object_get(json_object_get(r, "structuredContent"), "client"));
+	ck_assert_ptr_nonnull(c1);
+	ck_assert_int_eq(strncmp(c1, "session-", 8), 0);
+	snprintf(first, sizeof(first), "%s", c1);
+	/* A second session is another client (ids 3, 4: the replies share cap). */
+	S = mcp_session_new(&app, cap_send, &cap);
+	ck_assert_ptr_nonnull(S);
+	r = result(req(3, "initialize", INIT_PARAMS("2025-11-25")));
+	r = result(req(4, "tools/call", "{\"name\":\"whoami\"}"));
+	ck_assert_str_ne(json_string_value(json_object_get(json_object_get(r, "structuredContent"),
+							   "client")),
+			 first);
+	mcp_session_free(s1);
+	/* Outside a session there is no client. */
+	ck_assert_int_eq(mcp_tool_call(&app, "whoami", NULL, &r, &is_error, &err), 0);
+	ck_assert_ptr_null(json_string_value(json_object_get(r, "client")));
+	json_decref(r);
+}
+END_TEST
+
 START_TEST(tool_call_outside_a_session_validates_and_runs)
 {
 	struct kf_err err = {0};
@@ -969,6 +1010,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, a_session_over_its_call_limit_is_told_busy);
 	tcase_add_test(tc, freeing_a_session_cancels_and_answers_every_call);
 	tcase_add_test(tc, tool_call_outside_a_session_validates_and_runs);
+	tcase_add_test(tc, each_session_is_its_own_client);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("pagination");

@@ -556,26 +556,29 @@ START_TEST(odd_size_satisfies_constraints_and_is_not_listed)
 }
 END_TEST
 
-START_TEST(odd_size_near_int64_max_stays_positive)
+START_TEST(odd_size_near_int64_max_stays_in_range)
 {
-	/* N = 2^63 - 1 is a valid size when no shape uses it; stepping up from
-	 * it once overflowed (undefined behaviour, in practice a negative N). */
-	const char *text =
-		"{\"source\": \"x\", \"sizes\": [{\"N\": 9223372036854775807}],"
-		" \"tensors\": {\"y\": {\"dtype\": \"f32\", \"shape\": [1], \"role\": \"output\"}},"
-		" \"launch\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1],"
-		" \"args\": [\"y\", \"N:i64\"]}]}";
+	/* K is only a launch argument, so any positive value binds; at
+	 * INT64_MAX a step up would overflow. */
+	json_t *j = base_json();
 	struct spec *s = NULL;
 	struct kf_err err = {0};
-	ck_assert_msg(spec_parse_text(text, strlen(text), NULL, NULL, &s, &err) == 0, "%s",
-		      err.msg);
-	for (uint64_t seed = 1; seed < 20; seed++) {
-		int64_t v[1] = {0};
+	mutate(j, "sizes",
+	       "[{\"N\": 1000, \"M\": 4, \"K\": 9223372036854775807},"
+	       " {\"N\": 7, \"M\": 2, \"K\": 9223372036854775806}]");
+	json_array_append_new(
+		json_object_get(json_array_get(json_object_get(j, "launch"), 0), "args"),
+		json_string("K:i64"));
+	ck_assert_msg(spec_parse(j, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(s->vars_len, 3);
+	int k = s->vars[2][0] == 'K' ? 2 : s->vars[1][0] == 'K' ? 1 : 0;
+	for (uint64_t seed = 1; seed < 40; seed++) {
+		int64_t v[3];
 		ck_assert_msg(spec_odd_size(s, NULL, seed, v, &err) == 0, "%s", err.msg);
-		ck_assert_int_ge(v[0], 1);
-		ck_assert_int_ne(v[0], INT64_MAX);
+		ck_assert_int_ge(v[k], 9223372036854775807ll - 4096);
 	}
 	spec_free(s);
+	json_decref(j);
 }
 END_TEST
 
@@ -878,7 +881,7 @@ static Suite *spec_suite(void)
 	suite_add_tcase(s, o);
 	TCase *b = tcase_create("bind");
 	tcase_add_test(b, odd_size_satisfies_constraints_and_is_not_listed);
-	tcase_add_test(b, odd_size_near_int64_max_stays_positive);
+	tcase_add_test(b, odd_size_near_int64_max_stays_in_range);
 	tcase_add_test(b, fill_is_deterministic_per_seed_and_tensor);
 	tcase_add_test(b, default_tolerances_are_per_dtype);
 	tcase_add_test(b, parallel_fill_of_large_tensors_matches_element_by_element);

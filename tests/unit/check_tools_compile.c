@@ -5,6 +5,7 @@
  * with diagnostics, bad arguments name the field, runs land in the history,
  * and the PTX is a resource that reads back. */
 #include <check.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,52 @@ START_TEST(compile_error_is_an_iserror_result_with_diagnostics)
 }
 END_TEST
 
+/* res is an error result whose run is in the history as an error. */
+static void expect_error_run(json_t *res, const char *code)
+{
+	struct kf_err err = {0};
+	struct history_run run;
+	const char *id = json_string_value(json_object_get(res, "run_id"));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 code);
+	ck_assert_msg(id != NULL, "no run_id in the %s result", code);
+	ck_assert_int_eq(history_get(g_app->history, id, &run, &err), 0);
+	ck_assert_int_eq(run.kind, HISTORY_COMPILE);
+	ck_assert_int_eq(run.status, HISTORY_ERROR);
+	ck_assert_str_eq(run.summary, json_string_value(json_object_get(res, "summary")));
+	history_run_fini(&run);
+}
+
+START_TEST(a_run_the_history_cannot_keep_is_an_error_not_a_silent_success)
+{
+	/* state.db refuses every insert, as on a full disk. */
+	char db[200];
+	sqlite3 *raw = NULL;
+	snprintf(db, sizeof db, "%s/state.db", g_dir);
+	ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(raw,
+				      "CREATE TRIGGER full BEFORE INSERT ON runs BEGIN "
+				      "SELECT RAISE(ABORT, 'database or disk is full'); END",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(raw);
+	int is_error = 0, rc;
+	struct kf_err err = {0};
+	json_t *res = call(json_pack("{s:s}", "source", GOOD), &is_error, &rc, &err);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_ptr_null(json_object_get(res, "run_id"));
+	const char *sum = json_string_value(json_object_get(res, "summary"));
+	ck_assert_msg(strstr(sum, "could not be recorded") && strstr(sum, "disk is full"), "%s",
+		      sum);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+			 "db");
+	/* The compile itself is still there to read. */
+	ck_assert(json_is_true(json_object_get(res, "ok")));
+	json_decref(res);
+}
+END_TEST
+
 START_TEST(refused_flag_and_bad_arguments_name_the_problem)
 {
 	int is_error = 0, rc;
@@ -140,6 +187,7 @@ START_TEST(refused_flag_and_bad_arguments_name_the_problem)
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(is_error, 1);
 	ck_assert(strstr(json_string_value(json_object_get(res, "summary")), "-Xcompiler") != NULL);
+	expect_error_run(res, "refused");
 	json_decref(res);
 
 	/* Schema failures are argument errors naming the field. */
@@ -152,6 +200,16 @@ START_TEST(refused_flag_and_bad_arguments_name_the_problem)
 	res = call(json_pack("{s:s,s:s}", "source", GOOD, "arch", "sm_99x"), &is_error, &rc, &err);
 	ck_assert_int_eq(is_error, 1);
 	ck_assert(strstr(json_string_value(json_object_get(res, "summary")), "sm_99x") != NULL);
+	expect_error_run(res, "invalid");
+	json_decref(res);
+
+	/* A flag string that splits past the cap is refused and recorded too. */
+	char many[400] = "";
+	for (int i = 0; i < 65; i++)
+		memcpy(many + 3 * i, "-w ", 4);
+	res = call(json_pack("{s:s,s:s}", "source", GOOD, "flags", many), &is_error, &rc, &err);
+	ck_assert_int_eq(is_error, 1);
+	expect_error_run(res, "too_big");
 	json_decref(res);
 
 	res = call(json_pack("{s:s}", "arch", "sm_90"), &is_error, &rc, &err);
@@ -170,6 +228,7 @@ int main(void)
 	tcase_add_test(tc, compile_result_is_structured_and_recorded);
 	tcase_add_test(tc, compile_error_is_an_iserror_result_with_diagnostics);
 	tcase_add_test(tc, refused_flag_and_bad_arguments_name_the_problem);
+	tcase_add_test(tc, a_run_the_history_cannot_keep_is_an_error_not_a_silent_success);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

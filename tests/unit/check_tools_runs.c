@@ -136,6 +136,14 @@ START_TEST(list_runs_rejects_a_bad_since_and_bad_kind)
 	ck_assert_int_eq(is_error, 1);
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "since: 'yesterday' is not a time"));
 	json_decref(res);
+	/* An age past 1970 (1e300 days would overflow int64) is refused. */
+	res = call("list_runs", "{\"since\": \"1e300d\"}", &is_error);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_ptr_nonnull(strstr(summary_of(res), "reaches back before 1970"));
+	json_decref(res);
+	res = call("list_runs", "{\"since\": \"20000d\"}", &is_error);
+	ck_assert_int_eq(is_error, 0);
+	json_decref(res);
 	res = call("list_runs", "{\"cursor\": \"xxxxxxxxxxxxxxxx\"}", &is_error);
 	ck_assert_int_eq(is_error, 1);
 	ck_assert_ptr_nonnull(strstr(summary_of(res), "cursor"));
