@@ -176,7 +176,10 @@ with tempfile.TemporaryDirectory() as tmp:
                        text=True, timeout=600)
     check("make install", r.returncode == 0, r.stderr[-1500:])
     kf = os.path.join(tmp, "usr/bin/kforge")
-    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60)
+    # A data dir of its own: the user's ~/.local/share/kforge may hold a
+    # state.db another kforge version wrote, which this one would refuse.
+    r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, XDG_DATA_HOME=os.path.join(tmp, "data")))
     check("installed kforge finds knowledge.db", r.returncode == 0 and '"h200"' in r.stdout, r.stderr)
     r = subprocess.run([kf, "skill", "install", "--dest", os.path.join(tmp, "sk")], capture_output=True,
                        text=True, timeout=60, env=dict(os.environ, KFORGE_SKILL_DIR=""))
