@@ -154,7 +154,11 @@ HARNESS_LIBS = $(if $(filter /%,$(JANSSON_A)),$(JANSSON_STATIC),-ljansson) -lm -
 # toolkit's stub libcuda so it builds on machines without a driver; at run
 # time the real libcuda.so.1 is needed, and without it the daemon answers
 # no_gpu before ever starting the harness.
-$(HARNESS): $(call obj,$(HARNESS_SRC)) $(ALL_LIBS)
+# It reads the job's spec with sandbox/spec and links only these modules
+# (checksrc holds its includes to them): never the compiler, the references
+# or the daemon.
+DEPS_HARNESS := spec kernels base
+$(HARNESS): $(call obj,$(HARNESS_SRC)) $(foreach m,$(DEPS_HARNESS),$(LIB_$(m)))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ -L$(CUDA_HOME)/lib64/stubs -lcuda $(HARNESS_LIBS) $(LDFLAGS)
 
@@ -279,7 +283,7 @@ run: deps-auto
 	@echo "          $$($(BIN) mcp-config claude)"
 	@echo "        or over this HTTP server:"
 	@echo "          $$($(BIN) mcp-config claude --http http://$(RUN_ADDR)/mcp)"
-	@echo "        Codex and .mcp.json: $(BIN) mcp-config codex|json"
+	@echo "        Codex: $(BIN) mcp-config codex --write ; .mcp.json: $(BIN) mcp-config json"
 	$(Q)$(BIN) serve --http $(RUN_ADDR)
 
 # --- sanitizers, lint, fuzz -------------------------------------------------

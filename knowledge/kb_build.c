@@ -63,7 +63,7 @@ static const struct field_def {
 };
 #define FIELDS_LEN (sizeof FIELDS / sizeof FIELDS[0])
 
-int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
+int kb_build_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -74,14 +74,14 @@ int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
 	return 0;
 }
 
-int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
+int kb_build_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
 {
 	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
 		return kf_err_set(err, KF_EDB, "prepare: %s (%.60s)", sqlite3_errmsg(db), sql);
 	return 0;
 }
 
-int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
+int kb_build_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
 {
 	int s = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -91,7 +91,7 @@ int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_er
 	return 0;
 }
 
-void kbb_bind_text(sqlite3_stmt *st, int i, const char *s)
+void kb_build_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
@@ -130,12 +130,12 @@ static int link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins, const ch
 		if (!found)
 			continue;
 		int bi = 1;
-		kbb_bind_text(ins, bi++, a);
+		kb_build_bind_text(ins, bi++, a);
 		if (b)
-			kbb_bind_text(ins, bi++, b);
-		kbb_bind_text(ins, bi, key);
+			kb_build_bind_text(ins, bi++, b);
+		kb_build_bind_text(ins, bi, key);
 		/* the same key twice in one text is fine: OR IGNORE */
-		int rc = kbb_step_reset(db, ins, "source link", err);
+		int rc = kb_build_step_reset(db, ins, "source link", err);
 		if (rc)
 			return rc;
 		(*n)++;
@@ -252,13 +252,13 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 					  "%s:%zu: compute_capability '%s' is not X.Y", b->cc_path,
 					  b->cc.lines[r], ccs);
 		const char *srcs = cell(&b->cc, r, "sources");
-		kbb_bind_text(b->ins_cc, 1, ccs);
+		kb_build_bind_text(b->ins_cc, 1, ccs);
 		sqlite3_bind_int(b->ins_cc, 2, maj);
 		sqlite3_bind_int(b->ins_cc, 3, mnr);
-		kbb_bind_text(b->ins_cc, 4, cell(&b->cc, r, "architecture"));
-		kbb_bind_text(b->ins_cc, 5, cell(&b->cc, r, "sm_target"));
-		kbb_bind_text(b->ins_cc, 6, srcs);
-		if ((rc = kbb_step_reset(b->db, b->ins_cc, "per_cc row", err)))
+		kb_build_bind_text(b->ins_cc, 4, cell(&b->cc, r, "architecture"));
+		kb_build_bind_text(b->ins_cc, 5, cell(&b->cc, r, "sm_target"));
+		kb_build_bind_text(b->ins_cc, 6, srcs);
+		if ((rc = kb_build_step_reset(b->db, b->ins_cc, "per_cc row", err)))
 			return rc;
 		int nkeys = 0;
 		if ((rc = link_keys(b->db, b->has_key, b->ins_ccsrc, ccs, NULL, srcs, &nkeys, err)))
@@ -273,15 +273,15 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 			const char *v = b->cc.rows[r][c], *st;
 			double num;
 			any_known |= status_of(v, &st);
-			kbb_bind_text(b->ins_ccfig, 1, ccs);
-			kbb_bind_text(b->ins_ccfig, 2, col);
-			kbb_bind_text(b->ins_ccfig, 3, st);
+			kb_build_bind_text(b->ins_ccfig, 1, ccs);
+			kb_build_bind_text(b->ins_ccfig, 2, col);
+			kb_build_bind_text(b->ins_ccfig, 3, st);
 			if (strcmp(st, "known") == 0 && is_number(v, &num))
 				sqlite3_bind_double(b->ins_ccfig, 4, num);
 			else
 				sqlite3_bind_null(b->ins_ccfig, 4);
-			kbb_bind_text(b->ins_ccfig, 5, strcmp(st, "unknown") ? v : "");
-			if ((rc = kbb_step_reset(b->db, b->ins_ccfig, "per_cc figure", err)))
+			kb_build_bind_text(b->ins_ccfig, 5, strcmp(st, "unknown") ? v : "");
+			if ((rc = kb_build_step_reset(b->db, b->ins_ccfig, "per_cc figure", err)))
 				return rc;
 		}
 		if (any_known && nkeys == 0)
@@ -327,10 +327,10 @@ static int add_alias(struct build *b, const char *alias, const char *id, int ran
 		return 0;
 	if (rank == 0) { /* at most one canonical pick per alias */
 		sqlite3_stmt *q = NULL;
-		int rc = kbb_prepare(b->db,
-				     "SELECT gpu_id FROM aliases WHERE alias=? AND "
-				     "rank=0 AND gpu_id<>?",
-				     &q, err);
+		int rc = kb_build_prepare(b->db,
+					  "SELECT gpu_id FROM aliases WHERE alias=? AND "
+					  "rank=0 AND gpu_id<>?",
+					  &q, err);
 		if (rc)
 			return rc;
 		sqlite3_bind_text(q, 1, norm, -1, SQLITE_TRANSIENT);
@@ -345,10 +345,10 @@ static int add_alias(struct build *b, const char *alias, const char *id, int ran
 		if (rc)
 			return rc;
 	}
-	kbb_bind_text(b->ins_alias, 1, norm);
-	kbb_bind_text(b->ins_alias, 2, id);
+	kb_build_bind_text(b->ins_alias, 1, norm);
+	kb_build_bind_text(b->ins_alias, 2, id);
 	sqlite3_bind_int(b->ins_alias, 3, rank);
-	return kbb_step_reset(b->db, b->ins_alias, why, err);
+	return kb_build_step_reset(b->db, b->ins_alias, why, err);
 }
 
 /* Adds every sm_XY[a|f] word of text, and plain sm_XY for each. */
@@ -372,6 +372,73 @@ static int add_target_aliases(struct build *b, const char *text, const char *id,
 				return rc;
 		}
 	}
+	return 0;
+}
+
+/* The figures of gpus.csv row r (GPU id; per_cc.csv row ccrow, or past
+ * its end when the compute capability has none): each with its status,
+ * value, source keys (every known figure needs one) and derivation. */
+static int import_figures(struct build *b, size_t r, const char *id, size_t ccrow,
+			  struct kf_err *err)
+{
+	int rc;
+	const char *name = cell(&b->gpus, r, "name");
+	size_t line = b->gpus.lines[r];
+	const char *derived = cell(&b->gpus, r, "derived_fields");
+	const char *src_prod = cell(&b->gpus, r, "sources_product");
+	const char *src_cc = cell(&b->gpus, r, "sources_per_cc_limits");
+	char what[160];
+	for (size_t f = 0; f < FIELDS_LEN; f++) {
+		const struct field_def *fd = &FIELDS[f];
+		const char *v, *src, *srccol, *st;
+		char deriv[512];
+		double num;
+		if (fd->from_cc) {
+			v = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, fd->field) : "";
+			src = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, "sources") : "";
+			srccol = "per_cc.csv sources";
+		} else {
+			v = cell(&b->gpus, r, fd->field);
+			if (!v)
+				return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
+						  b->gpus_path, fd->field);
+			src = fd->kind == F_PRODUCT ? src_prod : src_cc;
+			srccol =
+				fd->kind == F_PRODUCT ? "sources_product" : "sources_per_cc_limits";
+		}
+		int known = status_of(v, &st);
+		kb_build_bind_text(b->ins_fig, 1, id);
+		kb_build_bind_text(b->ins_fig, 2, fd->field);
+		kb_build_bind_text(b->ins_fig, 3, st);
+		if (known && fd->kind != F_FEATURE && is_number(v, &num))
+			sqlite3_bind_double(b->ins_fig, 4, num);
+		else
+			sqlite3_bind_null(b->ins_fig, 4);
+		kb_build_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
+		kb_build_bind_text(b->ins_fig, 6, known ? src : NULL);
+		kb_build_bind_text(b->ins_fig, 7,
+				   derivation_for(derived, fd->field, deriv, sizeof deriv));
+		if (known && (!src || !*src))
+			return kf_err_set(err, KF_EINVAL,
+					  "%s:%zu (%s): figure %s = %s has no source "
+					  "(column %s is empty)",
+					  b->gpus_path, line, name, fd->field, v, srccol);
+		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line, name, fd->field);
+		if ((rc = kb_build_step_reset(b->db, b->ins_fig, what, err)))
+			return rc;
+		if (!known)
+			continue;
+		int nkeys = 0;
+		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
+				    err)))
+			return rc;
+		if (nkeys == 0)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s:%zu (%s): figure %s = %s has no source: "
+					  "column %s names no key of SOURCES.md ('%.60s')",
+					  b->gpus_path, line, name, fd->field, v, srccol, src);
+	}
+
 	return 0;
 }
 
@@ -406,81 +473,33 @@ static int import_gpu(struct build *b, size_t r, int ord, struct kf_err *err)
 	const char *src_prod = cell(&b->gpus, r, "sources_product");
 	const char *src_cc = cell(&b->gpus, r, "sources_per_cc_limits");
 
-	kbb_bind_text(b->ins_gpu, 1, id);
+	kb_build_bind_text(b->ins_gpu, 1, id);
 	sqlite3_bind_int(b->ins_gpu, 2, ord);
-	kbb_bind_text(b->ins_gpu, 3, name);
-	kbb_bind_text(b->ins_gpu, 4, cell(&b->gpus, r, "form_factor"));
-	kbb_bind_text(b->ins_gpu, 5, cell(&b->gpus, r, "architecture"));
-	kbb_bind_text(b->ins_gpu, 6, ccs);
+	kb_build_bind_text(b->ins_gpu, 3, name);
+	kb_build_bind_text(b->ins_gpu, 4, cell(&b->gpus, r, "form_factor"));
+	kb_build_bind_text(b->ins_gpu, 5, cell(&b->gpus, r, "architecture"));
+	kb_build_bind_text(b->ins_gpu, 6, ccs);
 	sqlite3_bind_int(b->ins_gpu, 7, maj);
 	sqlite3_bind_int(b->ins_gpu, 8, mnr);
-	kbb_bind_text(b->ins_gpu, 9, sm_target);
-	kbb_bind_text(b->ins_gpu, 10, best);
-	kbb_bind_text(b->ins_gpu, 11, derived);
-	kbb_bind_text(b->ins_gpu, 12, cell(&b->gpus, r, "notes"));
-	kbb_bind_text(b->ins_gpu, 13, src_prod);
-	kbb_bind_text(b->ins_gpu, 14, src_cc);
+	kb_build_bind_text(b->ins_gpu, 9, sm_target);
+	kb_build_bind_text(b->ins_gpu, 10, best);
+	kb_build_bind_text(b->ins_gpu, 11, derived);
+	kb_build_bind_text(b->ins_gpu, 12, cell(&b->gpus, r, "notes"));
+	kb_build_bind_text(b->ins_gpu, 13, src_prod);
+	kb_build_bind_text(b->ins_gpu, 14, src_cc);
 	char conf[64];
 	snprintf(conf, sizeof conf, "%s", cell(&b->al, ar, "conflicts"));
 	for (char *c = conf; *c; c++)
 		if (*c == ';')
 			*c = ',';
-	kbb_bind_text(b->ins_gpu, 15, conf);
+	kb_build_bind_text(b->ins_gpu, 15, conf);
 	char what[160];
 	snprintf(what, sizeof what, "%s:%zu (%s)", b->gpus_path, line, name);
-	if ((rc = kbb_step_reset(b->db, b->ins_gpu, what, err)))
+	if ((rc = kb_build_step_reset(b->db, b->ins_gpu, what, err)))
 		return rc;
 
-	for (size_t f = 0; f < FIELDS_LEN; f++) {
-		const struct field_def *fd = &FIELDS[f];
-		const char *v, *src, *srccol, *st;
-		char deriv[512];
-		double num;
-		if (fd->from_cc) {
-			v = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, fd->field) : "";
-			src = ccrow < b->cc.rows_len ? cell(&b->cc, ccrow, "sources") : "";
-			srccol = "per_cc.csv sources";
-		} else {
-			v = cell(&b->gpus, r, fd->field);
-			if (!v)
-				return kf_err_set(err, KF_EINVAL, "%s: no column '%s'",
-						  b->gpus_path, fd->field);
-			src = fd->kind == F_PRODUCT ? src_prod : src_cc;
-			srccol =
-				fd->kind == F_PRODUCT ? "sources_product" : "sources_per_cc_limits";
-		}
-		int known = status_of(v, &st);
-		kbb_bind_text(b->ins_fig, 1, id);
-		kbb_bind_text(b->ins_fig, 2, fd->field);
-		kbb_bind_text(b->ins_fig, 3, st);
-		if (known && fd->kind != F_FEATURE && is_number(v, &num))
-			sqlite3_bind_double(b->ins_fig, 4, num);
-		else
-			sqlite3_bind_null(b->ins_fig, 4);
-		kbb_bind_text(b->ins_fig, 5, known || strcmp(st, "n/a") == 0 ? v : "");
-		kbb_bind_text(b->ins_fig, 6, known ? src : NULL);
-		kbb_bind_text(b->ins_fig, 7,
-			      derivation_for(derived, fd->field, deriv, sizeof deriv));
-		if (known && (!src || !*src))
-			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu (%s): figure %s = %s has no source "
-					  "(column %s is empty)",
-					  b->gpus_path, line, name, fd->field, v, srccol);
-		snprintf(what, sizeof what, "%s:%zu (%s) %s", b->gpus_path, line, name, fd->field);
-		if ((rc = kbb_step_reset(b->db, b->ins_fig, what, err)))
-			return rc;
-		if (!known)
-			continue;
-		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
-				    err)))
-			return rc;
-		if (nkeys == 0)
-			return kf_err_set(err, KF_EINVAL,
-					  "%s:%zu (%s): figure %s = %s has no source: "
-					  "column %s names no key of SOURCES.md ('%.60s')",
-					  b->gpus_path, line, name, fd->field, v, srccol, src);
-	}
+	if ((rc = import_figures(b, r, id, ccrow, err)))
+		return rc;
 
 	/* aliases: explicit ones, then the automatic ones */
 	char list[1024];
@@ -552,7 +571,7 @@ static int import_gpus(struct build *b, struct kf_err *err)
 static int check_conflict_ids(struct build *b, struct kf_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = kbb_prepare(b->db, "SELECT 1 FROM conflicts WHERE id=?", &q, err);
+	int rc = kb_build_prepare(b->db, "SELECT 1 FROM conflicts WHERE id=?", &q, err);
 	if (rc)
 		return rc;
 	for (size_t ar = 0; ar < b->al.rows_len && !rc; ar++) {
@@ -621,63 +640,65 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 				b.db ? sqlite3_errmsg(b.db) : "out of memory");
 		goto out;
 	}
-	if ((rc = kbb_exec(b.db,
-			   "PRAGMA page_size=4096; PRAGMA journal_mode=OFF; "
-			   "PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON;",
-			   "pragmas", err)) ||
-	    (rc = kbb_exec(b.db, schema, p_schema, err)) ||
-	    (rc = kbb_exec(b.db, "BEGIN", "begin", err)))
+	if ((rc = kb_build_exec(b.db,
+				"PRAGMA page_size=4096; PRAGMA journal_mode=OFF; "
+				"PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON;",
+				"pragmas", err)) ||
+	    (rc = kb_build_exec(b.db, schema, p_schema, err)) ||
+	    (rc = kb_build_exec(b.db, "BEGIN", "begin", err)))
 		goto out;
 
 	/* metadata of the figure columns */
 	sqlite3_stmt *fst = NULL;
-	if ((rc = kbb_prepare(b.db, "INSERT INTO fields VALUES (?,?,?,?,?)", &fst, err)))
+	if ((rc = kb_build_prepare(b.db, "INSERT INTO fields VALUES (?,?,?,?,?)", &fst, err)))
 		goto out;
 	for (size_t f = 0; f < FIELDS_LEN && !rc; f++) {
-		kbb_bind_text(fst, 1, FIELDS[f].field);
+		kb_build_bind_text(fst, 1, FIELDS[f].field);
 		sqlite3_bind_int(fst, 2, (int)f);
-		kbb_bind_text(fst, 3, FIELDS[f].label);
-		kbb_bind_text(fst, 4, FIELDS[f].unit);
-		kbb_bind_text(fst, 5, KIND_NAME[FIELDS[f].kind]);
-		rc = kbb_step_reset(b.db, fst, "fields", err);
+		kb_build_bind_text(fst, 3, FIELDS[f].label);
+		kb_build_bind_text(fst, 4, FIELDS[f].unit);
+		kb_build_bind_text(fst, 5, KIND_NAME[FIELDS[f].kind]);
+		rc = kb_build_step_reset(b.db, fst, "fields", err);
 	}
 	sqlite3_finalize(fst);
 	if (rc)
 		goto out;
 
-	if ((rc = kbb_import_sources_md(b.db, p_src, err)))
+	if ((rc = kb_build_import_sources_md(b.db, p_src, err)))
 		goto out;
-	if ((rc = kbb_prepare(b.db, "SELECT 1 FROM sources WHERE key=?", &b.has_key, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO gpu_figures VALUES (?,?,?,?,?,?,?)", &b.ins_fig,
-			      err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT OR IGNORE INTO figure_sources VALUES (?,?,?)",
-			      &b.ins_figsrc, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc VALUES (?,?,?,?,?,?)", &b.ins_cc, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO per_cc_figures VALUES (?,?,?,?,?)", &b.ins_ccfig,
-			      err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT OR IGNORE INTO per_cc_sources VALUES (?,?)",
-			      &b.ins_ccsrc, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			      &b.ins_gpu, err)) ||
-	    (rc = kbb_prepare(b.db, "INSERT OR REPLACE INTO aliases VALUES (?,?,?)", &b.ins_alias,
-			      err)) ||
-	    (rc = kbb_prepare(b.db, "SELECT rank FROM aliases WHERE alias=? AND gpu_id=?",
-			      &b.has_alias, err)))
+	if ((rc = kb_build_prepare(b.db, "SELECT 1 FROM sources WHERE key=?", &b.has_key, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT INTO gpu_figures VALUES (?,?,?,?,?,?,?)",
+				   &b.ins_fig, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT OR IGNORE INTO figure_sources VALUES (?,?,?)",
+				   &b.ins_figsrc, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT INTO per_cc VALUES (?,?,?,?,?,?)", &b.ins_cc,
+				   err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT INTO per_cc_figures VALUES (?,?,?,?,?)",
+				   &b.ins_ccfig, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT OR IGNORE INTO per_cc_sources VALUES (?,?)",
+				   &b.ins_ccsrc, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				   &b.ins_gpu, err)) ||
+	    (rc = kb_build_prepare(b.db, "INSERT OR REPLACE INTO aliases VALUES (?,?,?)",
+				   &b.ins_alias, err)) ||
+	    (rc = kb_build_prepare(b.db, "SELECT rank FROM aliases WHERE alias=? AND gpu_id=?",
+				   &b.has_alias, err)))
 		goto out;
 	if ((rc = import_per_cc(&b, err)) || (rc = import_gpus(&b, err)) ||
 	    (rc = check_conflict_ids(&b, err)))
 		goto out;
-	if ((rc = kbb_import_guides(b.db, p_guides, err)))
+	if ((rc = kb_build_import_guides(b.db, p_guides, err)))
 		goto out;
-	if ((rc = kbb_exec(b.db,
-			   "INSERT INTO meta VALUES ('schema_version', '" KB_SCHEMA_VERSION "');"
-			   "INSERT INTO meta SELECT 'gpus', count(*) FROM gpus;"
-			   "INSERT INTO meta SELECT 'guides', count(*) FROM guides;"
-			   "INSERT INTO guides_fts(guides_fts) VALUES ('optimize');"
-			   "COMMIT;",
-			   "finish", err)))
+	if ((rc = kb_build_exec(b.db,
+				"INSERT INTO meta VALUES ('schema_version', '" KB_SCHEMA_VERSION
+				"');"
+				"INSERT INTO meta SELECT 'gpus', count(*) FROM gpus;"
+				"INSERT INTO meta SELECT 'guides', count(*) FROM guides;"
+				"INSERT INTO guides_fts(guides_fts) VALUES ('optimize');"
+				"COMMIT;",
+				"finish", err)))
 		goto out;
-	if ((rc = kbb_exec(b.db, "VACUUM", "vacuum", err)))
+	if ((rc = kb_build_exec(b.db, "VACUUM", "vacuum", err)))
 		goto out;
 out:
 	sqlite3_finalize(b.has_key);

@@ -269,7 +269,7 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g, co
 		sqlite3_bind_int(ins, 3, 0);
 		sqlite3_bind_int(ins, 4, 1);
 		sqlite3_bind_int(ins, 5, 0);
-		return kbb_step_reset(db, ins, "guide_archs", err);
+		return kb_build_step_reset(db, ins, "guide_archs", err);
 	}
 	struct kb_arch a;
 	if (kb_arch_parse(e, &a, NULL) == 0) {
@@ -278,16 +278,16 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g, co
 		sqlite3_bind_int(ins, 3, plus);
 		sqlite3_bind_int(ins, 4, 0);
 		sqlite3_bind_int(ins, 5, a.suffix != 'a');
-		return kbb_step_reset(db, ins, "guide_archs", err);
+		return kb_build_step_reset(db, ins, "guide_archs", err);
 	}
 	/* a GPU or architecture name: every CC it names */
 	char norm[KB_NAME_MAX_BYTES];
 	kb_norm_name(e, norm, sizeof norm);
 	sqlite3_stmt *q = NULL;
-	int rc = kbb_prepare(db,
-			     "SELECT DISTINCT g.cc_major*10+g.cc_minor FROM aliases a "
-			     "JOIN gpus g ON g.id=a.gpu_id WHERE a.alias=? ORDER BY 1",
-			     &q, err);
+	int rc = kb_build_prepare(db,
+				  "SELECT DISTINCT g.cc_major*10+g.cc_minor FROM aliases a "
+				  "JOIN gpus g ON g.id=a.gpu_id WHERE a.alias=? ORDER BY 1",
+				  &q, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_text(q, 1, norm, -1, SQLITE_TRANSIENT);
@@ -299,7 +299,7 @@ static int insert_arch(sqlite3 *db, sqlite3_stmt *ins, const struct guide *g, co
 		sqlite3_bind_int(ins, 3, plus);
 		sqlite3_bind_int(ins, 4, 0);
 		sqlite3_bind_int(ins, 5, 0);
-		rc = kbb_step_reset(db, ins, "guide_archs", err);
+		rc = kb_build_step_reset(db, ins, "guide_archs", err);
 	}
 	sqlite3_finalize(q);
 	if (!rc && n == 0)
@@ -364,7 +364,7 @@ static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t, s
 	sqlite3_bind_text(ins_g, 7, lk, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_g, 8, g->body, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_g, 9, g->file, -1, SQLITE_TRANSIENT);
-	if ((rc = kbb_step_reset(db, ins_g, what, err)))
+	if ((rc = kb_build_step_reset(db, ins_g, what, err)))
 		goto out;
 	for (size_t i = 0; i < g->tags.len && !rc; i++) {
 		char tag[64];
@@ -373,7 +373,7 @@ static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t, s
 			*c = (char)tolower((unsigned char)*c);
 		sqlite3_bind_text(ins_t, 1, g->id, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(ins_t, 2, tag, -1, SQLITE_TRANSIENT);
-		rc = kbb_step_reset(db, ins_t, what, err);
+		rc = kb_build_step_reset(db, ins_t, what, err);
 	}
 	for (size_t i = 0; i < g->archs.len && !rc; i++)
 		rc = insert_arch(db, ins_a, g, g->archs.v[i], err);
@@ -383,7 +383,7 @@ static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t, s
 	sqlite3_bind_text(ins_f, 2, g->title, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_f, 3, tags_sp, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_f, 4, g->body, -1, SQLITE_TRANSIENT);
-	rc = kbb_step_reset(db, ins_f, what, err);
+	rc = kb_build_step_reset(db, ins_f, what, err);
 out:
 	free(tags);
 	free(tags_sp);
@@ -394,7 +394,7 @@ out:
 	return rc;
 }
 
-int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
+int kb_build_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 {
 	int rc = 0;
 	char *names[GUIDES_MAX];
@@ -473,12 +473,15 @@ int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 				goto out;
 			}
 	}
-	if ((rc = kbb_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?)", &ins_g, err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)", &ins_t, err)) ||
-	    (rc = kbb_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?,?)", &ins_a,
-			      err)) ||
-	    (rc = kbb_prepare(db, "INSERT INTO guides_fts(id,title,tags,body) VALUES (?,?,?,?)",
-			      &ins_f, err)))
+	if ((rc = kb_build_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?)", &ins_g,
+				   err)) ||
+	    (rc = kb_build_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)", &ins_t,
+				   err)) ||
+	    (rc = kb_build_prepare(db, "INSERT OR IGNORE INTO guide_archs VALUES (?,?,?,?,?)",
+				   &ins_a, err)) ||
+	    (rc = kb_build_prepare(db,
+				   "INSERT INTO guides_fts(id,title,tags,body) VALUES (?,?,?,?)",
+				   &ins_f, err)))
 		goto out;
 	for (size_t i = 0; i < ng && !rc; i++)
 		rc = insert_guide(db, ins_g, ins_t, ins_a, ins_f, gs[i], err);

@@ -8,30 +8,30 @@
 #include "base/kf_err.h"
 
 /* Runs sql (no results) on db; KF_EDB with sqlite's message and what. */
-int kbb_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
+int kb_build_exec(sqlite3 *db, const char *sql, const char *what, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Prepares sql; KF_EDB on failure. */
-int kbb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
+int kb_build_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Steps a bound insert once and resets it; KF_EDB naming what on failure
  * (a CHECK or UNIQUE violation included). */
-int kbb_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
+int kb_build_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Binds s (copied) or NULL to parameter i of st. */
-void kbb_bind_text(sqlite3_stmt *st, int i, const char *s);
+void kb_build_bind_text(sqlite3_stmt *st, int i, const char *s);
 
 /* Imports SOURCES.md at path: the source keys and the conflicts. KF_EINVAL
  * when it has no source keys table. */
-int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
+int kb_build_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 /* Imports every guides/<name>.md under dir into db (whose gpus and aliases
  * are already filled: guide archs may name GPUs and architectures). A
  * missing dir means no guides. Errors name the file (and line). */
-int kbb_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
+int kb_build_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 #endif

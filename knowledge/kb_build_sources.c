@@ -44,12 +44,12 @@ static size_t md_cells(char *row, char **cells, size_t cap)
 static int insert_source(sqlite3 *db, sqlite3_stmt *st, const char *key, const char *title,
 			 const char *where, struct kf_err *err)
 {
-	kbb_bind_text(st, 1, key);
-	kbb_bind_text(st, 2, title);
-	kbb_bind_text(st, 3, where);
+	kb_build_bind_text(st, 1, key);
+	kb_build_bind_text(st, 2, title);
+	kb_build_bind_text(st, 3, where);
 	char what[96];
 	snprintf(what, sizeof what, "SOURCES.md: source key %.60s", key);
-	return kbb_step_reset(db, st, what, err);
+	return kb_build_step_reset(db, st, what, err);
 }
 
 /* The DQ-* row lists one device query per ';'-separated item: "DQ-T4 ids
@@ -83,7 +83,7 @@ static int insert_dq_keys(sqlite3 *db, sqlite3_stmt *st, char *desc, struct kf_e
 	return 0;
 }
 
-int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
+int kb_build_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 {
 	int rc = 0;
 	char *text = NULL;
@@ -96,8 +96,8 @@ int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 
 	if ((rc = kb_read_file(path, KB_FILE_MAX_BYTES, &text, &len, err)))
 		return rc;
-	if ((rc = kbb_prepare(db, "INSERT INTO sources VALUES (?,?,?)", &src, err)) ||
-	    (rc = kbb_prepare(db, "INSERT INTO conflicts VALUES (?,?,?)", &cf, err)))
+	if ((rc = kb_build_prepare(db, "INSERT INTO sources VALUES (?,?,?)", &src, err)) ||
+	    (rc = kb_build_prepare(db, "INSERT INTO conflicts VALUES (?,?,?)", &cf, err)))
 		goto out;
 	size_t cur_len = 0;
 	for (char *line = text, *next; line && *line; line = next) {
@@ -107,10 +107,10 @@ int kbb_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 		int bullet = strncmp(line, "* **C", 5) == 0;
 		int cont = (line[0] == ' ' && line[1] == ' ');
 		if (cur_text && !cont) { /* a conflict bullet ended */
-			kbb_bind_text(cf, 1, cur_id);
-			kbb_bind_text(cf, 2, cur_title);
-			kbb_bind_text(cf, 3, cur_text);
-			if ((rc = kbb_step_reset(db, cf, "SOURCES.md: conflict", err)))
+			kb_build_bind_text(cf, 1, cur_id);
+			kb_build_bind_text(cf, 2, cur_title);
+			kb_build_bind_text(cf, 3, cur_text);
+			if ((rc = kb_build_step_reset(db, cf, "SOURCES.md: conflict", err)))
 				goto out;
 			free(cur_text);
 			cur_text = NULL;

@@ -82,6 +82,43 @@ static int grow(void **arr, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
+/* Copies one cell at *p (quoted, with "" for a quote, or plain up to the
+ * next comma or line end) unescaped into buf at *bn; *p and *line move
+ * past it. */
+static int csv_cell(const char *name, const char **pp, size_t *line, char *buf, size_t *bn,
+		    struct kf_err *err)
+{
+	const char *p = *pp;
+	if (*p == '"') {
+		size_t qline = *line;
+		p++;
+		for (;;) {
+			if (*p == '\0')
+				return kf_err_set(err, KF_EINVAL,
+						  "%s:%zu: unterminated quoted cell", name, qline);
+			if (*p == '"' && p[1] == '"') {
+				buf[(*bn)++] = '"';
+				p += 2;
+			} else if (*p == '"') {
+				p++;
+				break;
+			} else {
+				if (*p == '\n')
+					(*line)++;
+				buf[(*bn)++] = *p++;
+			}
+		}
+		if (*p != ',' && *p != '\n' && *p != '\r' && *p)
+			return kf_err_set(err, KF_EINVAL, "%s:%zu: text after a closing quote",
+					  name, *line);
+	} else {
+		while (*p && *p != ',' && *p != '\n' && !(*p == '\r' && p[1] == '\n'))
+			buf[(*bn)++] = *p++;
+	}
+	*pp = p;
+	return 0;
+}
+
 int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv, struct kf_err *err)
 {
 	int rc = 0;
@@ -128,39 +165,8 @@ int kb_csv_parse(const char *name, const char *text, struct kb_csv *csv, struct 
 				goto out;
 			}
 			cells[cells_len++] = buf + bn;
-			if (*p == '"') {
-				size_t qline = line;
-				p++;
-				for (;;) {
-					if (*p == '\0') {
-						rc = kf_err_set(err, KF_EINVAL,
-								"%s:%zu: unterminated quoted cell",
-								name, qline);
-						goto out;
-					}
-					if (*p == '"' && p[1] == '"') {
-						buf[bn++] = '"';
-						p += 2;
-					} else if (*p == '"') {
-						p++;
-						break;
-					} else {
-						if (*p == '\n')
-							line++;
-						buf[bn++] = *p++;
-					}
-				}
-				if (*p != ',' && *p != '\n' && *p != '\r' && *p) {
-					rc = kf_err_set(err, KF_EINVAL,
-							"%s:%zu: text after a closing quote", name,
-							line);
-					goto out;
-				}
-			} else {
-				while (*p && *p != ',' && *p != '\n' &&
-				       !(*p == '\r' && p[1] == '\n'))
-					buf[bn++] = *p++;
-			}
+			if ((rc = csv_cell(name, &p, &line, buf, &bn, err)))
+				goto out;
 			buf[bn++] = '\0';
 			if (*p == ',') {
 				p++;

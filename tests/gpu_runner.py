@@ -97,9 +97,15 @@ class Serve:
             return [m for _, m in self.progress.get(token, [])]
 
     def result(self, i):
+        """structuredContent, or on isError the error object in the text block."""
         with self.lock:
-            r = self.replies.get(i) or {}
-        return r.get("result", {}).get("structuredContent") or {}
+            r = (self.replies.get(i) or {}).get("result", {})
+        if r.get("isError"):
+            try:
+                return json.loads(r["content"][0]["text"])
+            except (KeyError, IndexError, ValueError):
+                return {}
+        return r.get("structuredContent") or {}
 
 
 def harnesses():

@@ -108,16 +108,6 @@ static void bench_progress(void *arg, const struct runner_progress *p)
 		o->progress(o->progress_arg, p->progress, 0, p->message);
 }
 
-static json_t *stats_json(const struct stats_summary *st)
-{
-	/* samples are in ms; report microseconds */
-	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:[f,f]}", "median_us",
-			 st->median * 1e3, "p10_us", st->p10 * 1e3, "p90_us", st->p90 * 1e3,
-			 "mean_us", st->mean * 1e3, "min_us", st->min * 1e3, "cv", st->cv, "rel_se",
-			 st->rel_se, "count", (json_int_t)st->n, "se_median_us",
-			 st->se_median * 1e3, "ci95_us", st->ci_lo * 1e3, st->ci_hi * 1e3);
-}
-
 static int samples(const json_t *arr, double **out, size_t *n)
 {
 	*n = json_array_size(arr);
@@ -129,17 +119,8 @@ static int samples(const json_t *arr, double **out, size_t *n)
 	return 0;
 }
 
-/* Peaks for the GPU the job ran on: knowledge base (theoretical) and this
- * GPU's calibration (measured). */
-struct peaks {
-	double bw_gbs, tflops;
-	const char *tflops_kind;
-	char gpu_id[64];
-	int have_ceil;
-	struct history_ceilings ceil;
-};
-
-static void find_peaks(struct check_env *env, int gpu, enum kf_dtype dt, struct peaks *pk)
+/* Peaks for the GPU the job ran on. */
+static void find_peaks(struct check_env *env, int gpu, enum kf_dtype dt, struct bench_peaks *pk)
 {
 	memset(pk, 0, sizeof *pk);
 	const struct gpu_info *gi = gpu_get(gpu);
@@ -179,56 +160,258 @@ static enum kf_dtype main_dtype(const struct spec *s)
 	return KF_DT_F32;
 }
 
-int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err)
+void bench_result_fini(struct bench_result *res)
 {
-	*out = NULL;
-	*gpu = -1;
-	struct check_prep p;
-	json_t *diag = NULL, *result = NULL;
-	struct brow *rows = NULL;
-	size_t nrows = 0;
-	int rc;
+	if (!res)
+		return;
+	compile_result_fini(&res->compile_failed.compile);
+	for (size_t i = 0; res->sizes && i < res->sizes_len; i++) {
+		check_run_fini(&res->sizes[i].failure);
+		check_run_fini(&res->sizes[i].verification);
+	}
+	free(res->sizes);
+	memset(res, 0, sizeof *res);
+	res->fail_size = -1;
+}
+
+static int check_bench_opts(const struct bench_opts *o, struct kf_err *err)
+{
 	if (o->target_rel_se < 0 || o->target_rel_se > 0.5)
 		return kf_err_set(err, KF_EINVAL, "target_rel_se: must be in (0, 0.5]");
 	if (o->budget_ms < 0 || (o->budget_ms > 0 && (o->budget_ms < 10 || o->budget_ms > 60000)))
 		return kf_err_set(err, KF_EINVAL, "budget_ms: must be in [10, 60000]");
 	if (o->warmup_ms < 0 || o->warmup_ms > 10000)
 		return kf_err_set(err, KF_EINVAL, "warmup_ms: must be in [0, 10000]");
-	rc = check_prepare(env, spec, !o->no_baseline, o->cancel, &p, &diag, err);
-	if (rc) {
-		*out = diag;
-		goto out;
-	}
-	const struct spec *s = p.s;
-	int have_base = !o->no_baseline && p.base_module[0];
-	if (o->size_index >= (int)s->sizes_len) {
-		rc = kf_err_set(err, KF_EINVAL, "size: index %d, the spec has %zu sizes",
-				o->size_index, s->sizes_len);
-		goto out;
-	}
-	rows = calloc(s->sizes_len, sizeof *rows);
-	if (!rows) {
-		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-		goto out;
-	}
+	return 0;
+}
+
+/* The rows to time (every size, or the one asked for), each bound, with
+ * seeds and its own job directory holding the modules. */
+static int plan_bench_rows(struct check_env *env, const struct bench_opts *o,
+			   const struct check_prep *p, int have_base, struct brow **rows,
+			   size_t *nrows, struct kf_err *err)
+{
+	const struct spec *s = p->s;
+	if (o->size_index >= (int)s->sizes_len)
+		return kf_err_set(err, KF_EINVAL, "size: index %d, the spec has %zu sizes",
+				  o->size_index, s->sizes_len);
+	*rows = calloc(s->sizes_len, sizeof **rows);
+	if (!*rows)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	for (size_t r = 0; r < s->sizes_len; r++) {
 		if (o->size_index >= 0 && (size_t)o->size_index != r)
 			continue;
-		struct brow *b = &rows[nrows++];
+		struct brow *b = &(*rows)[(*nrows)++];
 		memcpy(b->vals, &s->sizes[r * s->vars_len], s->vars_len * sizeof(int64_t));
 		b->seed = check_new_seed();
 		b->vseed = check_new_seed();
 		char where[32];
 		snprintf(where, sizeof where, "sizes[%zu]", r);
+		int rc;
 		if ((rc = spec_bind(s, b->vals, NULL, where, &b->b, err)) ||
 		    (rc = check_jobdir_new(env, s, b->dir, sizeof b->dir, err)) ||
-		    (rc = check_copy_file(p.cand_cubin, b->dir, "cand.cubin", err)) ||
-		    (have_base && (rc = check_copy_file(p.base_module, b->dir, "base.mod", err))) ||
+		    (rc = check_copy_file(p->cand_cubin, b->dir, "cand.cubin", err)) ||
+		    (have_base &&
+		     (rc = check_copy_file(p->base_module, b->dir, "base.mod", err))) ||
 		    (s->ref.kind == SPEC_REF_CUDA &&
-		     (rc = check_copy_file(p.ref_cubin, b->dir, "ref.cubin", err))))
-			goto out;
+		     (rc = check_copy_file(p->ref_cubin, b->dir, "ref.cubin", err))))
+			return rc;
 	}
+	return 0;
+}
+
+/* A row without timing samples: which safeguard fired. */
+static void bench_untimed(const struct brow *r, struct bench_size *out, struct check_fired *fired)
+{
+	const json_t *f = r->rep ? json_object_get(r->rep, "fault") : NULL;
+	const char *e = json_string_value(json_object_get(r->rep, "error"));
+	if (r->rc)
+		check_fire(&out->failure, fired, r->rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
+			   r->err);
+	else if (f)
+		check_fire(&out->failure, fired, "fault", "%s during %s: %s",
+			   json_string_value(json_object_get(f, "error")),
+			   json_string_value(json_object_get(f, "during")),
+			   json_string_value(json_object_get(f, "message")));
+	else
+		check_fire(&out->failure, fired, "harness_error", "%s",
+			   e ? e : "no timing samples");
+}
+
+/* Statistics of the candidate (and the baseline when it ran), the
+ * baseline_unavailable flag. */
+static int bench_stats(const struct brow *r, struct bench_size *out, struct check_flags *flags,
+		       struct kf_err *err)
+{
+	double *cs = NULL, *bs = NULL;
+	size_t cn = 0, bn = 0;
+	if (samples(json_object_get(r->rep, "candidate_ms"), &cs, &cn) ||
+	    stats_summarize(cs, cn, &out->candidate, err)) {
+		free(cs);
+		return kf_err_set(err, KF_EINTERNAL, "bad timing samples from the harness");
+	}
+	free(cs);
+	const char *stop = json_string_value(json_object_get(r->rep, "stop"));
+	if (stop) {
+		out->has_stop = 1;
+		snprintf(out->stop, sizeof out->stop, "%s", stop);
+	}
+	const json_t *be = json_object_get(r->rep, "baseline_error");
+	if (be) {
+		const char *e = json_string_value(json_object_get(be, "error"));
+		const char *d = json_string_value(json_object_get(be, "during"));
+		check_flag_set(flags, "baseline_unavailable", 0,
+			       "the baseline could not be loaded (%s during %s); the candidate "
+			       "was timed alone",
+			       e ? e : "error", d ? d : "loading");
+	}
+	if (json_object_get(r->rep, "baseline_ms") &&
+	    !samples(json_object_get(r->rep, "baseline_ms"), &bs, &bn) &&
+	    !stats_summarize(bs, bn, &out->baseline, NULL)) {
+		stats_speedup(&out->candidate, &out->baseline, &out->speedup);
+		out->has_baseline = 1;
+	}
+	free(bs);
+	return 0;
+}
+
+/* Bytes, FLOPs and the roofline for the candidate's median; the
+ * below_floor flag. */
+static int bench_roofline(const struct spec *s, const struct brow *r, const struct bench_peaks *pk,
+			  const char *st, struct bench_size *out, struct check_flags *flags,
+			  struct kf_err *err)
+{
+	double ceil_bw = pk->have_ceil ? pk->ceil.copy_gbps : 0;
+	double ceil_fl = 0;
+	if (pk->have_ceil) {
+		enum kf_dtype dt = main_dtype(s);
+		ceil_fl = (dt == KF_DT_BF16 || dt == KF_DT_F16) ? pk->ceil.bf16_tflops
+								: pk->ceil.fp32_tflops;
+	}
+	struct stats_roofline *rf = &out->roofline;
+	if (stats_roofline(r->b.cost_bytes, r->b.cost_flops, out->candidate.median, pk->bw_gbs,
+			   pk->tflops, rf, err))
+		return KF_EINTERNAL;
+	out->bytes = r->b.cost_bytes;
+	out->bytes_from_cost = s->cost_bytes != NULL;
+	out->flops = r->b.cost_flops;
+	out->has_pct_copy = ceil_bw > 0;
+	out->pct_copy = ceil_bw > 0 ? 100.0 * rf->gbs / ceil_bw : 0;
+	out->has_pct_matmul = ceil_fl > 0 && rf->tflops >= 0;
+	out->pct_matmul = out->has_pct_matmul ? 100.0 * rf->tflops / ceil_fl : 0;
+	if (rf->below_floor)
+		check_flag_set(flags, "below_floor", 1,
+			       "%s: median %.2f us is below the roofline floor "
+			       "%.2f us: impossible unless the kernel skips work "
+			       "or cost overstates the bytes/FLOPs",
+			       st, out->candidate.median * 1e3, rf->floor_ms * 1e3);
+	return 0;
+}
+
+/* Judges the run after timing against the reference. */
+static void bench_verify(struct check_env *env, const struct spec *s, const struct bench_opts *o,
+			 struct brow *r, struct bench_size *out, struct bench_result *res)
+{
+	double *want[SPEC_MAX_TENSORS] = {0};
+	struct kf_err we = {0};
+	int have_want = 0;
+	if (s->ref.kind == SPEC_REF_NONE) {
+		kf_err_set(&we, KF_EINVAL, "the spec has no reference");
+	} else if (s->ref.kind == SPEC_REF_CUDA &&
+		   (r->ref_rc || !r->ref || json_object_get(r->ref, "fault"))) {
+		kf_err_set(&we, KF_EFAULT, "the CUDA reference failed: %s",
+			   r->ref_rc ? r->ref_err : "fault");
+	} else {
+		int trc = 0;
+		if (s->ref.kind == SPEC_REF_TORCH)
+			trc = check_torch_reference(env, s, r->dir, r->vals, &r->b, &r->vseed, 1,
+						    o->cancel, &we);
+		if (!trc)
+			have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b, 0,
+							 r->vseed, want, &we) == 0;
+	}
+	double mr = 0;
+	const json_t *vrep = json_object_get(r->rep, "verify");
+	int vpass = check_judge_run(s, r->dir, &r->b, vrep, have_want ? want : NULL,
+				    &out->verification, &res->fired, &res->flags, &mr);
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
+		free(want[t]);
+	out->compared = have_want;
+	if (!have_want) {
+		snprintf(out->not_compared, sizeof out->not_compared, "%s", we.msg);
+		if (s->ref.kind != SPEC_REF_NONE)
+			vpass = 0;
+	}
+	out->verified = vpass;
+	out->verify_seed = r->vseed;
+}
+
+/* Judges row i of the benchmark into res->sizes[i]. */
+static int bench_row(struct check_env *env, const struct spec *s, const struct bench_opts *o,
+		     struct brow *r, const struct bench_peaks *pk, struct bench_size *out,
+		     struct bench_result *res, struct kf_err *err)
+{
+	memcpy(out->vals, r->vals, sizeof out->vals);
+	if (r->rc || !r->rep || json_object_get(r->rep, "fault") ||
+	    json_object_get(r->rep, "error") || !json_object_get(r->rep, "candidate_ms")) {
+		bench_untimed(r, out, &res->fired);
+		return out->failure.nomem ? kf_err_set(err, KF_ENOMEM, "out of memory") : 0;
+	}
+	out->timed = 1;
+	char st[160] = "";
+	size_t n = 0;
+	for (size_t k = 0; k < s->vars_len && n < sizeof st; k++)
+		n += (size_t)snprintf(st + n, sizeof st - n, "%s%s=%" PRId64, k ? "," : "",
+				      s->vars[k], r->vals[k]);
+	int rc;
+	if ((rc = bench_stats(r, out, &res->flags, err)) ||
+	    (rc = bench_roofline(s, r, pk, st, out, &res->flags, err)))
+		return rc;
+	bench_verify(env, s, o, r, out, res);
+	if (out->verification.nomem)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* The method as run and what the answer names besides the sizes. */
+static void describe_bench(const struct check_prep *p, const struct bench_opts *o, int have_base,
+			   struct bench_result *res)
+{
+	const struct spec *s = p->s;
+	res->vars_len = s->vars_len;
+	for (size_t k = 0; k < s->vars_len; k++)
+		snprintf(res->vars[k], sizeof res->vars[k], "%s", s->vars[k]);
+	snprintf(res->kernel, sizeof res->kernel, "%s", s->launch[0].kernel);
+	res->have_base = have_base;
+	res->baseline = s->baseline.kind;
+	res->warmup_ms = o->warmup_ms > 0 ? o->warmup_ms : BENCH_DEFAULT_WARMUP_MS;
+	res->budget_ms = o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS;
+	res->target_rel_se = o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET;
+	res->flushed = !o->no_flush;
+}
+
+int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_opts *o,
+		 struct bench_result *res, int *gpu, struct kf_err *err)
+{
+	memset(res, 0, sizeof *res);
+	res->fail_size = -1;
+	*gpu = -1;
+	struct check_prep p;
+	struct brow *rows = NULL;
+	size_t nrows = 0;
+	int rc = check_bench_opts(o, err);
+	if (rc)
+		return rc;
+	rc = check_prepare(env, spec, !o->no_baseline, o->cancel, &p, &res->compile_failed, err);
+	if (rc) {
+		if (rc == KF_ECOMPILE)
+			res->answer = CHECK_ANSWER_COMPILE;
+		goto out;
+	}
+	const struct spec *s = p.s;
+	int have_base = !o->no_baseline && p.base_module[0];
+	if ((rc = plan_bench_rows(env, o, &p, have_base, &rows, &nrows, err)))
+		goto out;
 	struct bctx c = {.env = env,
 			 .p = &p,
 			 .rows = rows,
@@ -244,276 +427,31 @@ int bench_kernel(struct check_env *env, const json_t *spec, const struct bench_o
 	*gpu = c.gpu;
 	if (rc)
 		goto out;
-
-	struct peaks pk;
-	find_peaks(env, c.gpu, main_dtype(s), &pk);
-	result = json_object();
-	json_object_set_new(result, "summary", json_string(""));
-	json_t *sizes_j = json_array(), *fired = json_object(), *flags = json_object();
-	int all_ok = 1;
-	char summary[700] = "", first_bad[400] = "";
+	find_peaks(env, c.gpu, main_dtype(s), &res->peak);
+	res->sizes = calloc(nrows, sizeof *res->sizes);
+	if (!res->sizes) {
+		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+		goto out;
+	}
+	res->sizes_len = nrows;
+	res->passed = 1;
 	for (size_t i = 0; i < nrows; i++) {
-		struct brow *r = &rows[i];
-		json_t *rj = json_object(), *sz = json_object();
-		for (size_t k = 0; k < s->vars_len; k++)
-			json_object_set_new(sz, s->vars[k], json_integer(r->vals[k]));
-		json_object_set_new(rj, "sizes", sz);
-		json_array_append_new(sizes_j, rj);
-		json_t *sg = json_array();
-		json_object_set_new(rj, "safeguards", sg);
-		char st[160] = "";
-		size_t n = 0;
-		for (size_t k = 0; k < s->vars_len && n < sizeof st; k++)
-			n += (size_t)snprintf(st + n, sizeof st - n, "%s%s=%" PRId64, k ? "," : "",
-					      s->vars[k], r->vals[k]);
-		if (r->rc || !r->rep || json_object_get(r->rep, "fault") ||
-		    json_object_get(r->rep, "error") || !json_object_get(r->rep, "candidate_ms")) {
-			const json_t *f = r->rep ? json_object_get(r->rep, "fault") : NULL;
-			if (r->rc)
-				check_fire(sg, fired, r->rc == KF_ETIMEOUT ? "timeout" : "crash",
-					   "%s", r->err);
-			else if (f)
-				check_fire(sg, fired, "fault", "%s during %s: %s",
-					   json_string_value(json_object_get(f, "error")),
-					   json_string_value(json_object_get(f, "during")),
-					   json_string_value(json_object_get(f, "message")));
-			else
-				check_fire(sg, fired, "harness_error", "%s",
-					   json_string_value(json_object_get(r->rep, "error"))
-						   ? json_string_value(
-							     json_object_get(r->rep, "error"))
-						   : "no timing samples");
-			json_object_set_new(rj, "verified", json_false());
-			all_ok = 0;
-			if (!first_bad[0])
-				snprintf(first_bad, sizeof first_bad, "%s: %s", st,
-					 json_string_value(json_object_get(json_array_get(sg, 0),
-									   "message")));
-			continue;
-		}
-		double *cs = NULL, *bs = NULL;
-		size_t cn = 0, bn = 0;
-		struct stats_summary cst, bst;
-		if (samples(json_object_get(r->rep, "candidate_ms"), &cs, &cn) ||
-		    stats_summarize(cs, cn, &cst, err)) {
-			free(cs);
-			rc = kf_err_set(err, KF_EINTERNAL, "bad timing samples from the harness");
+		struct bench_size *bs = &res->sizes[i];
+		if ((rc = bench_row(env, s, o, &rows[i], &res->peak, bs, res, err)))
 			goto out;
-		}
-		free(cs);
-		json_object_set_new(rj, "candidate", stats_json(&cst));
-		json_object_set(rj, "stop", json_object_get(r->rep, "stop"));
-		const json_t *be = json_object_get(r->rep, "baseline_error");
-		if (be && !json_object_get(flags, "baseline_unavailable"))
-			json_object_set_new(
-				flags, "baseline_unavailable",
-				json_sprintf(
-					"the baseline could not be loaded (%s during %s); "
-					"the candidate was timed alone",
-					json_string_value(json_object_get(be, "error"))
-						? json_string_value(json_object_get(be, "error"))
-						: "error",
-					json_string_value(json_object_get(be, "during"))
-						? json_string_value(json_object_get(be, "during"))
-						: "loading"));
-		struct stats_speedup sp = {0};
-		int have_sp = 0;
-		if (json_object_get(r->rep, "baseline_ms") &&
-		    !samples(json_object_get(r->rep, "baseline_ms"), &bs, &bn) &&
-		    !stats_summarize(bs, bn, &bst, NULL)) {
-			json_object_set_new(rj, "baseline", stats_json(&bst));
-			stats_speedup(&cst, &bst, &sp);
-			have_sp = 1;
-			json_object_set_new(rj, "speedup",
-					    json_pack("{s:f, s:f, s:f, s:s}", "value", sp.speedup,
-						      "ci95_lo", sp.lo, "ci95_hi", sp.hi, "verdict",
-						      stats_verdict_name(sp.verdict)));
-		}
-		free(bs);
-		struct stats_roofline rf;
-		double ceil_bw = pk.have_ceil ? pk.ceil.copy_gbps : 0;
-		double ceil_fl = 0;
-		if (pk.have_ceil) {
-			enum kf_dtype dt = main_dtype(s);
-			ceil_fl = (dt == KF_DT_BF16 || dt == KF_DT_F16) ? pk.ceil.bf16_tflops
-									: pk.ceil.fp32_tflops;
-		}
-		if (stats_roofline(r->b.cost_bytes, r->b.cost_flops, cst.median, pk.bw_gbs,
-				   pk.tflops, &rf, err)) {
-			rc = KF_EINTERNAL;
-			goto out;
-		}
-		json_object_set_new(rj, "bytes", json_real(r->b.cost_bytes));
-		json_object_set_new(
-			rj, "bytes_source",
-			json_string(s->cost_bytes ? "cost.bytes" : "default: every tensor once"));
-		if (r->b.cost_flops >= 0)
-			json_object_set_new(rj, "flops", json_real(r->b.cost_flops));
-		json_object_set_new(rj, "gbs", json_real(rf.gbs));
-		if (rf.tflops >= 0)
-			json_object_set_new(rj, "tflops", json_real(rf.tflops));
-		if (rf.pct_bw >= 0)
-			json_object_set_new(rj, "pct_of_peak_bw", json_real(rf.pct_bw));
-		if (rf.pct_flops >= 0)
-			json_object_set_new(rj, "pct_of_peak_flops", json_real(rf.pct_flops));
-		if (ceil_bw > 0)
-			json_object_set_new(rj, "pct_of_measured_copy_bw",
-					    json_real(100.0 * rf.gbs / ceil_bw));
-		if (ceil_fl > 0 && rf.tflops >= 0)
-			json_object_set_new(rj, "pct_of_measured_matmul",
-					    json_real(100.0 * rf.tflops / ceil_fl));
-		if (rf.floor_ms > 0) {
-			json_object_set_new(rj, "roofline_floor_us", json_real(rf.floor_ms * 1e3));
-			json_object_set_new(rj, "bound", json_string(rf.bound));
-		}
-		json_object_set_new(rj, "below_floor", json_boolean(rf.below_floor));
-		if (rf.below_floor)
-			json_object_set_new(
-				flags, "below_floor",
-				json_sprintf("%s: median %.2f us is below the roofline floor "
-					     "%.2f us: impossible unless the kernel skips work "
-					     "or cost overstates the bytes/FLOPs",
-					     st, cst.median * 1e3, rf.floor_ms * 1e3));
-		/* Verification after timing. */
-		json_t *vj = json_object();
-		json_object_set_new(rj, "verification", vj);
-		double *want[SPEC_MAX_TENSORS] = {0};
-		struct kf_err we = {0};
-		int have_want = 0;
-		if (s->ref.kind == SPEC_REF_NONE) {
-			kf_err_set(&we, KF_EINVAL, "the spec has no reference");
-		} else if (s->ref.kind == SPEC_REF_CUDA &&
-			   (r->ref_rc || !r->ref || json_object_get(r->ref, "fault"))) {
-			kf_err_set(&we, KF_EFAULT, "the CUDA reference failed: %s",
-				   r->ref_rc ? r->ref_err : "fault");
-		} else {
-			int trc = 0;
-			if (s->ref.kind == SPEC_REF_TORCH)
-				trc = check_torch_reference(env, s, r->dir, r->vals, &r->b,
-							    &r->vseed, 1, o->cancel, &we);
-			if (!trc)
-				have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b,
-								 0, r->vseed, want, &we) == 0;
-		}
-		double mr = 0;
-		const json_t *vrep = json_object_get(r->rep, "verify");
-		int vpass = check_judge_run(s, r->dir, &r->b, vrep, have_want ? want : NULL, vj,
-					    fired, flags, &mr);
-		for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
-			free(want[t]);
-		if (!have_want) {
-			json_object_set_new(vj, "note",
-					    json_sprintf("outputs not compared: %s", we.msg));
-			if (s->ref.kind != SPEC_REF_NONE)
-				vpass = 0;
-		}
-		json_object_set_new(rj, "verified", json_boolean(vpass));
-		char vh[20];
-		hexseed(r->vseed, vh, sizeof vh);
-		json_object_set_new(vj, "seed", json_string(vh));
-		if (!vpass) {
-			all_ok = 0;
-			if (!first_bad[0]) {
-				const json_t *m =
-					json_array_get(json_object_get(vj, "safeguards"), 0);
-				snprintf(first_bad, sizeof first_bad,
-					 "%s: the run after timing failed verification: %s", st,
-					 m ? json_string_value(json_object_get(m, "message"))
-					   : we.msg);
-			}
-		}
-		if (!summary[0]) {
-			size_t q = (size_t)snprintf(
-				summary, sizeof summary,
-				"%s %s: %.2f us (p10 %.2f, p90 %.2f, n=%zu), %.0f GB/s",
-				s->launch[0].kernel, st, cst.median * 1e3, cst.p10 * 1e3,
-				cst.p90 * 1e3, cst.n, rf.gbs);
-			if (rf.pct_bw >= 0 && q < sizeof summary)
-				q += (size_t)snprintf(summary + q, sizeof summary - q,
-						      " = %.0f%% of peak", rf.pct_bw);
-			if (have_sp && q < sizeof summary)
-				q += (size_t)snprintf(summary + q, sizeof summary - q,
-						      "; %.3fx vs baseline [%.3f, %.3f]: %s",
-						      sp.speedup, sp.lo, sp.hi,
-						      stats_verdict_name(sp.verdict));
-			if (nrows > 1 && q < sizeof summary)
-				snprintf(summary + q, sizeof summary - q, " (+%zu more sizes)",
-					 nrows - 1);
+		if (!bs->verified) {
+			res->passed = 0;
+			if (res->fail_size < 0)
+				res->fail_size = (int)i;
 		}
 	}
-	/* The first size's figures at the top level too (compare_runs reads
-	 * result.candidate.median_us). */
-	{
-		const json_t *r0 = json_array_get(sizes_j, 0);
-		static const char *const TOP[] = {"candidate", "baseline",	 "speedup", "gbs",
-						  "tflops",    "pct_of_peak_bw", NULL};
-		for (const char *const *k = TOP; *k; k++)
-			if (json_object_get(r0, *k))
-				json_object_set(result, *k, json_object_get(r0, *k));
-	}
-	json_object_set_new(result, "sizes", sizes_j);
-	json_t *fl = json_array();
-	const char *key;
-	json_t *val;
-	json_object_foreach(fired, key, val)
-		json_array_append_new(fl, json_string(key));
-	json_decref(fired);
-	json_object_set_new(result, "safeguards_fired", fl);
-	json_object_set_new(result, "flags", flags);
-	json_object_set_new(result, "baseline_kind",
-			    json_string(!have_base ? "none"
-					: s->baseline.kind == SPEC_BASE_FATBIN
-						? "kforge kernels.fatbin"
-						: "CUDA source"));
-	json_t *peak = json_object();
-	if (pk.gpu_id[0])
-		json_object_set_new(peak, "gpu", json_string(pk.gpu_id));
-	if (pk.bw_gbs > 0)
-		json_object_set_new(peak, "bw_gbs", json_real(pk.bw_gbs));
-	if (pk.tflops > 0) {
-		json_object_set_new(peak, "tflops", json_real(pk.tflops));
-		json_object_set_new(peak, "tflops_kind", json_string(pk.tflops_kind));
-	}
-	json_object_set_new(result, "peak", peak);
-	if (pk.have_ceil)
-		json_object_set_new(result, "ceilings",
-				    json_pack("{s:f, s:f, s:f, s:s}", "copy_gbs", pk.ceil.copy_gbps,
-					      "bf16_tflops", pk.ceil.bf16_tflops, "fp32_tflops",
-					      pk.ceil.fp32_tflops, "method", pk.ceil.method));
-	else
-		json_object_set_new(result, "ceilings",
-				    json_string("not calibrated: run kforge calibrate"));
-	if (rows[0].rep && json_object_get(rows[0].rep, "device"))
-		json_object_set(result, "device", json_object_get(rows[0].rep, "device"));
-	json_object_set_new(
-		result, "method",
-		json_sprintf("CUDA events on the harness stream; warm-up %.0f ms; L2 "
-			     "%s; candidate%s interleaved; until rel. SE of the "
-			     "median < %.2f%% or %.0f ms",
-			     o->warmup_ms > 0 ? o->warmup_ms : BENCH_DEFAULT_WARMUP_MS,
-			     o->no_flush ? "not flushed" : "flushed before each timed run",
-			     have_base ? " and baseline" : "",
-			     100 * (o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET),
-			     o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS));
-	if (!all_ok) {
-		char sm[900];
-		snprintf(sm, sizeof sm, "FAILED: %s", first_bad);
-		json_object_set_new(result, "summary", json_string(sm));
-		json_object_set_new(result, "passed", json_false());
-		rc = kf_err_set(err, KF_EFAULT, "%s", sm);
-	} else {
-		if (json_object_get(flags, "below_floor")) {
-			size_t q = strlen(summary);
-			snprintf(summary + q, sizeof summary - q,
-				 "; WARNING: below the roofline floor");
-		}
-		json_object_set_new(result, "summary", json_string(summary));
-		json_object_set_new(result, "passed", json_true());
-	}
-	*out = result;
-	result = NULL;
+	describe_bench(&p, o, have_base, res);
+	check_device_read(rows[0].rep ? json_object_get(rows[0].rep, "device") : NULL,
+			  &res->device);
+	res->answer = CHECK_ANSWER_VERDICT;
+	if (!res->passed)
+		rc = KF_EFAULT;
 out:
-	json_decref(result);
 	for (size_t i = 0; rows && i < nrows; i++) {
 		json_decref(rows[i].rep);
 		json_decref(rows[i].ref);
@@ -545,10 +483,18 @@ static int calib_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 	return rc;
 }
 
-int bench_calibrate(struct check_env *env, int device, const volatile int *cancel, json_t **out,
-		    int *gpu, struct kf_err *err)
+void bench_calibration_fini(struct bench_calibration *c)
 {
-	*out = NULL;
+	if (!c)
+		return;
+	json_decref(c->cublas);
+	memset(c, 0, sizeof *c);
+}
+
+int bench_calibrate(struct check_env *env, int device, const volatile int *cancel,
+		    struct bench_calibration *out, int *gpu, struct kf_err *err)
+{
+	memset(out, 0, sizeof *out);
 	*gpu = -1;
 	if (gpu_count() <= 0)
 		return kf_err_set(err, KF_ENOGPU, "no usable GPU: %s", gpu_no_gpu_reason());
@@ -572,28 +518,20 @@ int bench_calibrate(struct check_env *env, int device, const volatile int *cance
 		goto out;
 	}
 	const struct gpu_info *gi = gpu_get(c.gpu);
-	struct history_ceilings hc = {0};
-	snprintf(hc.gpu_uuid, sizeof hc.gpu_uuid, "%s", gi ? gi->uuid : "");
-	snprintf(hc.device_name, sizeof hc.device_name, "%s", gi ? gi->name : "");
-	hc.copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));
-	hc.bf16_tflops = json_number_value(json_object_get(c.rep, "bf16_tflops"));
-	hc.fp32_tflops = json_number_value(json_object_get(c.rep, "fp32_tflops"));
-	snprintf(hc.method, sizeof hc.method, "%s",
+	struct history_ceilings *hc = &out->ceil;
+	snprintf(hc->gpu_uuid, sizeof hc->gpu_uuid, "%s", gi ? gi->uuid : "");
+	snprintf(hc->device_name, sizeof hc->device_name, "%s", gi ? gi->name : "");
+	hc->copy_gbps = json_number_value(json_object_get(c.rep, "copy_gbps"));
+	hc->bf16_tflops = json_number_value(json_object_get(c.rep, "bf16_tflops"));
+	hc->fp32_tflops = json_number_value(json_object_get(c.rep, "fp32_tflops"));
+	snprintf(hc->method, sizeof hc->method, "%s",
 		 json_string_value(json_object_get(c.rep, "method"))
 			 ? json_string_value(json_object_get(c.rep, "method"))
 			 : "");
-	if (env->history && (rc = history_set_ceilings(env->history, &hc, err)))
+	if (env->history && (rc = history_set_ceilings(env->history, hc, err)))
 		goto out;
-	char sm[300];
-	snprintf(sm, sizeof sm,
-		 "calibrated %s: copy %.0f GB/s, cuBLAS bf16 %.1f TFLOP/s, fp32 %.1f TFLOP/s",
-		 hc.device_name, hc.copy_gbps, hc.bf16_tflops, hc.fp32_tflops);
-	*out = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s}", "summary", sm, "gpu",
-			 hc.device_name, "uuid", hc.gpu_uuid, "copy_gbs", hc.copy_gbps,
-			 "bf16_tflops", hc.bf16_tflops, "fp32_tflops", hc.fp32_tflops, "method",
-			 hc.method);
 	if (json_object_get(c.rep, "cublas"))
-		json_object_set(*out, "cublas", json_object_get(c.rep, "cublas"));
+		out->cublas = json_incref(json_object_get(c.rep, "cublas"));
 out:
 	json_decref(c.rep);
 	check_jobdir_remove(c.dir);

@@ -47,7 +47,7 @@ void check_prep_fini(struct check_prep *p)
 
 static int compile_one(struct check_env *env, const char *source, const char *arch,
 		       const volatile int *cancel, const char *what, char *cubin, size_t cap,
-		       struct check_prep *p, json_t **out, struct kf_err *err)
+		       struct check_prep *p, struct check_compile_failure *cf, struct kf_err *err)
 {
 	struct compile_req req = {
 		.source = source, .source_len = strlen(source), .arch = arch, .cancel = cancel};
@@ -55,14 +55,14 @@ static int compile_one(struct check_env *env, const char *source, const char *ar
 	struct kf_err cerr = {0};
 	int rc = compile_kernel(env->cc, &req, &res, &cerr);
 	if (rc == KF_ECOMPILE || (rc == 0 && !res.ok)) {
-		const char *sum = json_string_value(json_object_get(res.json, "summary"));
-		char msg[400];
-		snprintf(msg, sizeof msg, "%s did not compile: %s", what, sum ? sum : cerr.msg);
-		*out = json_pack("{s:s, s:b, s:s, s:O}", "summary", msg, "passed", 0,
-				 "failed_stage", "compile", "compile",
-				 res.json ? res.json : json_null());
-		kf_err_set(err, KF_ECOMPILE, "%s", msg);
-		compile_result_fini(&res);
+		char sum[600] = "";
+		if (res.report)
+			compile_summary(&res, sum, sizeof sum);
+		kf_err_set(err, KF_ECOMPILE, "%s did not compile: %s", what,
+			   sum[0] ? sum : cerr.msg);
+		cf->what = what;
+		cf->compile = res; /* moved: the failure owns it */
+		snprintf(cf->message, sizeof cf->message, "%s", cerr.msg);
 		return KF_ECOMPILE;
 	}
 	if (rc) {
@@ -124,11 +124,11 @@ void check_limits(struct spec_limits *lim)
 }
 
 int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
-		  const volatile int *cancel, struct check_prep *p, json_t **out,
-		  struct kf_err *err)
+		  const volatile int *cancel, struct check_prep *p,
+		  struct check_compile_failure *cf, struct kf_err *err)
 {
 	memset(p, 0, sizeof *p);
-	*out = NULL;
+	memset(cf, 0, sizeof *cf);
 	json_t *x = NULL;
 	int rc = spec_expand_op(spec, op_find, &x, err);
 	if (rc)
@@ -145,11 +145,11 @@ int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 		return kf_err_set(err, KF_ESANDBOX, "the compiler is not available");
 	struct spec *s = p->s;
 	if ((rc = compile_one(env, s->source, s->arch, cancel, "the candidate", p->cand_cubin,
-			      sizeof p->cand_cubin, p, out, err)))
+			      sizeof p->cand_cubin, p, cf, err)))
 		return rc;
 	if (s->ref.kind == SPEC_REF_CUDA &&
 	    (rc = compile_one(env, s->ref.source, s->arch, cancel, "the reference source",
-			      p->ref_cubin, sizeof p->ref_cubin, NULL, out, err)))
+			      p->ref_cubin, sizeof p->ref_cubin, NULL, cf, err)))
 		return rc;
 	if (want_baseline) {
 		if (s->baseline.kind == SPEC_BASE_FATBIN) {
@@ -165,7 +165,7 @@ int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 				snprintf(p->base_module, sizeof p->base_module, "%s", p->ref_cubin);
 			else if ((rc = compile_one(env, s->baseline.source, s->arch, cancel,
 						   "the baseline source", p->base_module,
-						   sizeof p->base_module, NULL, out, err)))
+						   sizeof p->base_module, NULL, cf, err)))
 				return rc;
 		}
 	}
@@ -330,123 +330,298 @@ static void progress_bridge(void *arg, const struct runner_progress *p)
 		o->progress(o->progress_arg, p->progress, 0, p->message);
 }
 
-static void sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap)
+void check_device_read(const json_t *dev, struct check_device *d)
 {
-	size_t n = 0;
-	buf[0] = 0;
-	for (size_t k = 0; k < s->vars_len && n < cap; k++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%s=%" PRId64, k ? ", " : "", s->vars[k],
-				      vals[k]);
+	memset(d, 0, sizeof *d);
+	if (!json_is_object(dev))
+		return;
+	d->present = 1;
+	d->index = (int)json_integer_value(json_object_get(dev, "index"));
+	snprintf(d->name, sizeof d->name, "%s",
+		 json_string_value(json_object_get(dev, "name"))
+			 ? json_string_value(json_object_get(dev, "name"))
+			 : "");
+	d->cc_major = (int)json_integer_value(json_object_get(dev, "cc_major"));
+	d->cc_minor = (int)json_integer_value(json_object_get(dev, "cc_minor"));
+	d->l2_bytes = (long long)json_integer_value(json_object_get(dev, "l2_bytes"));
 }
 
-static json_t *sizes_obj(const struct spec *s, const int64_t *vals)
+void check_result_fini(struct check_result *res)
 {
-	json_t *o = json_object();
+	if (!res)
+		return;
+	compile_result_fini(&res->compile_failed.compile);
+	for (size_t i = 0; res->sizes && i < res->sizes_len; i++)
+		for (int k = 0; k < res->sizes[i].ntrials; k++)
+			check_run_fini(&res->sizes[i].trials[k].run);
+	free(res->sizes);
+	free(res->kernel_stdout);
+	memset(res, 0, sizeof *res);
+	res->fail_size = -1;
+}
+
+/* The rows of a replay: one size, one trial, the seed given. */
+static int plan_replay(const struct spec *s, const json_t *replay, struct row *rows, size_t *nrows,
+		       struct kf_err *err)
+{
+	const json_t *sz = json_object_get(replay, "size");
+	char *end = NULL;
+	const char *hex = json_string_value(json_object_get(replay, "seed"));
+	if (!json_is_object(sz) || !hex)
+		return kf_err_set(err, KF_EINVAL,
+				  "replay: needs {\"size\": {var: value}, \"seed\": \"hex\"} "
+				  "as reported by a check");
+	errno = 0;
+	uint64_t seed = strtoull(hex, &end, 16);
+	if (errno || !end || *end || !*hex)
+		return kf_err_set(err, KF_EINVAL, "replay.seed: '%s' is not a hex seed", hex);
+	for (size_t k = 0; k < s->vars_len; k++) {
+		const json_t *v = json_object_get(sz, s->vars[k]);
+		if (!json_is_integer(v))
+			return kf_err_set(err, KF_EINVAL, "replay.size: missing '%s'", s->vars[k]);
+		rows[0].vals[k] = json_integer_value(v);
+	}
+	rows[0].ntrials = 1;
+	rows[0].seeds[0] = seed;
+	*nrows = 1;
+	return 0;
+}
+
+/* The rows of a check: every size of the spec, then an odd one (or why
+ * not, in odd_note), each with trials fresh seeds. */
+static void plan_sizes(const struct spec *s, const struct check_opts *o,
+		       const struct spec_limits *lim, int trials, struct row *rows, size_t *nrows,
+		       char *odd_note, size_t note_cap)
+{
+	for (size_t r = 0; r < s->sizes_len; r++) {
+		memcpy(rows[r].vals, &s->sizes[r * s->vars_len], s->vars_len * sizeof(int64_t));
+		rows[r].ntrials = trials;
+	}
+	size_t n = s->sizes_len;
+	struct kf_err oe = {0};
+	if (o->no_odd_size)
+		snprintf(odd_note, note_cap, "not tested: odd_size was false");
+	else if (spec_odd_size(s, lim, check_new_seed(), rows[n].vals, &oe) == 0) {
+		rows[n].odd = 1;
+		rows[n].ntrials = trials;
+		n++;
+	} else
+		snprintf(odd_note, note_cap, "not tested: %s", oe.msg);
+	for (size_t r = 0; r < n; r++)
+		for (int t = 0; t < trials; t++)
+			rows[r].seeds[t] = check_new_seed();
+	*nrows = n;
+}
+
+/* Checks the options, allocates the rows and plans them, binding every
+ * size. */
+static int plan_rows(const struct spec *s, const struct check_opts *o, struct row **rows,
+		     size_t *nrows, char *odd_note, size_t note_cap, struct kf_err *err)
+{
+	struct spec_limits lim;
+	check_limits(&lim);
+	if (s->ref.kind == SPEC_REF_NONE)
+		return kf_err_set(err, KF_EINVAL,
+				  "reference: required for a check ({\"op\": ...}, {\"source\": "
+				  "..., \"launch\": [...]} or {\"torch\": ...})");
+	int trials = o->trials > 0 ? o->trials : CHECK_DEFAULT_TRIALS;
+	if (trials > CHECK_MAX_TRIALS)
+		return kf_err_set(err, KF_EINVAL, "trials: at most %d", CHECK_MAX_TRIALS);
+	*rows = calloc(s->sizes_len + 1, sizeof **rows);
+	if (!*rows)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	int rc = 0;
+	if (o->replay)
+		rc = plan_replay(s, o->replay, *rows, nrows, err);
+	else
+		plan_sizes(s, o, &lim, trials, *rows, nrows, odd_note, note_cap);
+	for (size_t r = 0; !rc && r < *nrows; r++) {
+		char where[32];
+		snprintf(where, sizeof where, o->replay ? "replay.size" : "sizes[%zu]", r);
+		rc = spec_bind(s, (*rows)[r].vals, &lim, where, &(*rows)[r].b, err);
+	}
+	return rc;
+}
+
+/* Copies the modules into one job directory for every size (files are
+ * prefixed by row) and runs the rows on a GPU from the runner. */
+static int run_check_job(struct check_env *env, const struct check_opts *o, struct check_job *gc,
+			 char *jobdir, size_t cap, int *gpu, struct kf_err *err)
+{
+	const struct spec *s = gc->p->s;
+	int rc;
+	if ((rc = check_jobdir_new(env, s, jobdir, cap, err)) ||
+	    (rc = check_copy_file(gc->p->cand_cubin, jobdir, "cand.cubin", err)) ||
+	    (s->ref.kind == SPEC_REF_CUDA &&
+	     (rc = check_copy_file(gc->p->ref_cubin, jobdir, "ref.cubin", err))))
+		return rc;
+	for (size_t r = 0; r < gc->nrows; r++)
+		snprintf(gc->rows[r].dir, sizeof gc->rows[r].dir, "%s", jobdir);
+	char label[RUNNER_LABEL_BYTES];
+	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
+	struct runner_opts ro = {.timeout_ms = -1, .label = label};
+	rc = runner_run(env->runner, RUNNER_GPU, gpu_job, gc, progress_bridge, (void *)o, o->cancel,
+			&ro, err);
+	*gpu = gc->gpu;
+	return rc;
+}
+
+/* A trial the harness did not finish: it timed out or crashed (the row's
+ * error), or it faulted or erred (the harness stops there: the fault
+ * belongs to the last trial it started; later trials did not run). */
+static void judge_unfinished(const struct row *r, const json_t *tr, struct check_run *run,
+			     struct check_fired *fired)
+{
+	if (r->cand_rc) {
+		check_fire(run, fired, r->cand_rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
+			   r->cand_err);
+		return;
+	}
+	const json_t *f = json_object_get(r->cand, "fault");
+	const char *e = json_string_value(json_object_get(r->cand, "error"));
+	if (f && tr)
+		check_fire(run, fired, json_object_get(f, "kind") ? "kernel_not_found" : "fault",
+			   "%s during %s: %s", json_string_value(json_object_get(f, "error")),
+			   json_string_value(json_object_get(f, "during")),
+			   json_string_value(json_object_get(f, "message")));
+	else if (e && tr)
+		check_fire(run, fired, "harness_error", "%s", e);
+	else
+		check_fire(run, fired, "not_run", "not run: an earlier trial failed");
+}
+
+/* The reference outputs of trial k of row ri into want, or why not in we.
+ * Returns 1 when want holds them. */
+static int trial_want(const struct spec *s, const struct row *r, size_t ri, int k, int torch_rc,
+		      const char *torch_msg, double **want, struct kf_err *we)
+{
+	int ref_bad = s->ref.kind == SPEC_REF_CUDA &&
+		      (r->ref_rc || !r->ref || json_object_get(r->ref, "fault") ||
+		       json_object_get(r->ref, "error"));
+	if (ref_bad) {
+		const char *re = json_string_value(json_object_get(r->ref, "error"));
+		kf_err_set(we, KF_EFAULT, "%s",
+			   r->ref_rc ? r->ref_err
+			   : re	     ? re
+				     : "the CUDA reference faulted");
+		return 0;
+	}
+	if (s->ref.kind == SPEC_REF_TORCH && torch_rc) {
+		kf_err_set(we, torch_rc, "%s", torch_msg);
+		return 0;
+	}
+	char pre[32];
+	snprintf(pre, sizeof pre, "r%zu.ref", ri);
+	return check_reference_want(s, r->dir, pre, r->vals, &r->b, k, r->seeds[k], want, we) == 0;
+}
+
+/* Judges every trial of row ri into out; the first failure is recorded in
+ * res. Returns 0, or KF_ENOTFOUND / KF_ECANCELED when the torch reference
+ * could not run at all. */
+static int judge_row(struct check_env *env, const struct spec *s, const struct check_opts *o,
+		     struct row *r, size_t ri, struct check_result *res, struct kf_err *err)
+{
+	struct check_size *out = &res->sizes[ri];
+	memcpy(out->vals, r->vals, sizeof out->vals);
+	out->odd = r->odd;
+	out->ntrials = r->ntrials;
+	out->passed = 1;
+	const json_t *ctrials = r->cand ? json_object_get(r->cand, "trials") : NULL;
+	struct kf_err torch_err = {0};
+	int torch_rc = 0;
+	if (s->ref.kind == SPEC_REF_TORCH)
+		torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
+						 r->ntrials, o->cancel, &torch_err);
+	if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED)
+		return kf_err_set(err, torch_rc, "%s", torch_err.msg);
+	for (int k = 0; k < r->ntrials; k++) {
+		struct check_trial *tj = &out->trials[k];
+		tj->trial = k;
+		tj->seed = r->seeds[k];
+		const json_t *tr = json_array_get(ctrials, (size_t)k);
+		if (r->cand_rc || !tr ||
+		    ((json_object_get(r->cand, "fault") || json_object_get(r->cand, "error")) &&
+		     k + 1 >= (int)json_array_size(ctrials))) {
+			judge_unfinished(r, tr, &tj->run, &res->fired);
+			if (!r->cand_rc)
+				tr = NULL;
+		} else {
+			double *want[SPEC_MAX_TENSORS] = {0};
+			struct kf_err we = {0};
+			int have_want = trial_want(s, r, ri, k, torch_rc, torch_err.msg, want, &we);
+			check_judge_run(s, r->dir, &r->b, tr, have_want ? want : NULL, &tj->run,
+					&res->fired, &res->flags, &res->max_rel);
+			if (!have_want) {
+				check_fire(&tj->run, &res->fired, "reference_failed",
+					   "the reference could not be computed: %s", we.msg);
+				tj->run.passed = 0;
+			}
+			for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
+				free(want[t]);
+		}
+		if (tj->run.nomem)
+			return kf_err_set(err, KF_ENOMEM, "out of memory");
+		const json_t *ms = tr ? json_object_get(tr, "kernel_ms") : NULL;
+		if (ms) {
+			tj->has_kernel_ms = 1;
+			tj->kernel_ms = json_number_value(ms);
+		}
+		if (!tj->run.passed) {
+			out->passed = 0;
+			if (res->fail_size < 0) {
+				res->fail_size = (int)ri;
+				res->fail_trial = k;
+			}
+		}
+	}
+	return 0;
+}
+
+/* What the verdict reports besides the sizes: tolerances, the reference,
+ * the compile, the device and the kernel's printf output. */
+static void describe_check(const struct check_prep *p, struct check_job *gc,
+			   struct check_result *res)
+{
+	const struct spec *s = p->s;
+	res->vars_len = s->vars_len;
 	for (size_t k = 0; k < s->vars_len; k++)
-		json_object_set_new(o, s->vars[k], json_integer(vals[k]));
-	return o;
+		snprintf(res->vars[k], sizeof res->vars[k], "%s", s->vars[k]);
+	for (size_t t = 0; t < s->tensors_len; t++) {
+		if (s->tensors[t].role == SPEC_ROLE_INPUT)
+			continue;
+		struct check_tolerance *tol = &res->tolerance[res->tolerance_len++];
+		snprintf(tol->name, sizeof tol->name, "%s", s->tensors[t].name);
+		check_tolerance_of(s, t, &tol->atol, &tol->rtol);
+		tol->from_spec = s->tol_given;
+	}
+	res->reference = s->ref.kind;
+	snprintf(res->compile.artifact_id, sizeof res->compile.artifact_id, "%s", p->cand_artifact);
+	res->compile.cache_hit = p->cand_cache_hit;
+	res->compile.compile_ms = p->compile_ms;
+	snprintf(res->compile.arch, sizeof res->compile.arch, "%s", p->arch);
+	res->kernel_stdout = gc->printf_out;
+	gc->printf_out = NULL;
 }
 
 int check_kernel(struct check_env *env, const json_t *spec, const struct check_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err)
+		 struct check_result *res, int *gpu, struct kf_err *err)
 {
-	*out = NULL;
+	memset(res, 0, sizeof *res);
+	res->fail_size = -1;
 	*gpu = -1;
 	struct check_prep p;
-	json_t *diag = NULL;
-	int rc = check_prepare(env, spec, 0, o->cancel, &p, &diag, err);
 	struct row *rows = NULL;
 	size_t nrows = 0;
-	json_t *result = NULL;
 	char jobdir[PATH_MAX] = "";
-	char odd_note[300] = "";
 	struct check_job gc = {0};
+	int rc = check_prepare(env, spec, 0, o->cancel, &p, &res->compile_failed, err);
 	if (rc) {
-		*out = diag;
+		if (rc == KF_ECOMPILE)
+			res->answer = CHECK_ANSWER_COMPILE;
 		goto out;
 	}
-	struct spec *s = p.s;
-	struct spec_limits lim;
-	check_limits(&lim);
-	if (s->ref.kind == SPEC_REF_NONE) {
-		rc = kf_err_set(err, KF_EINVAL,
-				"reference: required for a check ({\"op\": ...}, {\"source\": "
-				"..., \"launch\": [...]} or {\"torch\": ...})");
+	if ((rc = plan_rows(p.s, o, &rows, &nrows, res->odd_note, sizeof res->odd_note, err)))
 		goto out;
-	}
-	int trials = o->trials > 0 ? o->trials : CHECK_DEFAULT_TRIALS;
-	if (trials > CHECK_MAX_TRIALS) {
-		rc = kf_err_set(err, KF_EINVAL, "trials: at most %d", CHECK_MAX_TRIALS);
-		goto out;
-	}
-	rows = calloc(s->sizes_len + 1, sizeof *rows);
-	if (!rows) {
-		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (o->replay) {
-		const json_t *sz = json_object_get(o->replay, "size");
-		uint64_t seed;
-		char *end = NULL;
-		const char *hex = json_string_value(json_object_get(o->replay, "seed"));
-		if (!json_is_object(sz) || !hex) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"replay: needs {\"size\": {var: value}, \"seed\": \"hex\"} "
-					"as reported by a check");
-			goto out;
-		}
-		errno = 0;
-		seed = strtoull(hex, &end, 16);
-		if (errno || !end || *end || !*hex) {
-			rc = kf_err_set(err, KF_EINVAL, "replay.seed: '%s' is not a hex seed", hex);
-			goto out;
-		}
-		for (size_t k = 0; k < s->vars_len; k++) {
-			const json_t *v = json_object_get(sz, s->vars[k]);
-			if (!json_is_integer(v)) {
-				rc = kf_err_set(err, KF_EINVAL, "replay.size: missing '%s'",
-						s->vars[k]);
-				goto out;
-			}
-			rows[0].vals[k] = json_integer_value(v);
-		}
-		rows[0].ntrials = 1;
-		rows[0].seeds[0] = seed;
-		nrows = 1;
-	} else {
-		for (size_t r = 0; r < s->sizes_len; r++) {
-			memcpy(rows[r].vals, &s->sizes[r * s->vars_len],
-			       s->vars_len * sizeof(int64_t));
-			rows[r].ntrials = trials;
-		}
-		nrows = s->sizes_len;
-		struct kf_err oe = {0};
-		if (o->no_odd_size)
-			snprintf(odd_note, sizeof odd_note, "not tested: odd_size was false");
-		else if (spec_odd_size(s, &lim, check_new_seed(), rows[nrows].vals, &oe) == 0) {
-			rows[nrows].odd = 1;
-			rows[nrows].ntrials = trials;
-			nrows++;
-		} else
-			snprintf(odd_note, sizeof odd_note, "not tested: %s", oe.msg);
-		for (size_t r = 0; r < nrows; r++)
-			for (int t = 0; t < trials; t++)
-				rows[r].seeds[t] = check_new_seed();
-	}
-	for (size_t r = 0; r < nrows; r++) {
-		char where[32];
-		snprintf(where, sizeof where, o->replay ? "replay.size" : "sizes[%zu]", r);
-		if ((rc = spec_bind(s, rows[r].vals, &lim, where, &rows[r].b, err)))
-			goto out;
-	}
-	/* One job directory for every size (files are prefixed by row). */
-	if ((rc = check_jobdir_new(env, s, jobdir, sizeof jobdir, err)) ||
-	    (rc = check_copy_file(p.cand_cubin, jobdir, "cand.cubin", err)) ||
-	    (s->ref.kind == SPEC_REF_CUDA &&
-	     (rc = check_copy_file(p.ref_cubin, jobdir, "ref.cubin", err))))
-		goto out;
-	for (size_t r = 0; r < nrows; r++)
-		snprintf(rows[r].dir, sizeof rows[r].dir, "%s", jobdir);
 	gc = (struct check_job){.env = env,
 				.p = &p,
 				.rows = rows,
@@ -455,233 +630,28 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 					o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
 				.o = o,
 				.gpu = -1};
-	char label[RUNNER_LABEL_BYTES];
-	snprintf(label, sizeof label, "check %s", s->launch[0].kernel);
-	struct runner_opts ro = {.timeout_ms = -1, .label = label};
-	rc = runner_run(env->runner, RUNNER_GPU, gpu_job, &gc, progress_bridge, (void *)o,
-			o->cancel, &ro, err);
-	*gpu = gc.gpu;
-	if (rc)
+	if ((rc = run_check_job(env, o, &gc, jobdir, sizeof jobdir, gpu, err)))
 		goto out;
-
-	/* Judge every size and trial. */
-	result = json_object();
-	json_object_set_new(result, "summary", json_string(""));
-	json_t *sizes_j = json_array(), *fired = json_object(), *flags = json_object();
-	int all_pass = 1, listed_pass = 1, odd_fail = 0;
-	double max_rel = 0;
-	char first_fail[600] = "";
-	json_t *replay = NULL;
+	res->sizes = calloc(nrows, sizeof *res->sizes);
+	if (!res->sizes) {
+		rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+		goto out;
+	}
+	res->sizes_len = nrows;
+	res->passed = 1;
 	for (size_t ri = 0; ri < nrows; ri++) {
-		struct row *r = &rows[ri];
-		json_t *rj = json_object(), *trs = json_array();
-		json_object_set_new(rj, "sizes", sizes_obj(s, r->vals));
-		json_object_set_new(rj, "odd_size", json_boolean(r->odd));
-		json_object_set_new(rj, "trials", trs);
-		json_array_append_new(sizes_j, rj);
-		int row_pass = 1;
-		const json_t *ctrials = r->cand ? json_object_get(r->cand, "trials") : NULL;
-		/* A CUDA reference that failed makes the comparison impossible. */
-		int ref_bad = s->ref.kind == SPEC_REF_CUDA &&
-			      (r->ref_rc || !r->ref || json_object_get(r->ref, "fault") ||
-			       json_object_get(r->ref, "error"));
-		struct kf_err torch_err = {0};
-		int torch_rc = 0;
-		if (s->ref.kind == SPEC_REF_TORCH)
-			torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
-							 r->ntrials, o->cancel, &torch_err);
-		if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED) {
-			rc = kf_err_set(err, torch_rc, "%s", torch_err.msg);
+		if ((rc = judge_row(env, p.s, o, &rows[ri], ri, res, err)))
 			goto out;
-		}
-		for (int k = 0; k < r->ntrials; k++) {
-			char hex[20];
-			snprintf(hex, sizeof hex, "%016" PRIx64, r->seeds[k]);
-			json_t *tj = json_pack("{s:i, s:s}", "trial", k, "seed", hex);
-			json_array_append_new(trs, tj);
-			const json_t *tr = json_array_get(ctrials, (size_t)k);
-			int pass = 1;
-			json_t *sg = NULL;
-			if (r->cand_rc == KF_ETIMEOUT || r->cand_rc) {
-				sg = json_array();
-				json_object_set_new(tj, "safeguards", sg);
-				check_fire(sg, fired,
-					   r->cand_rc == KF_ETIMEOUT ? "timeout" : "crash", "%s",
-					   r->cand_err);
-				pass = 0;
-			} else if (!tr || ((json_object_get(r->cand, "fault") ||
-					    json_object_get(r->cand, "error")) &&
-					   k + 1 >= (int)json_array_size(ctrials))) {
-				/* The harness stops at a fault or error: it belongs to the
-				 * last trial it started; later trials did not run. */
-				sg = json_array();
-				json_object_set_new(tj, "safeguards", sg);
-				const json_t *f = json_object_get(r->cand, "fault");
-				const char *e =
-					json_string_value(json_object_get(r->cand, "error"));
-				int at_fault = tr != NULL;
-				tr = NULL;
-				if (f && at_fault)
-					check_fire(
-						sg, fired,
-						json_object_get(f, "kind") ? "kernel_not_found"
-									   : "fault",
-						"%s during %s: %s",
-						json_string_value(json_object_get(f, "error")),
-						json_string_value(json_object_get(f, "during")),
-						json_string_value(json_object_get(f, "message")));
-				else if (e && at_fault)
-					check_fire(sg, fired, "harness_error", "%s", e);
-				else
-					check_fire(sg, fired, "not_run",
-						   "not run: an earlier trial failed");
-				pass = 0;
-			} else {
-				double *want[SPEC_MAX_TENSORS] = {0};
-				struct kf_err we = {0};
-				int have_want = 0;
-				if (s->ref.kind == SPEC_REF_CUDA && ref_bad)
-					kf_err_set(&we, KF_EFAULT, "%s",
-						   r->ref_rc ? r->ref_err
-						   : json_string_value(
-							     json_object_get(r->ref, "error"))
-							   ? json_string_value(json_object_get(
-								     r->ref, "error"))
-							   : "the CUDA reference faulted");
-				else if (s->ref.kind == SPEC_REF_TORCH && torch_rc)
-					kf_err_set(&we, torch_rc, "%s", torch_err.msg);
-				else {
-					char pre[32];
-					snprintf(pre, sizeof pre, "r%zu.ref", ri);
-					have_want = check_reference_want(s, r->dir, pre, r->vals,
-									 &r->b, k, r->seeds[k],
-									 want, &we) == 0;
-				}
-				pass = check_judge_run(s, r->dir, &r->b, tr,
-						       have_want ? want : NULL, tj, fired, flags,
-						       &max_rel);
-				if (!have_want) {
-					json_t *l = json_object_get(tj, "safeguards");
-					check_fire(l, fired, "reference_failed",
-						   "the reference could not be computed: %s",
-						   we.msg);
-					json_object_set_new(tj, "passed", json_false());
-					pass = 0;
-				}
-				for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
-					free(want[t]);
-				sg = json_object_get(tj, "safeguards");
-			}
-			if (!json_object_get(tj, "passed"))
-				json_object_set_new(tj, "passed", json_boolean(pass));
-			if (tr && json_object_get(tr, "kernel_ms"))
-				json_object_set(tj, "kernel_ms", json_object_get(tr, "kernel_ms"));
-			if (!pass) {
-				row_pass = 0;
-				if (!first_fail[0]) {
-					char st[160];
-					sizes_text(s, r->vals, st, sizeof st);
-					const char *m = "";
-					size_t q;
-					json_t *sv;
-					json_array_foreach(sg, q, sv) {
-						const char *nm = json_string_value(
-							json_object_get(sv, "name"));
-						if (strcmp(nm, "precision_hint") != 0) {
-							m = json_string_value(
-								json_object_get(sv, "message"));
-							break;
-						}
-					}
-					snprintf(first_fail, sizeof first_fail, "%s%s trial %d: %s",
-						 r->odd ? "odd size " : "", st, k, m);
-					replay = json_pack("{s:o, s:s}", "size",
-							   sizes_obj(s, r->vals), "seed", hex);
-				}
-			}
-		}
-		json_object_set_new(rj, "passed", json_boolean(row_pass));
-		if (!row_pass) {
-			all_pass = 0;
-			if (r->odd)
-				odd_fail = 1;
-			else
-				listed_pass = 0;
-		}
+		if (!res->sizes[ri].passed)
+			res->passed = 0;
 	}
-	json_object_set_new(result, "passed", json_boolean(all_pass));
-	json_object_set_new(result, "sizes", sizes_j);
-	if (odd_note[0] && !o->replay)
-		json_object_set_new(result, "odd_size", json_string(odd_note));
-	json_t *fl = json_array();
-	const char *key;
-	json_t *val;
-	json_object_foreach(fired, key, val)
-		json_array_append_new(fl, json_string(key));
-	json_object_set_new(result, "safeguards_fired", fl);
-	json_decref(fired);
-	json_object_set_new(result, "flags", flags);
-	json_t *tol = json_object();
-	for (size_t t = 0; t < s->tensors_len; t++) {
-		if (s->tensors[t].role == SPEC_ROLE_INPUT)
-			continue;
-		double a, rr;
-		check_tolerance_of(s, t, &a, &rr);
-		json_object_set_new(tol, s->tensors[t].name,
-				    json_pack("{s:f, s:f, s:s}", "atol", a, "rtol", rr, "source",
-					      s->tol_given ? "spec" : "default for the dtype"));
-	}
-	json_object_set_new(result, "tolerance", tol);
-	json_object_set_new(result, "reference",
-			    json_string(s->ref.kind == SPEC_REF_OP ? "built-in op (float64 CPU)"
-					: s->ref.kind == SPEC_REF_CUDA
-						? "CUDA source (separate process)"
-						: "torch expression"));
-	json_object_set_new(result, "compile",
-			    json_pack("{s:s, s:b, s:i, s:s}", "artifact_id", p.cand_artifact,
-				      "cache_hit", p.cand_cache_hit, "compile_ms", p.compile_ms,
-				      "arch", p.arch));
-	if (gc.device)
-		json_object_set(result, "device", gc.device);
-	if (gc.printf_out)
-		json_object_set_new(result, "kernel_stdout", json_string(gc.printf_out));
-	char summary[900];
-	int ntr = 0;
-	for (size_t ri = 0; ri < nrows; ri++)
-		ntr += rows[ri].ntrials;
-	if (all_pass) {
-		char odd[160] = "";
-		for (size_t ri = 0; ri < nrows; ri++)
-			if (rows[ri].odd) {
-				char st[140];
-				sizes_text(s, rows[ri].vals, st, sizeof st);
-				snprintf(odd, sizeof odd, " incl. odd size %s", st);
-			}
-		snprintf(summary, sizeof summary,
-			 "passed: %zu sizes%s, %d runs in all; max rel err %.2e%s%s", nrows, odd,
-			 ntr, max_rel,
-			 json_object_get(flags, "weak_reference") ? "; WARNING: " : "",
-			 json_object_get(flags, "weak_reference")
-				 ? json_string_value(json_object_get(flags, "weak_reference"))
-				 : "");
-	} else if (listed_pass && odd_fail) {
-		snprintf(summary, sizeof summary,
-			 "FAILED only at the size kforge chose (%s): the kernel handles only the "
-			 "sizes in the spec",
-			 first_fail);
-	} else {
-		snprintf(summary, sizeof summary, "FAILED at %s", first_fail);
-	}
-	json_object_set_new(result, "summary", json_string(summary));
-	if (replay)
-		json_object_set_new(result, "replay", replay);
-	if (!all_pass)
-		rc = kf_err_set(err, KF_EFAULT, "%s", summary);
-	*out = result;
-	result = NULL;
+	describe_check(&p, &gc, res);
+	check_device_read(gc.device, &res->device);
+	res->answer = CHECK_ANSWER_VERDICT;
+	if (!res->passed)
+		rc = KF_EFAULT;
 out:
-	json_decref(result);
-	for (size_t r = 0; rows && r < nrows + 0; r++) {
+	for (size_t r = 0; rows && r < nrows; r++) {
 		json_decref(rows[r].cand);
 		json_decref(rows[r].ref);
 		free(rows[r].printf_out);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/kf_err.h"
+#include "sandbox/compile/compile.h"
 #include "sandbox/spec/spec.h"
 
 struct kb;
@@ -67,20 +68,187 @@ struct check_opts {
 	void *progress_arg;
 };
 
-/* Runs check_kernel for spec (borrowed JSON, op shorthand allowed).
- * Returns 0 with *out (new) when every size and trial passed ("passed":
- * true, perhaps with flags), or:
+/* --- the verdict: plain result structs ---------------------------------
+ * check_kernel and bench_kernel fill these; the tool layer (server/tools/)
+ * renders them as JSON and writes the summary sentence. */
+
+#define CHECK_MSG_BYTES	 512 /* one safeguard message */
+#define CHECK_FLAG_BYTES 600 /* one flag message */
+#define CHECK_KIND_BYTES 32  /* safeguard and flag names */
+#define CHECK_FLAGS_MAX	 8
+#define CHECK_FIRED_MAX	 32
+
+/* One safeguard that fired in a run. */
+struct check_safeguard {
+	char name[CHECK_KIND_BYTES];   /* "mismatch", "coverage", "timeout", ... */
+	char message[CHECK_MSG_BYTES]; /* what happened, where, what to do */
+};
+
+/* One element outside the tolerance. */
+struct check_mismatch {
+	char at[96]; /* coordinates, "[i, j]" */
+	double got;  /* may be NaN or +-Inf */
+	double want;
+};
+
+/* How one output of a run compared with the reference. */
+struct check_output {
+	char name[SPEC_NAME_MAX + 1]; /* the spec's tensor name */
+	double max_abs;		      /* max |got - want| over finite pairs */
+	double max_rel;		      /* max |got - want| / |want| */
+	double rel_l2;		      /* ||got - want||_2 / ||want||_2; may be Inf */
+	uint64_t mismatches;	      /* elements outside the tolerance */
+	uint64_t nonfinite;	      /* NaN/Inf where the reference is finite */
+	uint64_t elements;	      /* elements compared */
+	size_t first_len;
+	struct check_mismatch first[CHECK_FIRST_MAX]; /* first mismatches, in index order */
+};
+
+/* The verdict on one harness run: a check trial, or a benchmark's run
+ * after timing. The arrays are owned (check_run_fini frees them). */
+struct check_run {
+	int passed;
+	int judged; /* 1: the judge compared the run (outputs is its list) */
+	int nomem;  /* 1: a safeguard was lost to an allocation failure */
+	struct check_safeguard *safeguards; /* in the order they fired */
+	size_t safeguards_len, safeguards_cap;
+	struct check_output *outputs; /* outputs compared, in spec order */
+	size_t outputs_len, outputs_cap;
+};
+
+/* Frees run's arrays and zeroes it. NULL is a no-op. */
+void check_run_fini(struct check_run *run);
+
+/* Distinct safeguard names of a whole result, in the order they first
+ * fired (precision hints are not failures and are left out). */
+struct check_fired {
+	size_t len;
+	char name[CHECK_FIRED_MAX][CHECK_KIND_BYTES];
+};
+
+/* Notes on a whole result ("weak_reference", "baseline_unavailable",
+ * "below_floor"), in the order first set. */
+struct check_flags {
+	size_t len;
+	struct check_flag {
+		char name[CHECK_KIND_BYTES];
+		char message[CHECK_FLAG_BYTES];
+	} f[CHECK_FLAGS_MAX];
+};
+
+/* Sets flag name to message: a new flag goes last; an existing one keeps
+ * its place and takes message only when replace is 1. */
+void check_flag_set(struct check_flags *fl, const char *name, int replace, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The flag's message, or NULL when it is not set (borrowed from fl). */
+const char *check_flag_get(const struct check_flags *fl, const char *name);
+
+/* The device the harness reported ("device" of its report). */
+struct check_device {
+	int present; /* 0: the harness never reported one */
+	int index;   /* CUDA ordinal */
+	char name[256];
+	int cc_major, cc_minor;
+	long long l2_bytes;
+};
+
+/* Fills d from the "device" object of a harness report (dev borrowed;
+ * NULL or not an object leaves d absent). */
+void check_device_read(const json_t *dev, struct check_device *d);
+
+/* A candidate, reference or baseline that did not compile (stage
+ * "compile"): what it was, the compiler's result (owned, released by the
+ * result's fini) and its error text for when there is no report. */
+struct check_compile_failure {
+	const char *what; /* "the candidate", "the reference source", ...; static */
+	struct compile_result compile;
+	char message[256]; /* the compiler's error text */
+};
+
+/* The candidate's compile. */
+struct check_compiled {
+	char artifact_id[80];
+	int cache_hit;
+	unsigned compile_ms;
+	char arch[16];
+};
+
+/* One trial of one size. */
+struct check_trial {
+	int trial;
+	uint64_t seed;
+	int has_kernel_ms; /* 1: kernel_ms was measured */
+	double kernel_ms;  /* the candidate's launch time, ms */
+	struct check_run run;
+};
+
+/* One size of a check (a row). */
+struct check_size {
+	int64_t vals[SPEC_MAX_VARS]; /* per check_result.vars */
+	int odd;		     /* 1: the size kforge picked */
+	int passed;
+	int ntrials;
+	struct check_trial trials[CHECK_MAX_TRIALS];
+};
+
+/* An output's tolerance. */
+struct check_tolerance {
+	char name[SPEC_NAME_MAX + 1];
+	double atol, rtol;
+	int from_spec; /* 1: the spec's; 0: the default for the dtype */
+};
+
+enum check_answer {
+	CHECK_ANSWER_NONE,    /* only the error: nothing ran */
+	CHECK_ANSWER_COMPILE, /* compile_failed says what did not compile */
+	CHECK_ANSWER_VERDICT, /* the check ran: everything below */
+};
+
+/* check_kernel's answer. Owned: release with check_result_fini. */
+struct check_result {
+	enum check_answer answer;
+	struct check_compile_failure compile_failed; /* CHECK_ANSWER_COMPILE */
+	int passed;
+	size_t vars_len; /* size variable names, in spec order */
+	char vars[SPEC_MAX_VARS][SPEC_NAME_MAX + 1];
+	struct check_size *sizes; /* every size checked, in order */
+	size_t sizes_len;
+	char odd_note[300]; /* why no odd size was tested; "" when one was */
+	struct check_fired fired;
+	struct check_flags flags;
+	struct check_tolerance tolerance[SPEC_MAX_TENSORS]; /* per output */
+	size_t tolerance_len;
+	enum spec_ref_kind reference; /* where the expected outputs came from */
+	struct check_compiled compile;
+	struct check_device device;
+	char *kernel_stdout; /* the kernel's printf output (new), or NULL */
+	double max_rel;	     /* largest relative error seen */
+	int fail_size;	     /* index into sizes of the first failure, or -1 */
+	int fail_trial;	     /* its trial (the case to replay) */
+};
+
+/* Releases what res owns (sizes, their runs, the compile failure, the
+ * kernel's output) and zeroes it. NULL is a no-op. */
+void check_result_fini(struct check_result *res);
+
+/* Runs check_kernel for spec (borrowed JSON, op shorthand allowed), filling
+ * res (caller storage, always initialised; release with check_result_fini
+ * whatever the return). Returns 0 when every size and trial passed
+ * (res->answer CHECK_ANSWER_VERDICT, perhaps with flags), or:
  *   KF_EFAULT    the kernel failed (mismatch, safeguard, fault, timeout):
- *                *out says which and where;
- *   KF_ECOMPILE  the candidate or reference did not compile: *out has the
- *                diagnostics;
+ *                res says which and where; err is left for the caller,
+ *                which words the verdict;
+ *   KF_ECOMPILE  the candidate or reference did not compile
+ *                (res->answer CHECK_ANSWER_COMPILE, err says which);
  *   KF_EINVAL / KF_ETOOBIG  the spec was rejected (err names the field);
  *   KF_ENOGPU    no GPU on this host (err says why); never a number;
  *   KF_ENOTFOUND "torch not available" for a torch reference;
  *   KF_ECANCELED, KF_EBUSY, KF_ESANDBOX, KF_EIO, KF_ENOMEM.
  * *gpu is set to the device ordinal used, or -1. */
 int check_kernel(struct check_env *env, const json_t *spec, const struct check_opts *o,
-		 json_t **out, int *gpu, struct kf_err *err) __attribute__((warn_unused_result));
+		 struct check_result *res, int *gpu, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* --- element-wise comparison (pure; tested in CI) ----------------------- */
 
@@ -127,11 +295,13 @@ struct check_prep {
 /* Parses spec (op shorthand allowed) and checks a GPU is present, then
  * compiles the candidate (and the reference / baseline sources). With
  * want_baseline it also resolves the baseline module. On a compile error
- * returns KF_ECOMPILE and sets *out to the structured diagnostics. Release
- * p with check_prep_fini whatever the return. */
+ * returns KF_ECOMPILE and fills *cf (caller storage, zeroed first; release
+ * cf->compile with compile_result_fini). Release p with check_prep_fini whatever
+ * the return. */
 int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
-		  const volatile int *cancel, struct check_prep *p, json_t **out,
-		  struct kf_err *err) __attribute__((warn_unused_result));
+		  const volatile int *cancel, struct check_prep *p,
+		  struct check_compile_failure *cf, struct kf_err *err)
+	__attribute__((warn_unused_result));
 void check_prep_fini(struct check_prep *p);
 
 /* Creates a fresh job directory under the data dir (path written to dir,
@@ -194,18 +364,18 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 /* Judges one harness run (tr: a trial or the benchmark's "verify" object of
  * the report, borrowed) for one size: guard bands, inputs, coverage,
  * state across launches, determinism, and, when want is not NULL, the
- * comparison with the tolerance. Appends {"name", "message"} safeguards to
- * out_tr["safeguards"], per-output errors to out_tr["outputs"], sets
- * out_tr["passed"]; records the first message per safeguard name in fired
- * and a "weak_reference" flag in flags. Returns 1 when it passed. */
+ * comparison with the tolerance. Appends safeguards and per-output errors
+ * to run (sets judged and passed), records safeguard names in fired and a
+ * "weak_reference" flag in flags. Returns 1 when it passed. */
 int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
-		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
-		    double *max_rel_seen);
+		    const json_t *tr, double **want, struct check_run *run,
+		    struct check_fired *fired, struct check_flags *flags, double *max_rel_seen);
 
-/* Appends {"name": name, "message": ...} to list and records it in fired
- * (first message per name wins; fired may be NULL). */
-void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* Appends safeguard name with the formatted message (capped at
+ * CHECK_MSG_BYTES) to run and adds name to fired (fired may be NULL). An
+ * allocation failure sets run->nomem. */
+void check_fire(struct check_run *run, struct check_fired *fired, const char *name, const char *fmt,
+		...) __attribute__((format(printf, 4, 5)));
 
 /* The limits specs are held to: spec_limits_default, then the operator's
  * KFORGE_MAX_DEVICE_BYTES / KFORGE_MAX_HOST_BYTES ("16G", "512M", bytes),

@@ -93,23 +93,73 @@ void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf,
 		snprintf(buf + n, cap - n, "]");
 }
 
-/* Set when check_fire could not record a safeguard (out of memory): the
- * judge counts fired safeguards from the list, so a lost one must fail the
- * run instead of letting it pass. Per thread: one judge runs per thread. */
-static __thread int fire_lost;
-
-/* Adds a fired safeguard {name, message} to a trial and to the global set. */
-void check_fire(json_t *list, json_t *fired, const char *name, const char *fmt, ...)
+void check_run_fini(struct check_run *run)
 {
-	char msg[512];
+	if (!run)
+		return;
+	free(run->safeguards);
+	free(run->outputs);
+	memset(run, 0, sizeof *run);
+}
+
+static void fired_add(struct check_fired *fired, const char *name)
+{
+	for (size_t i = 0; i < fired->len; i++)
+		if (strcmp(fired->name[i], name) == 0)
+			return;
+	if (fired->len < CHECK_FIRED_MAX)
+		snprintf(fired->name[fired->len++], CHECK_KIND_BYTES, "%s", name);
+}
+
+/* Adds a fired safeguard {name, message} to a run and to the global set. */
+void check_fire(struct check_run *run, struct check_fired *fired, const char *name, const char *fmt,
+		...)
+{
+	if (run->safeguards_len == run->safeguards_cap) {
+		size_t cap = run->safeguards_cap ? run->safeguards_cap * 2 : 4;
+		struct check_safeguard *g = realloc(run->safeguards, cap * sizeof *g);
+		if (!g) {
+			run->nomem = 1;
+			return;
+		}
+		run->safeguards = g;
+		run->safeguards_cap = cap;
+	}
+	struct check_safeguard *g = &run->safeguards[run->safeguards_len++];
+	snprintf(g->name, sizeof g->name, "%s", name);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(g->message, sizeof g->message, fmt, ap);
 	va_end(ap);
-	if (json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "message", msg)))
-		fire_lost = 1;
-	if (fired && !json_object_get(fired, name))
-		json_object_set_new(fired, name, json_string(msg));
+	if (fired)
+		fired_add(fired, name);
+}
+
+void check_flag_set(struct check_flags *fl, const char *name, int replace, const char *fmt, ...)
+{
+	size_t i = 0;
+	while (i < fl->len && strcmp(fl->f[i].name, name) != 0)
+		i++;
+	if (i < fl->len && !replace)
+		return;
+	if (i == fl->len) {
+		if (fl->len == CHECK_FLAGS_MAX)
+			return;
+		fl->len++;
+		snprintf(fl->f[i].name, sizeof fl->f[i].name, "%s", name);
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(fl->f[i].message, sizeof fl->f[i].message, fmt, ap);
+	va_end(ap);
+}
+
+const char *check_flag_get(const struct check_flags *fl, const char *name)
+{
+	for (size_t i = 0; i < fl->len; i++)
+		if (strcmp(fl->f[i].name, name) == 0)
+			return fl->f[i].message;
+	return NULL;
 }
 
 static void idx_text(const struct spec *s, const struct spec_bound *b, size_t t,
@@ -132,7 +182,7 @@ void check_tolerance_of(const struct spec *s, size_t t, double *atol, double *rt
 }
 
 /* Fires out_of_bounds for each guard band the harness found changed. */
-static void judge_guards(const json_t *tr, json_t *sg, json_t *fired)
+static void judge_guards(const json_t *tr, struct check_run *sg, struct check_fired *fired)
 {
 	const json_t *v;
 	size_t i;
@@ -162,7 +212,7 @@ static void judge_guards(const json_t *tr, json_t *sg, json_t *fired)
 
 /* Fires input_modified for each input the harness found changed. */
 static void judge_inputs(const struct spec *s, const struct spec_bound *b, const json_t *tr,
-			 json_t *sg, json_t *fired)
+			 struct check_run *sg, struct check_fired *fired)
 {
 	const json_t *v;
 	size_t i;
@@ -186,7 +236,7 @@ static void judge_inputs(const struct spec *s, const struct spec_bound *b, const
 /* Fires coverage, state_across_launches and nondeterministic for output t
  * from the harness's per-output counts ho. */
 static void judge_output_runs(const struct spec *s, const struct spec_bound *b, size_t t,
-			      const json_t *ho, json_t *sg, json_t *fired)
+			      const json_t *ho, struct check_run *sg, struct check_fired *fired)
 {
 	const struct spec_tensor *T = &s->tensors[t];
 	char at[96];
@@ -229,37 +279,84 @@ static void judge_output_runs(const struct spec *s, const struct spec_bound *b, 
 	}
 }
 
-/* The safeguards in sg that fail a run (all but hints); an entry without a
- * name counts. */
-static size_t count_fired(const json_t *sg)
+static struct check_output *output_new(struct check_run *run)
 {
-	size_t i, n = 0;
-	const json_t *v;
-	json_array_foreach(sg, i, v) {
-		const char *name = json_string_value(json_object_get(v, "name"));
-		if (!name || strcmp(name, "precision_hint") != 0)
-			n++;
+	if (run->outputs_len == run->outputs_cap) {
+		size_t cap = run->outputs_cap ? run->outputs_cap * 2 : 2;
+		struct check_output *o = realloc(run->outputs, cap * sizeof *o);
+		if (!o) {
+			run->nomem = 1;
+			return NULL;
+		}
+		run->outputs = o;
+		run->outputs_cap = cap;
 	}
-	return n;
+	struct check_output *o = &run->outputs[run->outputs_len++];
+	memset(o, 0, sizeof *o);
+	return o;
+}
+
+/* Fires the comparison's safeguards (non-finite values, mismatches and the
+ * half-precision hint) and the weak-reference flag for output t. */
+static void judge_verdict(const struct spec *s, const struct spec_bound *b, size_t t,
+			  const struct check_cmp *c, double atol, double rtol, struct check_run *sg,
+			  struct check_fired *fired, struct check_flags *flags)
+{
+	const struct spec_tensor *T = &s->tensors[t];
+	char at[96];
+	if (c->nonfinite) {
+		check_format_index(b->dims[t], T->rank, c->first[0], at, sizeof at);
+		check_fire(sg, fired, "nonfinite",
+			   "%s: %" PRIu64 " NaN/Inf values where the reference is finite "
+			   "(first mismatch at %s)",
+			   T->name, c->nonfinite, at);
+	}
+	if (c->mismatches > c->nonfinite || (c->mismatches && !c->nonfinite)) {
+		char wat[96];
+		check_format_index(b->dims[t], T->rank, c->first[0], at, sizeof at);
+		check_format_index(b->dims[t], T->rank, c->worst, wat, sizeof wat);
+		check_fire(sg, fired, "mismatch",
+			   "%s: %" PRIu64 " of %" PRIu64 " elements outside |got - want| <= "
+			   "%g + %g*|want| (first at %s: got %.6g, want %.6g; max abs err %.3g "
+			   "at "
+			   "%s, max rel err %.3g, rel L2 %.3g)",
+			   T->name, c->mismatches, c->n, atol, rtol, at, c->first_got[0],
+			   c->first_want[0], c->max_abs, wat, c->max_rel, c->rel_l2);
+		/* Rounding every element to fp16 gives a relative L2 error of
+		 * ~1e-4..1e-3 (bf16 ~1e-3..1e-2): a precision problem, not a
+		 * logic error. */
+		if (T->dtype == KF_DT_F32 && c->rel_l2 > 5e-5 && c->rel_l2 < 2e-2 &&
+		    c->mismatches * 50 > c->n)
+			check_fire(sg, NULL, "precision_hint",
+				   "%s: relative L2 error %.1e spread over many elements looks "
+				   "like half-precision (fp16/bf16) arithmetic; this output is "
+				   "checked in fp32",
+				   T->name, c->rel_l2);
+	}
+	if (c->zeros_would_pass)
+		check_flag_set(flags, "weak_reference", 0,
+			       "reference output %s is tiny against the tolerance (max "
+			       "|want| %.3g vs atol %g): a kernel writing zeros would "
+			       "pass; "
+			       "scale the inputs or lower atol",
+			       T->name, c->want_absmax, atol);
+	else if (c->constant_would_pass)
+		check_flag_set(flags, "weak_reference", 0,
+			       "reference output %s is nearly constant against the "
+			       "tolerance: a kernel writing one value would pass; use "
+			       "inputs that vary the output or tighten the tolerance",
+			       T->name);
 }
 
 /* Judges one trial from the harness report and the reference. Returns 1
  * when it passed. */
 int check_judge_run(const struct spec *s, const char *dir, const struct spec_bound *b,
-		    const json_t *tr, double **want, json_t *out_tr, json_t *fired, json_t *flags,
-		    double *max_rel_seen)
+		    const json_t *tr, double **want, struct check_run *run,
+		    struct check_fired *fired, struct check_flags *flags, double *max_rel_seen)
 {
-	struct {
-		const char *dir;
-		struct spec_bound b;
-	} rr = {dir, *b}, *r = &rr;
-	fire_lost = 0;
-	json_t *sg = json_array();
-	json_object_set_new(out_tr, "safeguards", sg);
-	json_t *outs_j = json_object();
-	json_object_set_new(out_tr, "outputs", outs_j);
-	judge_guards(tr, sg, fired);
-	judge_inputs(s, b, tr, sg, fired);
+	run->judged = 1;
+	judge_guards(tr, run, fired);
+	judge_inputs(s, b, tr, run, fired);
 	const json_t *houts = json_object_get(tr, "outputs");
 	for (size_t t = 0; t < s->tensors_len; t++) {
 		const struct spec_tensor *T = &s->tensors[t];
@@ -268,100 +365,49 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		const json_t *ho = json_object_get(houts, T->name);
 		if (!ho)
 			continue;
-		judge_output_runs(s, &r->b, t, ho, sg, fired);
-		char at[96];
+		judge_output_runs(s, b, t, ho, run, fired);
 		if (!want || !want[t])
 			continue;
 		/* Compare the first run against the reference. */
 		char path[PATH_MAX + 300];
-		snprintf(path, sizeof path, "%s/%s", r->dir,
+		snprintf(path, sizeof path, "%s/%s", dir,
 			 json_string_value(json_object_get(ho, "file")));
 		double *got = NULL;
 		struct kf_err e = {0};
-		if (check_load_output(s, &r->b, t, path, &got, &e)) {
-			check_fire(sg, fired, "harness_error", "%s", e.msg);
+		if (check_load_output(s, b, t, path, &got, &e)) {
+			check_fire(run, fired, "harness_error", "%s", e.msg);
 			continue;
 		}
 		double atol, rtol;
 		check_tolerance_of(s, t, &atol, &rtol);
 		struct check_cmp c;
-		check_compare(got, want[t], r->b.elems[t], atol, rtol, &c);
+		check_compare(got, want[t], b->elems[t], atol, rtol, &c);
 		free(got);
 		if (c.max_rel > *max_rel_seen)
 			*max_rel_seen = c.max_rel;
-		json_t *fm = json_array();
-		for (size_t q = 0; q < c.first_len; q++) {
-			check_format_index(r->b.dims[t], T->rank, c.first[q], at, sizeof at);
-			json_array_append_new(
-				fm, json_pack("{s:s, s:f, s:f}", "at", at, "got",
-					      isfinite(c.first_got[q]) ? c.first_got[q] : 0.0,
-					      "want", c.first_want[q]));
-			if (!isfinite(c.first_got[q]))
-				json_object_set_new(json_array_get(fm, q), "got",
-						    json_string(isnan(c.first_got[q]) ? "NaN"
-								: c.first_got[q] > 0  ? "Inf"
-										      : "-Inf"));
+		struct check_output *o = output_new(run);
+		if (o) {
+			snprintf(o->name, sizeof o->name, "%s", T->name);
+			o->max_abs = c.max_abs;
+			o->max_rel = c.max_rel;
+			o->rel_l2 = c.rel_l2;
+			o->mismatches = c.mismatches;
+			o->nonfinite = c.nonfinite;
+			o->elements = c.n;
+			o->first_len = c.first_len;
+			for (size_t q = 0; q < c.first_len; q++) {
+				check_format_index(b->dims[t], T->rank, c.first[q], o->first[q].at,
+						   sizeof o->first[q].at);
+				o->first[q].got = c.first_got[q];
+				o->first[q].want = c.first_want[q];
+			}
 		}
-		json_object_set_new(outs_j, T->name,
-				    json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:o}", "max_abs_err",
-					      c.max_abs, "max_rel_err", c.max_rel, "rel_l2_err",
-					      isfinite(c.rel_l2) ? c.rel_l2 : 1e308, "mismatches",
-					      (json_int_t)c.mismatches, "nonfinite",
-					      (json_int_t)c.nonfinite, "elements", (json_int_t)c.n,
-					      "first_mismatches", fm));
-		if (c.nonfinite) {
-			check_format_index(r->b.dims[t], T->rank, c.first[0], at, sizeof at);
-			check_fire(sg, fired, "nonfinite",
-				   "%s: %" PRIu64 " NaN/Inf values where the reference is finite "
-				   "(first mismatch at %s)",
-				   T->name, c.nonfinite, at);
-		}
-		if (c.mismatches > c.nonfinite || (c.mismatches && !c.nonfinite)) {
-			char wat[96];
-			check_format_index(r->b.dims[t], T->rank, c.first[0], at, sizeof at);
-			check_format_index(r->b.dims[t], T->rank, c.worst, wat, sizeof wat);
-			check_fire(
-				sg, fired, "mismatch",
-				"%s: %" PRIu64 " of %" PRIu64 " elements outside |got - want| <= "
-				"%g + %g*|want| (first at %s: got %.6g, want %.6g; max abs err %.3g "
-				"at "
-				"%s, max rel err %.3g, rel L2 %.3g)",
-				T->name, c.mismatches, c.n, atol, rtol, at, c.first_got[0],
-				c.first_want[0], c.max_abs, wat, c.max_rel, c.rel_l2);
-			/* Rounding every element to fp16 gives a relative L2 error of
-			 * ~1e-4..1e-3 (bf16 ~1e-3..1e-2): a precision problem, not a
-			 * logic error. */
-			if (T->dtype == KF_DT_F32 && c.rel_l2 > 5e-5 && c.rel_l2 < 2e-2 &&
-			    c.mismatches * 50 > c.n)
-				check_fire(
-					sg, NULL, "precision_hint",
-					"%s: relative L2 error %.1e spread over many elements looks "
-					"like half-precision (fp16/bf16) arithmetic; this output is "
-					"checked in fp32",
-					T->name, c.rel_l2);
-		}
-		if (!json_object_get(flags, "weak_reference") &&
-		    (c.zeros_would_pass || c.constant_would_pass)) {
-			char m[400];
-			if (c.zeros_would_pass)
-				snprintf(m, sizeof m,
-					 "reference output %s is tiny against the tolerance (max "
-					 "|want| %.3g vs atol %g): a kernel writing zeros would "
-					 "pass; "
-					 "scale the inputs or lower atol",
-					 T->name, c.want_absmax, atol);
-			else
-				snprintf(m, sizeof m,
-					 "reference output %s is nearly constant against the "
-					 "tolerance: a kernel writing one value would pass; use "
-					 "inputs that vary the output or tighten the tolerance",
-					 T->name);
-			json_object_set_new(flags, "weak_reference", json_string(m));
-		}
+		judge_verdict(s, b, t, &c, atol, rtol, run, fired, flags);
 	}
-	/* Without the list, or with a safeguard lost, the verdict is unknown:
-	 * failed, never passed. */
-	int passed = sg && !fire_lost && count_fired(sg) == 0;
-	json_object_set_new(out_tr, "passed", json_boolean(passed));
-	return passed;
+	size_t nsg = 0;
+	for (size_t i = 0; i < run->safeguards_len; i++)
+		if (strcmp(run->safeguards[i].name, "precision_hint") != 0)
+			nsg++;
+	run->passed = nsg == 0 && !run->nomem;
+	return run->passed;
 }

@@ -420,18 +420,10 @@ static void rm_job_junk(const char *dir)
 	compile_rm_tree(p);
 }
 
-int compile_kernel(struct compiler *cc, const struct compile_req *req, struct compile_result *res,
-		   struct kf_err *err)
+/* Refuses a request that cannot be compiled: no source, empty, over the
+ * cap, binary, or a bad arch. */
+static int check_request(const struct compile_req *req, const char *arch, struct kf_err *err)
 {
-	memset(res, 0, sizeof *res);
-	long long t0 = now_ms();
-	int rc = 0;
-	struct compile_flagset *fs = NULL;
-	char *log = NULL, *ptx = NULL, *rjson = NULL, *cubin = NULL;
-	size_t cubin_len = 0;
-	char dir[PATH_MAX] = "";
-	json_t *base = NULL;
-
 	if (!req || !req->source)
 		return kf_err_set(err, KF_EINVAL,
 				  "source is missing: give the CUDA C++ text of the kernels");
@@ -444,11 +436,128 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 				  req->source_len, COMPILE_SOURCE_MAX_BYTES);
 	if (memchr(req->source, 0, req->source_len))
 		return kf_err_set(err, KF_EINVAL, "source contains a NUL byte: expected text");
-	const char *arch = req->arch && *req->arch ? req->arch : cc->default_arch;
-	rc = compile_check_arch(arch, err);
+	return compile_check_arch(arch, err);
+}
+
+/* Runs the compiler on dir's source: NVRTC first when there is a helper,
+ * nvcc when NVRTC fails (it lacks the host headers and some options: nvcc
+ * has the last word, and its diagnostics are the ones reported). */
+static int run_compilers(struct compiler *cc, const struct compile_req *req, const char *dir,
+			 const char *arch, const struct compile_flagset *fs, unsigned timeout,
+			 long long t0, int *code, char **log, int *trunc, int *oom,
+			 const char **backend, struct kf_err *err)
+{
+	*backend = "nvcc";
+	if (!cc->nvrtc_helper[0] || cc->cfg.force_nvcc)
+		return run_backend(cc, 0, dir, arch, fs, 1, req, timeout, code, log, trunc, oom,
+				   err);
+	*backend = "nvrtc";
+	int rc = run_backend(cc, 1, dir, arch, fs, 1, req, timeout, code, log, trunc, oom, err);
+	/* A compiler that ran out of its memory limit is the answer: nvcc
+	 * would run out too. */
+	if (rc == 0 && *code != 0 && !*oom) {
+		free(*log);
+		*log = NULL;
+		*backend = "nvcc";
+		long long left = (long long)timeout - (now_ms() - t0);
+		rc = run_backend(cc, 0, dir, arch, fs, 1, req, left > 1000 ? (unsigned)left : 1000,
+				 code, log, trunc, oom, err);
+	}
+	return rc;
+}
+
+/* Builds the result of a finished compile (in) and stores it with the
+ * cleaned log as artifact id (dir is published into the cache, or left
+ * for the caller to discard on error). Returns the result in *base (new). */
+static int store_result(struct compiler *cc, const struct compile_parse_in *in, char *dir,
+			const char *id, json_t **base, struct kf_err *err)
+{
+	*base = compile_build_result(in);
+	if (!*base)
+		return kf_err_set(err, KF_ENOMEM, "compile: out of memory");
+	char *clean = compile_clean_log(in);
+	char lp[PATH_MAX + 16];
+	snprintf(lp, sizeof lp, "%s/log.txt", dir);
+	if (clean)
+		write_all(lp, clean, strlen(clean));
+	free(clean);
+	json_object_set_new(*base, "artifact_id", json_string(id));
+	char *txt = json_dumps(*base, JSON_COMPACT);
+	snprintf(lp, sizeof lp, "%s/result.json", dir);
+	if (!txt || write_all(lp, txt, strlen(txt)) != 0) {
+		free(txt);
+		return kf_err_set(err, KF_EIO, "compile: cannot write result.json");
+	}
+	free(txt);
+	/* The source stays as kernel.cu; nothing else from the job. */
+	int rc = cache_publish(cc->cache, dir, id, err);
+	dir[0] = 0;
+	return rc;
+}
+
+/* A compile killed at the time limit (its partial log may say where it
+ * was). Returns KF_ETIMEOUT. */
+static int timed_out(struct compiler *cc, const struct compile_req *req, const char *log,
+		     const char *dir, unsigned timeout, struct compile_result *res,
+		     struct kf_err *err)
+{
+	kf_err_clear(err);
+	int rc = kf_err_set(err, KF_ETIMEOUT,
+			    "compile timed out after %u ms (runaway template recursion or "
+			    "constexpr evaluation?); the compiler was killed",
+			    timeout);
+	struct compile_parse_in in = {.log = log,
+				      .source = req->source,
+				      .source_len = req->source_len,
+				      .job_dir = dir,
+				      .cuda_home = jail_cuda_home(cc->jail)};
+	compile_answer_timeout(&in, timeout, res);
+	return rc;
+}
+
+/* Takes a compiler slot for req's client (waiting in its queue) and stages
+ * a job directory holding the source. On error the slot is given back;
+ * a staged dir (dir[0] != 0) is the caller's to discard. */
+static int stage_job(struct compiler *cc, const struct compile_req *req, char *dir, size_t cap,
+		     struct kf_err *err)
+{
+	int rc = slot_take(cc, req, err);
+	if (rc)
+		return rc;
+	rc = cache_stage(cc->cache, dir, cap, err);
+	if (rc) {
+		slot_give(cc, req);
+		return rc;
+	}
+	char src_path[PATH_MAX + 16];
+	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
+	if (write_all(src_path, req->source, req->source_len) != 0) {
+		slot_give(cc, req);
+		return kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
+				  strerror(errno));
+	}
+	return 0;
+}
+
+int compile_kernel(struct compiler *cc, const struct compile_req *req, struct compile_result *res,
+		   struct kf_err *err)
+{
+	memset(res, 0, sizeof *res);
+	long long t0 = now_ms();
+	int rc = 0;
+	struct compile_flagset *fs = NULL;
+	char *log = NULL, *ptx = NULL, *rjson = NULL, *cubin = NULL;
+	size_t cubin_len = 0;
+	char dir[PATH_MAX] = "";
+	json_t *base = NULL;
+
+	const char *arch = req && req->arch && *req->arch ? req->arch : cc->default_arch;
+	rc = check_request(req, arch, err);
 	if (rc)
 		return rc;
 	snprintf(res->arch, sizeof res->arch, "%s", arch);
+	res->sandbox = jail_mode_name(cc->jail);
+	res->ptx_bytes = -1;
 	fs = malloc(sizeof *fs);
 	if (!fs)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -472,141 +581,65 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 		}
 	}
 
-	rc = slot_take(cc, req, err);
-	if (rc)
+	if ((rc = stage_job(cc, req, dir, sizeof dir, err)))
 		goto out;
-	rc = cache_stage(cc->cache, dir, sizeof dir, err);
-	if (rc) {
-		slot_give(cc, req);
-		goto out;
-	}
-	char src_path[PATH_MAX + 16];
-	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
-	if (write_all(src_path, req->source, req->source_len) != 0) {
-		slot_give(cc, req);
-		rc = kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
-				strerror(errno));
-		goto out;
-	}
 	unsigned timeout = cc->cfg.timeout_ms ? cc->cfg.timeout_ms : DEFAULT_TIMEOUT_MS;
 	int code = -1, trunc = 0, oom = 0;
-	const char *backend = "nvcc";
-	if (cc->nvrtc_helper[0] && !cc->cfg.force_nvcc) {
-		backend = "nvrtc";
-		rc = run_backend(cc, 1, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, &oom,
-				 err);
-		if (rc == 0 && code != 0 && !oom) {
-			/* NVRTC lacks the host headers and some options: nvcc has the
-			 * last word, and its diagnostics are the ones reported. */
-			free(log);
-			log = NULL;
-			backend = "nvcc";
-			long long left = (long long)timeout - (now_ms() - t0);
-			rc = run_backend(cc, 0, dir, arch, fs, 1, req,
-					 left > 1000 ? (unsigned)left : 1000, &code, &log, &trunc,
-					 &oom, err);
-		}
-	} else {
-		rc = run_backend(cc, 0, dir, arch, fs, 1, req, timeout, &code, &log, &trunc, &oom,
-				 err);
-	}
+	const char *backend;
+	rc = run_compilers(cc, req, dir, arch, fs, timeout, t0, &code, &log, &trunc, &oom, &backend,
+			   err);
 	slot_give(cc, req);
 	rm_job_junk(dir);
+	struct compile_parse_in in = {.log = log,
+				      .log_truncated = trunc,
+				      .source = req->source,
+				      .source_len = req->source_len,
+				      .job_dir = dir,
+				      .cuda_home = jail_cuda_home(cc->jail),
+				      .ok = code == 0,
+				      .arch = arch,
+				      .backend = backend,
+				      .version = cc->version,
+				      .debug = fs->debug,
+				      .kb = cc->cfg.kb};
 	if (rc == KF_ETIMEOUT) {
-		kf_err_clear(err);
-		rc = kf_err_set(err, KF_ETIMEOUT,
-				"compile timed out after %u ms (runaway template recursion or "
-				"constexpr evaluation?); the compiler was killed",
-				timeout);
-		struct compile_parse_in in = {.log = log,
-					      .source = req->source,
-					      .source_len = req->source_len,
-					      .job_dir = dir,
-					      .cuda_home = jail_cuda_home(cc->jail)};
-		res->json = compile_timeout_json(&in, arch, jail_mode_name(cc->jail), timeout);
+		rc = timed_out(cc, req, log, dir, timeout, res, err);
 		goto out;
 	}
 	if (rc == 0 && oom) {
 		/* Not cached: the same source may compile under a higher limit. */
-		struct compile_parse_in in = {
-			.log = log, .job_dir = dir, .cuda_home = jail_cuda_home(cc->jail)};
-		res->json = compile_mem_limit_json(&in, arch, jail_mode_name(cc->jail),
-						   cc->cfg.mem_bytes);
-		rc = kf_err_set(err, KF_ECOMPILE, "%s",
-				json_string_value(json_object_get(res->json, "summary")));
+		compile_answer_mem_limit(&in, cc->cfg.mem_bytes, res);
+		char sum[600];
+		compile_summary(res, sum, sizeof sum);
+		rc = kf_err_set(err, KF_ECOMPILE, "%s", sum);
 		goto out;
 	}
 	if (rc)
 		goto out;
-
-	{
-		char ptx_path[PATH_MAX + 16];
-		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.ptx", dir);
-		size_t plen = 0;
-		compile_read_file(ptx_path, PTX_READ_CAP, &ptx, &plen);
-		snprintf(ptx_path, sizeof ptx_path, "%s/kernel.cubin", dir);
-		compile_read_file(ptx_path, PTX_READ_CAP, &cubin, &cubin_len);
-		struct compile_parse_in in = {
-			.log = log,
-			.log_truncated = trunc,
-			.source = req->source,
-			.source_len = req->source_len,
-			.ptx = ptx,
-			.job_dir = dir,
-			.cubin = (const unsigned char *)cubin,
-			.cubin_len = cubin_len,
-			.cuda_home = jail_cuda_home(cc->jail),
-			.ok = code == 0,
-			.arch = arch,
-			.backend = backend,
-			.version = cc->version,
-			.debug = fs->debug,
-			.kb = cc->cfg.kb,
-		};
-		base = compile_build_result(&in);
-		if (!base) {
-			rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
-			goto out;
-		}
-		char *clean = compile_clean_log(&in);
-		char lp[PATH_MAX + 16];
-		snprintf(lp, sizeof lp, "%s/log.txt", dir);
-		if (clean)
-			write_all(lp, clean, strlen(clean));
-		free(clean);
-		json_object_set_new(base, "artifact_id", json_string(id));
-		char *txt = json_dumps(base, JSON_COMPACT);
-		snprintf(lp, sizeof lp, "%s/result.json", dir);
-		if (!txt || write_all(lp, txt, strlen(txt)) != 0) {
-			free(txt);
-			rc = kf_err_set(err, KF_EIO, "compile: cannot write result.json");
-			goto out;
-		}
-		free(txt);
-		/* The source stays as kernel.cu; nothing else from the job. */
-		rc = cache_publish(cc->cache, dir, id, err);
-		dir[0] = 0;
-		if (rc)
-			goto out;
-	}
+	char path[PATH_MAX + 16];
+	size_t plen = 0;
+	snprintf(path, sizeof path, "%s/kernel.ptx", dir);
+	compile_read_file(path, PTX_READ_CAP, &ptx, &plen);
+	snprintf(path, sizeof path, "%s/kernel.cubin", dir);
+	compile_read_file(path, PTX_READ_CAP, &cubin, &cubin_len);
+	in.ptx = ptx;
+	in.cubin = (const unsigned char *)cubin;
+	in.cubin_len = cubin_len;
+	if ((rc = store_result(cc, &in, dir, id, &base, err)))
+		goto out;
 
 answer:
 	res->ok = json_is_true(json_object_get(base, "ok"));
 	snprintf(res->artifact_id, sizeof res->artifact_id, "%s", id);
 	res->compile_ms = (unsigned)(now_ms() - t0);
-	{
-		struct sass_summary_ctx sctx = {
-			.cc = cc, .id = id, .want = req->want_sass && res->ok};
-		res->json = compile_answer_json(base, res, jail_mode_name(cc->jail), req->want_ptx,
-						&sctx);
+	res->report = base;
+	base = NULL;
+	compile_answer_fill(cc, res, req->want_ptx, req->want_sass);
+	if (!res->ok) {
+		char sum[600];
+		compile_summary(res, sum, sizeof sum);
+		rc = kf_err_set(err, KF_ECOMPILE, "%s", sum);
 	}
-	if (!res->json) {
-		rc = kf_err_set(err, KF_ENOMEM, "compile: out of memory");
-		goto out;
-	}
-	if (!res->ok)
-		rc = kf_err_set(err, KF_ECOMPILE, "%s",
-				json_string_value(json_object_get(res->json, "summary")));
 out:
 	if (dir[0])
 		cache_discard(cc->cache, dir);
@@ -625,7 +658,9 @@ void compile_result_fini(struct compile_result *res)
 {
 	if (!res)
 		return;
-	json_decref(res->json);
+	json_decref(res->report);
+	json_decref(res->sass);
+	free(res->log_tail);
 	memset(res, 0, sizeof *res);
 }
 

@@ -66,18 +66,36 @@ struct compile_req {
 				     * anonymous client; borrowed */
 };
 
+/* What one compile produced. Owned: release with compile_result_fini.
+ * The tool layer (server/tools/) writes the compile_kernel answer from it. */
 struct compile_result {
 	int ok;				      /* 1 when a cubin was produced */
 	int cache_hit;			      /* 1 when answered from the cache */
 	char artifact_id[COMPILE_ID_LEN + 1]; /* hex; "" when nothing was stored */
 	char arch[16];			      /* the arch compiled for, e.g. "sm_90" */
 	unsigned compile_ms;		      /* wall time of this call, ms */
-	json_t *json;			      /* the structured result, "summary" first (new
-				   * reference, released by compile_result_fini):
-				   * ok, arch, sandbox, backend, diagnostics,
-				   * kernels, warnings, compile_ms, cache_hit,
-				   * artifact_id, ptx (resource link), sass */
+	const char *sandbox;		      /* "bwrap" or "none"; static */
+	json_t *report;			      /* the compiler's report as the artifact's
+				   * result.json stores it (new reference): ok,
+				   * arch, backend, compiler_version, errors,
+				   * kernels, warnings, diagnostics,
+				   * module_const_bytes, log_truncated,
+				   * artifact_id; NULL when timed out or memory limited */
+	int timed_out;			      /* 1: killed at timeout_ms */
+	unsigned timeout_ms;
+	int memory_limited;		       /* 1: the compiler ran out of its memory limit */
+	unsigned long long memory_limit_bytes; /* that limit, bytes */
+	char *log_tail;	     /* timed out or memory limited: what the compiler said,
+			 * path-cleaned (new), or NULL */
+	int want_ptx;	     /* 1: the PTX link was asked for */
+	long long ptx_bytes; /* size of the kept PTX; -1 when there is none */
+	json_t *sass;	     /* the SASS summary when asked for (new reference), or NULL */
 };
+
+/* The one-line verdict of res: kernels and their resources, the first
+ * error with its place, or the timeout. It is also the error message of a
+ * failed compile. Writes at most cap bytes (599 are enough). */
+void compile_summary(const struct compile_result *res, char *buf, size_t cap);
 
 /* Opens the compiler with cfg (copied; strings borrowed for its life):
  * finds nvcc in the jail's toolkit, reads its version (part of the cache
@@ -107,13 +125,13 @@ const char *compile_compiler_version(const struct compiler *cc);
 
 /* Compiles req. res (caller storage) is always initialised; release it with
  * compile_result_fini whatever the return. Returns
- *   0            ok: res->ok = 1, res->json has kernels and resources;
- *   KF_ECOMPILE  the compiler rejected the source: res->json has ok false
- *                and the diagnostics (a normal isError result);
- *   KF_ETIMEOUT  the compile ran past the limit: res->json says so;
+ *   0            ok: res->ok = 1, res->report has kernels and resources;
+ *   KF_ECOMPILE  the compiler rejected the source: res->report has ok false
+ *                and the diagnostics (err is compile_summary's sentence);
+ *   KF_ETIMEOUT  the compile ran past the limit: res->timed_out is set;
  *   KF_ECOMPILE  also when the compiler ran out of its memory limit
- *                (mem_bytes): res->json says so and names the limit; such
- *                a result is not cached;
+ *                (mem_bytes): res->memory_limited is set, err names the
+ *                limit; such a result is not cached;
  *   KF_EBUSY     the client already has client_waiting compiles waiting;
  *   KF_EPERM     a refused flag (err names it and why);
  *   KF_EINVAL    bad arch or flag syntax; KF_ETOOBIG source over the cap;
@@ -122,7 +140,7 @@ const char *compile_compiler_version(const struct compiler *cc);
 int compile_kernel(struct compiler *cc, const struct compile_req *req, struct compile_result *res,
 		   struct kf_err *err) __attribute__((warn_unused_result));
 
-/* Releases res->json and zeroes res. NULL is a no-op. */
+/* Releases what res owns and zeroes it. NULL is a no-op. */
 void compile_result_fini(struct compile_result *res);
 
 /* Checks flags against the allowlist without compiling. Returns 0, or

@@ -1,8 +1,8 @@
-/* compile_answer: the compile_kernel answer built from the parsed result:
- * the one-line summary first (kernels and their resources, or the first
- * error with its place), the run's facts (arch, sandbox, cache hit, time,
- * artifact id), the PTX link and the SASS summary when asked for; and the
- * answer for a compile killed at its time limit. */
+/* compile_answer: what compile_kernel reports besides the compiler's
+ * report: the one-line verdict (kernels and their resources, the first
+ * error with its place, or the timeout), the kept PTX and the SASS summary
+ * when asked for. The JSON answer is written by the tool layer
+ * (server/tools/tools_compile_json.c). */
 #include "sandbox/compile/compile.h"
 
 #include <stdio.h>
@@ -12,160 +12,139 @@
 
 #include "sandbox/compile/compile_int.h"
 
-json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
-			     const char *sandbox, unsigned timeout_ms)
+/* Text that is not valid UTF-8 (a message cut inside a character, bytes
+ * from the compiler) has its bytes >= 0x80 and control characters replaced
+ * by '?', as compile_json_text does: the verdict is always valid text. */
+static void valid_text(char *s)
 {
-	char s[256];
-	snprintf(s, sizeof s,
-		 "compile timed out after %u ms for %s: the compiler was killed (runaway "
-		 "template recursion or constexpr evaluation?)",
-		 timeout_ms, arch);
-	json_t *o = json_object();
-	json_object_set_new(o, "summary", json_string(s));
-	json_object_set_new(o, "ok", json_false());
-	json_object_set_new(o, "arch", json_string(arch));
-	json_object_set_new(o, "sandbox", json_string(sandbox));
-	json_object_set_new(o, "timed_out", json_true());
-	json_object_set_new(o, "timeout_ms", json_integer(timeout_ms));
-	json_t *e = json_object();
-	json_object_set_new(e, "code", json_string("timeout"));
-	json_object_set_new(e, "message", json_string(s));
-	json_object_set_new(o, "error", e);
-	/* What the compiler said before it was killed, path-cleaned. */
-	char *clean = in->log ? compile_clean_log(in) : NULL;
-	if (clean) {
-		size_t n = strlen(clean);
-		if (n > 2000)
-			clean[2000] = 0;
-		json_object_set_new(o, "log_tail", compile_json_text(n > 2000 ? clean : clean));
+	json_t *j = json_string(s);
+	if (j) {
+		json_decref(j);
+		return;
 	}
-	free(clean);
-	return o;
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p >= 0x80 || (unsigned char)*p < 0x20)
+			*p = '?';
 }
 
-json_t *compile_mem_limit_json(const struct compile_parse_in *in, const char *arch,
-			       const char *sandbox, unsigned long long mem_bytes)
+/* "ok: 2 kernels for sm_90 — k: 32 regs, 0 B smem; ...; 1 warning". */
+static void summary_ok(const struct compile_result *res, char *sum, size_t cap)
 {
-	char s[320];
-	snprintf(s, sizeof s,
-		 "compile failed for %s: the compiler ran out of memory at its %llu MiB limit "
-		 "(address space per compiler process; the operator sets it with "
-		 "KFORGE_COMPILE_MEM_MB). Large initialized __device__ arrays or runaway "
-		 "unrolling need more",
-		 arch, mem_bytes >> 20);
-	json_t *o = json_object();
-	json_object_set_new(o, "summary", json_string(s));
-	json_object_set_new(o, "ok", json_false());
-	json_object_set_new(o, "arch", json_string(arch));
-	json_object_set_new(o, "sandbox", json_string(sandbox));
-	json_object_set_new(o, "memory_limited", json_true());
-	json_object_set_new(o, "memory_limit_bytes", json_integer((json_int_t)mem_bytes));
-	json_t *e = json_object();
-	json_object_set_new(e, "code", json_string("compile_error"));
-	json_object_set_new(e, "message", json_string(s));
-	json_object_set_new(o, "error", e);
+	const json_t *ks = json_object_get(res->report, "kernels");
+	const json_t *ws = json_object_get(res->report, "warnings");
+	int n = snprintf(sum, cap, "ok: %zu kernel%s for %s", json_array_size(ks),
+			 json_array_size(ks) == 1 ? "" : "s", res->arch);
+	size_t i;
+	const json_t *k;
+	json_array_foreach(ks, i, k) {
+		if (n >= (int)cap - 80 || i >= 4)
+			break;
+		n += snprintf(sum + n, cap - (size_t)n, "%s %s: %lld regs, %lld B smem%s",
+			      i ? ";" : " —", json_string_value(json_object_get(k, "name")),
+			      json_integer_value(json_object_get(k, "registers")),
+			      json_integer_value(json_object_get(k, "shared_static_bytes")),
+			      json_integer_value(json_object_get(k, "spill_store_bytes"))
+				      ? ", SPILLS"
+				      : "");
+	}
+	if (n < (int)cap - 40)
+		snprintf(sum + n, cap - (size_t)n, "; %zu warning%s%s", json_array_size(ws),
+			 json_array_size(ws) == 1 ? "" : "s", res->cache_hit ? " (cached)" : "");
+}
+
+/* "compile failed for sm_90: 1 error; first: kernel.cu:3: MSG". */
+static void summary_failed(const struct compile_result *res, char *sum, size_t cap)
+{
+	const json_t *first = NULL;
+	size_t i;
+	const json_t *d;
+	json_array_foreach(json_object_get(res->report, "diagnostics"), i, d) {
+		if (!strcmp(json_string_value(json_object_get(d, "severity")), "error")) {
+			first = d;
+			break;
+		}
+	}
+	long long ne = json_integer_value(json_object_get(res->report, "errors"));
+	if (!first) {
+		snprintf(sum, cap, "compile failed for %s", res->arch);
+		return;
+	}
+	const json_t *f = json_object_get(first, "file");
+	json_int_t line = json_integer_value(json_object_get(first, "line"));
+	char where[300] = "";
+	if (json_is_string(f) && line > 0)
+		snprintf(where, sizeof where, "%.200s:%lld: ", json_string_value(f),
+			 (long long)line);
+	else if (json_is_string(f))
+		snprintf(where, sizeof where, "%.200s: ", json_string_value(f));
+	snprintf(sum, cap, "compile failed for %s: %lld error%s; first: %s%.300s", res->arch, ne,
+		 ne == 1 ? "" : "s", where, json_string_value(json_object_get(first, "message")));
+}
+
+void compile_summary(const struct compile_result *res, char *buf, size_t cap)
+{
+	/* Worded in a fixed 600 bytes so the sentence does not depend on cap. */
+	char sum[600];
+	if (res->timed_out)
+		snprintf(sum, 256,
+			 "compile timed out after %u ms for %s: the compiler was killed (runaway "
+			 "template recursion or constexpr evaluation?)",
+			 res->timeout_ms, res->arch);
+	else if (res->memory_limited)
+		snprintf(sum, 320,
+			 "compile failed for %s: the compiler ran out of memory at its %llu MiB "
+			 "limit (address space per compiler process; the operator sets it with "
+			 "KFORGE_COMPILE_MEM_MB). Large initialized __device__ arrays or runaway "
+			 "unrolling need more",
+			 res->arch, res->memory_limit_bytes >> 20);
+	else if (json_is_true(json_object_get(res->report, "ok")))
+		summary_ok(res, sum, sizeof sum);
+	else
+		summary_failed(res, sum, sizeof sum);
+	valid_text(sum);
+	snprintf(buf, cap, "%s", sum);
+}
+
+void compile_answer_fill(struct compiler *cc, struct compile_result *res, int want_ptx,
+			 int want_sass)
+{
+	res->want_ptx = want_ptx;
+	res->ptx_bytes = -1;
+	char p[4200];
+	struct stat st;
+	if (want_ptx && res->ok &&
+	    compile_artifact_path(cc, res->artifact_id, "ptx", p, sizeof p, NULL) == 0 &&
+	    stat(p, &st) == 0)
+		res->ptx_bytes = (long long)st.st_size;
+	if (want_sass && res->ok)
+		res->sass = compile_sass_json(cc, res->artifact_id);
+}
+
+/* What the compiler said before it was stopped: path-cleaned, valid
+ * text, at most 2000 bytes (new), or NULL. */
+static char *answer_log_tail(const struct compile_parse_in *in)
+{
 	char *clean = in->log ? compile_clean_log(in) : NULL;
 	if (clean) {
 		if (strlen(clean) > 2000)
 			clean[2000] = 0;
-		json_object_set_new(o, "log_tail", compile_json_text(clean));
+		valid_text(clean);
 	}
-	free(clean);
-	return o;
+	return clean;
 }
 
-json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
-			    const char *sandbox, int want_ptx, const struct sass_summary_ctx *sctx)
+void compile_answer_timeout(const struct compile_parse_in *in, unsigned timeout_ms,
+			    struct compile_result *res)
 {
-	json_t *o = json_object();
-	if (!o)
-		return NULL;
-	char sum[600];
-	int ok = json_is_true(json_object_get(base, "ok"));
-	json_t *ks = json_object_get(base, "kernels");
-	json_t *ds = json_object_get(base, "diagnostics");
-	json_t *ws = json_object_get(base, "warnings");
-	if (ok) {
-		int n = snprintf(sum, sizeof sum, "ok: %zu kernel%s for %s", json_array_size(ks),
-				 json_array_size(ks) == 1 ? "" : "s", res->arch);
-		size_t i;
-		json_t *k;
-		json_array_foreach(ks, i, k) {
-			if (n >= (int)sizeof sum - 80 || i >= 4)
-				break;
-			n += snprintf(sum + n, sizeof sum - (size_t)n,
-				      "%s %s: %lld regs, %lld B smem%s", i ? ";" : " —",
-				      json_string_value(json_object_get(k, "name")),
-				      json_integer_value(json_object_get(k, "registers")),
-				      json_integer_value(json_object_get(k, "shared_static_bytes")),
-				      json_integer_value(json_object_get(k, "spill_store_bytes"))
-					      ? ", SPILLS"
-					      : "");
-		}
-		if (n < (int)sizeof sum - 40)
-			snprintf(sum + n, sizeof sum - (size_t)n, "; %zu warning%s%s",
-				 json_array_size(ws), json_array_size(ws) == 1 ? "" : "s",
-				 res->cache_hit ? " (cached)" : "");
-	} else {
-		json_t *first = NULL;
-		size_t i;
-		json_t *d;
-		json_array_foreach(ds, i, d) {
-			if (!strcmp(json_string_value(json_object_get(d, "severity")), "error")) {
-				first = d;
-				break;
-			}
-		}
-		long long ne = json_integer_value(json_object_get(base, "errors"));
-		if (first) {
-			json_t *f = json_object_get(first, "file");
-			json_int_t line = json_integer_value(json_object_get(first, "line"));
-			char where[300] = "";
-			if (json_is_string(f) && line > 0)
-				snprintf(where, sizeof where, "%.200s:%lld: ", json_string_value(f),
-					 (long long)line);
-			else if (json_is_string(f))
-				snprintf(where, sizeof where, "%.200s: ", json_string_value(f));
-			snprintf(sum, sizeof sum,
-				 "compile failed for %s: %lld error%s; first: %s%.300s", res->arch,
-				 ne, ne == 1 ? "" : "s", where,
-				 json_string_value(json_object_get(first, "message")));
-		} else {
-			snprintf(sum, sizeof sum, "compile failed for %s", res->arch);
-		}
-	}
-	json_object_set_new(o, "summary", compile_json_text(sum));
-	const char *key;
-	json_t *v;
-	json_object_foreach((json_t *)base, key, v) {
-		json_object_set(o, key, v);
-		if (!strcmp(key, "ok")) {
-			json_object_set_new(o, "arch", json_string(res->arch));
-			json_object_set_new(o, "sandbox", json_string(sandbox));
-			json_object_set_new(o, "cache_hit", json_boolean(res->cache_hit));
-			json_object_set_new(o, "compile_ms", json_integer(res->compile_ms));
-			json_object_set_new(o, "artifact_id", json_string(res->artifact_id));
-		}
-	}
-	if (want_ptx) {
-		char p[4200];
-		struct stat st;
-		if (ok &&
-		    compile_artifact_path(sctx->cc, res->artifact_id, "ptx", p, sizeof p, NULL) ==
-			    0 &&
-		    stat(p, &st) == 0) {
-			json_t *l = json_object();
-			char uri[128];
-			snprintf(uri, sizeof uri, "kforge://artifacts/%s/ptx", res->artifact_id);
-			json_object_set_new(l, "uri", json_string(uri));
-			json_object_set_new(l, "bytes", json_integer(st.st_size));
-			json_object_set_new(l, "mime_type", json_string("text/plain"));
-			json_object_set_new(o, "ptx", l);
-		} else {
-			json_object_set_new(o, "ptx", json_null());
-		}
-	}
-	if (sctx->want)
-		json_object_set_new(o, "sass", compile_sass_json(sctx->cc, sctx->id));
-	return o;
+	res->timed_out = 1;
+	res->timeout_ms = timeout_ms;
+	res->log_tail = answer_log_tail(in);
+}
+
+void compile_answer_mem_limit(const struct compile_parse_in *in, unsigned long long mem_bytes,
+			      struct compile_result *res)
+{
+	res->memory_limited = 1;
+	res->memory_limit_bytes = mem_bytes;
+	res->log_tail = answer_log_tail(in);
 }

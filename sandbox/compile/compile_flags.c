@@ -193,6 +193,225 @@ static int bool_opt(const char *f, const char *name, const char **val)
 }
 
 /* Validates flags and translates them for both backends. */
+/* Refuses what can never be a flag: empty, too long, not an option, or on
+ * the refused list. */
+static int refuse_flag(const char *f, size_t i, struct kf_err *err)
+{
+	if (!f || !*f)
+		return kf_err_set(err, KF_EINVAL, "flags[%zu] is empty", i);
+	if (strlen(f) > COMPILE_FLAG_MAX_CHARS)
+		return kf_err_set(err, KF_EINVAL, "flags[%zu] is longer than %d characters", i,
+				  COMPILE_FLAG_MAX_CHARS);
+	if (f[0] != '-')
+		return kf_err_set(err, KF_EPERM,
+				  "flag '%.60s' refused: not an option (input files are not "
+				  "accepted; put all code in source)",
+				  f);
+	/* -lineinfo starts like -l (a library): allowed, checked first. */
+	for (size_t r = 0; strcmp(f, "-lineinfo") && r < sizeof refused / sizeof refused[0]; r++) {
+		size_t n = strlen(refused[r].flag);
+		if (!strcmp(f, refused[r].flag) ||
+		    (refused[r].prefix && !strncmp(f, refused[r].flag, n) &&
+		     (f[n] == '=' || (n == 2 && f[n]))))
+			return kf_err_set(err, KF_EPERM, "flag '%.60s' refused: %s", f,
+					  refused[r].why);
+	}
+	return 0;
+}
+
+/* The flags without a value. Returns 1 when f is one of them. */
+static int plain_flag(struct compile_flagset *fs, const char *f)
+{
+	if (!strcmp(f, "-O0") || !strcmp(f, "-O1") || !strcmp(f, "-O2") || !strcmp(f, "-O3")) {
+		both(fs, f, NULL); /* host optimisation level: no effect on device code */
+	} else if (!strcmp(f, "--use_fast_math") || !strcmp(f, "-use_fast_math")) {
+		both(fs, "--use_fast_math", "--use_fast_math");
+	} else if (!strcmp(f, "-lineinfo") || !strcmp(f, "--generate-line-info")) {
+		both(fs, "-lineinfo", "-lineinfo");
+	} else if (!strcmp(f, "--extra-device-vectorization") ||
+		   !strcmp(f, "-extra-device-vectorization")) {
+		both(fs, "--extra-device-vectorization", "--extra-device-vectorization");
+	} else if (!strcmp(f, "--restrict") || !strcmp(f, "-restrict")) {
+		both(fs, "--restrict", "--restrict");
+	} else if (!strcmp(f, "--expt-relaxed-constexpr") ||
+		   !strcmp(f, "-expt-relaxed-constexpr")) {
+		both(fs, "--expt-relaxed-constexpr", "--expt-relaxed-constexpr");
+	} else if (!strcmp(f, "--extended-lambda") || !strcmp(f, "--expt-extended-lambda") ||
+		   !strcmp(f, "-extended-lambda")) {
+		both(fs, "--extended-lambda", "--extended-lambda");
+	} else if (!strcmp(f, "-w") || !strcmp(f, "--disable-warnings")) {
+		both(fs, "-w", "-w");
+	} else if (!strcmp(f, "-G") || !strcmp(f, "--device-debug")) {
+		both(fs, "-G", "-G");
+		fs->debug = 1;
+	} else if (!strcmp(f, "--resource-usage") || !strcmp(f, "-res-usage")) {
+		/* kforge always reports resources (ptxas -v). */
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* -maxrregcount=N or -maxrregcount N. */
+static int maxrreg_flag(struct compile_flagset *fs, const char *f, const char *next, size_t *i,
+			struct kf_err *err)
+{
+	const char *num = strchr(f, '=');
+	if (num)
+		num++;
+	else if (!strcmp(f, "-maxrregcount") || !strcmp(f, "--maxrregcount"))
+		num = next, (*i)++;
+	char *end = NULL;
+	long n = num ? strtol(num, &end, 10) : -1;
+	if (!num || !*num || *end || n < 16 || n > 255)
+		return kf_err_set(
+			err, KF_EINVAL,
+			"flag -maxrregcount needs a register count 16..255 (e.g. -maxrregcount=64)");
+	const char *s = keep(fs, "--maxrregcount=", num);
+	both(fs, s, s);
+	return 0;
+}
+
+/* -Xptxas a,b or --ptxas-options=a,b: each option on the ptxas list. */
+static int ptxas_flag(struct compile_flagset *fs, const char *f, const char *next, size_t *i,
+		      struct kf_err *err)
+{
+	const char *val = strchr(f, '=') ? strchr(f, '=') + 1 : ((*i)++, next);
+	if (!val)
+		return kf_err_set(err, KF_EINVAL, "flag '%s' needs a value (e.g. -Xptxas -v)", f);
+	char tmp[160];
+	snprintf(tmp, sizeof tmp, "%s", val);
+	char *save = NULL;
+	for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!in_list(t, ptxas_ok))
+			return kf_err_set(err, KF_EPERM,
+					  "ptxas option '%.40s' refused: allowed are -v, -O0..-O3, "
+					  "--warn-on-spills, --warn-on-local-memory-usage, "
+					  "--allow-expensive-optimizations=true|false",
+					  t);
+		if (!strcmp(t, "-v") || !strcmp(t, "--verbose"))
+			continue; /* always on */
+		both(fs, "-Xptxas", NULL);
+		const char *s = keep(fs, t, NULL);
+		both(fs, s, keep(fs, "--ptxas-options=", t));
+	}
+	return 0;
+}
+
+/* -D NAME[=VALUE], -U NAME and their long forms. */
+static int macro_flag(struct compile_flagset *fs, const char *f, const char *next, size_t *i,
+		      struct kf_err *err)
+{
+	int undef = f[1] == 'U' || !strncmp(f, "--undefine", 10);
+	const char *d;
+	if (!strcmp(f, "-D") || !strcmp(f, "-U") || !strcmp(f, "--define-macro") ||
+	    !strcmp(f, "--undefine-macro"))
+		d = next, (*i)++;
+	else if (f[1] == '-')
+		d = strchr(f, '=') ? strchr(f, '=') + 1 : NULL;
+	else
+		d = f + 2;
+	if (!d || !define_ok(d) || (undef && strchr(d, '=')))
+		return kf_err_set(err, KF_EINVAL,
+				  "flag '%.60s%s%.60s': a macro must be NAME or NAME=VALUE, NAME "
+				  "an identifier, VALUE up to 64 of [A-Za-z0-9_.+-*()]",
+				  f, d && d != f + 2 ? " " : "", d && d != f + 2 ? d : "");
+	const char *s = keep(fs, undef ? "-U" : "-D", d);
+	both(fs, s, s);
+	return 0;
+}
+
+/* -I DIR and -include FILE: only relative paths inside the job. */
+static int include_flag(struct compile_flagset *fs, const char *f, const char *next, size_t *i,
+			struct kf_err *err)
+{
+	if (!strcmp(f, "-include") || !strncmp(f, "--pre-include", 13)) {
+		const char *p = !strcmp(f, "-include") || !strcmp(f, "--pre-include")
+					? ((*i)++, next)
+					: (strchr(f, '=') ? strchr(f, '=') + 1 : NULL);
+		if (!p || !job_path_ok(p))
+			return kf_err_set(
+				err, KF_EPERM,
+				"flag '-include %.60s' refused: only files inside the job "
+				"(relative, no '..') may be pre-included",
+				p ? p : "");
+		both(fs, "-include", NULL);
+		both(fs, p, keep(fs, "--pre-include=", p));
+		return 0;
+	}
+	const char *p =
+		!strcmp(f, "-I") || !strcmp(f, "--include-path")
+			? ((*i)++, next)
+			: (f[1] == '-' ? (strchr(f, '=') ? strchr(f, '=') + 1 : NULL) : f + 2);
+	if (!p || !job_path_ok(p))
+		return kf_err_set(err, KF_EPERM,
+				  "flag '%.60s' refused: include directories must be relative "
+				  "paths inside the job (no absolute paths, no '..'); the "
+				  "toolkit's headers are found without -I",
+				  p ? p : f);
+	const char *s = keep(fs, "-I", p);
+	both(fs, s, s);
+	return 0;
+}
+
+/* One flag (f, with next the one after it) into fs; *i moves past a value
+ * the flag consumed. */
+static int parse_flag(struct compile_flagset *fs, const char *f, const char *next, size_t *i,
+		      struct kf_err *err)
+{
+	const char *v;
+	if (plain_flag(fs, f))
+		return 0;
+	if (bool_opt(f, "ftz", &v) || bool_opt(f, "prec-div", &v) || bool_opt(f, "prec-sqrt", &v) ||
+	    bool_opt(f, "fmad", &v)) {
+		if (strcmp(v, "true") && strcmp(v, "false"))
+			return kf_err_set(err, KF_EINVAL,
+					  "flag '%.60s': the value must be true or false", f);
+		const char *s = f[1] == '-' ? f : keep(fs, "-", f);
+		both(fs, s, s);
+	} else if (bool_opt(f, "std", &v)) {
+		if (strcmp(v, "c++14") && strcmp(v, "c++17") && strcmp(v, "c++20") &&
+		    strcmp(v, "c++11"))
+			return kf_err_set(
+				err, KF_EINVAL,
+				"flag '%.60s': the standard must be c++11, c++14, c++17 or c++20",
+				f);
+		const char *s = keep(fs, "-std=", v);
+		both(fs, s, s);
+	} else if (!strncmp(f, "-maxrregcount", 13) || !strncmp(f, "--maxrregcount", 14)) {
+		return maxrreg_flag(fs, f, next, i, err);
+	} else if (!strcmp(f, "-Xptxas") || !strcmp(f, "--ptxas-options") ||
+		   !strncmp(f, "-Xptxas=", 8) || !strncmp(f, "--ptxas-options=", 16)) {
+		return ptxas_flag(fs, f, next, i, err);
+	} else if (!strcmp(f, "-D") || !strcmp(f, "-U") || !strncmp(f, "-D", 2) ||
+		   !strncmp(f, "-U", 2) || !strncmp(f, "--define-macro", 14) ||
+		   !strncmp(f, "--undefine-macro", 16)) {
+		return macro_flag(fs, f, next, i, err);
+	} else if (!strcmp(f, "-I") || !strncmp(f, "-I", 2) || !strncmp(f, "--include-path", 14) ||
+		   !strcmp(f, "-include") || !strncmp(f, "--pre-include", 13)) {
+		return include_flag(fs, f, next, i, err);
+	} else if (!strncmp(f, "--diag-suppress=", 16) || !strncmp(f, "-diag-suppress=", 15)) {
+		const char *p = strchr(f, '=') + 1;
+		if (!*p || strspn(p, "0123456789,") != strlen(p))
+			return kf_err_set(
+				err, KF_EINVAL,
+				"flag '%.60s': expected numbers, e.g. --diag-suppress=177", f);
+		const char *s = keep(fs, "--diag-suppress=", p);
+		both(fs, s, s);
+	} else {
+		return kf_err_set(
+			err, KF_EPERM,
+			"flag '%.60s' refused: not on the allowlist (allowed: -O0..-O3, "
+			"--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v|-O<n>, "
+			"-D NAME[=VALUE], -U NAME, -std=c++14|17|20, "
+			"--extra-device-vectorization, --ftz/--prec-div/--prec-sqrt/--fmad="
+			"true|false, -G, --restrict, --expt-relaxed-constexpr, "
+			"--extended-lambda, -w, --diag-suppress=N, -I/-include inside the job)",
+			f);
+	}
+	return 0;
+}
+
 int compile_parse_flags(const char *const *flags, size_t len, struct compile_flagset *fs,
 			struct kf_err *err)
 {
@@ -211,173 +430,11 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 	for (size_t i = 0; i < len; i++) {
 		const char *f = flags[i];
 		const char *next = i + 1 < len ? flags[i + 1] : NULL;
-		const char *v;
-		if (f[0] != '-')
-			return kf_err_set(
-				err, KF_EPERM,
-				"flag '%.60s' refused: not an option (input files are not "
-				"accepted; put all code in source)",
-				f);
-		/* -lineinfo starts like -l (a library): allowed, checked first. */
-		for (size_t r = 0; strcmp(f, "-lineinfo") && r < sizeof refused / sizeof refused[0];
-		     r++) {
-			size_t n = strlen(refused[r].flag);
-			if (!strcmp(f, refused[r].flag) ||
-			    (refused[r].prefix && !strncmp(f, refused[r].flag, n) &&
-			     (f[n] == '=' || (n == 2 && f[n]))))
-				return kf_err_set(err, KF_EPERM, "flag '%.60s' refused: %s", f,
-						  refused[r].why);
-		}
-		if (!strcmp(f, "-O0") || !strcmp(f, "-O1") || !strcmp(f, "-O2") ||
-		    !strcmp(f, "-O3")) {
-			both(fs, f, NULL); /* host optimisation level: no effect on device code */
-		} else if (!strcmp(f, "--use_fast_math") || !strcmp(f, "-use_fast_math")) {
-			both(fs, "--use_fast_math", "--use_fast_math");
-		} else if (!strcmp(f, "-lineinfo") || !strcmp(f, "--generate-line-info")) {
-			both(fs, "-lineinfo", "-lineinfo");
-		} else if (!strcmp(f, "--extra-device-vectorization") ||
-			   !strcmp(f, "-extra-device-vectorization")) {
-			both(fs, "--extra-device-vectorization", "--extra-device-vectorization");
-		} else if (!strcmp(f, "--restrict") || !strcmp(f, "-restrict")) {
-			both(fs, "--restrict", "--restrict");
-		} else if (!strcmp(f, "--expt-relaxed-constexpr") ||
-			   !strcmp(f, "-expt-relaxed-constexpr")) {
-			both(fs, "--expt-relaxed-constexpr", "--expt-relaxed-constexpr");
-		} else if (!strcmp(f, "--extended-lambda") ||
-			   !strcmp(f, "--expt-extended-lambda") || !strcmp(f, "-extended-lambda")) {
-			both(fs, "--extended-lambda", "--extended-lambda");
-		} else if (!strcmp(f, "-w") || !strcmp(f, "--disable-warnings")) {
-			both(fs, "-w", "-w");
-		} else if (!strcmp(f, "-G") || !strcmp(f, "--device-debug")) {
-			both(fs, "-G", "-G");
-			fs->debug = 1;
-		} else if (!strcmp(f, "--resource-usage") || !strcmp(f, "-res-usage")) {
-			/* kforge always reports resources (ptxas -v). */
-		} else if (bool_opt(f, "ftz", &v) || bool_opt(f, "prec-div", &v) ||
-			   bool_opt(f, "prec-sqrt", &v) || bool_opt(f, "fmad", &v)) {
-			if (strcmp(v, "true") && strcmp(v, "false"))
-				return kf_err_set(err, KF_EINVAL,
-						  "flag '%.60s': the value must be true or false",
-						  f);
-			const char *s = f[1] == '-' ? f : keep(fs, "-", f);
-			both(fs, s, s);
-		} else if (bool_opt(f, "std", &v)) {
-			if (strcmp(v, "c++14") && strcmp(v, "c++17") && strcmp(v, "c++20") &&
-			    strcmp(v, "c++11"))
-				return kf_err_set(
-					err, KF_EINVAL,
-					"flag '%.60s': the standard must be c++11, c++14, c++17 or c++20",
-					f);
-			const char *s = keep(fs, "-std=", v);
-			both(fs, s, s);
-		} else if (!strncmp(f, "-maxrregcount", 13) || !strncmp(f, "--maxrregcount", 14)) {
-			const char *num = strchr(f, '=');
-			if (num)
-				num++;
-			else if (!strcmp(f, "-maxrregcount") || !strcmp(f, "--maxrregcount"))
-				num = next, i++;
-			char *end = NULL;
-			long n = num ? strtol(num, &end, 10) : -1;
-			if (!num || !*num || *end || n < 16 || n > 255)
-				return kf_err_set(
-					err, KF_EINVAL,
-					"flag -maxrregcount needs a register count 16..255 (e.g. -maxrregcount=64)");
-			const char *s = keep(fs, "--maxrregcount=", num);
-			both(fs, s, s);
-		} else if (!strcmp(f, "-Xptxas") || !strcmp(f, "--ptxas-options") ||
-			   !strncmp(f, "-Xptxas=", 8) || !strncmp(f, "--ptxas-options=", 16)) {
-			const char *val = strchr(f, '=') ? strchr(f, '=') + 1 : (i++, next);
-			if (!val)
-				return kf_err_set(err, KF_EINVAL,
-						  "flag '%s' needs a value (e.g. -Xptxas -v)", f);
-			char tmp[COMPILE_FLAG_MAX_CHARS + 1];
-			snprintf(tmp, sizeof tmp, "%s", val);
-			char *save = NULL;
-			for (char *t = strtok_r(tmp, ",", &save); t;
-			     t = strtok_r(NULL, ",", &save)) {
-				if (!in_list(t, ptxas_ok))
-					return kf_err_set(
-						err, KF_EPERM,
-						"ptxas option '%.40s' refused: allowed are -v, -O0..-O3, "
-						"--warn-on-spills, --warn-on-local-memory-usage, "
-						"--allow-expensive-optimizations=true|false",
-						t);
-				if (!strcmp(t, "-v") || !strcmp(t, "--verbose"))
-					continue; /* always on */
-				both(fs, "-Xptxas", NULL);
-				const char *s = keep(fs, t, NULL);
-				both(fs, s, keep(fs, "--ptxas-options=", t));
-			}
-		} else if (!strcmp(f, "-D") || !strcmp(f, "-U") || !strncmp(f, "-D", 2) ||
-			   !strncmp(f, "-U", 2) || !strncmp(f, "--define-macro", 14) ||
-			   !strncmp(f, "--undefine-macro", 16)) {
-			int undef = f[1] == 'U' || !strncmp(f, "--undefine", 10);
-			const char *d;
-			if (!strcmp(f, "-D") || !strcmp(f, "-U") || !strcmp(f, "--define-macro") ||
-			    !strcmp(f, "--undefine-macro"))
-				d = next, i++;
-			else if (f[1] == '-')
-				d = strchr(f, '=') ? strchr(f, '=') + 1 : NULL;
-			else
-				d = f + 2;
-			if (!d || !define_ok(d) || (undef && strchr(d, '=')))
-				return kf_err_set(
-					err, KF_EINVAL,
-					"flag '%.60s%s%.60s': a macro must be NAME or NAME=VALUE, NAME "
-					"an identifier, VALUE up to 64 of [A-Za-z0-9_.+-*()]",
-					f, d && d != f + 2 ? " " : "", d && d != f + 2 ? d : "");
-			const char *s = keep(fs, undef ? "-U" : "-D", d);
-			both(fs, s, s);
-		} else if (!strcmp(f, "-I") || !strncmp(f, "-I", 2) ||
-			   !strncmp(f, "--include-path", 14)) {
-			const char *p =
-				!strcmp(f, "-I") || !strcmp(f, "--include-path")
-					? (i++, next)
-					: (f[1] == '-'
-						   ? (strchr(f, '=') ? strchr(f, '=') + 1 : NULL)
-						   : f + 2);
-			if (!p || !job_path_ok(p))
-				return kf_err_set(
-					err, KF_EPERM,
-					"flag '%.60s' refused: include directories must be relative "
-					"paths inside the job (no absolute paths, no '..'); the "
-					"toolkit's headers are found without -I",
-					p ? p : f);
-			const char *s = keep(fs, "-I", p);
-			both(fs, s, s);
-		} else if (!strcmp(f, "-include") || !strncmp(f, "--pre-include", 13)) {
-			const char *p = !strcmp(f, "-include") || !strcmp(f, "--pre-include")
-						? (i++, next)
-						: (strchr(f, '=') ? strchr(f, '=') + 1 : NULL);
-			if (!p || !job_path_ok(p))
-				return kf_err_set(
-					err, KF_EPERM,
-					"flag '-include %.60s' refused: only files inside the job "
-					"(relative, no '..') may be pre-included",
-					p ? p : "");
-			both(fs, "-include", NULL);
-			both(fs, p, keep(fs, "--pre-include=", p));
-		} else if (!strncmp(f, "--diag-suppress=", 16) ||
-			   !strncmp(f, "-diag-suppress=", 15)) {
-			const char *p = strchr(f, '=') + 1;
-			if (!*p || strspn(p, "0123456789,") != strlen(p))
-				return kf_err_set(
-					err, KF_EINVAL,
-					"flag '%.60s': expected numbers, e.g. --diag-suppress=177",
-					f);
-			const char *s = keep(fs, "--diag-suppress=", p);
-			both(fs, s, s);
-		} else {
-			return kf_err_set(
-				err, KF_EPERM,
-				"flag '%.60s' refused: not on the allowlist (allowed: -O0..-O3, "
-				"--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v|-O<n>, "
-				"-D NAME[=VALUE], -U NAME, -std=c++14|17|20, "
-				"--extra-device-vectorization, --ftz/--prec-div/--prec-sqrt/--fmad="
-				"true|false, -G, --restrict, --expt-relaxed-constexpr, "
-				"--extended-lambda, -w, --diag-suppress=N, -I/-include inside the job)",
-				f);
-		}
+		int rc = refuse_flag(f, i, err);
+		if (!rc)
+			rc = parse_flag(fs, f, next, &i, err);
+		if (rc)
+			return rc;
 		if (fs->overflow)
 			return kf_err_set(
 				err, KF_ETOOBIG,

@@ -1,6 +1,6 @@
 /* compile_int: internals shared by compile.c (driver, cache use),
  * compile_flags.c (the flag allowlist), compile_parse.c (compiler output ->
- * diagnostics, kernels, warnings), compile_answer.c (the tool's answer) and
+ * diagnostics, kernels, warnings), compile_answer.c (the verdict, PTX, SASS) and
  * compile_sass.c (cuobjdump in the jail). Included by no one else. */
 #ifndef KF_COMPILE_INT_H
 #define KF_COMPILE_INT_H
@@ -61,14 +61,15 @@ struct compile_parse_in {
  * kernels, warnings, diagnostics, log_truncated, ...; NULL on ENOMEM. */
 json_t *compile_build_result(const struct compile_parse_in *in);
 
-/* Returns new JSON for a compile killed at the time limit. */
-json_t *compile_timeout_json(const struct compile_parse_in *in, const char *arch,
-			     const char *sandbox, unsigned timeout_ms);
+/* Marks res as killed at the time limit, with the tail of what the
+ * compiler said (in->log, path-cleaned, at most 2000 bytes). */
+void compile_answer_timeout(const struct compile_parse_in *in, unsigned timeout_ms,
+			    struct compile_result *res);
 
-/* Returns new JSON for a compile whose compiler ran out of its memory
- * limit (mem_bytes per process): ok false, the limit and its knob. */
-json_t *compile_mem_limit_json(const struct compile_parse_in *in, const char *arch,
-			       const char *sandbox, unsigned long long mem_bytes);
+/* Marks res as a compile whose compiler ran out of its memory limit
+ * (mem_bytes per process), with the tail of what it said. */
+void compile_answer_mem_limit(const struct compile_parse_in *in, unsigned long long mem_bytes,
+			      struct compile_result *res);
 
 /* A new JSON string of s; text that is not valid UTF-8 has its bytes
  * >= 0x80 and control characters replaced by '?'. NULL on ENOMEM. */
@@ -80,17 +81,10 @@ char *compile_clean_log(const struct compile_parse_in *in);
 /* Rewrites host paths in text (new string, free()); NULL on ENOMEM. */
 char *compile_rewrite_paths(const char *text, const char *job_dir, const char *cuda_home);
 
-struct sass_summary_ctx {
-	struct compiler *cc;
-	const char *id;
-	int want;
-};
-
-/* The answer: a new object with "summary" first, then base's members with
- * sandbox, cache_hit, compile_ms set from res, the PTX link when want_ptx,
- * the SASS summary when sctx->want. NULL on ENOMEM. */
-json_t *compile_answer_json(const json_t *base, const struct compile_result *res,
-			    const char *sandbox, int want_ptx, const struct sass_summary_ctx *sctx);
+/* The kept PTX's size (when want_ptx) and the SASS summary (when
+ * want_sass) of a compile that produced res->artifact_id. */
+void compile_answer_fill(struct compiler *cc, struct compile_result *res, int want_ptx,
+			 int want_sass);
 
 /* Returns a new JSON "sass" member for artifact id (runs cuobjdump in the
  * jail the first time, then reads the stored summary). */

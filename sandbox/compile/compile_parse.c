@@ -599,180 +599,156 @@ static json_t *occupancy_json(const struct compile_parse_in *in, const struct ki
 	return arr;
 }
 
-json_t *compile_build_result(const struct compile_parse_in *in)
+/* A "ptxas info" line: the kernel being compiled (cur), its properties
+ * heading (props), its resource usage. */
+static void ptxas_info(const char *l, struct kinfo *ks, int *nk, char *cur, size_t cur_cap,
+		       char *props, size_t props_cap)
 {
-	char *log = compile_clean_log(in);
-	if (!log)
-		return NULL;
-	json_t *out = json_object();
-	json_t *diags = json_array();
-	json_t *warnings = json_array();
-	json_t *kernels = json_array();
-	struct kinfo *ks = calloc(MAX_KERNELS, sizeof *ks);
-	char **lines = NULL;
-	int nl = 0, nk = 0;
-	if (!out || !diags || !warnings || !kernels || !ks)
-		goto fail;
-	for (char *p = log; *p; p++)
-		if (*p == '\n')
-			nl++;
-	lines = calloc((size_t)nl + 2, sizeof *lines);
-	if (!lines)
-		goto fail;
-	nl = 0;
-	for (char *save = NULL, *t = strtok_r(log, "\n", &save); t;
-	     t = strtok_r(NULL, "\n", &save)) {
-		size_t n = strlen(t);
-		if (n && t[n - 1] == '\r')
-			t[n - 1] = 0;
-		lines[nl++] = t;
+	char name[256];
+	const char *m = strchr(l, ':');
+	m = m ? skip_ws(m + 1) : l;
+	if (!strncmp(m, "Compiling entry function", 24) &&
+	    quoted(m, "function", name, sizeof name) == 0) {
+		kfind(ks, nk, name, 1);
+		snprintf(cur, cur_cap, "%s", name);
+	} else if (!strncmp(m, "Function properties for ", 24)) {
+		snprintf(props, props_cap, "%s", skip_ws(m + 24));
+	} else if (!strncmp(m, "Used ", 5) && cur[0]) {
+		struct kinfo *k = kfind(ks, nk, cur, 0);
+		if (k)
+			parse_used(k, m);
 	}
+}
 
-	struct diag_ctx dc = {.arr = diags, .in = in};
-	char name[256], cur[256] = "", props[256] = "";
+/* "ptxas error   : MSG", "ptxas kernel.ptx, line 5; error   : MSG" */
+static void ptxas_diag(struct diag_ctx *dc, const char *l)
+{
+	const char *c = strstr(l, " : ");
+	if (!c)
+		c = strchr(l, ':');
+	if (!c)
+		return;
+	char file[256] = "ptxas";
+	long line = 0;
+	const char *sevp = l + 5;
+	const char *ln = strstr(l, ", line ");
+	if (ln && ln < c) {
+		snprintf(file, sizeof file, "%.*s", (int)(ln - l - 6), l + 6);
+		line = strtol(ln + 7, NULL, 10);
+		sevp = strchr(ln, ';') ? strchr(ln, ';') + 1 : ln;
+	}
+	sevp = skip_ws(sevp);
+	const char *sev = !strncmp(sevp, "warning", 7) ? "warning" : "error";
+	add_diag(dc, file, line, 0, sev, skip_ws(c + (c[0] == ' ' ? 3 : 1)), NULL);
+	dc->last = NULL;
+}
+
+/* Reads the compiler's lines: diagnostics into dc, per-kernel resources
+ * into ks (*nk kernels). */
+static void parse_log(struct diag_ctx *dc, char **lines, int nl, struct kinfo *ks, int *nk)
+{
+	char cur[256] = "", props[256] = "";
 	for (int i = 0; i < nl; i++) {
 		const char *l = lines[i];
 		const char *body = l;
 		if (!strncmp(l, "ptxas         .", 15))
 			body = l + 15; /* NVRTC prefixes continuation lines */
 		if (!strncmp(l, "ptxas info", 10)) {
-			const char *m = strchr(l, ':');
-			m = m ? skip_ws(m + 1) : l;
-			if (!strncmp(m, "Compiling entry function", 24) &&
-			    quoted(m, "function", name, sizeof name) == 0) {
-				kfind(ks, &nk, name, 1);
-				snprintf(cur, sizeof cur, "%s", name);
-			} else if (!strncmp(m, "Function properties for ", 24)) {
-				snprintf(props, sizeof props, "%s", skip_ws(m + 24));
-			} else if (!strncmp(m, "Used ", 5) && cur[0]) {
-				struct kinfo *k = kfind(ks, &nk, cur, 0);
-				if (k)
-					parse_used(k, m);
-			}
-			continue;
-		}
-		if (strstr(body, "bytes stack frame")) {
-			struct kinfo *k = props[0] ? kfind(ks, &nk, props, 0) : NULL;
+			ptxas_info(l, ks, nk, cur, sizeof cur, props, sizeof props);
+		} else if (strstr(body, "bytes stack frame")) {
+			struct kinfo *k = props[0] ? kfind(ks, nk, props, 0) : NULL;
 			if (k)
 				parse_props(k, body);
-			continue;
-		}
-		if (!strncmp(l, "ptxas", 5)) {
-			/* "ptxas error   : MSG", "ptxas kernel.ptx, line 5; error   : MSG" */
-			const char *c = strstr(l, " : ");
-			if (!c)
-				c = strchr(l, ':');
-			if (!c)
-				continue;
-			char file[256] = "ptxas";
-			long line = 0;
-			const char *sevp = l + 5;
-			const char *ln = strstr(l, ", line ");
-			if (ln && ln < c) {
-				snprintf(file, sizeof file, "%.*s", (int)(ln - l - 6), l + 6);
-				line = strtol(ln + 7, NULL, 10);
-				sevp = strchr(ln, ';') ? strchr(ln, ';') + 1 : ln;
-			}
-			sevp = skip_ws(sevp);
-			const char *sev = !strncmp(sevp, "warning", 7) ? "warning" : "error";
-			add_diag(&dc, file, line, 0, sev, skip_ws(c + (c[0] == ' ' ? 3 : 1)), NULL);
-			dc.last = NULL;
-			continue;
-		}
-		if (!strncmp(l, "nvcc ", 5) && strchr(l, ':')) {
+		} else if (!strncmp(l, "ptxas", 5)) {
+			ptxas_diag(dc, l);
+		} else if (!strncmp(l, "nvcc ", 5) && strchr(l, ':')) {
 			const char *sp = skip_ws(l + 5);
 			const char *sev = !strncmp(sp, "warning", 7) ? "warning" : "error";
-			add_diag(&dc, "nvcc", 0, 0, sev, skip_ws(strchr(l, ':') + 1), NULL);
-			dc.last = NULL;
+			add_diag(dc, "nvcc", 0, 0, sev, skip_ws(strchr(l, ':') + 1), NULL);
+			dc->last = NULL;
+		} else if (parse_frontend(dc, lines, nl, &i) || parse_gcc(dc, l)) {
 			continue;
-		}
-		if (parse_frontend(&dc, lines, nl, &i) || parse_gcc(&dc, l))
-			continue;
-		if ((l[0] == ' ' || l[0] == '\t') && dc.last && strstr(l, "detected during")) {
+		} else if ((l[0] == ' ' || l[0] == '\t') && dc->last &&
+			   strstr(l, "detected during")) {
 			/* Template instantiation context: append to the message. */
-			json_t *m = json_object_get(dc.last, "message");
+			json_t *m = json_object_get(dc->last, "message");
 			char buf[MSG_CAP + 1];
 			snprintf(buf, sizeof buf, "%s; %s", json_string_value(m), skip_ws(l));
-			json_object_set_new(dc.last, "message", compile_json_text(buf));
-			continue;
-		}
-		if (!strncmp(l, "error: ", 7) || !strncmp(l, "fatal error: ", 13) ||
-		    !strncmp(l, "warning: ", 9)) {
-			add_diag(&dc, NULL, 0, 0, l[0] == 'w' ? "warning" : "error",
+			json_object_set_new(dc->last, "message", compile_json_text(buf));
+		} else if (!strncmp(l, "error: ", 7) || !strncmp(l, "fatal error: ", 13) ||
+			   !strncmp(l, "warning: ", 9)) {
+			add_diag(dc, NULL, 0, 0, l[0] == 'w' ? "warning" : "error",
 				 skip_ws(strchr(l, ':') + 1), NULL);
-			continue;
-		}
-		if (strstr(l, "died due to signal") || strstr(l, "Killed")) {
-			add_diag(&dc, NULL, 0, 0, "error", l, NULL);
-			continue;
+		} else if (strstr(l, "died due to signal") || strstr(l, "Killed")) {
+			add_diag(dc, NULL, 0, 0, "error", l, NULL);
 		}
 	}
-	if (!in->ok && dc.errors == 0)
+	if (!dc->in->ok && dc->errors == 0)
 		add_diag(
-			&dc, NULL, 0, 0, "error",
+			dc, NULL, 0, 0, "error",
 			"the compiler failed without a diagnostic kforge could parse; see the log artifact",
 			NULL);
+}
 
-	long module_const = -1;
-	parse_ptx(in->ptx, ks, &nk, &module_const);
-	parse_cubin(in->cubin, in->cubin_len, ks, nk, &module_const);
-	qsort(ks, (size_t)nk, sizeof *ks, cmp_kinfo);
-	for (int i = 0; i < nk && in->ok; i++) {
-		struct kinfo *k = &ks[i];
-		json_t *o = json_object();
-		json_t *dn = demangled(k->name);
-		const char *shown = json_string_value(dn);
-		json_object_set_new(o, "name", dn);
-		json_object_set_new(o, "mangled", json_string(k->name));
-		json_object_set_new(o, "registers", json_integer(k->registers));
-		json_object_set_new(o, "shared_static_bytes", json_integer(k->smem));
-		json_object_set_new(o, "const_bytes",
-				    k->cmem >= 0 ? json_integer(k->cmem) : json_null());
-		json_object_set_new(o, "stack_bytes", json_integer(k->stack));
-		json_object_set_new(o, "local_bytes",
-				    json_integer(k->cumulative_stack > k->stack
-							 ? k->cumulative_stack
-							 : k->stack));
-		json_object_set_new(o, "spill_store_bytes", json_integer(k->spill_st));
-		json_object_set_new(o, "spill_load_bytes", json_integer(k->spill_ld));
-		json_object_set_new(o, "barriers", json_integer(k->barriers));
-		if (k->maxntid || k->reqntid || k->minblocks || k->maxnreg) {
-			json_t *lb = json_object();
-			json_object_set_new(lb, "max_threads",
-					    k->maxntid ? json_integer(k->maxntid) : json_null());
-			json_object_set_new(lb, "min_blocks_per_sm",
-					    k->minblocks ? json_integer(k->minblocks)
-							 : json_null());
-			if (k->reqntid)
-				json_object_set_new(lb, "required_threads",
-						    json_integer(k->reqntid));
-			if (k->maxnreg)
-				json_object_set_new(lb, "max_registers", json_integer(k->maxnreg));
-			json_object_set_new(o, "launch_bounds", lb);
-		} else {
-			json_object_set_new(o, "launch_bounds", json_null());
-		}
-		char w[400];
-		if (k->spill_st || k->spill_ld) {
-			snprintf(
-				w, sizeof w,
-				"'%s' spills registers to local memory (%d bytes stored, %d bytes "
-				"loaded per thread): cut live values (smaller tiles, less unrolling) "
-				"or relax __launch_bounds__/-maxrregcount",
-				shown, k->spill_st, k->spill_ld);
-			json_array_append_new(warnings, json_string(w));
-		} else if (k->stack > 0) {
-			snprintf(
-				w, sizeof w,
-				"'%s' uses %d bytes of local memory per thread (stack frame): "
-				"dynamically indexed local arrays or large structs live in slow "
-				"local memory; index with compile-time constants or use shared memory",
-				shown, k->stack);
-			json_array_append_new(warnings, json_string(w));
-		}
-		json_object_set_new(o, "occupancy", occupancy_json(in, k, warnings, shown));
-		json_array_append_new(kernels, o);
+static json_t *launch_bounds_json(const struct kinfo *k)
+{
+	if (!(k->maxntid || k->reqntid || k->minblocks || k->maxnreg))
+		return json_null();
+	json_t *lb = json_object();
+	json_object_set_new(lb, "max_threads", k->maxntid ? json_integer(k->maxntid) : json_null());
+	json_object_set_new(lb, "min_blocks_per_sm",
+			    k->minblocks ? json_integer(k->minblocks) : json_null());
+	if (k->reqntid)
+		json_object_set_new(lb, "required_threads", json_integer(k->reqntid));
+	if (k->maxnreg)
+		json_object_set_new(lb, "max_registers", json_integer(k->maxnreg));
+	return lb;
+}
+
+/* One kernel's resources, occupancy and warnings (spills, local memory). */
+static json_t *kernel_json(const struct compile_parse_in *in, const struct kinfo *k,
+			   json_t *warnings)
+{
+	json_t *o = json_object();
+	json_t *dn = demangled(k->name);
+	const char *shown = json_string_value(dn);
+	json_object_set_new(o, "name", dn);
+	json_object_set_new(o, "mangled", json_string(k->name));
+	json_object_set_new(o, "registers", json_integer(k->registers));
+	json_object_set_new(o, "shared_static_bytes", json_integer(k->smem));
+	json_object_set_new(o, "const_bytes", k->cmem >= 0 ? json_integer(k->cmem) : json_null());
+	json_object_set_new(o, "stack_bytes", json_integer(k->stack));
+	json_object_set_new(
+		o, "local_bytes",
+		json_integer(k->cumulative_stack > k->stack ? k->cumulative_stack : k->stack));
+	json_object_set_new(o, "spill_store_bytes", json_integer(k->spill_st));
+	json_object_set_new(o, "spill_load_bytes", json_integer(k->spill_ld));
+	json_object_set_new(o, "barriers", json_integer(k->barriers));
+	json_object_set_new(o, "launch_bounds", launch_bounds_json(k));
+	char w[400];
+	if (k->spill_st || k->spill_ld) {
+		snprintf(w, sizeof w,
+			 "'%s' spills registers to local memory (%d bytes stored, %d bytes "
+			 "loaded per thread): cut live values (smaller tiles, less unrolling) "
+			 "or relax __launch_bounds__/-maxrregcount",
+			 shown, k->spill_st, k->spill_ld);
+		json_array_append_new(warnings, json_string(w));
+	} else if (k->stack > 0) {
+		snprintf(w, sizeof w,
+			 "'%s' uses %d bytes of local memory per thread (stack frame): "
+			 "dynamically indexed local arrays or large structs live in slow "
+			 "local memory; index with compile-time constants or use shared memory",
+			 shown, k->stack);
+		json_array_append_new(warnings, json_string(w));
 	}
+	json_object_set_new(o, "occupancy", occupancy_json(in, k, warnings, shown));
+	return o;
+}
+
+/* Warnings about the whole compile: no kernel, -G, a truncated log,
+ * diagnostics not shown. */
+static void build_warnings(const struct compile_parse_in *in, int nk, int dropped, json_t *warnings)
+{
 	if (in->ok && nk == 0)
 		json_array_append_new(
 			warnings,
@@ -788,12 +764,64 @@ json_t *compile_build_result(const struct compile_parse_in *in)
 		json_array_append_new(
 			warnings,
 			json_string("compiler output exceeded its cap and was truncated"));
-	if (dc.dropped) {
+	if (dropped) {
 		char w[128];
 		snprintf(w, sizeof w, "%d more diagnostics not shown (see the log artifact)",
-			 dc.dropped);
+			 dropped);
 		json_array_append_new(warnings, json_string(w));
 	}
+}
+
+/* Splits log in place into lines (new array, free(); the strings point
+ * into log), trailing CRs removed. Returns NULL on ENOMEM. */
+static char **split_lines(char *log, int *nl)
+{
+	int n = 0;
+	for (char *p = log; *p; p++)
+		if (*p == '\n')
+			n++;
+	char **lines = calloc((size_t)n + 2, sizeof *lines);
+	if (!lines)
+		return NULL;
+	n = 0;
+	for (char *save = NULL, *t = strtok_r(log, "\n", &save); t;
+	     t = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(t);
+		if (len && t[len - 1] == '\r')
+			t[len - 1] = 0;
+		lines[n++] = t;
+	}
+	*nl = n;
+	return lines;
+}
+
+json_t *compile_build_result(const struct compile_parse_in *in)
+{
+	char *log = compile_clean_log(in);
+	if (!log)
+		return NULL;
+	json_t *out = json_object();
+	json_t *diags = json_array();
+	json_t *warnings = json_array();
+	json_t *kernels = json_array();
+	struct kinfo *ks = calloc(MAX_KERNELS, sizeof *ks);
+	char **lines = NULL;
+	int nl = 0, nk = 0;
+	if (!out || !diags || !warnings || !kernels || !ks)
+		goto fail;
+	lines = split_lines(log, &nl);
+	if (!lines)
+		goto fail;
+
+	struct diag_ctx dc = {.arr = diags, .in = in};
+	parse_log(&dc, lines, nl, ks, &nk);
+	long module_const = -1;
+	parse_ptx(in->ptx, ks, &nk, &module_const);
+	parse_cubin(in->cubin, in->cubin_len, ks, nk, &module_const);
+	qsort(ks, (size_t)nk, sizeof *ks, cmp_kinfo);
+	for (int i = 0; i < nk && in->ok; i++)
+		json_array_append_new(kernels, kernel_json(in, &ks[i], warnings));
+	build_warnings(in, nk, dc.dropped, warnings);
 
 	json_object_set_new(out, "ok", json_boolean(in->ok));
 	json_object_set_new(out, "arch", json_string(in->arch));

@@ -20,7 +20,7 @@ static const uint8_t POISON8[2] = {0xa5u, 0x5au};		/* integers */
 
 /* --- buffers ----------------------------------------------------------- */
 
-int h_bufs_alloc(struct harness *h, struct hbuf *bufs)
+int harness_bufs_alloc(struct harness *h, struct harness_buf *bufs)
 {
 	memset(bufs, 0, sizeof *bufs * h->s->tensors_len);
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
@@ -30,13 +30,13 @@ int h_bufs_alloc(struct harness *h, struct hbuf *bufs)
 		bufs[t].tail = padded - bytes + SPEC_GUARD_BYTES;
 		CUresult r = cuMemAlloc(&bufs[t].base, padded + 2 * SPEC_GUARD_BYTES);
 		if (r != CUDA_SUCCESS)
-			return h_cuda_fail(h, r, "allocating tensors");
+			return harness_cuda_fail(h, r, "allocating tensors");
 		bufs[t].data = bufs[t].base + SPEC_GUARD_BYTES;
 	}
 	return 0;
 }
 
-void h_bufs_free(struct harness *h, struct hbuf *bufs)
+void harness_bufs_free(struct harness *h, struct harness_buf *bufs)
 {
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
 		if (bufs[t].base)
@@ -59,7 +59,7 @@ static int64_t init_max_of(struct harness *h, size_t t)
 	return v;
 }
 
-int h_bufs_fill_inputs(struct harness *h, struct hbuf *bufs, uint64_t seed)
+int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64_t seed)
 {
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
 		const struct spec_tensor *T = &h->s->tensors[t];
@@ -75,23 +75,23 @@ int h_bufs_fill_inputs(struct harness *h, struct hbuf *bufs, uint64_t seed)
 		spec_fill(T, t, seed, init_max_of(h, t), bufs[t].host, h->b.elems[t]);
 		CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
 		if (r != CUDA_SUCCESS)
-			return h_cuda_fail(h, r, "uploading inputs");
+			return harness_cuda_fail(h, r, "uploading inputs");
 	}
 	return 0;
 }
 
-int h_bufs_restore_inout(struct harness *h, struct hbuf *bufs)
+int harness_bufs_restore_inout(struct harness *h, struct harness_buf *bufs)
 {
 	for (size_t t = 0; t < h->s->tensors_len; t++)
 		if (h->s->tensors[t].role == SPEC_ROLE_INOUT) {
 			CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
 			if (r != CUDA_SUCCESS)
-				return h_cuda_fail(h, r, "restoring inout tensors");
+				return harness_cuda_fail(h, r, "restoring inout tensors");
 		}
 	return 0;
 }
 
-int h_bufs_poison(struct harness *h, struct hbuf *bufs, int pattern)
+int harness_bufs_poison(struct harness *h, struct harness_buf *bufs, int pattern)
 {
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
 		const struct spec_tensor *T = &h->s->tensors[t];
@@ -107,12 +107,12 @@ int h_bufs_poison(struct harness *h, struct hbuf *bufs, int pattern)
 		default: r = cuMemsetD8(bufs[t].data, POISON8[pattern], bufs[t].bytes); break;
 		}
 		if (r != CUDA_SUCCESS)
-			return h_cuda_fail(h, r, "poisoning outputs");
+			return harness_cuda_fail(h, r, "poisoning outputs");
 	}
 	return 0;
 }
 
-int h_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern)
+int harness_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern)
 {
 	switch (dt) {
 	case KF_DT_F32: {
@@ -151,7 +151,7 @@ static uint8_t *canary_host(uint64_t len)
 	return c;
 }
 
-int h_bufs_canary(struct harness *h, struct hbuf *bufs)
+int harness_bufs_canary(struct harness *h, struct harness_buf *bufs)
 {
 	uint8_t *c = canary_host(SPEC_GUARD_BYTES + 256);
 	if (!c)
@@ -162,13 +162,13 @@ int h_bufs_canary(struct harness *h, struct hbuf *bufs)
 		if (r == CUDA_SUCCESS)
 			r = cuMemcpyHtoD(bufs[t].data + bufs[t].bytes, c, bufs[t].tail);
 		if (r != CUDA_SUCCESS)
-			rc = h_cuda_fail(h, r, "writing guard canaries");
+			rc = harness_cuda_fail(h, r, "writing guard canaries");
 	}
 	free(c);
 	return rc;
 }
 
-int h_download(struct harness *h, struct hbuf *bufs, size_t t, void **out)
+int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void **out)
 {
 	*out = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
 	if (!*out)
@@ -177,12 +177,12 @@ int h_download(struct harness *h, struct hbuf *bufs, size_t t, void **out)
 	if (r != CUDA_SUCCESS) {
 		free(*out);
 		*out = NULL;
-		return h_cuda_fail(h, r, "downloading outputs");
+		return harness_cuda_fail(h, r, "downloading outputs");
 	}
 	return 0;
 }
 
-int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol)
+int harness_check_guards(struct harness *h, struct harness_buf *bufs, json_t *viol)
 {
 	uint8_t *c = canary_host(SPEC_GUARD_BYTES + 256);
 	uint8_t *g = malloc(SPEC_GUARD_BYTES + 256);
@@ -200,7 +200,7 @@ int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol)
 			if (r != CUDA_SUCCESS) {
 				free(c);
 				free(g);
-				return h_cuda_fail(h, r, "reading guard bands");
+				return harness_cuda_fail(h, r, "reading guard bands");
 			}
 			uint64_t bad = 0, first = 0, last = 0;
 			for (uint64_t i = 0; i < len; i++)
@@ -232,7 +232,7 @@ int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol)
 	return n;
 }
 
-int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol)
+int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *viol)
 {
 	int n = 0;
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
@@ -240,7 +240,7 @@ int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol)
 		if (T->role != SPEC_ROLE_INPUT)
 			continue;
 		void *now;
-		int rc = h_download(h, bufs, t, &now);
+		int rc = harness_download(h, bufs, t, &now);
 		if (rc)
 			return rc;
 		size_t es = dtype_bytes(T->dtype);

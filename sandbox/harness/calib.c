@@ -34,7 +34,7 @@ static int copy_bw(struct harness *h, double *gbps, char *method, size_t cap)
 	if (r != CUDA_SUCCESS) {
 		if (a)
 			cuMemFree(a);
-		return h_cuda_fail(h, r, "allocating copy buffers");
+		return harness_cuda_fail(h, r, "allocating copy buffers");
 	}
 	cuMemsetD32(a, 0x3f800000u, bytes / 4);
 	CUevent e0, e1;
@@ -49,7 +49,7 @@ static int copy_bw(struct harness *h, double *gbps, char *method, size_t cap)
 		if (r == CUDA_SUCCESS)
 			r = cuEventSynchronize(e1);
 		if (r != CUDA_SUCCESS)
-			rc = h_cuda_fail(h, r, "timing the copy");
+			rc = harness_cuda_fail(h, r, "timing the copy");
 		else if (i >= 0)
 			cuEventElapsedTime(&t[i], e0, e1);
 	}
@@ -110,7 +110,7 @@ static int gemm_tflops(struct harness *h, gemmex_fn gemm, void *handle, int dtyp
 		r = cuMemAlloc(&C, bytes);
 	int rc = 0;
 	if (r != CUDA_SUCCESS) {
-		rc = h_cuda_fail(h, r, "allocating matmul buffers");
+		rc = harness_cuda_fail(h, r, "allocating matmul buffers");
 		goto out;
 	}
 	if (es == 2) {
@@ -138,7 +138,7 @@ static int gemm_tflops(struct harness *h, gemmex_fn gemm, void *handle, int dtyp
 			json_object_set_new(h->report, "error", json_string(m));
 			rc = KF_EFAULT;
 		} else if (r != CUDA_SUCCESS)
-			rc = h_cuda_fail(h, r, "timing cuBLAS");
+			rc = harness_cuda_fail(h, r, "timing cuBLAS");
 		else if (i >= 0)
 			cuEventElapsedTime(&t[i], e0, e1);
 	}
@@ -156,7 +156,7 @@ out:
 	return rc;
 }
 
-int h_mode_calibrate(struct harness *h)
+int harness_mode_calibrate(struct harness *h)
 {
 	char method[512] = "";
 	double gbps = 0, bf16 = 0, fp32 = 0;

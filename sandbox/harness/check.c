@@ -19,39 +19,78 @@ static void add_first(json_t *arr, uint64_t i)
 		json_array_append_new(arr, json_integer((json_int_t)i));
 }
 
-/* One trial: fresh module, fresh buffers, inputs from seed; first run with
- * poison A; extra launches; second run with poison B; compare. */
-static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
-		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
-		       const char *prefix, json_t *tr)
+/* Counts output t's elements left unwritten or changed between the first
+ * run (first) and the second (second, NULL with one run), writes the
+ * first run's output as <prefix>.t<trial>.<name>.bin and adds its entry
+ * to outs. */
+static int compare_runs(struct harness *h, size_t t, const void *first, const void *second,
+			const char *prefix, int trial, json_t *outs)
 {
-	struct hprog p;
-	struct hbuf bufs[SPEC_MAX_TENSORS];
-	void *first_out[SPEC_MAX_TENSORS] = {0};
-	int rc = h_prog_load(h, &p, cubin, launch, launch_len);
-	if (rc)
-		return rc;
-	json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
-	json_object_set_new(tr, "guard_violations", guards);
-	json_object_set_new(tr, "inputs_modified", inputs);
-	json_object_set_new(tr, "outputs", outs);
-	int launches = 0;
-	if ((rc = h_bufs_alloc(h, bufs)) || (rc = h_bufs_fill_inputs(h, bufs, seed)) ||
-	    (rc = h_bufs_canary(h, bufs)) || (rc = h_bufs_poison(h, bufs, 0)))
-		goto out;
+	const struct spec_tensor *T = &h->s->tensors[t];
+	size_t es = dtype_bytes(T->dtype);
+	uint64_t unw = 0, unw2 = 0, changed = 0, late = 0;
+	json_t *fu = json_array(), *fu2 = json_array(), *fc = json_array(), *fl = json_array();
+	for (uint64_t i = 0; i < h->b.elems[t]; i++) {
+		int p1 = T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, first, i, 0);
+		if (!second) {
+			if (p1) {
+				unw++;
+				add_first(fu, i);
+			}
+			continue;
+		}
+		int p2 = T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, second, i, 1);
+		if (p1 && p2) {
+			unw++;
+			add_first(fu, i);
+		} else if (p2) {
+			unw2++;
+			add_first(fu2, i);
+		} else if (p1) {
+			late++;
+			add_first(fl, i);
+		} else if (memcmp((const char *)first + i * es, (const char *)second + i * es,
+				  es)) {
+			changed++;
+			add_first(fc, i);
+		}
+	}
+	int rc = 0;
+	char file[300];
+	snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);
+	if (harness_write_file(file, first, h->b.bytes[t])) {
+		json_object_set_new(h->report, "error",
+				    json_string("cannot write outputs to the job directory"));
+		rc = KF_EIO;
+	}
+	json_object_set_new(outs, T->name,
+			    json_pack("{s:s, s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}", "file", file,
+				      "unwritten", (json_int_t)unw, "first_unwritten", fu,
+				      "unwritten_second_run", (json_int_t)unw2,
+				      "first_unwritten_second_run", fu2, "unwritten_first_run_only",
+				      (json_int_t)late, "first_unwritten_first_run_only", fl,
+				      "changed_between_runs", (json_int_t)changed, "first_changed",
+				      fc));
+	return rc;
+}
+
+/* The first run: launch timed with events, outputs downloaded into
+ * first_out, guards and inputs checked. */
+static int first_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
+		     void **first_out, json_t *tr, json_t *guards, json_t *inputs)
+{
 	CUevent e0, e1;
 	cuEventCreate(&e0, CU_EVENT_DEFAULT);
 	cuEventCreate(&e1, CU_EVENT_DEFAULT);
 	cuEventRecord(e0, h->stream);
-	rc = h_prog_launch(h, &p, bufs);
+	int rc = harness_prog_launch(h, p, bufs);
 	cuEventRecord(e1, h->stream);
-	launches++;
 	if (!rc)
-		rc = h_sync(h, "running the kernel (first run)");
+		rc = harness_sync(h, "running the kernel (first run)");
 	if (rc) {
 		cuEventDestroy(e0);
 		cuEventDestroy(e1);
-		goto out;
+		return rc;
 	}
 	float ms = 0;
 	cuEventElapsedTime(&ms, e0, e1);
@@ -60,98 +99,80 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 	json_object_set_new(tr, "kernel_ms", json_real(ms));
 	for (size_t t = 0; t < h->s->tensors_len; t++)
 		if (h->s->tensors[t].role != SPEC_ROLE_INPUT &&
-		    (rc = h_download(h, bufs, t, &first_out[t])))
-			goto out;
-	if ((rc = h_check_guards(h, bufs, guards)) < 0 ||
-	    (rc = h_check_inputs(h, bufs, inputs)) < 0)
+		    (rc = harness_download(h, bufs, t, &first_out[t])))
+			return rc;
+	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
+	    (rc = harness_check_inputs(h, bufs, inputs)) < 0)
+		return rc;
+	return 0;
+}
+
+/* More launches on the same input, then a second run with the other
+ * poison: state kept across launches (a __device__ counter, a cached
+ * result) shows up in the second run, whose outputs go to second. */
+static int second_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
+		      int extra, int *launches, void **second, json_t *guards, json_t *inputs)
+{
+	int rc = 0;
+	for (int k = 0; k < extra && !rc; k++) {
+		if (!(rc = harness_bufs_restore_inout(h, bufs)))
+			rc = harness_prog_launch(h, p, bufs);
+		(*launches)++;
+	}
+	if (!rc)
+		rc = harness_sync(h, "running the kernel (repeated launches)");
+	if (!rc && !(rc = harness_bufs_restore_inout(h, bufs)) &&
+	    !(rc = harness_bufs_poison(h, bufs, 1)) && !(rc = harness_prog_launch(h, p, bufs)))
+		rc = harness_sync(h, "running the kernel (second run)");
+	(*launches)++;
+	if (rc)
+		return rc;
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
+		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
+			rc = harness_download(h, bufs, t, &second[t]);
+	if (!rc && (rc = harness_check_guards(h, bufs, guards)) >= 0 &&
+	    (rc = harness_check_inputs(h, bufs, inputs)) >= 0)
+		rc = 0;
+	return rc;
+}
+
+/* One trial: fresh module, fresh buffers, inputs from seed; the first run
+ * with poison A; extra launches; the second run with poison B; compare. */
+static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
+		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
+		       const char *prefix, json_t *tr)
+{
+	struct harness_prog p;
+	struct harness_buf bufs[SPEC_MAX_TENSORS];
+	void *first_out[SPEC_MAX_TENSORS] = {0}, *second[SPEC_MAX_TENSORS] = {0};
+	int rc = harness_prog_load(h, &p, cubin, launch, launch_len);
+	if (rc)
+		return rc;
+	json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
+	json_object_set_new(tr, "guard_violations", guards);
+	json_object_set_new(tr, "inputs_modified", inputs);
+	json_object_set_new(tr, "outputs", outs);
+	int launches = 0;
+	if ((rc = harness_bufs_alloc(h, bufs)) || (rc = harness_bufs_fill_inputs(h, bufs, seed)) ||
+	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)))
 		goto out;
-	rc = 0;
-	void *second[SPEC_MAX_TENSORS] = {0};
-	if (runs > 1) {
-		/* More launches on the same input: state kept across launches
-		 * (a __device__ counter, a cached result) shows up in the second run. */
-		for (int k = 0; k < extra && !rc; k++) {
-			if (!(rc = h_bufs_restore_inout(h, bufs)))
-				rc = h_prog_launch(h, &p, bufs);
-			launches++;
-		}
-		if (!rc)
-			rc = h_sync(h, "running the kernel (repeated launches)");
-		if (!rc && !(rc = h_bufs_restore_inout(h, bufs)) &&
-		    !(rc = h_bufs_poison(h, bufs, 1)) && !(rc = h_prog_launch(h, &p, bufs)))
-			rc = h_sync(h, "running the kernel (second run)");
-		launches++;
-		if (rc)
-			goto out;
-		for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
-			if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
-				rc = h_download(h, bufs, t, &second[t]);
-		if (!rc && (rc = h_check_guards(h, bufs, guards)) >= 0 &&
-		    (rc = h_check_inputs(h, bufs, inputs)) >= 0)
-			rc = 0;
-	}
-	for (size_t t = 0; t < h->s->tensors_len && !rc; t++) {
-		const struct spec_tensor *T = &h->s->tensors[t];
-		if (T->role == SPEC_ROLE_INPUT)
-			continue;
-		size_t es = dtype_bytes(T->dtype);
-		uint64_t unw = 0, unw2 = 0, changed = 0, late = 0;
-		json_t *fu = json_array(), *fu2 = json_array(), *fc = json_array(),
-		       *fl = json_array();
-		for (uint64_t i = 0; i < h->b.elems[t]; i++) {
-			int p1 = T->role == SPEC_ROLE_OUTPUT &&
-				 h_is_poison(T->dtype, first_out[t], i, 0);
-			if (!second[t]) {
-				if (p1) {
-					unw++;
-					add_first(fu, i);
-				}
-				continue;
-			}
-			int p2 = T->role == SPEC_ROLE_OUTPUT &&
-				 h_is_poison(T->dtype, second[t], i, 1);
-			if (p1 && p2) {
-				unw++;
-				add_first(fu, i);
-			} else if (p2) {
-				unw2++;
-				add_first(fu2, i);
-			} else if (p1) {
-				late++;
-				add_first(fl, i);
-			} else if (memcmp((char *)first_out[t] + i * es, (char *)second[t] + i * es,
-					  es)) {
-				changed++;
-				add_first(fc, i);
-			}
-		}
-		char file[300];
-		snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);
-		if (h_write_file(file, first_out[t], h->b.bytes[t])) {
-			json_object_set_new(
-				h->report, "error",
-				json_string("cannot write outputs to the job directory"));
-			rc = KF_EIO;
-		}
-		json_object_set_new(outs, T->name,
-				    json_pack("{s:s, s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}",
-					      "file", file, "unwritten", (json_int_t)unw,
-					      "first_unwritten", fu, "unwritten_second_run",
-					      (json_int_t)unw2, "first_unwritten_second_run", fu2,
-					      "unwritten_first_run_only", (json_int_t)late,
-					      "first_unwritten_first_run_only", fl,
-					      "changed_between_runs", (json_int_t)changed,
-					      "first_changed", fc));
-	}
-	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
-		free(second[t]);
+	launches++;
+	if ((rc = first_run(h, &p, bufs, first_out, tr, guards, inputs)))
+		goto out;
+	if (runs > 1 && (rc = second_run(h, &p, bufs, extra, &launches, second, guards, inputs)))
+		goto out;
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
+		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
+			rc = compare_runs(h, t, first_out[t], second[t], prefix, trial, outs);
 out:
 	json_object_set_new(tr, "launches", json_integer(launches));
-	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++) {
 		free(first_out[t]);
+		free(second[t]);
+	}
 	if (!json_object_get(h->report, "fault")) {
-		h_bufs_free(h, bufs);
-		h_prog_unload(&p);
+		harness_bufs_free(h, bufs);
+		harness_prog_unload(&p);
 	}
 	return rc;
 }
@@ -162,7 +183,7 @@ out:
  * soon as the row is done ({"row": i, "trials": [...]}, with "fault" or
  * "error" when it stopped there), so a later hang or crash loses nothing
  * already measured; the final line is the whole-run report. */
-int h_mode_check(struct harness *h)
+int harness_mode_check(struct harness *h)
 {
 	const json_t *rows = json_object_get(h->job, "rows");
 	const char *which = json_string_value(json_object_get(h->job, "program"));
@@ -216,7 +237,7 @@ int h_mode_check(struct harness *h)
 		}
 		for (size_t k = 0; !rc && k < json_array_size(seeds); k++) {
 			uint64_t seed;
-			if (h_parse_seed(json_array_get(seeds, k), &seed)) {
+			if (harness_parse_seed(json_array_get(seeds, k), &seed)) {
 				json_object_set_new(h->report, "error",
 						    json_string("job.json: bad seed"));
 				rc = KF_EINVAL;
@@ -225,10 +246,10 @@ int h_mode_check(struct harness *h)
 			json_t *tr = json_object();
 			json_array_append_new(trials, tr);
 			json_object_set_new(tr, "seed", json_incref(json_array_get(seeds, k)));
-			h_watchdog_arm((long)r);
+			harness_watchdog_arm((long)r);
 			rc = check_trial(h, cubin, launch, launch_len, seed, (int)k,
 					 runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
-			h_watchdog_disarm();
+			harness_watchdog_disarm();
 		}
 		/* A fault or error belongs to the row it happened in. */
 		if (rc) {
@@ -237,7 +258,7 @@ int h_mode_check(struct harness *h)
 			if (json_object_get(h->report, "error"))
 				json_object_set(line, "error", json_object_get(h->report, "error"));
 		}
-		h_send_line(h, line);
+		harness_send_line(h, line);
 		json_decref(line);
 		if (rc)
 			return rc;

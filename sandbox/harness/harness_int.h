@@ -15,7 +15,7 @@
 
 /* One device buffer with guard bands: [guard | data (bytes) | canary tail
  * up to the 256-byte rounding | guard]. */
-struct hbuf {
+struct harness_buf {
 	CUdeviceptr base; /* the allocation */
 	CUdeviceptr data; /* base + SPEC_GUARD_BYTES */
 	uint64_t bytes;	  /* data bytes */
@@ -24,7 +24,7 @@ struct hbuf {
 };
 
 /* A program: a loaded module and the launch list that runs it. */
-struct hprog {
+struct harness_prog {
 	CUmodule mod;
 	const struct spec_launch *launch;
 	size_t launch_len;
@@ -48,63 +48,63 @@ struct harness {
 
 /* Records a CUDA failure into the report ("fault" with the error name and
  * what was running) and returns KF_EFAULT. */
-int h_cuda_fail(struct harness *h, CUresult r, const char *what);
+int harness_cuda_fail(struct harness *h, CUresult r, const char *what);
 
 /* The name of a CUDA error ("CUDA_ERROR_ILLEGAL_ADDRESS"). Static. */
-const char *h_cu_name(CUresult r);
+const char *harness_cu_name(CUresult r);
 
 /* Loads the module at path and resolves the launch list's kernels. */
-int h_prog_load(struct harness *h, struct hprog *p, const char *path,
-		const struct spec_launch *launch, size_t launch_len);
-void h_prog_unload(struct hprog *p);
+int harness_prog_load(struct harness *h, struct harness_prog *p, const char *path,
+		      const struct spec_launch *launch, size_t launch_len);
+void harness_prog_unload(struct harness_prog *p);
 
 /* Allocates every tensor with guards; fills inputs from seed (host copies
  * kept in bufs[i].host), writes canaries, poisons outputs with pattern
  * (0 = A, 1 = B). */
-int h_bufs_alloc(struct harness *h, struct hbuf *bufs);
-void h_bufs_free(struct harness *h, struct hbuf *bufs);
-int h_bufs_fill_inputs(struct harness *h, struct hbuf *bufs, uint64_t seed);
-int h_bufs_restore_inout(struct harness *h, struct hbuf *bufs);
-int h_bufs_poison(struct harness *h, struct hbuf *bufs, int pattern);
-int h_bufs_canary(struct harness *h, struct hbuf *bufs);
+int harness_bufs_alloc(struct harness *h, struct harness_buf *bufs);
+void harness_bufs_free(struct harness *h, struct harness_buf *bufs);
+int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64_t seed);
+int harness_bufs_restore_inout(struct harness *h, struct harness_buf *bufs);
+int harness_bufs_poison(struct harness *h, struct harness_buf *bufs, int pattern);
+int harness_bufs_canary(struct harness *h, struct harness_buf *bufs);
 
 /* Enqueues the program's launch list on h->stream with bufs' pointers. */
-int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs);
+int harness_prog_launch(struct harness *h, struct harness_prog *p, struct harness_buf *bufs);
 
 /* Waits for the stream; a kernel fault is recorded with what. */
-int h_sync(struct harness *h, const char *what);
+int harness_sync(struct harness *h, const char *what);
 
 /* Downloads output tensor t into a new host buffer (free()). */
-int h_download(struct harness *h, struct hbuf *bufs, size_t t, void **out);
+int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void **out);
 
 /* Checks the guard canaries and the inputs; appends findings to arr
  * ("guard_violations", "inputs_modified" entries). Returns the number of
  * violations, or a negative code. */
-int h_check_guards(struct harness *h, struct hbuf *bufs, json_t *viol);
-int h_check_inputs(struct harness *h, struct hbuf *bufs, json_t *viol);
+int harness_check_guards(struct harness *h, struct harness_buf *bufs, json_t *viol);
+int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *viol);
 
 /* 1 when element i of an output buffer holds the poison pattern. */
-int h_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern);
+int harness_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern);
 
 /* Sends one compact JSON line (obj borrowed) to the daemon's report pipe. */
-void h_send_line(struct harness *h, const json_t *obj);
+void harness_send_line(struct harness *h, const json_t *obj);
 
 /* Arms the check-mode watchdog for a trial of row (job's row_timeout_ms),
  * and disarms it. */
-void h_watchdog_arm(long row);
-void h_watchdog_disarm(void);
+void harness_watchdog_arm(long row);
+void harness_watchdog_disarm(void);
 
 /* Writes len bytes to job-dir-relative path. */
-int h_write_file(const char *path, const void *data, uint64_t len);
+int harness_write_file(const char *path, const void *data, uint64_t len);
 
 /* Reads a hex seed string. */
-int h_parse_seed(const json_t *v, uint64_t *out);
+int harness_parse_seed(const json_t *v, uint64_t *out);
 
 /* Modes. */
-int h_mode_check(struct harness *h);
-int h_mode_bench(struct harness *h);
-int h_mode_calibrate(struct harness *h);
+int harness_mode_check(struct harness *h);
+int harness_mode_bench(struct harness *h);
+int harness_mode_calibrate(struct harness *h);
 
-double h_now_ms(void);
+double harness_now_ms(void);
 
 #endif

@@ -20,14 +20,14 @@
 
 #include "sandbox/harness/harness_int.h"
 
-double h_now_ms(void)
+double harness_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-const char *h_cu_name(CUresult r)
+const char *harness_cu_name(CUresult r)
 {
 	const char *n = NULL;
 	if (cuGetErrorName(r, &n) != CUDA_SUCCESS || !n)
@@ -35,18 +35,19 @@ const char *h_cu_name(CUresult r)
 	return n;
 }
 
-int h_cuda_fail(struct harness *h, CUresult r, const char *what)
+int harness_cuda_fail(struct harness *h, CUresult r, const char *what)
 {
 	const char *msg = NULL;
 	cuGetErrorString(r, &msg);
 	if (!json_object_get(h->report, "fault"))
 		json_object_set_new(h->report, "fault",
-				    json_pack("{s:s, s:i, s:s, s:s}", "error", h_cu_name(r), "code",
-					      (int)r, "message", msg ? msg : "", "during", what));
+				    json_pack("{s:s, s:i, s:s, s:s}", "error", harness_cu_name(r),
+					      "code", (int)r, "message", msg ? msg : "", "during",
+					      what));
 	return KF_EFAULT;
 }
 
-int h_write_file(const char *path, const void *data, uint64_t len)
+int harness_write_file(const char *path, const void *data, uint64_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -66,7 +67,7 @@ int h_write_file(const char *path, const void *data, uint64_t len)
 	return close(fd) ? KF_EIO : 0;
 }
 
-int h_parse_seed(const json_t *v, uint64_t *out)
+int harness_parse_seed(const json_t *v, uint64_t *out)
 {
 	if (!json_is_string(v))
 		return KF_EINVAL;
@@ -81,8 +82,8 @@ int h_parse_seed(const json_t *v, uint64_t *out)
 
 /* --- modules and launches ---------------------------------------------- */
 
-int h_prog_load(struct harness *h, struct hprog *p, const char *path,
-		const struct spec_launch *launch, size_t launch_len)
+int harness_prog_load(struct harness *h, struct harness_prog *p, const char *path,
+		      const struct spec_launch *launch, size_t launch_len)
 {
 	memset(p, 0, sizeof *p);
 	p->path = path;
@@ -92,7 +93,7 @@ int h_prog_load(struct harness *h, struct hprog *p, const char *path,
 	if (r != CUDA_SUCCESS) {
 		char what[300];
 		snprintf(what, sizeof what, "loading module %s (built for another arch?)", path);
-		return h_cuda_fail(h, r, what);
+		return harness_cuda_fail(h, r, what);
 	}
 	for (size_t i = 0; i < launch_len; i++) {
 		r = cuModuleGetFunction(&p->fn[i], p->mod, launch[i].kernel);
@@ -101,7 +102,7 @@ int h_prog_load(struct harness *h, struct hprog *p, const char *path,
 			snprintf(what, sizeof what,
 				 "finding kernel '%s' (declare it extern \"C\" __global__)",
 				 launch[i].kernel);
-			h_cuda_fail(h, r, what);
+			harness_cuda_fail(h, r, what);
 			json_object_set_new(json_object_get(h->report, "fault"), "kind",
 					    json_string("kernel_not_found"));
 			return KF_EINVAL;
@@ -110,14 +111,14 @@ int h_prog_load(struct harness *h, struct hprog *p, const char *path,
 	return 0;
 }
 
-void h_prog_unload(struct hprog *p)
+void harness_prog_unload(struct harness_prog *p)
 {
 	if (p->mod)
 		cuModuleUnload(p->mod);
 	p->mod = NULL;
 }
 
-int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
+int harness_prog_launch(struct harness *h, struct harness_prog *p, struct harness_buf *bufs)
 {
 	for (size_t i = 0; i < p->launch_len; i++) {
 		const struct spec_launch *l = &p->launch[i];
@@ -192,7 +193,7 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 				snprintf(what, sizeof what,
 					 "raising the shared memory limit of %s to %u bytes",
 					 l->kernel, sb);
-				return h_cuda_fail(h, r, what);
+				return harness_cuda_fail(h, r, what);
 			}
 		}
 		CUresult r = cuLaunchKernel(p->fn[i], g[0], g[1], g[2], b[0], b[1], b[2], sb,
@@ -202,16 +203,16 @@ int h_prog_launch(struct harness *h, struct hprog *p, struct hbuf *bufs)
 			snprintf(what, sizeof what,
 				 "launching %s (grid %u,%u,%u block %u,%u,%u shared %u)", l->kernel,
 				 g[0], g[1], g[2], b[0], b[1], b[2], sb);
-			return h_cuda_fail(h, r, what);
+			return harness_cuda_fail(h, r, what);
 		}
 	}
 	return 0;
 }
 
-int h_sync(struct harness *h, const char *what)
+int harness_sync(struct harness *h, const char *what)
 {
 	CUresult r = cuStreamSynchronize(h->stream);
-	return r == CUDA_SUCCESS ? 0 : h_cuda_fail(h, r, what);
+	return r == CUDA_SUCCESS ? 0 : harness_cuda_fail(h, r, what);
 }
 
 /* --- main -------------------------------------------------------------- */
@@ -243,7 +244,7 @@ static void write_all(int fd, const char *p, size_t len)
 	}
 }
 
-void h_send_line(struct harness *h, const json_t *obj)
+void harness_send_line(struct harness *h, const json_t *obj)
 {
 	char *text = json_dumps(obj, JSON_COMPACT);
 	if (!text)
@@ -273,7 +274,7 @@ static void *watchdog(void *arg)
 	for (;;) {
 		usleep(20000);
 		long long d = atomic_load(&wd.deadline_ms);
-		if (d && (long long)h_now_ms() > d) {
+		if (d && (long long)harness_now_ms() > d) {
 			char line[128];
 			int n = snprintf(line, sizeof line,
 					 "{\"row\":%ld,\"timeout\":true,\"timeout_ms\":%lld}\n",
@@ -286,15 +287,15 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-void h_watchdog_arm(long row)
+void harness_watchdog_arm(long row)
 {
 	if (wd.limit_ms <= 0)
 		return;
 	atomic_store(&wd.row, row);
-	atomic_store(&wd.deadline_ms, (long long)h_now_ms() + wd.limit_ms);
+	atomic_store(&wd.deadline_ms, (long long)harness_now_ms() + wd.limit_ms);
 }
 
-void h_watchdog_disarm(void)
+void harness_watchdog_disarm(void)
 {
 	atomic_store(&wd.deadline_ms, 0);
 }
@@ -317,17 +318,17 @@ static int setup_device(struct harness *h)
 	int ordinal = (int)json_integer_value(json_object_get(h->job, "device"));
 	CUresult r = cuInit(0);
 	if (r != CUDA_SUCCESS)
-		return h_cuda_fail(h, r, "cuInit (is the GPU visible in the sandbox?)");
+		return harness_cuda_fail(h, r, "cuInit (is the GPU visible in the sandbox?)");
 	if ((r = cuDeviceGet(&h->dev, ordinal)) != CUDA_SUCCESS)
-		return h_cuda_fail(h, r, "selecting the device");
+		return harness_cuda_fail(h, r, "selecting the device");
 	cuDeviceGetName(h->dev_name, sizeof h->dev_name, h->dev);
 	cuDeviceGetAttribute(&h->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, h->dev);
 	/* The primary context: cuBLAS (calibrate) shares it. */
 	if ((r = cuDevicePrimaryCtxRetain(&h->ctx, h->dev)) != CUDA_SUCCESS ||
 	    (r = cuCtxSetCurrent(h->ctx)) != CUDA_SUCCESS)
-		return h_cuda_fail(h, r, "creating the context");
+		return harness_cuda_fail(h, r, "creating the context");
 	if ((r = cuStreamCreate(&h->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
-		return h_cuda_fail(h, r, "creating the stream");
+		return harness_cuda_fail(h, r, "creating the stream");
 	int major = 0, minor = 0;
 	cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h->dev);
 	cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h->dev);
@@ -411,24 +412,24 @@ int main(int argc, char **argv)
 run:
 	if ((rc = setup_device(&h)))
 		goto out;
-	double t0 = h_now_ms();
+	double t0 = harness_now_ms();
 	if (strcmp(mode, "check") == 0) {
 		watchdog_start(&h);
-		rc = h_mode_check(&h);
+		rc = harness_mode_check(&h);
 	} else if (strcmp(mode, "bench") == 0)
-		rc = h_mode_bench(&h);
+		rc = harness_mode_bench(&h);
 	else if (strcmp(mode, "calibrate") == 0)
-		rc = h_mode_calibrate(&h);
+		rc = harness_mode_calibrate(&h);
 	else {
 		json_object_set_new(h.report, "error", json_string("job.json: unknown mode"));
 		rc = KF_EINVAL;
 	}
-	json_object_set_new(h.report, "harness_ms", json_real(h_now_ms() - t0));
+	json_object_set_new(h.report, "harness_ms", json_real(harness_now_ms() - t0));
 out:
 	json_object_set_new(h.report, "ok", json_boolean(rc == 0));
 	fflush(stdout);
 	json_object_set_new(h.report, "final", json_true());
-	h_send_line(&h, h.report);
+	harness_send_line(&h, h.report);
 	spec_free(h.s);
 	json_decref(h.job);
 	json_decref(h.report);

@@ -63,14 +63,214 @@ static double jnum(const json_t *j, const char *k, double def)
 	return json_is_number(v) ? json_number_value(v) : def;
 }
 
-int h_mode_bench(struct harness *h)
+/* The programs being timed (candidate, baseline) and what timing them
+ * holds. */
+struct bench_run {
+	int nprog; /* 1, or 2 with a baseline */
+	int flush; /* 1: L2 flushed before each timed launch */
+	struct harness_prog prog[2];
+	struct harness_buf bufs[2][SPEC_MAX_TENSORS];
+	struct series ser[2];
+	CUdeviceptr flushbuf;
+	size_t flush_bytes;
+	CUevent ev[2][BATCH][2];
+};
+
+/* Warm-up by time: clocks ramp, caches and TLBs settle, lazy module
+ * loading happens here rather than in a timed launch. */
+static int warm_up(struct harness *h, struct bench_run *br, double warmup_ms)
+{
+	double t0 = harness_now_ms();
+	int warm = 0, rc = 0;
+	while (harness_now_ms() - t0 < warmup_ms || warm < 3) {
+		for (int p = 0; p < br->nprog && !rc; p++)
+			rc = harness_prog_launch(h, &br->prog[p], br->bufs[p]);
+		if (!rc)
+			rc = harness_sync(h, "warm-up launches");
+		if (rc)
+			return rc;
+		warm++;
+		if (warm > 100000)
+			break;
+	}
+	json_object_set_new(h->report, "warmup_launches", json_integer(warm));
+	return 0;
+}
+
+/* One batch of timed launches per program, then their event times. */
+static int time_batch(struct harness *h, struct bench_run *br, size_t *iter, uint32_t *flush_val)
+{
+	int rc;
+	for (int b = 0; b < BATCH; b++, (*iter)++) {
+		/* Alternate the order so neither always runs right after the
+		 * other's flush tail. */
+		for (int q = 0; q < br->nprog; q++) {
+			int p = (*iter & 1) ? br->nprog - 1 - q : q;
+			if (br->flush) {
+				CUresult r = cuMemsetD32Async(br->flushbuf, (*flush_val)++,
+							      br->flush_bytes / 4, h->stream);
+				if (r != CUDA_SUCCESS)
+					return harness_cuda_fail(h, r, "flushing L2");
+			}
+			cuEventRecord(br->ev[p][b][0], h->stream);
+			if ((rc = harness_prog_launch(h, &br->prog[p], br->bufs[p])))
+				return rc;
+			cuEventRecord(br->ev[p][b][1], h->stream);
+		}
+	}
+	if ((rc = harness_sync(h, "timed launches")))
+		return rc;
+	for (int p = 0; p < br->nprog; p++)
+		for (int b = 0; b < BATCH; b++) {
+			float ms = 0;
+			CUresult r = cuEventElapsedTime(&ms, br->ev[p][b][0], br->ev[p][b][1]);
+			if (r != CUDA_SUCCESS)
+				return harness_cuda_fail(h, r, "reading event times");
+			br->ser[p].ms[br->ser[p].len++] = ms;
+		}
+	return 0;
+}
+
+/* Timed batches until every median's relative standard error is under
+ * target (after min_reps), the budget ends or max_reps; the samples and
+ * why timing stopped go to the report. */
+static int time_until(struct harness *h, struct bench_run *br, size_t min_reps, size_t max_reps,
+		      double target, double budget_ms)
+{
+	double start = harness_now_ms();
+	size_t iter = 0;
+	uint32_t flush_val = 1;
+	int stop_reason = 0; /* 1 target met, 2 budget, 3 max reps */
+	while (!stop_reason) {
+		int rc = time_batch(h, br, &iter, &flush_val);
+		if (rc)
+			return rc;
+		int met = br->ser[0].len >= min_reps;
+		for (int p = 0; p < br->nprog; p++)
+			met = met && rel_se(&br->ser[p]) < target;
+		if (met)
+			stop_reason = 1;
+		else if (harness_now_ms() - start > budget_ms)
+			stop_reason = 2;
+		else if (br->ser[0].len >= max_reps)
+			stop_reason = 3;
+	}
+	static const char *const WHY[] = {"", "target", "budget", "max_reps"};
+	json_object_set_new(h->report, "stop", json_string(WHY[stop_reason]));
+	json_object_set_new(h->report, "timing_ms", json_real(harness_now_ms() - start));
+	json_object_set_new(h->report, "candidate_ms", series_json(&br->ser[0]));
+	if (br->nprog > 1)
+		json_object_set_new(h->report, "baseline_ms", series_json(&br->ser[1]));
+	json_object_set_new(h->report, "l2_flushed", json_boolean(br->flush));
+	return 0;
+}
+
+/* Verification after timing: the same module (not reloaded), fresh
+ * inputs (vseed), poisoned outputs, one run; the daemon compares. */
+static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
+{
+	struct harness_buf *bufs = br->bufs[0];
+	json_t *v = json_object();
+	json_object_set_new(h->report, "verify", v);
+	json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
+	json_object_set_new(v, "guard_violations", guards);
+	json_object_set_new(v, "inputs_modified", inputs);
+	json_object_set_new(v, "outputs", outs);
+	int rc;
+	if ((rc = harness_bufs_fill_inputs(h, bufs, vseed)) ||
+	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)) ||
+	    (rc = harness_prog_launch(h, &br->prog[0], bufs)) ||
+	    (rc = harness_sync(h, "the verification run after timing")))
+		return rc;
+	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
+	    (rc = harness_check_inputs(h, bufs, inputs)) < 0)
+		return rc;
+	for (size_t t = 0; t < h->s->tensors_len; t++) {
+		const struct spec_tensor *T = &h->s->tensors[t];
+		if (T->role == SPEC_ROLE_INPUT)
+			continue;
+		void *o;
+		if ((rc = harness_download(h, bufs, t, &o)))
+			return rc;
+		uint64_t unw = 0;
+		json_t *fu = json_array();
+		for (uint64_t i = 0; i < h->b.elems[t]; i++)
+			if (T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, o, i, 0)) {
+				if (json_array_size(fu) < 8)
+					json_array_append_new(fu, json_integer((json_int_t)i));
+				unw++;
+			}
+		char file[300];
+		snprintf(file, sizeof file, "verify.%s.bin", T->name);
+		int wr = harness_write_file(file, o, h->b.bytes[t]);
+		free(o);
+		if (wr) {
+			json_object_set_new(
+				h->report, "error",
+				json_string("cannot write outputs to the job directory"));
+			return KF_EIO;
+		}
+		json_object_set_new(outs, T->name,
+				    json_pack("{s:s, s:I, s:o}", "file", file, "unwritten",
+					      (json_int_t)unw, "first_unwritten", fu));
+	}
+	return 0;
+}
+
+/* Loads the candidate and the baseline (a baseline that cannot load, no
+ * kernel of that name or another arch, is reported and the candidate is
+ * still timed: loading errors do not poison the context). */
+static int load_programs(struct harness *h, struct bench_run *br, const char *cand,
+			 const char *base)
+{
+	int rc = harness_prog_load(h, &br->prog[0], cand, h->s->launch, h->s->launch_len);
+	if (rc)
+		return rc;
+	br->nprog = 1;
+	if (base && harness_prog_load(h, &br->prog[1], base, h->s->baseline.launch,
+				      h->s->baseline.launch_len)) {
+		json_t *f = json_object_get(h->report, "fault");
+		json_object_set(h->report, "baseline_error", f ? f : json_string("cannot load"));
+		json_object_del(h->report, "fault");
+	} else if (base) {
+		br->nprog = 2;
+	}
+	return 0;
+}
+
+/* Buffers and sample series per program, the L2 flush buffer (twice the
+ * L2, so nothing of the previous run stays cached) and the events. */
+static int bench_alloc(struct harness *h, struct bench_run *br, uint64_t seed, size_t max_reps)
+{
+	int rc;
+	for (int p = 0; p < br->nprog; p++) {
+		if ((rc = harness_bufs_alloc(h, br->bufs[p])) ||
+		    (rc = harness_bufs_fill_inputs(h, br->bufs[p], seed)) ||
+		    (rc = harness_bufs_canary(h, br->bufs[p])) ||
+		    (rc = harness_bufs_poison(h, br->bufs[p], 0)))
+			return rc;
+		br->ser[p].ms = calloc(max_reps + BATCH, sizeof(double));
+		if (!br->ser[p].ms)
+			return KF_ENOMEM;
+	}
+	if (br->flush) {
+		br->flush_bytes = (size_t)(h->l2_bytes > 0 ? h->l2_bytes : 64 << 20) * 2;
+		br->flush_bytes = (br->flush_bytes + 255) & ~(size_t)255;
+		CUresult r = cuMemAlloc(&br->flushbuf, br->flush_bytes);
+		if (r != CUDA_SUCCESS)
+			return harness_cuda_fail(h, r, "allocating the L2 flush buffer");
+	}
+	return 0;
+}
+
+int harness_mode_bench(struct harness *h)
 {
 	const json_t *job = h->job;
 	const char *cand = json_string_value(json_object_get(job, "module"));
 	const char *base = json_string_value(json_object_get(job, "baseline_module"));
 	uint64_t seed, vseed;
-	if (!cand || h_parse_seed(json_object_get(job, "seed"), &seed) ||
-	    h_parse_seed(json_object_get(job, "verify_seed"), &vseed)) {
+	if (!cand || harness_parse_seed(json_object_get(job, "seed"), &seed) ||
+	    harness_parse_seed(json_object_get(job, "verify_seed"), &vseed)) {
 		json_object_set_new(
 			h->report, "error",
 			json_string("job.json: module, seed and verify_seed are required"));
@@ -83,195 +283,41 @@ int h_mode_bench(struct harness *h)
 	size_t max_reps = (size_t)jnum(job, "max_reps", 10000);
 	if (max_reps > MAX_SAMPLES)
 		max_reps = MAX_SAMPLES;
-	int flush = json_is_false(json_object_get(job, "flush_l2")) ? 0 : 1;
-
-	int nprog = base ? 2 : 1;
-	struct hprog prog[2];
-	struct hbuf bufs[2][SPEC_MAX_TENSORS];
-	struct series ser[2] = {{0}};
-	CUdeviceptr flushbuf = 0;
-	size_t flush_bytes = 0;
-	CUevent ev[2][BATCH][2];
+	struct bench_run *br = calloc(1, sizeof *br);
+	if (!br)
+		return KF_ENOMEM;
+	br->flush = json_is_false(json_object_get(job, "flush_l2")) ? 0 : 1;
 	int ev_made = 0;
-	int rc = 0;
-	memset(prog, 0, sizeof prog);
-	memset(bufs, 0, sizeof bufs);
-	if ((rc = h_prog_load(h, &prog[0], cand, h->s->launch, h->s->launch_len)))
-		return rc;
-	if (base &&
-	    h_prog_load(h, &prog[1], base, h->s->baseline.launch, h->s->baseline.launch_len)) {
-		/* A baseline that cannot load (no kernel of that name, another
-		 * arch) is reported; the candidate is still timed. Loading errors
-		 * do not poison the context. */
-		json_t *f = json_object_get(h->report, "fault");
-		json_object_set(h->report, "baseline_error", f ? f : json_string("cannot load"));
-		json_object_del(h->report, "fault");
-		base = NULL;
-		nprog = 1;
-	}
-	for (int p = 0; p < nprog; p++) {
-		if ((rc = h_bufs_alloc(h, bufs[p])) ||
-		    (rc = h_bufs_fill_inputs(h, bufs[p], seed)) ||
-		    (rc = h_bufs_canary(h, bufs[p])) || (rc = h_bufs_poison(h, bufs[p], 0)))
-			goto out;
-		ser[p].ms = calloc(max_reps + BATCH, sizeof(double));
-		if (!ser[p].ms) {
-			rc = KF_ENOMEM;
-			goto out;
-		}
-	}
-	if (flush) {
-		/* Twice the L2 so nothing of the previous run stays cached. */
-		flush_bytes = (size_t)(h->l2_bytes > 0 ? h->l2_bytes : 64 << 20) * 2;
-		flush_bytes = (flush_bytes + 255) & ~(size_t)255;
-		CUresult r = cuMemAlloc(&flushbuf, flush_bytes);
-		if (r != CUDA_SUCCESS) {
-			rc = h_cuda_fail(h, r, "allocating the L2 flush buffer");
-			goto out;
-		}
-	}
+	int rc = load_programs(h, br, cand, base);
+	if (rc)
+		goto out;
+	if ((rc = bench_alloc(h, br, seed, max_reps)))
+		goto out;
 	for (int p = 0; p < 2; p++)
 		for (int b = 0; b < BATCH; b++)
 			for (int k = 0; k < 2; k++)
-				cuEventCreate(&ev[p][b][k], CU_EVENT_DEFAULT);
+				cuEventCreate(&br->ev[p][b][k], CU_EVENT_DEFAULT);
 	ev_made = 1;
-
-	/* Warm-up by time: clocks ramp, caches and TLBs settle, lazy module
-	 * loading happens here rather than in a timed launch. */
-	double t0 = h_now_ms();
-	int warm = 0;
-	while (h_now_ms() - t0 < warmup_ms || warm < 3) {
-		for (int p = 0; p < nprog && !rc; p++)
-			rc = h_prog_launch(h, &prog[p], bufs[p]);
-		if (!rc)
-			rc = h_sync(h, "warm-up launches");
-		if (rc)
-			goto out;
-		warm++;
-		if (warm > 100000)
-			break;
-	}
-	json_object_set_new(h->report, "warmup_launches", json_integer(warm));
-
-	double start = h_now_ms();
-	size_t iter = 0;
-	uint32_t flush_val = 1;
-	int stop_reason = 0; /* 1 target met, 2 budget, 3 max reps */
-	while (!stop_reason) {
-		for (int b = 0; b < BATCH; b++, iter++) {
-			/* Alternate the order so neither always runs right after the
-			 * other's flush tail. */
-			for (int q = 0; q < nprog; q++) {
-				int p = (iter & 1) ? nprog - 1 - q : q;
-				if (flush) {
-					CUresult r = cuMemsetD32Async(flushbuf, flush_val++,
-								      flush_bytes / 4, h->stream);
-					if (r != CUDA_SUCCESS) {
-						rc = h_cuda_fail(h, r, "flushing L2");
-						goto out;
-					}
-				}
-				cuEventRecord(ev[p][b][0], h->stream);
-				if ((rc = h_prog_launch(h, &prog[p], bufs[p])))
-					goto out;
-				cuEventRecord(ev[p][b][1], h->stream);
-			}
-		}
-		if ((rc = h_sync(h, "timed launches")))
-			goto out;
-		for (int p = 0; p < nprog; p++)
-			for (int b = 0; b < BATCH; b++) {
-				float ms = 0;
-				CUresult r = cuEventElapsedTime(&ms, ev[p][b][0], ev[p][b][1]);
-				if (r != CUDA_SUCCESS) {
-					rc = h_cuda_fail(h, r, "reading event times");
-					goto out;
-				}
-				ser[p].ms[ser[p].len++] = ms;
-			}
-		int met = ser[0].len >= min_reps;
-		for (int p = 0; p < nprog; p++)
-			met = met && rel_se(&ser[p]) < target;
-		if (met)
-			stop_reason = 1;
-		else if (h_now_ms() - start > budget_ms)
-			stop_reason = 2;
-		else if (ser[0].len >= max_reps)
-			stop_reason = 3;
-	}
-	static const char *const WHY[] = {"", "target", "budget", "max_reps"};
-	json_object_set_new(h->report, "stop", json_string(WHY[stop_reason]));
-	json_object_set_new(h->report, "timing_ms", json_real(h_now_ms() - start));
-	json_object_set_new(h->report, "candidate_ms", series_json(&ser[0]));
-	if (nprog > 1)
-		json_object_set_new(h->report, "baseline_ms", series_json(&ser[1]));
-	json_object_set_new(h->report, "l2_flushed", json_boolean(flush));
-
-	/* Verification after timing: the same module (not reloaded), fresh
-	 * inputs, poisoned outputs, one run; the daemon compares. */
-	{
-		json_t *v = json_object();
-		json_object_set_new(h->report, "verify", v);
-		json_t *guards = json_array(), *inputs = json_array(), *outs = json_object();
-		json_object_set_new(v, "guard_violations", guards);
-		json_object_set_new(v, "inputs_modified", inputs);
-		json_object_set_new(v, "outputs", outs);
-		if ((rc = h_bufs_fill_inputs(h, bufs[0], vseed)) ||
-		    (rc = h_bufs_canary(h, bufs[0])) || (rc = h_bufs_poison(h, bufs[0], 0)) ||
-		    (rc = h_prog_launch(h, &prog[0], bufs[0])) ||
-		    (rc = h_sync(h, "the verification run after timing")))
-			goto out;
-		if ((rc = h_check_guards(h, bufs[0], guards)) < 0 ||
-		    (rc = h_check_inputs(h, bufs[0], inputs)) < 0)
-			goto out;
-		rc = 0;
-		for (size_t t = 0; t < h->s->tensors_len; t++) {
-			const struct spec_tensor *T = &h->s->tensors[t];
-			if (T->role == SPEC_ROLE_INPUT)
-				continue;
-			void *o;
-			if ((rc = h_download(h, bufs[0], t, &o)))
-				goto out;
-			uint64_t unw = 0;
-			json_t *fu = json_array();
-			for (uint64_t i = 0; i < h->b.elems[t]; i++)
-				if (T->role == SPEC_ROLE_OUTPUT && h_is_poison(T->dtype, o, i, 0)) {
-					if (json_array_size(fu) < 8)
-						json_array_append_new(fu,
-								      json_integer((json_int_t)i));
-					unw++;
-				}
-			char file[300];
-			snprintf(file, sizeof file, "verify.%s.bin", T->name);
-			int wr = h_write_file(file, o, h->b.bytes[t]);
-			free(o);
-			if (wr) {
-				json_object_set_new(
-					h->report, "error",
-					json_string("cannot write outputs to the job directory"));
-				rc = KF_EIO;
-				goto out;
-			}
-			json_object_set_new(outs, T->name,
-					    json_pack("{s:s, s:I, s:o}", "file", file, "unwritten",
-						      (json_int_t)unw, "first_unwritten", fu));
-		}
-	}
+	if ((rc = warm_up(h, br, warmup_ms)) ||
+	    (rc = time_until(h, br, min_reps, max_reps, target, budget_ms)))
+		goto out;
+	rc = verify_after(h, br, vseed);
 out:
 	if (!json_object_get(h->report, "fault")) {
 		if (ev_made)
 			for (int p = 0; p < 2; p++)
 				for (int b = 0; b < BATCH; b++)
 					for (int k = 0; k < 2; k++)
-						cuEventDestroy(ev[p][b][k]);
-		if (flushbuf)
-			cuMemFree(flushbuf);
-		for (int p = 0; p < nprog; p++) {
-			h_bufs_free(h, bufs[p]);
-			h_prog_unload(&prog[p]);
+						cuEventDestroy(br->ev[p][b][k]);
+		if (br->flushbuf)
+			cuMemFree(br->flushbuf);
+		for (int p = 0; p < br->nprog; p++) {
+			harness_bufs_free(h, br->bufs[p]);
+			harness_prog_unload(&br->prog[p]);
 		}
 	}
-	free(ser[0].ms);
-	free(ser[1].ms);
+	free(br->ser[0].ms);
+	free(br->ser[1].ms);
+	free(br);
 	return rc;
 }

@@ -207,6 +207,53 @@ int spec_parse_source(const json_t *v, const char *path, int required, char **ou
 
 /* --- reference, baseline, tolerance, cost, constraints ----------------- */
 
+/* The built-in op's parameters (its scalar names) from params (borrowed,
+ * may be NULL) or the spec's scalars of the same name; a parameter the op
+ * does not have is refused. */
+static int op_params(struct spec *s, const struct op_template *t, const json_t *params,
+		     struct kf_err *err)
+{
+	size_t np = 0;
+	while (t->scalar_names[np])
+		np++;
+	s->ref.params = calloc(np + 1, sizeof *s->ref.params);
+	if (!s->ref.params)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	s->ref.params_len = np;
+	for (size_t k = 0; k < np; k++) {
+		const char *n = t->scalar_names[k];
+		const json_t *pv = params ? json_object_get(params, n) : NULL;
+		int si = spec_scalar_index(s, n);
+		if (pv && !json_is_number(pv))
+			return kf_err_set(err, KF_EINVAL, "reference.params.%s: must be a number",
+					  n);
+		if (pv)
+			s->ref.params[k] = json_number_value(pv);
+		else if (si >= 0)
+			s->ref.params[k] = s->scalars[si].value;
+		else
+			return kf_err_set(err, KF_EINVAL,
+					  "reference.params: op '%s' needs '%s' "
+					  "(give it in params or as a scalar)",
+					  t->name, n);
+	}
+	if (params) {
+		const char *key;
+		json_t *v;
+		json_object_foreach((json_t *)params, key, v) {
+			int known = 0;
+			for (size_t k = 0; k < np; k++)
+				known |= strcmp(t->scalar_names[k], key) == 0;
+			if (!known)
+				return kf_err_set(err, KF_EINVAL,
+						  "reference.params.%s: op '%s' has "
+						  "no such parameter",
+						  key, t->name);
+		}
+	}
+	return 0;
+}
+
 int spec_parse_reference(struct spec *s, const json_t *j,
 			 const struct op_template *(*find)(const char *), struct kf_err *err)
 {
@@ -268,45 +315,7 @@ int spec_parse_reference(struct spec *s, const json_t *j,
 							  "as an %s",
 							  *n, t->name, pass ? "output" : "input");
 			}
-		size_t np = 0;
-		while (t->scalar_names[np])
-			np++;
-		s->ref.params = calloc(np + 1, sizeof *s->ref.params);
-		if (!s->ref.params)
-			return kf_err_set(err, KF_ENOMEM, "out of memory");
-		s->ref.params_len = np;
-		for (size_t k = 0; k < np; k++) {
-			const char *n = t->scalar_names[k];
-			const json_t *pv = params ? json_object_get(params, n) : NULL;
-			int si = spec_scalar_index(s, n);
-			if (pv && !json_is_number(pv))
-				return kf_err_set(err, KF_EINVAL,
-						  "reference.params.%s: must be a number", n);
-			if (pv)
-				s->ref.params[k] = json_number_value(pv);
-			else if (si >= 0)
-				s->ref.params[k] = s->scalars[si].value;
-			else
-				return kf_err_set(err, KF_EINVAL,
-						  "reference.params: op '%s' needs '%s' "
-						  "(give it in params or as a scalar)",
-						  t->name, n);
-		}
-		if (params) {
-			const char *key;
-			json_t *v;
-			json_object_foreach((json_t *)params, key, v) {
-				int known = 0;
-				for (size_t k = 0; k < np; k++)
-					known |= strcmp(t->scalar_names[k], key) == 0;
-				if (!known)
-					return kf_err_set(err, KF_EINVAL,
-							  "reference.params.%s: op '%s' has "
-							  "no such parameter",
-							  key, t->name);
-			}
-		}
-		return 0;
+		return op_params(s, t, params, err);
 	}
 	if (json_object_get(r, "source")) {
 		static const char *const KEYS[] = {"source", "launch", NULL};

@@ -4,6 +4,7 @@
 #include "server/cli/cli.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -362,10 +363,16 @@ static const char SERVE_USAGE[] =
 	"  --http [ADDR:]PORT      serve HTTP (ADDR default 127.0.0.1; PORT 0 picks one)\n"
 	"  --token-env VAR         require 'Authorization: Bearer $VAR' on HTTP\n"
 	"  --allow-origin ORIGIN   also accept this Origin (repeatable)\n"
+	"  --allow-host NAME       also accept this Host name on loopback (repeatable)\n"
 	"  --session-idle SECONDS  expire idle HTTP sessions (default 1800)\n"
 	"  --port-file FILE        write the bound HTTP port to FILE\n"
 	"  --max-sessions N        open HTTP sessions at most (default 1024; 503 past it)\n"
+	"  --max-sessions-per-client N  sessions per client address (default 64)\n"
 	"  --max-inflight N        HTTP requests awaiting an answer at most (default 1024)\n"
+	"  --max-conns-per-ip N    connections per client address (default 256)\n"
+	"  --request-timeout SECONDS  a request's header and body arrive within this\n"
+	"                          (default 30)\n"
+	"  --max-upload-total N    request bodies held at once (default 64M; 503 past it)\n"
 	"  --http-threads N        HTTP worker threads (default: the CPU count)\n"
 	"  --max-message-bytes N   cap one JSON-RPC message / request body\n"
 	"                          (default 8M; K and M suffixes)\n"
@@ -376,7 +383,7 @@ static const char SERVE_USAGE[] =
 	"not writable), 1 on other failures.\n"
 	"\n"
 	"Examples:\n"
-	"  claude mcp add kforge -- kforge serve\n"
+	"  eval \"$(kforge mcp-config claude)\"   # claude mcp add --scope user kforge -- ...\n"
 	"  kforge serve --http 127.0.0.1:7070\n"
 	"  KFORGE_TOKEN=secret kforge serve --http 0.0.0.0:7070 --token-env KFORGE_TOKEN\n";
 
@@ -408,19 +415,102 @@ static int parse_addr_port(const char *s, char *addr, size_t cap, int *port)
 	return 0;
 }
 
-#define SERVE_ORIGINS_MAX 16
+#define SERVE_NAMES_MAX 16 /* --allow-origin and --allow-host values each */
+
+/* The options only --http takes, collected into ho. */
+struct serve_http {
+	struct http_options ho;
+	const char *origins[SERVE_NAMES_MAX + 1];
+	const char *hosts[SERVE_NAMES_MAX + 1];
+	size_t norigins, nhosts;
+};
+
+/* The count options: each an unsigned field of struct http_options. */
+static const struct {
+	const char *name;
+	size_t off;
+	long max;
+} SERVE_COUNTS[] = {
+	{"--max-sessions", offsetof(struct http_options, max_sessions), 1000000},
+	{"--max-inflight", offsetof(struct http_options, max_inflight), 1000000},
+	{"--http-threads", offsetof(struct http_options, threads), 1000000},
+	{"--max-sessions-per-client", offsetof(struct http_options, max_sessions_per_client),
+	 1000000},
+	{"--max-conns-per-ip", offsetof(struct http_options, max_conns_per_ip), 1000000},
+	{"--request-timeout", offsetof(struct http_options, request_timeout_s), 86400},
+	{"--session-idle", offsetof(struct http_options, session_idle_s), 86400 * 7},
+};
+
+/* Appends v to a NULL-terminated list of at most SERVE_NAMES_MAX. */
+static int serve_name(const char **list, size_t *n, const char *opt, const char *v, int missing,
+		      const char *example, struct kf_err *err)
+{
+	if (missing || !*v || *n >= SERVE_NAMES_MAX)
+		return kf_err_set(err, KF_EINVAL, "%s needs a value such as %s (at most %d)", opt,
+				  example, SERVE_NAMES_MAX);
+	list[(*n)++] = v;
+	return 1;
+}
+
+/* argv[*i] as one of the --http options: 1 taken into sh, 0 not one of
+ * them, KF_EINVAL with err set for a bad value. */
+static int serve_http_opt(int argc, char **argv, int *i, struct serve_http *sh, struct kf_err *err)
+{
+	const char *v;
+	int missing = 0;
+
+	for (size_t k = 0; k < sizeof(SERVE_COUNTS) / sizeof(SERVE_COUNTS[0]); k++) {
+		char *end;
+		long n;
+		if (!(v = cli_opt_value(argc, argv, i, SERVE_COUNTS[k].name, &missing)) && !missing)
+			continue;
+		n = v ? strtol(v, &end, 10) : -1;
+		if (missing || *end || n < 1 || n > SERVE_COUNTS[k].max)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s needs a count from 1 to %ld, not '%s'",
+					  SERVE_COUNTS[k].name, SERVE_COUNTS[k].max, v ? v : "");
+		*(unsigned *)(void *)((char *)&sh->ho + SERVE_COUNTS[k].off) = (unsigned)n;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--allow-origin", &missing)) || missing)
+		return serve_name(sh->origins, &sh->norigins, "--allow-origin", v, missing,
+				  "http://localhost:3000", err);
+	if ((v = cli_opt_value(argc, argv, i, "--allow-host", &missing)) || missing)
+		return serve_name(sh->hosts, &sh->nhosts, "--allow-host", v, missing, "gpu-box.lan",
+				  err);
+	if ((v = cli_opt_value(argc, argv, i, "--token-env", &missing)) || missing) {
+		if (missing || !*v)
+			return kf_err_set(err, KF_EINVAL, "--token-env needs a variable name");
+		sh->ho.token_env = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--port-file", &missing)) || missing) {
+		if (missing || !*v)
+			return kf_err_set(err, KF_EINVAL, "--port-file needs a path");
+		sh->ho.port_file = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--max-upload-total", &missing)) || missing) {
+		if (missing || parse_size(v, &sh->ho.max_upload_total))
+			return kf_err_set(err, KF_EINVAL,
+					  "--max-upload-total needs a size from 1 to 1G (e.g. "
+					  "64M), not '%s'",
+					  v ? v : "");
+		return 1;
+	}
+	return 0;
+}
 
 static int cmd_serve(int argc, char **argv)
 {
 	struct cli_common co;
 	struct kf_err err = {0};
-	struct http_options ho = {0};
-	const char *origins[SERVE_ORIGINS_MAX + 1] = {0};
-	size_t norigins = 0;
+	struct serve_http sh;
 	char addr[256];
 	struct app *app = NULL;
-	int http = 0, rc;
+	int http = 0, seen = 0, rc;
 
+	memset(&sh, 0, sizeof(sh));
 	cli_common_init(&co);
 	co.log_level = LOG_INFO;
 	if (cli_common_parse(&co, &argc, argv, &err))
@@ -431,68 +521,25 @@ static int cmd_serve(int argc, char **argv)
 		if (strcmp(argv[i], "--stdio") == 0) {
 			http = 0;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--http", &missing)) || missing) {
-			if (missing || parse_addr_port(v, addr, sizeof(addr), &ho.port))
+			if (missing || parse_addr_port(v, addr, sizeof(addr), &sh.ho.port))
 				return cli_usage_error(
 					"serve",
 					"--http needs [ADDR:]PORT with PORT 0-65535, not '%s'",
 					v ? v : "");
 			http = 1;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--token-env", &missing)) ||
-			   missing) {
-			if (missing || !*v)
-				return cli_usage_error("serve",
-						       "--token-env needs a variable name");
-			ho.token_env = v;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--allow-origin", &missing)) ||
-			   missing) {
-			if (missing || !*v || norigins >= SERVE_ORIGINS_MAX)
-				return cli_usage_error(
-					"serve",
-					"--allow-origin needs an origin such as http://localhost:3000 (at most %d)",
-					SERVE_ORIGINS_MAX);
-			origins[norigins++] = v;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--session-idle", &missing)) ||
-			   missing) {
-			char *end;
-			long s = v ? strtol(v, &end, 10) : -1;
-			if (missing || *end || s < 1 || s > 86400 * 7)
-				return cli_usage_error(
-					"serve", "--session-idle needs seconds from 1 to 604800");
-			ho.session_idle_s = (unsigned)s;
-		} else if (strncmp(argv[i], "--max-sessions", 14) == 0 ||
-			   strncmp(argv[i], "--max-inflight", 14) == 0 ||
-			   strncmp(argv[i], "--http-threads", 14) == 0) {
-			char name[16];
-			char *end;
-			long n;
-			snprintf(name, sizeof(name), "%.14s", argv[i]);
-			v = cli_opt_value(argc, argv, &i, name, &missing);
-			if (!v && !missing)
-				return cli_usage_error("serve", "unknown option '%s'", argv[i]);
-			n = v ? strtol(v, &end, 10) : -1;
-			if (missing || *end || n < 1 || n > 1000000)
-				return cli_usage_error("serve",
-						       "%s needs a count from 1 to 1000000", name);
-			if (strcmp(name, "--max-sessions") == 0)
-				ho.max_sessions = (unsigned)n;
-			else if (strcmp(name, "--max-inflight") == 0)
-				ho.max_inflight = (unsigned)n;
-			else
-				ho.threads = (unsigned)n;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--port-file", &missing)) ||
-			   missing) {
-			if (missing || !*v)
-				return cli_usage_error("serve", "--port-file needs a path");
-			ho.port_file = v;
+		} else if ((rc = serve_http_opt(argc, argv, &i, &sh, &err)) != 0) {
+			if (rc < 0)
+				return cli_usage_error("serve", "%s", err.msg);
+			seen = 1;
 		} else {
 			return cli_usage_error("serve", "unknown option '%s'", argv[i]);
 		}
 	}
-	if (!http && (ho.token_env || norigins || ho.port_file || ho.max_sessions ||
-		      ho.max_inflight || ho.threads || ho.session_idle_s))
+	if (!http && seen)
 		return cli_usage_error(
-			"serve",
-			"--token-env, --allow-origin, --port-file, --session-idle, --max-sessions, --max-inflight and --http-threads need --http");
+			"serve", "--token-env, --allow-origin, --allow-host, --port-file and "
+				 "the HTTP limits (--session-idle, --max-*, --request-timeout, "
+				 "--http-threads) need --http");
 
 	rc = cli_app_open(&co, &app, &err);
 	if (rc) {
@@ -500,10 +547,11 @@ static int cmd_serve(int argc, char **argv)
 		return CLI_EXIT_ENV;
 	}
 	if (http) {
-		ho.addr = addr;
-		ho.max_body_bytes = app->cfg.max_message_bytes;
-		ho.allowed_origins = norigins ? origins : NULL;
-		rc = transport_http_run(app, &ho, &err);
+		sh.ho.addr = addr;
+		sh.ho.max_body_bytes = app->cfg.max_message_bytes;
+		sh.ho.allowed_origins = sh.norigins ? sh.origins : NULL;
+		sh.ho.allowed_hosts = sh.nhosts ? sh.hosts : NULL;
+		rc = transport_http_run(app, &sh.ho, &err);
 	} else {
 		rc = transport_stdio_run(app, STDIN_FILENO, STDOUT_FILENO, &err);
 	}

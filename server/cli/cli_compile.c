@@ -112,6 +112,48 @@ static void print_kernels(FILE *f, const json_t *ks)
 	}
 }
 
+/* The answer the way compilers print: diagnostics, the summary, per-kernel
+ * resources, warnings, SASS hints, the PTX link and the artifact. */
+static void print_result(FILE *out, const json_t *res)
+{
+	print_diags(out, json_object_get(res, "diagnostics"));
+	fprintf(out, "%s\n", json_string_value(json_object_get(res, "summary")));
+	print_kernels(out, json_object_get(res, "kernels"));
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+		fprintf(out, "warning: %s\n", json_string_value(w));
+	json_t *sass = json_object_get(res, "sass");
+	if (json_is_object(sass)) {
+		if (json_is_true(json_object_get(sass, "available"))) {
+			json_t *k;
+			json_array_foreach(json_object_get(sass, "kernels"), i, k) {
+				size_t j;
+				json_t *h;
+				json_array_foreach(json_object_get(k, "hints"), j, h)
+					fprintf(out, "sass %s: %s\n",
+						json_string_value(json_object_get(k, "name")),
+						json_string_value(h));
+			}
+			fprintf(out, "sass listing: %s\n",
+				json_string_value(json_object_get(sass, "listing")));
+		} else {
+			fprintf(out, "sass: %s\n",
+				json_string_value(json_object_get(sass, "reason")));
+		}
+	}
+	json_t *ptx = json_object_get(res, "ptx");
+	if (json_is_object(ptx))
+		fprintf(out, "ptx: %s\n", json_string_value(json_object_get(ptx, "uri")));
+	const char *id = json_string_value(json_object_get(res, "artifact_id"));
+	if (id)
+		fprintf(out, "artifact: %s (%s, %lld ms, sandbox %s%s)\n", id,
+			json_string_value(json_object_get(res, "backend")),
+			(long long)json_integer_value(json_object_get(res, "compile_ms")),
+			json_string_value(json_object_get(res, "sandbox")),
+			json_is_true(json_object_get(res, "cache_hit")) ? ", cached" : "");
+}
+
 static int compile_main(int argc, char **argv)
 {
 	struct cli_common co;
@@ -193,43 +235,7 @@ static int compile_main(int argc, char **argv)
 		app_close(app);
 		return cli_exit_code(rc);
 	}
-	FILE *out = is_error ? stderr : stdout;
-	print_diags(out, json_object_get(res, "diagnostics"));
-	fprintf(out, "%s\n", json_string_value(json_object_get(res, "summary")));
-	print_kernels(out, json_object_get(res, "kernels"));
-	size_t i;
-	json_t *w;
-	json_array_foreach(json_object_get(res, "warnings"), i, w)
-		fprintf(out, "warning: %s\n", json_string_value(w));
-	json_t *sass = json_object_get(res, "sass");
-	if (json_is_object(sass)) {
-		if (json_is_true(json_object_get(sass, "available"))) {
-			json_t *k;
-			json_array_foreach(json_object_get(sass, "kernels"), i, k) {
-				size_t j;
-				json_t *h;
-				json_array_foreach(json_object_get(k, "hints"), j, h)
-					fprintf(out, "sass %s: %s\n",
-						json_string_value(json_object_get(k, "name")),
-						json_string_value(h));
-			}
-			fprintf(out, "sass listing: %s\n",
-				json_string_value(json_object_get(sass, "listing")));
-		} else {
-			fprintf(out, "sass: %s\n",
-				json_string_value(json_object_get(sass, "reason")));
-		}
-	}
-	json_t *ptx = json_object_get(res, "ptx");
-	if (json_is_object(ptx))
-		fprintf(out, "ptx: %s\n", json_string_value(json_object_get(ptx, "uri")));
-	const char *id = json_string_value(json_object_get(res, "artifact_id"));
-	if (id)
-		fprintf(out, "artifact: %s (%s, %lld ms, sandbox %s%s)\n", id,
-			json_string_value(json_object_get(res, "backend")),
-			(long long)json_integer_value(json_object_get(res, "compile_ms")),
-			json_string_value(json_object_get(res, "sandbox")),
-			json_is_true(json_object_get(res, "cache_hit")) ? ", cached" : "");
+	print_result(is_error ? stderr : stdout, res);
 	rc = is_error ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(res);
 	app_close(app);

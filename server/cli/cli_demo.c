@@ -221,7 +221,8 @@ static void print_short(const json_t *sc)
 }
 
 /* Calls a tool and prints its summary and structured result. Returns the
- * structuredContent (new) or NULL when the protocol itself failed. */
+ * structuredContent, or for an isError result the error object its text
+ * block holds (new), or NULL when the protocol itself failed. */
 static json_t *step(struct child *c, int n, const char *title, const char *tool, json_t *args)
 {
 	printf("\n== %d. %s  (tools/call %s)\n", n, title, tool);
@@ -241,6 +242,15 @@ static json_t *step(struct child *c, int n, const char *title, const char *tool,
 	}
 	json_t *result = json_object_get(resp, "result");
 	json_t *sc = json_incref(json_object_get(result, "structuredContent"));
+	if (!sc && json_is_true(json_object_get(result, "isError"))) {
+		const char *t = json_string_value(json_object_get(
+			json_array_get(json_object_get(result, "content"), 0), "text"));
+		sc = t ? json_loads(t, 0, NULL) : NULL;
+		if (!json_is_object(sc)) {
+			json_decref(sc);
+			sc = json_pack("{s:s}", "summary", t ? t : "(no text)");
+		}
+	}
 	if (json_is_true(json_object_get(result, "isError")))
 		printf("   (isError: the tool reports a failure; on a host without a GPU the GPU steps answer no_gpu)\n");
 	if (sc)

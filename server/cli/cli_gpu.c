@@ -482,6 +482,23 @@ static int bench_main(int argc, char **argv)
 	return run_spec_tool(&co, "bench", path, args, rc, "benchmark_kernel", print_bench);
 }
 
+/* The calibration as the run history stores it and --json prints it. */
+static json_t *calibration_json(const struct bench_calibration *cal)
+{
+	const struct history_ceilings *hc = &cal->ceil;
+	char sm[300];
+	snprintf(sm, sizeof sm,
+		 "calibrated %s: copy %.0f GB/s, cuBLAS bf16 %.1f TFLOP/s, fp32 %.1f TFLOP/s",
+		 hc->device_name, hc->copy_gbps, hc->bf16_tflops, hc->fp32_tflops);
+	json_t *out = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s}", "summary", sm, "gpu",
+				hc->device_name, "uuid", hc->gpu_uuid, "copy_gbs", hc->copy_gbps,
+				"bf16_tflops", hc->bf16_tflops, "fp32_tflops", hc->fp32_tflops,
+				"method", hc->method);
+	if (out && cal->cublas)
+		json_object_set(out, "cublas", cal->cublas);
+	return out;
+}
+
 static int calibrate_main(int argc, char **argv)
 {
 	struct cli_common co;
@@ -510,15 +527,18 @@ static int calibrate_main(int argc, char **argv)
 		fprintf(stderr, "kforge: %s\n", err.msg);
 		return CLI_EXIT_ENV;
 	}
-	json_t *out = NULL;
+	struct bench_calibration cal;
 	int gpu = -1;
-	int64_t t0 = runs_now_ms();
-	rc = bench_calibrate(&app->check, device, NULL, &out, &gpu, &err);
+	int64_t t0 = tools_runs_now_ms();
+	rc = bench_calibrate(&app->check, device, NULL, &cal, &gpu, &err);
 	json_t *args = json_pack("{s:i}", "device", device);
-	if (rc && !out)
+	json_t *out = rc ? NULL : calibration_json(&cal);
+	bench_calibration_fini(&cal);
+	if (rc)
 		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
 				kf_err_name(rc), "message", err.msg);
-	runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu, runs_now_ms() - t0, NULL);
+	tools_runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	json_decref(args);
 	if (rc)
 		fprintf(stderr, "kforge: %s\n", err.msg);

@@ -12,17 +12,24 @@
 #include "server/mcp/tools.h"
 
 static const char GPU_USAGE[] =
-	"usage: kforge gpu NAME [--arch TARGET] [--block N [--regs R] [--smem BYTES]] [--json]\n"
+	"usage: kforge gpu NAME [--full | --fields F,..] [--arch TARGET]\n"
+	"                  [--block N [--regs R] [--smem BYTES]] [--json]\n"
 	"       kforge gpu --list [--json]\n"
-	"       kforge gpu --compare A B [C [D]] [--json]\n"
-	"       kforge gpu local [--json]\n"
+	"       kforge gpu --compare A B [C [D]] [--full | --fields F,..] [--json]\n"
+	"       kforge gpu local [--full] [--json]\n"
 	"\n"
 	"GPU facts from kforge's sourced table. NAME is a name or alias: h100,\n"
 	"'H100 SXM', a100-80g-pcie, h200, b200, 'rtx 4090', 4090, t4, sm_90, hopper.\n"
 	"An alias naming several GPUs (h100, sm_90, hopper) shows the canonical pick\n"
-	"and lists the others. Every figure shows its source keys (see\n"
-	"docs/knowledge.md); '-' means not confirmed by a source, 'n/a' that the\n"
-	"format does not exist there. Derived figures are marked 'derived'.\n"
+	"and lists the others. The answer is brief by default, as get_gpu_specs\n"
+	"gives it to an agent: the figures kernel work uses most, each with its\n"
+	"source keys (see docs/knowledge.md), a few derived figures and the usable\n"
+	"features. '-' means not confirmed by a source, 'n/a' that the format does\n"
+	"not exist there. Derived figures are marked 'derived'.\n"
+	"  --full           every figure with its label and unit, every derived figure\n"
+	"                   with its formula, the feature rules, notes and source titles\n"
+	"  --fields F,..    only these figures, derived figures or sections (features,\n"
+	"                   notes, conflicts, aliases), with their sources\n"
 	"  --list           every GPU, one line each\n"
 	"  --compare A B..  2 to 4 GPUs side by side\n"
 	"  local            the GPUs of this host, read from the CUDA driver, matched\n"
@@ -34,6 +41,8 @@ static const char GPU_USAGE[] =
 	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge gpu h100\n"
+	"  kforge gpu h100 --full\n"
+	"  kforge gpu h200 --fields memory_bandwidth_gbs,smem_per_sm_kb\n"
 	"  kforge gpu --compare a100 h100 h200\n"
 	"  kforge gpu h100 --block 256 --regs 128 --smem 49152\n";
 
@@ -144,45 +153,71 @@ static void keys_str(const json_t *keys, char *buf, size_t cap)
 	}
 }
 
+/* The source column of figure f of GPU g: its own source keys, or in a
+ * brief answer the key list of its source group (g's "sources"). */
+static void figure_sources(const json_t *g, const json_t *f, char *buf, size_t cap)
+{
+	const json_t *keys = json_object_get(f, "source_keys");
+	const char *grp = json_string_value(json_object_get(f, "source"));
+	if (!keys && grp)
+		keys = json_object_get(json_object_get(g, "sources"), grp);
+	keys_str(keys, buf, cap);
+}
+
+/* One GPU, brief (get_gpu_specs' default) or full: whatever sections the
+ * answer holds. */
 static void print_gpu(const json_t *g)
 {
 	const char *key;
 	json_t *f;
 	char v[64], keys[160];
-	printf("\n%-38s %18s %-7s %s\n", "figure", "value", "unit", "source");
+	printf("\n%-38s %18s %-10s %s\n", "figure", "value", "unit", "source");
 	json_object_foreach(json_object_get(g, "figures"), key, f) {
 		const char *st = json_string_value(json_object_get(f, "status"));
 		value_str(json_object_get(f, "value"), v, sizeof v);
 		if (st && strcmp(st, "n/a") == 0)
 			snprintf(v, sizeof v, "n/a");
-		keys_str(json_object_get(f, "source_keys"), keys, sizeof keys);
+		figure_sources(g, f, keys, sizeof keys);
 		const char *lab = json_string_value(json_object_get(f, "label"));
-		printf("%-38.38s %18.18s %-7s %s%s\n", lab ? lab : key, v, sget(f, "unit"),
+		printf("%-38.38s %18.18s %-10s %s%s%s\n", lab ? lab : key, v, sget(f, "unit"),
 		       keys[0] ? keys : (st && strcmp(st, "unknown") == 0 ? "(not confirmed)" : ""),
+		       json_is_true(json_object_get(f, "derived")) ? "derived" : "",
 		       json_object_get(f, "derivation") ? " [derived in source]" : "");
 	}
-	printf("\n%-38s %14s %-12s %s\n", "derived figure", "value", "unit", "formula");
+	if (json_object_get(g, "derived"))
+		printf("\n%-38s %14s %-12s %s\n", "derived figure", "value", "unit", "formula");
 	json_object_foreach(json_object_get(g, "derived"), key, f) {
 		value_str(json_object_get(f, "value"), v, sizeof v);
 		printf("%-38.38s %14.14s %-12s %s\n",
 		       json_string_value(json_object_get(f, "label")), v, sget(f, "unit"),
 		       json_string_value(json_object_get(f, "formula")));
 	}
-	printf("\n%-10s %-7s %s\n", "feature", "usable", "rule (derived)");
+	if (json_object_get(g, "features"))
+		printf("\n%-10s %-7s %s\n", "feature", "usable", "rule (derived)");
 	json_object_foreach(json_object_get(g, "features"), key, f)
 		printf("%-10s %-7s %s\n", key,
 		       json_is_true(json_object_get(f, "usable")) ? "yes" : "no",
 		       json_string_value(json_object_get(f, "rule")));
-	printf("\nnotes: %s\n", json_string_value(json_object_get(g, "notes")));
-	printf("sources (product): %s\n", json_string_value(json_object_get(g, "sources_product")));
-	printf("sources (per-CC):  %s\n",
-	       json_string_value(json_object_get(g, "sources_per_cc_limits")));
+	if (json_object_get(g, "usable_features")) {
+		keys_str(json_object_get(g, "usable_features"), keys, sizeof keys);
+		printf("\nusable features on %s (derived): %s\n", sget(g, "features_target"),
+		       keys[0] ? keys
+			       : "none of cp.async, tma, wgmma, clusters, fp8, tcgen05, "
+				 "bf16, fp4");
+	}
+	if (json_object_get(g, "notes"))
+		printf("\nnotes: %s\n", sget(g, "notes"));
+	if (json_object_get(g, "sources_product"))
+		printf("sources (product): %s\n", sget(g, "sources_product"));
+	if (json_object_get(g, "sources_per_cc_limits"))
+		printf("sources (per-CC):  %s\n", sget(g, "sources_per_cc_limits"));
 	size_t i;
 	json_array_foreach(json_object_get(g, "conflicts"), i, f)
 		printf("conflict %s: %s\n", json_string_value(json_object_get(f, "id")),
 		       json_string_value(json_object_get(f, "text")));
 	json_object_foreach(json_object_get(g, "sources"), key, f)
-		printf("  [%s] %s\n", key, json_string_value(f));
+		if (json_is_string(f))
+			printf("  [%s] %s\n", key, json_string_value(f));
 }
 
 static void print_occupancy(const json_t *o)
@@ -240,7 +275,8 @@ static void print_compare(const json_t *res)
 		printf(" %14.14s", json_string_value(json_object_get(v, "id")));
 	printf("  unit\n");
 	json_array_foreach(json_object_get(res, "rows"), i, r) {
-		printf("%-38.38s", json_string_value(json_object_get(r, "label")));
+		const char *lab = json_string_value(json_object_get(r, "label"));
+		printf("%-38.38s", lab ? lab : sget(r, "field"));
 		json_array_foreach(json_object_get(r, "values"), j, v) {
 			value_str(v, s, sizeof s);
 			printf(" %14.14s", s);
@@ -262,69 +298,105 @@ static int int_opt(const char *cmd, const char *name, const char *v, long lo, lo
 	return 0;
 }
 
-static int gpu_main(int argc, char **argv)
+static void print_json(const json_t *res)
 {
-	struct cli_common co;
-	struct kf_err err = {0};
-	json_t *args = json_object(), *names = json_array(), *occ = NULL;
-	int list = 0, compare = 0, rc;
-	long n;
+	char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (s)
+		puts(s);
+	free(s);
+}
 
-	cli_common_init(&co);
-	if (cli_common_parse(&co, &argc, argv, &err)) {
-		json_decref(args);
-		json_decref(names);
-		return cli_usage_error("gpu", "%s", err.msg);
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--list") == 0) {
-			list = 1;
-		} else if (strcmp(a, "--compare") == 0) {
-			compare = 1;
-		} else if (strcmp(a, "--arch") == 0 || strcmp(a, "--block") == 0 ||
-			   strcmp(a, "--regs") == 0 || strcmp(a, "--smem") == 0) {
-			if (!next) {
-				rc = cli_usage_error("gpu", "%s needs a value", a);
-				goto fail;
-			}
-			i++;
-			if (strcmp(a, "--arch") == 0) {
-				json_object_set_new(args, "arch", json_string(next));
-				continue;
-			}
-			if (!occ)
-				occ = json_object();
-			const char *key = strcmp(a, "--block") == 0  ? "block_threads"
-					  : strcmp(a, "--regs") == 0 ? "regs_per_thread"
-								     : "smem_per_block_bytes";
-			long hi = strcmp(a, "--block") == 0  ? 1024
-				  : strcmp(a, "--regs") == 0 ? 255
-							     : 1048576;
-			if ((rc = int_opt("gpu", a, next, strcmp(a, "--block") == 0, hi, &n)))
-				goto fail;
-			json_object_set_new(occ, key, json_integer(n));
-		} else if (a[0] == '-' && a[1]) {
-			rc = cli_usage_error("gpu", "unknown option '%s'", a);
-			goto fail;
-		} else {
-			json_array_append_new(names, json_string(a));
+enum gpu_mode { GPU_ONE, GPU_LIST, GPU_COMPARE };
+
+/* Adds --fields F,G,.. to args as an array. Returns 0 or the usage exit. */
+static int fields_opt(const char *v, json_t *args)
+{
+	json_t *arr = json_array();
+	for (const char *p = v; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || n > 127) {
+			json_decref(arr);
+			return cli_usage_error("gpu",
+					       "--fields: '%s' is not a list of names like "
+					       "memory_bandwidth_gbs,smem_per_sm_kb",
+					       v);
 		}
+		json_array_append_new(arr, json_stringn(p, n));
+		p = e ? e + 1 : NULL;
+	}
+	json_object_set_new(args, "fields", arr);
+	return 0;
+}
+
+/* Adds the value of --arch, --block, --regs or --smem (a) to args or to
+ * *occ (created on first use). Returns 0 or the usage exit code. */
+static int gpu_value_opt(const char *a, const char *next, json_t *args, json_t **occ)
+{
+	long n;
+	int rc;
+	if (!next)
+		return cli_usage_error("gpu", "%s needs a value", a);
+	if (strcmp(a, "--arch") == 0) {
+		json_object_set_new(args, "arch", json_string(next));
+		return 0;
+	}
+	if (strcmp(a, "--fields") == 0)
+		return fields_opt(next, args);
+	const char *key = strcmp(a, "--block") == 0  ? "block_threads"
+			  : strcmp(a, "--regs") == 0 ? "regs_per_thread"
+						     : "smem_per_block_bytes";
+	long hi = strcmp(a, "--block") == 0 ? 1024 : strcmp(a, "--regs") == 0 ? 255 : 1048576;
+	if ((rc = int_opt("gpu", a, next, strcmp(a, "--block") == 0, hi, &n)))
+		return rc;
+	if (!*occ)
+		*occ = json_object();
+	json_object_set_new(*occ, key, json_integer(n));
+	return 0;
+}
+
+/* kforge gpu's command line (after the common options) as get_gpu_specs
+ * arguments: sets *out (new) and *mode, or returns the usage exit code
+ * with the message printed. */
+static int gpu_parse(int argc, char **argv, json_t **out, enum gpu_mode *mode)
+{
+	json_t *args = json_object(), *names = json_array(), *occ = NULL;
+	int list = 0, compare = 0, full = 0, rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--list") == 0)
+			list = 1;
+		else if (strcmp(a, "--compare") == 0)
+			compare = 1;
+		else if (strcmp(a, "--full") == 0)
+			full = 1;
+		else if (!strcmp(a, "--arch") || !strcmp(a, "--block") || !strcmp(a, "--regs") ||
+			 !strcmp(a, "--smem") || !strcmp(a, "--fields"))
+			rc = gpu_value_opt(a, i + 1 < argc ? argv[++i] : NULL, args, &occ);
+		else if (a[0] == '-' && a[1])
+			rc = cli_usage_error("gpu", "unknown option '%s'", a);
+		else
+			json_array_append_new(names, json_string(a));
 	}
 	size_t nn = json_array_size(names);
-	if (list + compare > 1 || (list && nn) || (!list && !compare && nn != 1)) {
+	if (rc)
+		;
+	else if (list + compare > 1 || (list && nn) || (!list && !compare && nn != 1))
 		rc = cli_usage_error("gpu",
 				     "give one GPU name, --list, or --compare with 2-4 names");
-		goto fail;
-	}
-	if (compare && (nn < 2 || nn > 4)) {
+	else if (compare && (nn < 2 || nn > 4))
 		rc = cli_usage_error("gpu", "--compare takes 2 to 4 GPU names, got %zu", nn);
-		goto fail;
-	}
-	if (occ && !json_object_get(occ, "block_threads")) {
+	else if (occ && !json_object_get(occ, "block_threads"))
 		rc = cli_usage_error("gpu", "--regs and --smem need --block N");
-		goto fail;
+	else if (full && json_object_get(args, "fields"))
+		rc = cli_usage_error("gpu", "give --full or --fields, not both");
+	else if (list && (full || json_object_get(args, "fields")))
+		rc = cli_usage_error("gpu", "--full and --fields apply to one GPU or --compare");
+	if (rc) {
+		json_decref(args);
+		json_decref(names);
+		json_decref(occ);
+		return rc;
 	}
 	if (list)
 		json_object_set_new(args, "list", json_true());
@@ -332,61 +404,166 @@ static int gpu_main(int argc, char **argv)
 		json_object_set(args, "compare", names);
 	else
 		json_object_set(args, "gpu", json_array_get(names, 0));
+	if (full)
+		json_object_set_new(args, "detail", json_string("full"));
 	if (occ)
 		json_object_set_new(args, "occupancy", occ);
-	occ = NULL;
 	json_decref(names);
+	*mode = list ? GPU_LIST : compare ? GPU_COMPARE : GPU_ONE;
+	*out = args;
+	return 0;
+}
 
-	json_t *res = NULL;
-	int is_error = 0;
+/* The readable answer of kforge gpu. */
+static void gpu_print(const json_t *res, enum gpu_mode mode)
+{
+	printf("%s\n", json_string_value(json_object_get(res, "summary")));
+	if (mode == GPU_LIST) {
+		print_list(res);
+	} else if (mode == GPU_COMPARE) {
+		print_compare(res);
+	} else if (json_object_get(res, "local")) {
+		size_t i;
+		json_t *d;
+		json_array_foreach(json_object_get(res, "local"), i, d) {
+			json_t *g = json_object_get(d, "gpu");
+			if (g)
+				print_gpu(g);
+			else
+				printf("%s\n", json_string_value(json_object_get(d, "no_match")));
+		}
+	} else {
+		json_t *amb = json_object_get(res, "ambiguous");
+		if (amb) {
+			char m[256];
+			keys_str(json_object_get(amb, "matches"), m, sizeof m);
+			printf("'%s' names: %s\n", json_string_value(json_object_get(amb, "query")),
+			       m);
+		}
+		print_gpu(json_object_get(res, "gpu"));
+		print_occupancy(json_object_get(res, "occupancy"));
+	}
+	if (json_object_get(res, "more") && mode != GPU_LIST)
+		printf("\n(brief: --full for every figure with its label, unit and formula, the "
+		       "feature rules, notes and source titles; --fields F,.. for some)\n");
+}
+
+static int gpu_main(int argc, char **argv)
+{
+	struct cli_common co;
+	struct kf_err err = {0};
+	json_t *args = NULL, *res = NULL;
+	enum gpu_mode mode = GPU_ONE;
+	int rc, is_error = 0;
+
+	cli_common_init(&co);
+	if (cli_common_parse(&co, &argc, argv, &err))
+		return cli_usage_error("gpu", "%s", err.msg);
+	if ((rc = gpu_parse(argc, argv, &args, &mode)))
+		return rc;
 	if ((rc = call(&co, "get_gpu_specs", args, &res, &is_error)))
 		return rc;
-	if (is_error) {
+	if (is_error)
 		rc = tool_error(res, co.json);
-		json_decref(res);
-		return rc;
-	}
-	if (co.json) {
-		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		if (s)
-			puts(s);
-		free(s);
-	} else {
-		printf("%s\n", json_string_value(json_object_get(res, "summary")));
-		if (list)
-			print_list(res);
-		else if (compare)
-			print_compare(res);
-		else if (json_object_get(res, "local")) {
-			size_t i;
-			json_t *d;
-			json_array_foreach(json_object_get(res, "local"), i, d) {
-				json_t *g = json_object_get(d, "gpu");
-				if (g)
-					print_gpu(g);
-				else
-					printf("%s\n",
-					       json_string_value(json_object_get(d, "no_match")));
+	else if (co.json)
+		print_json(res);
+	else
+		gpu_print(res, mode);
+	json_decref(res);
+	return is_error ? rc : CLI_EXIT_OK;
+}
+
+/* kforge guide search's words and options (argv[2..]) as search_guides
+ * arguments in args (borrowed). Returns 0 or the usage exit code. */
+static int guide_search_args(int argc, char **argv, json_t *args)
+{
+	char q[600] = "";
+	size_t at = 0;
+	int rc;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--arch") == 0 || strcmp(a, "--tag") == 0 ||
+		    strcmp(a, "--limit") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage_error("guide", "%s needs a value", a);
+			const char *v = argv[++i];
+			if (strcmp(a, "--limit") == 0) {
+				long n;
+				if ((rc = int_opt("guide", a, v, 1, 50, &n)))
+					return rc;
+				json_object_set_new(args, "limit", json_integer(n));
+			} else {
+				json_object_set_new(args, a + 2, json_string(v));
 			}
 		} else {
-			json_t *amb = json_object_get(res, "ambiguous");
-			if (amb) {
-				char m[256];
-				keys_str(json_object_get(amb, "matches"), m, sizeof m);
-				printf("'%s' names: %s\n",
-				       json_string_value(json_object_get(amb, "query")), m);
-			}
-			print_gpu(json_object_get(res, "gpu"));
-			print_occupancy(json_object_get(res, "occupancy"));
+			int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
+			if (w < 0 || (size_t)w >= sizeof q - at)
+				return cli_usage_error("guide",
+						       "the query is longer than 512 bytes");
+			at += (size_t)w;
 		}
 	}
-	json_decref(res);
+	if (!at)
+		return cli_usage_error("guide", "search needs words, e.g. \"bank conflicts\"");
+	json_object_set_new(args, "query", json_string(q));
+	return 0;
+}
+
+/* kforge guide list: every guide id and title, from the guides resource
+ * listing (not a tool of its own). Returns the exit code. */
+static int guide_list(const struct cli_common *co)
+{
+	struct kf_err err = {0};
+	struct app *app = NULL;
+	int rc;
+	if ((rc = cli_app_open(co, &app, &err))) {
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return CLI_EXIT_ENV;
+	}
+	json_t *arr = json_array();
+	const struct resource_def *r = NULL;
+	for (size_t i = 0; i < tools_resource_count(); i++)
+		if (strcmp(tools_resource_at(i)->uri_template, "kforge://guides/{id}") == 0)
+			r = tools_resource_at(i);
+	rc = r && r->list ? r->list(app, arr, &err)
+			  : kf_err_set(&err, KF_EINTERNAL, "no guides resource");
+	app_close(app);
+	if (rc) {
+		json_decref(arr);
+		fprintf(stderr, "kforge: %s\n", err.msg);
+		return cli_exit_code(rc);
+	}
+	size_t i;
+	json_t *g;
+	if (co->json)
+		print_json(arr);
+	else
+		json_array_foreach(arr, i, g)
+			printf("%-28s %s\n", json_string_value(json_object_get(g, "name")),
+			       json_string_value(json_object_get(g, "title")));
+	json_decref(arr);
 	return CLI_EXIT_OK;
-fail:
-	json_decref(args);
-	json_decref(names);
-	json_decref(occ);
-	return rc;
+}
+
+/* The readable answer of kforge guide search (search) or read. */
+static void guide_print(const json_t *res, int search)
+{
+	size_t i;
+	json_t *h;
+	if (search) {
+		printf("%s\n", json_string_value(json_object_get(res, "summary")));
+		json_array_foreach(json_object_get(res, "hits"), i, h) {
+			printf("\n%2zu. %s — %s\n", i + 1,
+			       json_string_value(json_object_get(h, "id")),
+			       json_string_value(json_object_get(h, "title")));
+			printf("    %s\n", json_string_value(json_object_get(h, "snippet")));
+		}
+		return;
+	}
+	printf("%s\n", json_string_value(json_object_get(res, "markdown")));
+	printf("\n## Sources\n\n");
+	json_array_foreach(json_object_get(res, "sources"), i, h)
+		printf("- %s\n", json_string_value(h));
 }
 
 static int guide_main(int argc, char **argv)
@@ -399,127 +576,31 @@ static int guide_main(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage_error("guide", "give search WORDS, read ID or list");
 	const char *sub = argv[1];
-	json_t *args = json_object(), *res = NULL;
-	const char *tool;
-	int rc, is_error = 0;
-	if (strcmp(sub, "search") == 0) {
-		tool = "search_guides";
-		char q[600] = "";
-		size_t at = 0;
-		for (int i = 2; i < argc; i++) {
-			const char *a = argv[i];
-			if (strcmp(a, "--arch") == 0 || strcmp(a, "--tag") == 0 ||
-			    strcmp(a, "--limit") == 0) {
-				if (i + 1 >= argc) {
-					json_decref(args);
-					return cli_usage_error("guide", "%s needs a value", a);
-				}
-				const char *v = argv[++i];
-				if (strcmp(a, "--limit") == 0) {
-					long n;
-					if ((rc = int_opt("guide", a, v, 1, 50, &n))) {
-						json_decref(args);
-						return rc;
-					}
-					json_object_set_new(args, "limit", json_integer(n));
-				} else {
-					json_object_set_new(args, a + 2, json_string(v));
-				}
-			} else {
-				int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
-				if (w < 0 || (size_t)w >= sizeof q - at) {
-					json_decref(args);
-					return cli_usage_error(
-						"guide", "the query is longer than 512 bytes");
-				}
-				at += (size_t)w;
-			}
-		}
-		if (!at) {
-			json_decref(args);
-			return cli_usage_error("guide",
-					       "search needs words, e.g. \"bank conflicts\"");
-		}
-		json_object_set_new(args, "query", json_string(q));
-	} else if (strcmp(sub, "read") == 0) {
-		tool = "read_guide";
-		if (argc != 3) {
-			json_decref(args);
-			return cli_usage_error("guide", "read takes one guide id");
-		}
-		json_object_set_new(args, "id", json_string(argv[2]));
-	} else if (strcmp(sub, "list") == 0) {
-		tool = "search_guides"; /* not a tool of its own: list via resources */
-		json_decref(args);
-		struct app *app = NULL;
-		if ((rc = cli_app_open(&co, &app, &err))) {
-			fprintf(stderr, "kforge: %s\n", err.msg);
-			return CLI_EXIT_ENV;
-		}
-		json_t *arr = json_array();
-		const struct resource_def *r = NULL;
-		for (size_t i = 0; i < tools_resource_count(); i++)
-			if (strcmp(tools_resource_at(i)->uri_template, "kforge://guides/{id}") == 0)
-				r = tools_resource_at(i);
-		rc = r && r->list ? r->list(app, arr, &err)
-				  : kf_err_set(&err, KF_EINTERNAL, "no guides resource");
-		app_close(app);
-		if (rc) {
-			json_decref(arr);
-			fprintf(stderr, "kforge: %s\n", err.msg);
-			return cli_exit_code(rc);
-		}
-		size_t i;
-		json_t *g;
-		if (co.json) {
-			char *s = json_dumps(arr, JSON_COMPACT);
-			if (s)
-				puts(s);
-			free(s);
-		} else
-			json_array_foreach(arr, i, g)
-				printf("%-28s %s\n", json_string_value(json_object_get(g, "name")),
-				       json_string_value(json_object_get(g, "title")));
-		json_decref(arr);
-		return CLI_EXIT_OK;
-	} else {
-		json_decref(args);
+	int search = strcmp(sub, "search") == 0, rc, is_error = 0;
+	if (strcmp(sub, "list") == 0)
+		return guide_list(&co);
+	if (!search && strcmp(sub, "read") != 0)
 		return cli_usage_error("guide", "unknown subcommand '%s' (search, read, list)",
 				       sub);
-	}
-	(void)tool;
-	if ((rc = call(&co, tool, args, &res, &is_error)))
+	if (!search && argc != 3)
+		return cli_usage_error("guide", "read takes one guide id");
+	json_t *args = json_object(), *res = NULL;
+	if (search && (rc = guide_search_args(argc, argv, args))) {
+		json_decref(args);
 		return rc;
-	if (is_error) {
+	}
+	if (!search)
+		json_object_set_new(args, "id", json_string(argv[2]));
+	if ((rc = call(&co, search ? "search_guides" : "read_guide", args, &res, &is_error)))
+		return rc;
+	if (is_error)
 		rc = tool_error(res, co.json);
-		json_decref(res);
-		return rc;
-	}
-	if (co.json) {
-		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		if (s)
-			puts(s);
-		free(s);
-	} else if (strcmp(sub, "search") == 0) {
-		size_t i;
-		json_t *h;
-		printf("%s\n", json_string_value(json_object_get(res, "summary")));
-		json_array_foreach(json_object_get(res, "hits"), i, h) {
-			printf("\n%2zu. %s — %s\n", i + 1,
-			       json_string_value(json_object_get(h, "id")),
-			       json_string_value(json_object_get(h, "title")));
-			printf("    %s\n", json_string_value(json_object_get(h, "snippet")));
-		}
-	} else {
-		size_t i;
-		json_t *s;
-		printf("%s\n", json_string_value(json_object_get(res, "markdown")));
-		printf("\n## Sources\n\n");
-		json_array_foreach(json_object_get(res, "sources"), i, s)
-			printf("- %s\n", json_string_value(s));
-	}
+	else if (co.json)
+		print_json(res);
+	else
+		guide_print(res, search);
 	json_decref(res);
-	return CLI_EXIT_OK;
+	return is_error ? rc : CLI_EXIT_OK;
 }
 
 const struct cli_cmd CLI_KB[] = {

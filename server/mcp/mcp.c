@@ -322,12 +322,20 @@ static json_t *tool_json(const struct tool_def *t)
 	json_object_set(o, "inputSchema", schema_json(tools_input_schema(t)));
 	if (out)
 		json_object_set(o, "outputSchema", schema_json(out));
-	mcp_set_str(ann, "title", t->title);
-	json_object_set_new(ann, "readOnlyHint", json_boolean(t->annotations & TOOL_READ_ONLY));
-	json_object_set_new(ann, "destructiveHint",
-			    json_boolean(t->annotations & TOOL_DESTRUCTIVE));
-	json_object_set_new(ann, "idempotentHint", json_boolean(t->annotations & TOOL_IDEMPOTENT));
-	json_object_set_new(ann, "openWorldHint", json_boolean(t->annotations & TOOL_OPEN_WORLD));
+	/* Only the hints that differ from the spec's defaults (not read-only,
+	 * destructive, not idempotent, open world), destructive and idempotent
+	 * only where they mean something (a tool that writes), and no second
+	 * title: tools/list stays small. */
+	if (t->annotations & TOOL_READ_ONLY) {
+		json_object_set_new(ann, "readOnlyHint", json_true());
+	} else {
+		if (!(t->annotations & TOOL_DESTRUCTIVE))
+			json_object_set_new(ann, "destructiveHint", json_false());
+		if (t->annotations & TOOL_IDEMPOTENT)
+			json_object_set_new(ann, "idempotentHint", json_true());
+	}
+	if (!(t->annotations & TOOL_OPEN_WORLD))
+		json_object_set_new(ann, "openWorldHint", json_false());
 	json_object_set_new(o, "annotations", ann);
 	return o;
 }

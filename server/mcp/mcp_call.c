@@ -2,8 +2,9 @@
  * inputSchema, the handler runs on a bounded worker pool shared by every
  * session (a full queue answers "busy, retry" at once instead of piling
  * up), and the result becomes structuredContent (summary first) plus the
- * same JSON as a text block, with isError for tool-level failures. Also the
- * tool_ctx calls handlers use, and mcp_tool_call for REST and the CLI. */
+ * same JSON as a text block; a tool-level failure is isError with the error
+ * object as text only (tool_result_error). Also the tool_ctx calls handlers
+ * use, and mcp_tool_call for REST and the CLI. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@ static struct {
 
 /* --- results ----------------------------------------------------------------- */
 
+/* The object of a failed call: {summary: msg, error: {code, message}}.
+ * Returns new. */
 static json_t *error_object(int code, const char *msg)
 {
 	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(code),
@@ -65,9 +68,76 @@ static json_t *summary_first(json_t *obj, const char *fallback)
 	return n;
 }
 
+/* The error object of a handler that failed with code and msg: its own
+ * detail (taken, may be NULL or not an object) with summary first and an
+ * "error" member unless it names one. Returns new. */
+static json_t *error_with_detail(json_t *detail, int code, const char *msg)
+{
+	if (!json_is_object(detail)) {
+		json_decref(detail);
+		return error_object(code, msg);
+	}
+	detail = summary_first(detail, msg);
+	if (!json_object_get(detail, "error"))
+		json_object_set_new(
+			detail, "error",
+			json_pack("{s:s,s:s}", "code", kf_err_name(code), "message", msg));
+	return detail;
+}
+
+/* JSON text of obj (borrowed) for a text block; returns new (free()), or
+ * NULL when it is over MCP_RESULT_MAX_BYTES, with why set: a client must
+ * never receive an unbounded answer, large artifacts belong in resources. */
+static char *result_text(const struct tool_ctx *c, const json_t *obj, char *why, size_t why_len)
+{
+	char *text = json_dumps(obj, JSON_COMPACT);
+
+	if (text && strlen(text) > MCP_RESULT_MAX_BYTES) {
+		snprintf(why, why_len,
+			 "internal error: %s produced a %zu-byte result, over the %u-byte cap",
+			 c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
+		log_error("mcp", "%s", why);
+		free(text);
+		return NULL;
+	}
+	return text ? text : strdup("{}");
+}
+
+/* The one builder of a failed call's MCP result: isError and one text block
+ * holding obj (taken, an error object: summary first, error {code, message},
+ * any detail) as JSON, and no structuredContent. A tool's outputSchema
+ * describes its answers; the spec reports tool execution errors as content
+ * with isError, and clients (TS SDK Client, Inspector) check any
+ * structuredContent against the outputSchema even when isError is set.
+ * Content blocks the handler set (content, borrowed, may be NULL) replace
+ * the text block. Returns new. */
+static json_t *tool_result_error(const struct tool_ctx *c, json_t *obj, json_t *content)
+{
+	char why[200];
+	char *text = NULL;
+	json_t *r;
+
+	if (!content) {
+		text = result_text(c, obj, why, sizeof(why));
+		if (!text) {
+			json_decref(obj);
+			obj = error_object(KF_ETOOBIG, why);
+			text = json_dumps(obj, JSON_COMPACT);
+		}
+	}
+	r = json_pack(
+		"{s:o,s:b}", "content",
+		content ? json_incref(content)
+			: json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"),
+		"isError", 1);
+	free(text);
+	json_decref(obj);
+	return r;
+}
+
 /* Runs the call: validation, handler, result shaping. Sets *sc to the
- * structuredContent (new, or NULL when the handler gave content blocks
- * only) and *is_error. */
+ * result object (new: structuredContent on success, the error object on
+ * failure; NULL when the handler gave content blocks only) and *is_error. */
 static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 {
 	const struct schema *in = tools_input_schema(c->tool);
@@ -90,17 +160,7 @@ static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 	if (rc) {
 		if (!err.code)
 			kf_err_set(&err, rc, "%s failed (%s)", c->tool->name, kf_err_name(rc));
-		if (!json_is_object(out)) {
-			json_decref(out);
-			*sc = error_object(rc, err.msg);
-			return;
-		}
-		out = summary_first(out, err.msg);
-		if (!json_object_get(out, "error"))
-			json_object_set_new(out, "error",
-					    json_pack("{s:s,s:s}", "code", kf_err_name(rc),
-						      "message", err.msg));
-		*sc = out;
+		*sc = error_with_detail(out, rc, err.msg);
 		return;
 	}
 	if (!out && c->content) {
@@ -125,39 +185,33 @@ static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 	*is_error = 0;
 }
 
+/* The MCP result of a call: sc (taken) as structuredContent plus the same
+ * JSON as a text block (or the handler's content blocks), or the error
+ * result when is_error. Returns new. */
 static json_t *mcp_result(struct tool_ctx *c, json_t *sc, int is_error)
 {
-	json_t *r = json_object();
+	json_t *r;
+	char why[200];
 	char *text;
 
+	if (is_error)
+		return tool_result_error(c, sc, c->content);
+	r = json_object();
 	if (c->content) {
 		json_object_set(r, "content", c->content);
 	} else {
-		text = json_dumps(sc, JSON_COMPACT);
-		if (text && strlen(text) > MCP_RESULT_MAX_BYTES) {
-			/* A client must never receive an unbounded answer; large
-			 * artifacts belong in resources. */
-			char msg[200];
-			snprintf(
-				msg, sizeof(msg),
-				"internal error: %s produced a %zu-byte result, over the %u-byte cap",
-				c->tool->name, strlen(text), MCP_RESULT_MAX_BYTES);
-			log_error("mcp", "%s", msg);
-			free(text);
+		text = result_text(c, sc, why, sizeof(why));
+		if (!text) {
+			json_decref(r);
 			json_decref(sc);
-			sc = error_object(KF_ETOOBIG, msg);
-			is_error = 1;
-			text = json_dumps(sc, JSON_COMPACT);
+			return tool_result_error(c, error_object(KF_ETOOBIG, why), NULL);
 		}
-		json_object_set_new(
-			r, "content",
-			json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"));
+		json_object_set_new(r, "content",
+				    json_pack("[{s:s,s:s}]", "type", "text", "text", text));
 		free(text);
 	}
 	if (sc)
 		json_object_set_new(r, "structuredContent", sc);
-	if (is_error)
-		json_object_set_new(r, "isError", json_true());
 	return r;
 }
 
@@ -184,9 +238,10 @@ static void call_done(struct tool_ctx *c)
 	for (pp = &s->calls; *pp; pp = &(*pp)->snext)
 		if (*pp == c) {
 			*pp = c->snext;
-			s->calls_len--;
 			break;
 		}
+	if (c->slot)
+		s->calls_len--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	call_free(c);
@@ -201,6 +256,13 @@ static void call_run(struct tool_ctx *c)
 
 	execute(c, &sc, &is_error);
 	text = jsonrpc_result(c->id, mcp_result(c, sc, is_error), &len);
+	/* The slot is free before the client can see the answer: its next
+	 * call must not find the session still full. */
+	pthread_mutex_lock(&c->s->lock);
+	if (c->slot)
+		c->s->calls_len--;
+	c->slot = 0;
+	pthread_mutex_unlock(&c->s->lock);
 	mcp_send_text(c->s, c->tcall, 1, c->id, text, len);
 	call_done(c);
 }
@@ -279,9 +341,9 @@ static int pool_push(struct tool_ctx *c)
 
 static void reply_busy(struct mcp_session *s, struct tool_ctx *c, const char *why)
 {
-	json_t *sc = error_object(KF_EBUSY, why);
 	size_t len;
-	char *text = jsonrpc_result(c->id, mcp_result(c, sc, 1), &len);
+	char *text = jsonrpc_result(c->id, tool_result_error(c, error_object(KF_EBUSY, why), NULL),
+				    &len);
 
 	mcp_send_text(s, c->tcall, 1, c->id, text, len);
 }
@@ -338,6 +400,7 @@ void mcp_call_start(struct mcp_session *s, const json_t *id, const json_t *param
 		c->snext = s->calls;
 		s->calls = c;
 		s->calls_len++;
+		c->slot = 1;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (full) {
@@ -377,7 +440,7 @@ void mcp_call_drain(struct mcp_session *s)
 	for (struct tool_ctx *c = s->calls; c; c = c->snext)
 		c->cancelled = 1;
 	pthread_cond_broadcast(&s->cond);
-	while (s->calls_len > 0)
+	while (s->calls)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 }

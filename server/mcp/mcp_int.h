@@ -9,9 +9,11 @@
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
 
-#define MCP_SESSION_MAX_CALLS  64  /* in-flight tool calls per session */
-#define MCP_PAGE_SIZE	       50  /* entries per tools/resources/prompts page */
-#define MCP_COMPLETION_MAX     100 /* values per completion/complete answer */
+#define MCP_SESSION_MAX_CALLS  64   /* in-flight tool calls per session */
+#define MCP_SESSION_MAX_SUBS   256  /* resources/subscribe URIs per session */
+#define MCP_SUB_URI_MAX	       2048 /* bytes of one subscribed URI */
+#define MCP_PAGE_SIZE	       50   /* entries per tools/resources/prompts page */
+#define MCP_COMPLETION_MAX     100  /* values per completion/complete answer */
 #define MCP_RESOURCE_NOT_FOUND -32002
 
 /* A request the server sent to the client, waiting for its response. */
@@ -36,8 +38,8 @@ struct mcp_session {
 	int log_level;		/* index into MCP_LOG_LEVELS */
 	json_t *client_caps;	/* initialize's params.capabilities */
 	json_t *subs;		/* object: subscribed uri -> true */
-	struct tool_ctx *calls; /* in flight (queued or running) */
-	size_t calls_len;
+	struct tool_ctx *calls; /* in flight (queued, running or answering) */
+	size_t calls_len;	/* calls holding a slot (not yet answering) */
 	struct mcp_pending *pending;
 	json_int_t next_id;		     /* ids of server-to-client requests */
 	char client[32];		     /* "session-<n>": who the calls come from */
@@ -52,6 +54,7 @@ struct tool_ctx {
 	void *tcall;		/* the transport's call pointer */
 	json_t *progress_token; /* owned, or NULL */
 	volatile int cancelled;
+	int slot; /* holds one of MCP_SESSION_MAX_CALLS (under s->lock) */
 	const struct tool_def *tool;
 	json_t *args;		/* owned */
 	json_t *content;	/* owned: set by tool_ctx_set_content */

@@ -181,11 +181,27 @@ void mcp_subscribe(struct mcp_session *s, const json_t *id, const json_t *params
 
 	if (!uri)
 		return;
+	if (on && strlen(uri) > MCP_SUB_URI_MAX) {
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: params.uri is %zu bytes; a subscription's URI is "
+				"at most %d",
+				strlen(uri), MCP_SUB_URI_MAX);
+		return;
+	}
 	if (on && !resource_for(uri)) {
 		mcp_reply_error(s, call, id, MCP_RESOURCE_NOT_FOUND, "Resource not found: %s", uri);
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (on && !json_object_get(s->subs, uri) &&
+	    json_object_size(s->subs) >= MCP_SESSION_MAX_SUBS) {
+		pthread_mutex_unlock(&s->lock);
+		mcp_reply_error(s, call, id, JSONRPC_INVALID_PARAMS,
+				"Invalid params: this session already has %d subscriptions, the "
+				"cap; unsubscribe from one first",
+				MCP_SESSION_MAX_SUBS);
+		return;
+	}
 	if (on)
 		json_object_set_new(s->subs, uri, json_true());
 	else

@@ -33,8 +33,10 @@ enum {
  * structuredContent, whose first key is "summary" (one line).
  * A tool-level failure (bad spec, compile error, wrong kernel, no_gpu)
  * returns a negative KF_E* code with err->msg set; the handler may also set
- * *out to a structured result (diagnostics, mismatches) and the server
- * answers isError: true with it; without *out the server builds
+ * *out to a structured detail (diagnostics, mismatches). The server answers
+ * isError: true with the error object as the text block only (never
+ * structuredContent, which the outputSchema describes): *out with summary
+ * first and "error" added, or without *out
  * {"summary": msg, "error": {"code": name, "message": msg}}. */
 typedef int (*tool_handler_fn)(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			       struct kf_err *err);

@@ -1,5 +1,6 @@
-/* tools_gpu: the check_kernel and benchmark_kernel MCP tools over
- * sandbox/check/check.h and sandbox/check/bench.h. Progress goes to the client as MCP
+/* tools_check_bench: the check_kernel and benchmark_kernel MCP tools over
+ * sandbox/check/check.h and sandbox/check/bench.h; their answers are
+ * written from the result structs in tools_check_json.c. Progress goes to the client as MCP
  * progress notifications, cancellation kills the GPU job, every call is
  * recorded in the run history. Without a GPU both answer a structured
  * isError result with error.code "no_gpu" (never a number). */
@@ -12,6 +13,7 @@
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_check_int.h"
 #include "server/tools/tools_runs.h"
 
 /* Progress comes from two threads (the runner's monitor and the job's own
@@ -43,14 +45,20 @@ static json_t *error_result(int rc, const char *msg)
 }
 
 /* Completes the answer (*out, may be NULL) of a check or benchmark that
- * returned rc: an error result when there is no answer; otherwise an
- * "error" member naming the code, unless the answer has one or rc is a
- * verdict the answer already explains (KF_EFAULT: the kernel failed;
- * KF_ECOMPILE: it did not compile). Nothing when rc is 0. */
-static void answer_error(int rc, const char *msg, json_t **out)
+ * returned rc: a failed kernel's error message is the verdict's summary;
+ * an error result when there is no answer; otherwise an "error" member
+ * naming the code, unless the answer has one or rc is a verdict the answer
+ * already explains (KF_EFAULT: the kernel failed; KF_ECOMPILE: it did not
+ * compile). Nothing when rc is 0. */
+static void answer_error(int rc, struct kf_err *err, json_t **out)
 {
 	if (!rc)
 		return;
+	if (rc == KF_EFAULT && *out) {
+		kf_err_clear(err);
+		kf_err_set(err, rc, "%s", json_string_value(json_object_get(*out, "summary")));
+	}
+	const char *msg = err->msg;
 	if (!*out)
 		*out = error_result(rc, msg);
 	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
@@ -62,7 +70,7 @@ static void answer_error(int rc, const char *msg, json_t **out)
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -77,16 +85,20 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = check_kernel(&app->check, spec, &o, out, &gpu, err);
-	answer_error(rc, err->msg, out);
-	runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	struct check_result res;
+	int rc = check_kernel(&app->check, spec, &o, &res, &gpu, err);
+	*out = tools_check_json(&res);
+	check_result_fini(&res);
+	answer_error(rc, err, out);
+	tools_runs_record(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
-	int64_t t0 = runs_now_ms();
+	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
 	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -104,16 +116,20 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.progress_arg = &pr,
 	};
 	int gpu = -1;
-	int rc = bench_kernel(&app->check, spec, &o, out, &gpu, err);
-	answer_error(rc, err->msg, out);
-	runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu, runs_now_ms() - t0, NULL);
+	struct bench_result res;
+	int rc = bench_kernel(&app->check, spec, &o, &res, &gpu, err);
+	*out = tools_bench_json(&res);
+	bench_result_fini(&res);
+	answer_error(rc, err, out);
+	tools_runs_record(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
 	return rc;
 }
 
-#define SPEC_SCHEMA                                                                     \
-	"\"spec\": {\"type\": \"object\", \"description\": \"the kernel spec: source, " \
-	"sizes, tensors, scalars, launch, reference, tolerance, cost, constraints; or " \
-	"the op shorthand {op, dtype, source, launch}\"}"
+#define SPEC_SCHEMA                                                                    \
+	"\"spec\": {\"type\": \"object\", \"description\": \"kernel spec {source, "    \
+	"sizes, tensors, scalars, launch, reference, tolerance, cost} or {op, dtype, " \
+	"source, launch}\"}"
 
 static const char CHECK_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
@@ -121,28 +137,27 @@ static const char CHECK_INPUT[] =
 	"\"trials\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20, \"default\": 3, "
 	"\"description\": \"fresh secret inputs per size\"}, "
 	"\"odd_size\": {\"type\": \"boolean\", \"default\": true, \"description\": \"also "
-	"test one size near the spec's that the spec does not list\"}, "
+	"one size the spec does not list\"}, "
 	"\"replay\": {\"type\": \"object\", \"additionalProperties\": false, "
 	"\"required\": [\"size\", \"seed\"], \"properties\": {\"size\": {\"type\": "
 	"\"object\"}, \"seed\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 16}}, "
-	"\"description\": \"re-run one failing case exactly, as a check reported it\"}, "
+	"\"description\": \"re-run one reported failing case\"}, "
 	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
 	"\"default\": 60}}}";
 
+/* The output schemas name the members every answer has; the rest are
+ * described in docs/check-and-bench.md (tools/list stays small). */
 static const char CHECK_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\", \"passed\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}, "
-	"\"sizes\": {\"type\": \"array\"}, \"safeguards_fired\": {\"type\": \"array\"}, "
-	"\"flags\": {\"type\": \"object\"}, \"tolerance\": {\"type\": \"object\"}, "
-	"\"replay\": {\"type\": \"object\"}, \"error\": {\"type\": \"object\"}}}";
+	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}}}";
 
 static const char BENCH_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
 	"\"properties\": {" SPEC_SCHEMA ", "
 	"\"size\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 31, \"description\": "
-	"\"index into the spec's sizes; default every size\"}, "
+	"\"index into sizes; default all\"}, "
 	"\"baseline\": {\"type\": \"boolean\", \"default\": true, \"description\": \"time "
-	"the baseline (kforge's kernel for an op, or the CUDA reference) interleaved\"}, "
+	"the baseline interleaved\"}, "
 	"\"target_rel_se\": {\"type\": \"number\", \"minimum\": 0.0001, \"maximum\": 0.5, "
 	"\"default\": 0.005}, "
 	"\"budget_ms\": {\"type\": \"number\", \"minimum\": 10, \"maximum\": 60000, "
@@ -155,11 +170,7 @@ static const char BENCH_INPUT[] =
 
 static const char BENCH_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}, "
-	"\"candidate\": {\"type\": \"object\"}, \"baseline\": {}, \"speedup\": {\"type\": "
-	"\"object\"}, \"sizes\": {\"type\": \"array\"}, \"peak\": {\"type\": \"object\"}, "
-	"\"ceilings\": {}, \"flags\": {\"type\": \"object\"}, \"error\": {\"type\": "
-	"\"object\"}}}";
+	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}}}";
 
 static const struct tool_def GPU_TOOLS[] = {
 	{
@@ -167,16 +178,11 @@ static const struct tool_def GPU_TOOLS[] = {
 		.title = "Check a kernel against a reference",
 		.description =
 			"Runs a kernel spec on the GPU against a trusted reference (a built-in op "
-			"computed in float64 on the CPU, a second CUDA source, or a torch "
-			"expression) and says whether it is correct. Every size of the spec plus "
-			"one odd size kforge picks, 3 trials each with fresh secret inputs (seeds "
-			"reported for replay). Safeguards: outputs poisoned and checked for full "
-			"coverage, guard bands for out-of-bounds writes, inputs verified "
-			"unchanged, "
-			"module reloaded per trial, two runs compared (races, state kept across "
-			"launches), NaN/Inf, a flag when the reference cannot tell wrong from "
-			"right. Answer: passed, per size and trial the errors and first "
-			"mismatches with coordinates, which safeguard fired, a one-line summary.",
+			"in float64, a second CUDA source, or a torch expression): every size plus "
+			"an odd one, 3 trials of fresh secret inputs. Safeguards: poisoned outputs, "
+			"guard bands, inputs unchanged, two runs compared (races), NaN/Inf. "
+			"Answer: passed, per size and trial the errors and first mismatches, the "
+			"safeguard that fired; a failure replays by its seed.",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT,
@@ -186,15 +192,12 @@ static const struct tool_def GPU_TOOLS[] = {
 		.name = "benchmark_kernel",
 		.title = "Benchmark a kernel",
 		.description =
-			"Times a kernel spec on the GPU with CUDA events, after a warm-up, with "
-			"the "
-			"L2 flushed before every timed run, until the median's standard error is "
-			"under 0.5% or the budget ends; the baseline (kforge's fast kernel for an "
-			"op, or the CUDA reference) runs interleaved. Reports median/p10/p90/mean/"
-			"CV in microseconds, the speedup with its 95% interval (or 'no measurable "
-			"difference'), GB/s and TFLOP/s, % of the GPU's peak and of its calibrated "
-			"ceilings, the roofline floor (a time below it is flagged), and verifies "
-			"the outputs of a run after timing.",
+			"Times a kernel spec on the GPU (CUDA events, L2 flushed per run) until "
+			"the median's standard error is under 0.5% or the budget ends, "
+			"interleaved with a baseline (kforge's kernel for an op, or the "
+			"reference). Answer: median/p10/p90 us, speedup with its 95% interval, "
+			"GB/s, TFLOP/s, % of peak and of calibrated ceilings, the roofline floor; "
+			"outputs verified after timing.",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
 		.annotations = 0,

@@ -2,7 +2,8 @@
  * and the kforge://artifacts/{id}/{kind} resources (PTX, SASS listing,
  * compiler log, source). The handler only shapes arguments into a
  * compile_req (sandbox/compile/compile.h, thread-safe), records the run in the
- * history and adds the PTX resource link; a compile error is a normal
+ * history and adds the PTX resource link; the answer is written from the
+ * result struct in tools_compile_json.c. A compile error is a normal
  * result with isError and the diagnostics. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "sandbox/compile/compile.h"
 #include "sandbox/history/history.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_compile_int.h"
 #include "server/tools/tools_runs.h"
 
 #define ARTIFACT_URI	  "kforge://artifacts/"
@@ -90,7 +92,7 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 	*out = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(rc),
 			 "message", msg);
 	if (app && app->history && *out)
-		runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
+		tools_runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
 	return rc;
 }
 
@@ -139,19 +141,20 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 	struct compile_result res;
 	rc = compile_kernel(app->cc, &req, &res, err);
 	compile_flags_free(split);
-	if (!res.json && rc) {
+	json_t *answer = tools_compile_json(&res);
+	if (!answer && rc) {
 		compile_result_fini(&res);
 		return refused(app, args, rc, err, out);
 	}
-	if (res.json) {
-		int hrc = record(app, args, src, src_len, rc, res.json);
+	if (answer) {
+		int hrc = record(app, args, src, src_len, rc, answer);
 		if (hrc && !rc)
 			rc = kf_err_set(err, hrc, "%s",
-					json_string_value(json_object_get(res.json, "summary")));
-		json_t *ptx = json_object_get(res.json, "ptx");
+					json_string_value(json_object_get(answer, "summary")));
+		json_t *ptx = json_object_get(answer, "ptx");
 		if (json_is_object(ptx)) {
 			/* The PTX travels as a resource link, never inline. */
-			char *txt = json_dumps(res.json, JSON_COMPACT);
+			char *txt = json_dumps(answer, JSON_COMPACT);
 			json_t *content = json_array();
 			json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text",
 								 "text", txt ? txt : ""));
@@ -163,7 +166,7 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 			free(txt);
 			tool_ctx_set_content(ctx, content);
 		}
-		*out = json_incref(res.json);
+		*out = answer;
 	}
 	compile_result_fini(&res);
 	tool_ctx_progress(ctx, 1, 1, rc == 0 ? "compiled" : "done");
@@ -231,40 +234,30 @@ static const struct tool_def COMPILE_TOOLS[] = {
 		.name = "compile_kernel",
 		.title = "Compile a CUDA kernel",
 		.description =
-			"Compiles CUDA C++ device code (no host code) to a cubin with nvcc/NVRTC in a sandbox "
-			"(no network, no host files) and reports: diagnostics {file, line, column, severity, "
-			"message, source_line}; per kernel (demangled) registers, static shared memory, "
-			"constant memory, stack/local bytes, spill stores/loads, launch bounds and occupancy at "
-			"128/256/512/1024 threads; warnings to act on (spills, local memory, register-limited "
-			"occupancy). Results are cached by source+flags+arch+compiler (artifact_id). A compile "
-			"error is a normal result with isError true. flags: -O0..3, --use_fast_math, -lineinfo, "
-			"-maxrregcount=N, -Xptxas -v|-O<n>|--warn-on-spills, -D NAME[=VALUE], -U NAME, "
-			"-std=c++14|17|20, --extra-device-vectorization, --ftz/--prec-div/--prec-sqrt/--fmad="
-			"true|false, -G, --restrict, --expt-relaxed-constexpr, --extended-lambda, -w, "
-			"--diag-suppress=N; refused: -rdc, -o, -ccbin, -Xcompiler, -I/-include outside the job, "
-			"-arch (use the arch field). want_ptx returns the PTX as a resource link; want_sass a "
-			"SASS summary (global load/store widths, tensor-core MMA, FFMA, local memory) with hints "
-			"where cuobjdump exists.",
+			"Compiles CUDA device code (no host code) with nvcc/NVRTC in a sandbox. Answer: "
+			"diagnostics (file, line, column, message); per kernel registers, shared/local "
+			"memory, spills, occupancy at 128-1024 threads; warnings to act on. A compile error "
+			"is isError with the diagnostics. Cached by content. flags from an allowlist (-O3, "
+			"--use_fast_math, -lineinfo, -maxrregcount=N, -Xptxas -v, -D/-U, -std=c++20, --ftz, "
+			"...; a refused flag names the rest). want_ptx: the PTX as a resource link; "
+			"want_sass: a SASS summary.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"source\"], "
 			"\"properties\": {"
 			"\"source\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 1048576, "
-			"\"description\": \"CUDA C++ device code: __global__ kernels (extern \\\"C\\\" keeps names "
-			"unmangled), explicit template instantiations; at most 1 MiB\"},"
+			"\"description\": \"device code: __global__ kernels (extern \\\"C\\\" keeps names), "
+			"template instantiations\"},"
 			"\"arch\": {\"type\": \"string\", \"minLength\": 5, \"maxLength\": 8, "
-			"\"description\": \"sm_XX or sm_XXa, e.g. sm_90, sm_90a; default: the local GPU, else sm_90\"},"
+			"\"description\": \"sm_90, sm_90a...; default the local GPU, else sm_90\"},"
 			"\"flags\": {\"type\": [\"array\", \"string\"], \"maxItems\": 64, "
 			"\"items\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 150}, "
-			"\"description\": \"nvcc flags from the allowlist, one per element (or one string split on blanks)\"},"
-			"\"want_ptx\": {\"type\": \"boolean\", \"default\": false, \"description\": \"keep the PTX and return a kforge://artifacts/{id}/ptx link\"},"
-			"\"want_sass\": {\"type\": \"boolean\", \"default\": false, \"description\": \"summarise the SASS (needs cuobjdump)\"}}}",
+			"\"description\": \"nvcc flags, an array or one string\"},"
+			"\"want_ptx\": {\"type\": \"boolean\", \"default\": false, \"description\": \"the PTX as a resource link\"},"
+			"\"want_sass\": {\"type\": \"boolean\", \"default\": false, \"description\": \"summarise the SASS\"}}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"ok\"], \"properties\": {"
 			"\"summary\": {\"type\": \"string\"}, \"ok\": {\"type\": \"boolean\"},"
-			"\"arch\": {\"type\": \"string\"}, \"sandbox\": {\"type\": \"string\"},"
-			"\"cache_hit\": {\"type\": \"boolean\"}, \"compile_ms\": {\"type\": \"integer\"},"
-			"\"artifact_id\": {\"type\": \"string\"}, \"kernels\": {\"type\": \"array\"},"
-			"\"warnings\": {\"type\": \"array\"}, \"diagnostics\": {\"type\": \"array\"}}}",
+			"\"kernels\": {\"type\": \"array\"}, \"diagnostics\": {\"type\": \"array\"}}}",
 		.annotations = TOOL_IDEMPOTENT,
 		.handler = compile_kernel_tool,
 	},

@@ -3,7 +3,8 @@
  * kforge://gpus/{id}; the write-kernel prompt. Handlers only shape JSON
  * around knowledge/kb.h (thread-safe) and sandbox/pool/gpu.h (the driver probe
  * for `local`). Every figure carries its source; derived figures say
- * "derived": true with their formula. */
+ * "derived": true, with their formula in the full answer (detail: "full");
+ * the brief default answer is built in tools_kb_fields.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +251,7 @@ static int gpu_not_found(const struct kb *kb, const char *name, json_t **out, in
 
 /* ---- get_gpu_specs ---------------------------------------------------------- */
 
-static int specs_one(struct kb *kb, const char *name, const json_t *args, json_t **out,
+static int specs_one(struct kb *kb, const char *name, const json_t *args, int brief, json_t **out,
 		     struct kf_err *err)
 {
 	const struct kb_gpu *m[KB_MAX_MATCHES];
@@ -277,7 +278,8 @@ static int specs_one(struct kb *kb, const char *name, const json_t *args, json_t
 	} else {
 		json_object_set_new(res, "summary", json_string(line));
 	}
-	json_object_set_new(res, "gpu", tools_kb_gpu_json(kb, g, tp));
+	json_object_set_new(res, "gpu",
+			    brief ? tools_kb_gpu_brief(g, tp) : tools_kb_gpu_json(kb, g, tp));
 	if (tp) {
 		char t[32];
 		kb_arch_format(tp, t, sizeof t);
@@ -288,12 +290,14 @@ static int specs_one(struct kb *kb, const char *name, const json_t *args, json_t
 		json_t *ids = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(ids, json_string(m[i]->id));
-		json_object_set_new(
-			res, "ambiguous",
-			json_pack("{s:s,s:o,s:s}", "query", name, "matches", ids, "rule",
-				  "an alias naming several GPUs resolves to its canonical "
-				  "pick (the flagship datacenter part); ask for one of "
-				  "matches by id for another"));
+		json_t *a = json_pack("{s:s,s:o}", "query", name, "matches", ids);
+		if (!brief)
+			json_object_set_new(
+				a, "rule",
+				json_string("an alias naming several GPUs resolves to "
+					    "its canonical pick (the flagship datacenter "
+					    "part); ask for one of matches by id for another"));
+		json_object_set_new(res, "ambiguous", a);
 	}
 	json_t *occ = json_object_get(args, "occupancy");
 	if (occ) {
@@ -353,7 +357,8 @@ static int specs_list(struct kb *kb, json_t **out)
 	return 0;
 }
 
-static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struct kf_err *err)
+static int specs_compare(struct kb *kb, const json_t *names, int brief, json_t **out,
+			 struct kf_err *err)
 {
 	const struct kb_gpu *g[KB_COMPARE_MAX];
 	const char *nm[KB_COMPARE_MAX];
@@ -369,9 +374,20 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struc
 				return gpu_not_found(kb, nm[i] ? nm[i] : "", out, rc, err);
 		return rc;
 	}
-	json_t *hdr = json_array(), *rows = json_array();
 	char sum[320] = "compare:";
 	size_t at = strlen(sum);
+	for (size_t i = 0; i < n; i++) {
+		at += (size_t)snprintf(sum + at, sizeof sum - at > 0 ? sizeof sum - at : 0, "%s %s",
+				       i ? "," : "", g[i]->id);
+		if (at >= sizeof sum)
+			at = sizeof sum - 1;
+	}
+	if (brief) {
+		*out = tools_kb_compare_brief(g, n);
+		json_object_set_new(*out, "summary", json_string(sum));
+		return 0;
+	}
+	json_t *hdr = json_array(), *rows = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(
 			hdr, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", g[i]->id, "name", g[i]->name,
@@ -379,10 +395,6 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struc
 				       "sources_per_cc_limits", g[i]->sources_per_cc_limits));
 		json_object_set_new(json_array_get(hdr, i), "uri",
 				    json_sprintf(GPU_URI "%s", g[i]->id));
-		at += (size_t)snprintf(sum + at, sizeof sum - at > 0 ? sizeof sum - at : 0, "%s %s",
-				       i ? "," : "", g[i]->id);
-		if (at >= sizeof sum)
-			at = sizeof sum - 1;
 	}
 	for (size_t f = 0; f < g[0]->figures_len; f++) {
 		const struct kb_figure *f0 = &g[0]->figures[f];
@@ -420,7 +432,7 @@ static int specs_compare(struct kb *kb, const json_t *names, json_t **out, struc
 	return 0;
 }
 
-static int specs_local(struct kb *kb, json_t **out, struct kf_err *err)
+static int specs_local(struct kb *kb, int brief, json_t **out, struct kf_err *err)
 {
 	const struct gpu_host *h = NULL;
 	struct kf_err perr;
@@ -460,7 +472,9 @@ static int specs_local(struct kb *kb, json_t **out, struct kf_err *err)
 					  exact ? "the driver's name is an alias of this row"
 						: "closest row with the same compute capability, "
 						  "then SM count, then memory size"));
-			json_object_set_new(o, "gpu", tools_kb_gpu_json(kb, g, NULL));
+			json_object_set_new(o, "gpu",
+					    brief ? tools_kb_gpu_brief(g, NULL)
+						  : tools_kb_gpu_json(kb, g, NULL));
 			int k;
 			double sms = fig_value(g, "sm_count", &k);
 			if (k && (int)sms != d->sm_count)
@@ -482,6 +496,12 @@ static int specs_local(struct kb *kb, json_t **out, struct kf_err *err)
 	return 0;
 }
 
+/* What a brief answer leaves out, and how to ask for it. */
+static const char BRIEF_MORE[] =
+	"brief: units are in the names; source names a key list in sources. detail: \"full\" "
+	"for every figure, formulas, feature rules, notes, source titles; fields: [names] for "
+	"some";
+
 static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			   struct kf_err *err)
 {
@@ -498,21 +518,25 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 				  "give exactly one of: gpu (a name, alias or \"local\"), "
 				  "compare (2-4 names) or list: true");
 	const json_t *fields = json_object_get(args, "fields");
+	const char *detail = json_string_value(json_object_get(args, "detail"));
+	int brief = !fields && !(detail && strcmp(detail, "full") == 0);
 	if (list)
 		return fields ? kf_err_set(err, KF_EINVAL,
 					   "fields narrows one GPU or a comparison; list: true "
 					   "already answers a few columns per GPU")
 			      : specs_list(kb, out);
 	if (cmp)
-		rc = specs_compare(kb, cmp, out, err);
+		rc = specs_compare(kb, cmp, brief, out, err);
 	else if (strcmp(gpu, "local") == 0)
-		rc = specs_local(kb, out, err);
+		rc = specs_local(kb, brief, out, err);
 	else
-		rc = specs_one(kb, gpu, args, out, err);
+		rc = specs_one(kb, gpu, args, brief, out, err);
 	if (rc == 0 && fields && (rc = tools_kb_fields(*out, fields, cmp != NULL, err))) {
 		json_decref(*out);
 		*out = NULL;
 	}
+	if (rc == 0 && brief)
+		json_object_set_new(*out, "more", json_string(BRIEF_MORE));
 	return rc;
 }
 
@@ -587,34 +611,28 @@ static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, 
 
 /* ---- tables ------------------------------------------------------------------ */
 
-#define NAME_SCHEMA "{\"type\":\"string\",\"minLength\":1,\"maxLength\":127"
+#define NAME_SCHEMA "{\"type\":\"string\",\"maxLength\":127"
 
 static const char SPECS_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	"\"gpu\":" NAME_SCHEMA ",\"description\":\"a GPU name or alias (h100, 'H100 SXM', "
-	"a100-80g-pcie, rtx 4090, sm_90, hopper), or 'local' for this host's GPUs\"},"
-	"\"compare\":{\"type\":\"array\",\"minItems\":2,\"maxItems\":4,\"items\":" NAME_SCHEMA
-	"},\"description\":\"2 to 4 GPUs side by side\"},"
-	"\"list\":{\"type\":\"boolean\",\"description\":\"true: every GPU in the table\"},"
+	"\"gpu\":" NAME_SCHEMA ",\"description\":\"name or alias, or 'local'\"},"
+	"\"compare\":{\"type\":\"array\",\"minItems\":2,\"maxItems\":4,\"items\":" NAME_SCHEMA "}},"
+	"\"list\":{\"type\":\"boolean\"},"
+	"\"detail\":{\"type\":\"string\",\"enum\":[\"brief\",\"full\"],\"default\":\"brief\"},"
 	"\"fields\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,\"items\":" NAME_SCHEMA
-	"},\"description\":\"only these figures, derived figures or sections (features, "
-	"notes, conflicts, aliases), with the sources they cite: a short answer, e.g. "
-	"[memory_bandwidth_gbs, smem_per_sm_kb, ridge_point_fp16_bf16_tensor]\"},"
-	"\"arch\":" NAME_SCHEMA ",\"description\":\"target for feature usability "
-	"(sm_90a, sm_100a...); default the GPU's best target\"},"
+	"},\"description\":\"figure or section names, e.g. [memory_bandwidth_gbs, features]\"},"
+	"\"arch\":" NAME_SCHEMA ",\"description\":\"target for feature usability, e.g. "
+	"sm_90a\"},"
 	"\"occupancy\":{\"type\":\"object\",\"additionalProperties\":false,"
 	"\"required\":[\"block_threads\"],\"properties\":{"
 	"\"block_threads\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1024},"
 	"\"regs_per_thread\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":255},"
 	"\"smem_per_block_bytes\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576}},"
-	"\"description\":\"blocks per SM for this block size and register/shared-memory use\"}}}";
+	"\"description\":\"blocks per SM for such a block\"}}}";
 
-static const char SPECS_OUT[] =
-	"{\"type\":\"object\",\"required\":[\"summary\"],\"properties\":{"
-	"\"summary\":{\"type\":\"string\"},\"gpu\":{\"type\":\"object\"},"
-	"\"gpus\":{\"type\":\"array\"},\"rows\":{\"type\":\"array\"},"
-	"\"local\":{\"type\":\"array\"},\"occupancy\":{\"type\":\"object\"},"
-	"\"ambiguous\":{\"type\":\"object\"}}}";
+static const char SPECS_OUT[] = "{\"type\":\"object\",\"required\":[\"summary\"],\"properties\":{"
+				"\"summary\":{\"type\":\"string\"},\"gpu\":{\"type\":\"object\"},"
+				"\"rows\":{\"type\":\"array\"}}}";
 
 static const char SEARCH_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"query\"],"
@@ -622,18 +640,13 @@ static const char SEARCH_IN[] =
 	"\"query\":{\"type\":\"string\",\"maxLength\":512,\"description\":\"words, e.g. "
 	"'bank conflicts when reading a column'\"},"
 	"\"arch\":" NAME_SCHEMA ",\"description\":\"only guides for this target or GPU "
-	"(sm_90, h100, hopper)\"},"
-	"\"tag\":" NAME_SCHEMA ",\"description\":\"only guides with this tag\"},"
+	"(sm_90, h100)\"},"
+	"\"tag\":" NAME_SCHEMA "},"
 	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}}}";
 
 static const char SEARCH_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"hits\"],\"properties\":{"
-	"\"summary\":{\"type\":\"string\"},\"query\":{\"type\":\"string\"},"
-	"\"filters\":{\"type\":\"object\"},\"hits\":{\"type\":\"array\",\"items\":{"
-	"\"type\":\"object\",\"required\":[\"id\",\"title\",\"uri\",\"snippet\"],"
-	"\"properties\":{\"id\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"},"
-	"\"uri\":{\"type\":\"string\"},\"snippet\":{\"type\":\"string\"},"
-	"\"score\":{\"type\":\"number\"}}}}}}";
+	"\"summary\":{\"type\":\"string\"},\"hits\":{\"type\":\"array\"}}}";
 
 static const char READ_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\"],"
@@ -643,32 +656,25 @@ static const char READ_IN[] =
 static const char READ_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\"],"
 	"\"properties\":{\"summary\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
-	"\"title\":{\"type\":\"string\"},\"uri\":{\"type\":\"string\"},"
-	"\"tags\":{\"type\":\"array\"},\"archs\":{\"type\":\"array\"},"
-	"\"sources\":{\"type\":\"array\"},\"links\":{\"type\":\"array\"},"
-	"\"related\":{\"type\":\"array\"},\"markdown\":{\"type\":\"string\"}}}";
+	"\"title\":{\"type\":\"string\"},\"sources\":{\"type\":\"array\"},"
+	"\"markdown\":{\"type\":\"string\"}}}";
 
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specifications",
-	 "Facts about NVIDIA GPUs from kforge's sourced table: one GPU by name or alias "
-	 "(h100, 'H100 SXM', a100-80g-pcie, rtx 4090, sm_90, hopper), list: true for all, "
-	 "compare: [2-4 names] side by side, or gpu: 'local' for this host's GPUs read from "
-	 "the driver. Every figure carries its source; null means not confirmed. Derived "
-	 "figures (ridge points per precision, max warps, full-wave grid, feature usability "
-	 "for a target, and an occupancy calculation when `occupancy` is given) are marked "
-	 "derived with their formula. A whole GPU is ~15 KB: pass fields: [names] for just "
-	 "the figures you need (with their sources).",
+	 "NVIDIA GPU facts from a sourced table: gpu (name or alias: h100, 'rtx 4090', sm_90; "
+	 "'local' = this host), compare (2-4 names) or list. Brief by default (~2 KB): SMs, "
+	 "memory, bandwidth, L2, FP32/TF32/BF16/FP8 peaks, per-SM limits, ridge points, usable "
+	 "features, with source ids; detail 'full' (~15 KB) adds every figure, formulas, "
+	 "feature rules, notes; fields picks figures. null = not confirmed.",
 	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
 	{"search_guides", "Search optimization guides",
-	 "Ranked full-text search (bm25) over kforge's CUDA optimization guides: coalescing, "
-	 "bank conflicts, occupancy, cp.async, TMA, wgmma, tensor cores, FP8, attention, GEMM, "
-	 "numerics, measuring, PyTorch integration and more. Optional arch (sm_90, h100) and "
-	 "tag filters. Returns ids, titles and snippets; read one with read_guide.",
+	 "Ranked search over kforge's CUDA optimization guides (memory access, occupancy, "
+	 "async copies, tensor cores, attention, GEMM, numerics, measuring, PyTorch...): ids, "
+	 "titles, snippets; read one with read_guide.",
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
-	 "One optimization guide, whole, as Markdown, with its sources, tags, target "
-	 "architectures and links to related guides.",
-	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
+	 "One guide, whole, as Markdown, with its sources, tags and related guides.", READ_IN,
+	 READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 
 const struct tool_group TOOLS_KB = {

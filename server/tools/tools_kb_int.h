@@ -26,6 +26,17 @@ json_t *tools_kb_split(const char *s, char sep);
 json_t *tools_kb_gpu_json(const struct kb *kb, const struct kb_gpu *g,
 			  const struct kb_arch *target);
 
+/* The brief record of one GPU as new JSON: its identity, the most used
+ * figures as {value, source} (source names a key list in "sources": the
+ * product or per-CC sources), three derived figures, and the features code
+ * for target (NULL = the GPU's best target) may use (tools_kb_fields.c). */
+json_t *tools_kb_gpu_brief(const struct kb_gpu *g, const struct kb_arch *target);
+
+/* The brief comparison of g[0..n-1] (n <= KB_COMPARE_MAX) as new JSON:
+ * {gpus: [{id, name, best_target, sources}], rows: [{field, values,
+ * source | unit+derived}]} over the same figures as tools_kb_gpu_brief. */
+json_t *tools_kb_compare_brief(const struct kb_gpu *const *g, size_t n);
+
 /* Applies get_gpu_specs' "fields" to a finished answer res (in place): the
  * one GPU, each local GPU that matched a row, or with compare the rows.
  * KF_EINVAL naming the valid names when one is unknown (tools_kb_fields.c). */

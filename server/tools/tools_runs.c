@@ -1,5 +1,5 @@
 /* tools_runs: list_runs, get_run, compare_runs and the kforge://runs/...
- * resources over sandbox/history; runs_record for the handlers that make
+ * resources over sandbox/history; tools_runs_record for the handlers that make
  * runs. See tools_runs.h. The kind-specific comparisons live in
  * tools_runs_compare.c; nothing here measures or invents a number. */
 #include "server/tools/tools_runs.h"
@@ -21,7 +21,7 @@
 #define INLINE_RESULT_MAX 32768 /* result JSON bytes shown inline */
 #define RESOURCE_LIST_MAX 20	/* runs listed by resources/list */
 
-int64_t runs_now_ms(void)
+int64_t tools_runs_now_ms(void)
 {
 	struct timespec ts;
 
@@ -98,8 +98,9 @@ static enum history_status status_of(int rc, const json_t *result)
 	return HISTORY_ERROR;
 }
 
-int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
-		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES])
 {
 	struct history_run run = {0};
 	struct kf_err err = {0};
@@ -424,7 +425,7 @@ static int compare_runs(struct tool_ctx *ctx, const json_t *args, json_t **out, 
 	}
 	res = json_pack("{s:s, s:s, s:o, s:o}", "summary", "", "kind", history_kind_name(a.kind),
 			"a", side_json(&a), "b", side_json(&b));
-	rc = runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
+	rc = tools_runs_compare_detail(&a, &b, res, detail, sizeof(detail), err);
 	if (rc) {
 		json_decref(res);
 		goto out;
@@ -574,11 +575,11 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "list_runs",
 		.title = "List runs",
 		.description =
-			"Lists past compiles, checks, benchmarks and calibrations from the run history, newest first. Filter by kind, kernel name (substring), status (ok = compiled/passed/measured, failed = the kernel's fault, error = could not run) and since (2026-11-30, 2026-11-30T09:00:00Z, or an age like 30m, 6h, 7d). Pages with limit and cursor (pass next_cursor back).",
+			"Past compiles, checks, benchmarks and calibrations, newest first. Filters: kind, kernel (substring), status (failed = the kernel's fault, error = could not run), since (2026-11-30, or an age: 6h, 7d). Pass next_cursor back as cursor.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 			"\"kind\": {\"type\": \"string\", \"enum\": " KIND_ENUM "},"
-			"\"kernel\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256, \"description\": \"substring of a kernel name\"},"
+			"\"kernel\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256},"
 			"\"status\": {\"type\": \"string\", \"enum\": " STATUS_ENUM "},"
 			"\"since\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 40},"
 			"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 500, \"default\": 20},"
@@ -594,7 +595,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "get_run",
 		.title = "Get a run",
 		.description =
-			"One run from the history, whole: kind, status, time, kernels, source hash, device, spec and the tool's result. Large parts (the source, a big result) come as kforge://runs/{id}/... resource links.",
+			"One run, whole: kind, status, time, kernels, device, spec, result; large parts as resource links.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
 			"\"id\": " RUN_ID_SCHEMA("run id from list_runs or a result's run_id") "}}",
@@ -608,7 +609,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "compare_runs",
 		.title = "Compare two runs",
 		.description =
-			"Two runs of one kind side by side. Benchmarks: the speedup of b over a (a's median / b's median) with its 95% interval from each run's median uncertainty, and \"no measurable difference\" when the intervals overlap. Compiles: per kernel, the registers, shared memory, local memory and spills that changed. Checks: pass/fail, failing cases, safeguards that fired and errors. Calibrations: each measured ceiling and its ratio.",
+			"Two runs of one kind side by side: for benchmarks the speedup of b over a with its 95% interval (or \"no measurable difference\"), for compiles the resources and spills that changed, for checks the verdicts and failing cases.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
 			"\"a\": " RUN_ID_SCHEMA(

@@ -1,6 +1,6 @@
 /* tools_runs: the run history as MCP tools (list_runs, get_run,
  * compare_runs) and resources (kforge://runs/{id}[/source|spec|result]),
- * plus runs_record, which every compile, check, benchmark and calibrate
+ * plus tools_runs_record, which every compile, check, benchmark and calibrate
  * handler calls once its result is built, so state.db holds every run
  * whichever way it came in (MCP, REST, CLI). */
 #ifndef KF_TOOLS_RUNS_H
@@ -37,10 +37,11 @@ struct app;
  * Returns 0, or the KF_E* code of history_add (the failure is logged; the
  * tool's own result is still valid, so callers normally carry on). Writes
  * the id into id_out when it is not NULL. Thread-safe. */
-int runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result, int rc,
-		const char *err_msg, int gpu, int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
+int tools_runs_record(struct app *app, enum history_kind kind, const json_t *args, json_t *result,
+		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
+		      char id_out[HISTORY_ID_BYTES]);
 
 /* Monotonic milliseconds, for duration_ms. */
-int64_t runs_now_ms(void);
+int64_t tools_runs_now_ms(void);
 
 #endif

@@ -437,8 +437,8 @@ static void compare_check(const struct history_run *a, const struct history_run 
 	json_object_set_new(out, "check", json_pack("{s:o, s:o}", "a", ca, "b", cb));
 }
 
-int runs_compare_detail(const struct history_run *a, const struct history_run *b, json_t *out,
-			char *detail, size_t cap, struct kf_err *err)
+int tools_runs_compare_detail(const struct history_run *a, const struct history_run *b, json_t *out,
+			      char *detail, size_t cap, struct kf_err *err)
 {
 	detail[0] = '\0';
 	switch (a->kind) {

@@ -14,8 +14,8 @@
  * to out ("benchmark", "kernels", "check" or "figures") and writes a
  * one-line description into detail (cap bytes). Returns 0, or KF_EINVAL
  * when a benchmark run has no timing (err names the run). */
-int runs_compare_detail(const struct history_run *a, const struct history_run *b, json_t *out,
-			char *detail, size_t cap, struct kf_err *err)
+int tools_runs_compare_detail(const struct history_run *a, const struct history_run *b, json_t *out,
+			      char *detail, size_t cap, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -1,9 +1,10 @@
 /* http_int: what the HTTP transport's files share (transport_http.c: the
- * daemon, checks and dispatch; http_sess.c: the session table, the send
+ * daemon, checks and dispatch; http_conn.c: connections, their deadlines
+ * and the upload memory; http_sess.c: the session table, the send
  * callback and SSE buffers; http_mcp.c: the /mcp requests and their calls;
  * http_rest.c: REST jobs under /v1). Included by no one else.
  * Locks: srv.lock (session table) before sess.lock (everything in one
- * session: its calls, its GET stream, its backlog). */
+ * session: its calls, its GET stream, its backlog); srv.conn_lock alone. */
 #ifndef KF_HTTP_INT_H
 #define KF_HTTP_INT_H
 
@@ -16,22 +17,30 @@
 #include <microhttpd.h>
 
 #include "server/mcp/mcp.h"
+#include "server/transport/http_guard.h"
 #include "server/transport/rest.h"
 
-#define HTTP_SID_BYTES	      16		   /* random bytes in a session id */
-#define HTTP_SID_LEN	      (HTTP_SID_BYTES * 2) /* hex characters */
-#define HTTP_BUCKETS	      4096		   /* session hash buckets */
-#define HTTP_DEFAULT_BODY     (8u << 20)	   /* bytes */
-#define HTTP_DEFAULT_IDLE_S   1800
-#define HTTP_DEFAULT_SESSIONS 1024
-#define HTTP_DEFAULT_INFLIGHT 1024
-#define HTTP_REST_MAX	      64  /* REST tool calls at once */
-#define HTTP_BACKLOG_MAX      256 /* unrouted messages kept per session */
-#define HTTP_KEEPALIVE_S      15  /* SSE comment on idle GET streams */
-#define HTTP_SSE_RETRY_MS     1000
-#define HTTP_REPLAY_MAX	      64  /* written events kept per stream */
-#define HTTP_ORPHAN_S	      120 /* a lost stream waits this long */
-#define HTTP_TOKEN_MAX	      512
+#define HTTP_SID_BYTES		16		     /* random bytes in a session id */
+#define HTTP_SID_LEN		(HTTP_SID_BYTES * 2) /* hex characters */
+#define HTTP_BUCKETS		4096		     /* session hash buckets */
+#define HTTP_DEFAULT_BODY	(8u << 20)	     /* bytes */
+#define HTTP_DEFAULT_IDLE_S	1800
+#define HTTP_DEFAULT_SESSIONS	1024
+#define HTTP_DEFAULT_INFLIGHT	1024
+#define HTTP_DEFAULT_PER_CLIENT 64	    /* MCP sessions per client address */
+#define HTTP_DEFAULT_PER_IP	256	    /* connections from one address */
+#define HTTP_DEFAULT_REQUEST_S	30	    /* a request's header and body arrive within */
+#define HTTP_DEFAULT_UPLOADS	(64u << 20) /* bytes of request bodies held at once */
+#define HTTP_CONN_IDLE_S	120	    /* MHD's idle timeout (keep-alive, slow readers) */
+#define HTTP_LIMIT_LOG_S	10	    /* one "connection limit" warning per */
+#define HTTP_CLIENT_LEN		48	    /* a peer address as text */
+#define HTTP_REST_MAX		64	    /* REST tool calls at once */
+#define HTTP_BACKLOG_MAX	256	    /* unrouted messages kept per session */
+#define HTTP_KEEPALIVE_S	15	    /* SSE comment on idle GET streams */
+#define HTTP_SSE_RETRY_MS	1000
+#define HTTP_REPLAY_MAX		64  /* written events kept per stream */
+#define HTTP_ORPHAN_S		120 /* a lost stream waits this long */
+#define HTTP_TOKEN_MAX		512
 
 /* --- types --------------------------------------------------------------------- */
 
@@ -79,6 +88,8 @@ struct hcall {
 
 struct hsess {
 	char id[HTTP_SID_LEN + 1];
+	char client[HTTP_CLIENT_LEN]; /* the address that created it */
+	unsigned long requests;	      /* messages handled; 1: only initialize */
 	struct hsrv *srv;
 	struct mcp_session *ms;
 	pthread_mutex_t lock;
@@ -98,23 +109,42 @@ struct hsess {
 	struct hsess *next;    /* hash chain */
 };
 
+/* One TCP connection: MHD's socket_context. */
+struct hconn {
+	struct hconn *prev, *next; /* srv->conns, under srv->conn_lock */
+	int fd;
+	int reading;		      /* a request's header or body is still arriving */
+	int cut;		      /* shut down for missing its deadline */
+	unsigned served;	      /* requests it completed */
+	time_t deadline;	      /* monotonic seconds: reading ends by then */
+	char client[HTTP_CLIENT_LEN]; /* the peer's address */
+};
+
 struct hsrv {
 	struct app *app;
 	struct MHD_Daemon *d;
-	size_t max_body;
+	size_t max_body;   /* bytes of one request body */
+	size_t upload_max; /* bytes of request bodies held at once */
 	unsigned idle_s, max_sessions, max_inflight;
+	unsigned per_client; /* MCP sessions per client address */
+	unsigned per_ip;     /* connections per address */
+	unsigned conn_limit; /* connections in all */
+	unsigned request_s;  /* seconds for a request's header and body */
 	char token[HTTP_TOKEN_MAX];
 	size_t token_len;   /* 0: no auth */
-	int any_host;	    /* bound to a wildcard address: Host not checked */
 	char bind_host[64]; /* the bound address as a Host value */
-	const char *const *origins;
+	struct http_guard guard;
 	char listen[128]; /* "http://127.0.0.1:7070" */
 	time_t started;
 	pthread_mutex_t lock; /* table, nsess */
 	struct hsess *buckets[HTTP_BUCKETS];
 	size_t nsess;
-	atomic_uint inflight; /* MCP requests waiting for their answer */
-	atomic_uint rest_running;
+	atomic_uint inflight;	   /* MCP requests waiting for their answer */
+	atomic_uint rest_slots;	   /* REST tool calls not yet answered */
+	atomic_uint rest_running;  /* REST worker threads alive */
+	atomic_size_t uploads;	   /* bytes reserved by request bodies */
+	pthread_mutex_t conn_lock; /* conns */
+	struct hconn *conns;
 	atomic_int stopping;
 };
 
@@ -127,7 +157,10 @@ struct hreq {
 	enum req_kind kind;
 	char *body;
 	size_t len, cap;
-	int too_big;
+	size_t reserved;  /* bytes of srv->uploads held for this body */
+	int too_big;	  /* past max_body: the body is dropped, 413 */
+	int too_busy;	  /* past upload_max: the body is dropped, 503 */
+	struct hconn *hc; /* the connection's record, or NULL */
 	struct hcall *call;
 	struct rest_job *job;
 };
@@ -148,34 +181,70 @@ struct rest_job {
 /* --- transport_http.c ------------------------------------------------------- */
 
 /* Monotonic seconds. */
-time_t http_mono_s(void);
+time_t transport_mono_s(void);
 
 /* The request header name's value, or NULL. Borrowed from MHD. */
-const char *http_header(struct MHD_Connection *c, const char *name);
+const char *transport_header(struct MHD_Connection *c, const char *name);
 
 /* Adds the CORS headers for the request's Origin, when it sent one (only
  * allowed origins get this far). */
-void http_cors(struct MHD_Response *r, struct MHD_Connection *c);
+void transport_cors(struct MHD_Response *r, struct MHD_Connection *c);
 
 /* Queues a response with body (copied) and content type (NULL: none);
  * extra headers follow as name, value pairs ending with NULL (a NULL value
  * skips its header). Returns MHD's result. */
-enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *type,
-			   const char *body, size_t len, ...);
+enum MHD_Result transport_reply(struct MHD_Connection *c, unsigned status, const char *type,
+				const char *body, size_t len, ...);
 
 /* Queues a JSON-RPC error body (id null) for a transport-level failure on
  * /mcp, with one optional extra header. */
-enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int code,
-			       const char *extra_name, const char *extra_value, const char *fmt,
-			       ...) __attribute__((format(printf, 6, 7)));
+enum MHD_Result transport_rpc_error(struct MHD_Connection *c, unsigned status, int code,
+				    const char *extra_name, const char *extra_value,
+				    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Queues a REST error body {"summary", "error": {code, message}}. */
-enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
-				const char *extra_name, const char *extra_value, const char *fmt,
-				...) __attribute__((format(printf, 6, 7)));
+enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
+				     const char *extra_name, const char *extra_value,
+				     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* 1 when the Accept header value allows type; wildcards count. */
-int http_accepts(const char *accept, const char *type);
+int transport_accepts(const char *accept, const char *type);
+
+/* --- http_conn.c ------------------------------------------------------------- */
+
+/* MHD's connection notification (cls: the hsrv): registers a new
+ * connection with its address and first deadline, unregisters a closed
+ * one. */
+void http_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+		      enum MHD_ConnectionNotificationCode toe);
+
+/* The connection's record, or NULL (not registered: out of memory).
+ * Borrowed, valid while MHD holds the connection. */
+struct hconn *http_conn_of(struct MHD_Connection *conn);
+
+/* The connection's peer address as text ("127.0.0.1", "::1", "unknown").
+ * Borrowed, valid while MHD holds the connection. */
+const char *http_conn_client(struct MHD_Connection *conn);
+
+/* reading 1: a request was completed (answered, early refusals
+ * included) and the next one may start arriving, its deadline now +
+ * request_s; 0: the request has arrived whole (no deadline while it is
+ * answered). hc may be NULL. */
+void http_conn_reading(struct hsrv *srv, struct hconn *hc, int reading);
+
+/* 1 when hc is still reading past its deadline. */
+int http_conn_late(struct hsrv *srv, struct hconn *hc);
+
+/* Shuts down every connection reading past its deadline. Housekeeping
+ * thread. */
+void http_conn_sweep(struct hsrv *srv);
+
+/* Reserves bytes of the upload memory cap for rq's body. Returns 0, or -1
+ * (nothing reserved) when the cap would be passed. */
+int http_upload_reserve(struct hsrv *srv, struct hreq *rq, size_t bytes);
+
+/* Frees rq's body and returns its reservation. */
+void http_upload_release(struct hsrv *srv, struct hreq *rq);
 
 /* --- http_mcp.c -------------------------------------------------------------- */
 
@@ -207,9 +276,12 @@ void http_mcp_close_all(struct hsrv *srv);
 
 /* --- http_sess.c ------------------------------------------------------------- */
 
-/* Returns a new session in the table with one reference for the caller,
- * NULL with *status set (503 full, 500 failure). */
-struct hsess *http_sess_create(struct hsrv *srv, unsigned *status);
+/* Returns a new session in the table for client (borrowed: its address)
+ * with one reference for the caller. A client at its cap (per_client)
+ * gives up its unused or least recently used idle session for it. NULL
+ * with *status set: 429 when client holds per_client sessions, all in use;
+ * 503 when the table is full; 500 on failure. */
+struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *status);
 
 /* Returns the live session with this id with a reference, or NULL. */
 struct hsess *http_sess_find(struct hsrv *srv, const char *id);

@@ -58,7 +58,7 @@ static enum MHD_Result answer_queue(struct hcall *c, enum answer a, char *json, 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (sid)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
-	http_cors(r, c->conn);
+	transport_cors(r, c->conn);
 	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -85,130 +85,86 @@ static int init_succeeded(const char *json, size_t len)
 	return ok;
 }
 
-enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
+/* A POST without Mcp-Session-Id: only initialize may come so. Returns a
+ * new session with a reference in *s, or queues the refusal (*s NULL). */
+static enum MHD_Result post_new_session(struct hsrv *srv, struct MHD_Connection *conn,
+					struct hreq *rq, struct hsess **s)
 {
-	const char *sid = http_header(conn, "Mcp-Session-Id");
-	const char *ctype = http_header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
-	struct hsess *s = NULL;
-	struct hcall *c;
-	enum mcp_in in;
-	enum MHD_Result ret = MHD_NO;
+	json_error_t je;
+	json_t *j = json_loadb(rq->body, rq->len, 0, &je);
+	const char *method = json_string_value(json_object_get(j, "method"));
+	const char *client = http_conn_client(conn);
+	int is_arr = json_is_array(j),
+	    ok = method && !strcmp(method, "initialize") && json_object_get(j, "id");
+	unsigned st;
+
+	*s = NULL;
+	json_decref(j);
+	if (!j)
+		return transport_rpc_error(conn, 400, -32700, NULL, NULL,
+					   "Parse error: %s (line %d, column %d)", je.text, je.line,
+					   je.column);
+	if (is_arr)
+		return transport_rpc_error(conn, 400, -32600, NULL, NULL,
+					   "Invalid Request: batches (JSON arrays) are not "
+					   "supported; send one message per POST");
+	if (!ok)
+		return transport_rpc_error(
+			conn, 400, -32000, NULL, NULL,
+			"Bad Request: Mcp-Session-Id header is required (only an "
+			"initialize request may come without one)");
+	if (atomic_load(&srv->stopping))
+		return transport_rpc_error(conn, 503, -32000, "Retry-After", "5",
+					   "Server shutting down");
+	*s = http_sess_create(srv, client, &st);
+	if (*s)
+		return MHD_YES;
+	if (st == 429)
+		return transport_rpc_error(
+			conn, 429, -32000, "Retry-After", "5",
+			"Too many sessions: this client (%s) holds %u, each with "
+			"a call running or a GET stream open "
+			"(--max-sessions-per-client); DELETE the ones it no longer "
+			"needs",
+			client, srv->per_client);
+	return transport_rpc_error(conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
+				   st == 503
+					   ? "Server busy: too many sessions (max %u); retry later"
+					   : "Internal error: could not create a session (max %u)",
+				   srv->max_sessions);
+}
+
+/* After mcp_session_handle: queues the answer that is already there, or
+ * suspends the connection until on_send has it. */
+static enum MHD_Result post_answer(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
+				   struct hcall *c, enum mcp_in in)
+{
+	struct hsess *s = c->sess;
+	enum MHD_Result ret;
 	enum answer a;
 	char *json = NULL;
 	size_t jl = 0;
-	int init = 0;
-
-	if (rq->too_big)
-		return http_rpc_error(
-			conn, 413, -32600, NULL, NULL,
-			"Request body too large: the cap is %zu bytes (--max-message-bytes)",
-			srv->max_body);
-	if (!ctype || strncasecmp(ctype, "application/json", 16) != 0)
-		return http_rpc_error(
-			conn, 415, -32000, NULL, NULL,
-			"Unsupported Media Type: Content-Type must be application/json");
-	if (rq->len == 0)
-		return http_rpc_error(conn, 400, -32700, NULL, NULL, "Parse error: empty body");
-	if (!sid) {
-		/* Only initialize may come without a session. */
-		json_error_t je;
-		json_t *j = json_loadb(rq->body, rq->len, 0, &je);
-		const char *method = json_string_value(json_object_get(j, "method"));
-		int is_arr = json_is_array(j),
-		    ok = method && !strcmp(method, "initialize") && json_object_get(j, "id");
-		json_decref(j);
-		if (!j)
-			return http_rpc_error(conn, 400, -32700, NULL, NULL,
-					      "Parse error: %s (line %d, column %d)", je.text,
-					      je.line, je.column);
-		if (is_arr)
-			return http_rpc_error(conn, 400, -32600, NULL, NULL,
-					      "Invalid Request: batches (JSON arrays) are not "
-					      "supported; send one message per POST");
-		if (!ok)
-			return http_rpc_error(conn, 400, -32000, NULL, NULL,
-					      "Bad Request: Mcp-Session-Id header is required "
-					      "(only an initialize request may come without one)");
-		if (atomic_load(&srv->stopping))
-			return http_rpc_error(conn, 503, -32000, "Retry-After", "5",
-					      "Server shutting down");
-		unsigned st;
-		s = http_sess_create(srv, &st);
-		if (!s)
-			return http_rpc_error(
-				conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
-				st == 503 ? "Server busy: too many sessions (max %u); retry later"
-					  : "Internal error: could not create a session (max %u)",
-				srv->max_sessions);
-		init = 1;
-	} else {
-		s = http_sess_find(srv, sid);
-		if (!s)
-			return http_rpc_error(conn, 404, -32001, NULL, NULL,
-					      "Session not found: '%.40s' is unknown or has ended; "
-					      "initialize a new session",
-					      sid);
-	}
-	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len)) {
-		ret = http_rpc_error(conn, 503, -32000, "Retry-After", "1",
-				     "Server busy: %u requests in flight; retry later",
-				     srv->max_inflight);
-		if (init)
-			http_sess_close(srv, s);
-		http_sess_unref(s);
-		return ret;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		if (init)
-			http_sess_close(srv, s);
-		http_sess_unref(s);
-		return MHD_NO;
-	}
-	/* One lock for entering the session and counting the call. */
-	pthread_mutex_lock(&s->lock);
-	if (s->ended || !s->ms) {
-		pthread_mutex_unlock(&s->lock);
-		free(c);
-		http_sess_unref(s);
-		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				      "Session not found: it has ended; initialize a new session");
-	}
-	s->users++;
-	s->calls++;
-	s->last_used = http_mono_s();
-	pthread_mutex_unlock(&s->lock);
-	c->sess = s; /* takes our session reference */
-	c->conn = conn;
-	c->refs = 2;
-	c->init = init;
-	c->counted = 1;
-	atomic_fetch_add(&srv->inflight, 1);
-	rq->call = c;
-
-	in = mcp_session_handle(s->ms, rq->body, rq->len, c);
+	int init = c->init;
 
 	pthread_mutex_lock(&s->lock);
 	if (--s->users == 0 && s->ended)
 		pthread_cond_broadcast(&s->cond);
 	if (in == MCP_IN_NOTIFICATION || in == MCP_IN_RESPONSE) {
-		int freed;
 		s->calls--;
 		http_call_answered_locked(c);
-		freed = http_call_unref_locked(c); /* the session will send nothing */
+		(void)http_call_unref_locked(c); /* the connection's reference keeps c */
 		pthread_mutex_unlock(&s->lock);
-		(void)freed; /* the connection's reference keeps c */
 		rq->kind = RQ_ANSWERED;
-		return http_reply(conn, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+		return transport_reply(conn, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
 	}
 	if (in == MCP_IN_ERROR && c->final && c->mode == MODE_JSON && c->json) {
 		/* Malformed message: the error is the whole answer, with 400. */
-		char *j = c->json;
-		size_t jl = c->json_len;
+		json = c->json;
 		c->json = NULL;
 		pthread_mutex_unlock(&s->lock);
-		ret = http_reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", j, jl, NULL);
-		free(j);
+		ret = transport_reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", json,
+				      c->json_len, NULL);
+		free(json);
 		rq->kind = RQ_ANSWERED;
 		if (init)
 			http_sess_close(srv, s);
@@ -232,6 +188,70 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 		return ret;
 	}
 	return answer_queue(c, a, json, jl);
+}
+
+enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
+{
+	const char *sid = transport_header(conn, "Mcp-Session-Id");
+	struct hsess *s = NULL;
+	struct hcall *c;
+	enum MHD_Result ret;
+	int init = !sid;
+
+	if (rq->too_big)
+		return transport_rpc_error(
+			conn, 413, -32600, NULL, NULL,
+			"Request body too large: the cap is %zu bytes (--max-message-bytes)",
+			srv->max_body);
+	if (rq->len == 0)
+		return transport_rpc_error(conn, 400, -32700, NULL, NULL,
+					   "Parse error: empty body");
+	if (init) {
+		ret = post_new_session(srv, conn, rq, &s);
+		if (!s)
+			return ret;
+	} else if (!(s = http_sess_find(srv, sid))) {
+		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					   "Session not found: '%.40s' is unknown or has ended; "
+					   "initialize a new session",
+					   sid);
+	}
+	c = NULL;
+	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len))
+		ret = transport_rpc_error(conn, 503, -32000, "Retry-After", "1",
+					  "Server busy: %u requests in flight; retry later",
+					  srv->max_inflight);
+	else if (!(c = calloc(1, sizeof(*c))))
+		ret = MHD_NO;
+	if (!c) {
+		if (init)
+			http_sess_close(srv, s);
+		http_sess_unref(s);
+		return ret;
+	}
+	/* One lock for entering the session and counting the call. */
+	pthread_mutex_lock(&s->lock);
+	if (s->ended || !s->ms) {
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		http_sess_unref(s);
+		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					   "Session not found: it has ended; initialize a new "
+					   "session");
+	}
+	s->users++;
+	s->calls++;
+	s->requests++;
+	s->last_used = transport_mono_s();
+	pthread_mutex_unlock(&s->lock);
+	c->sess = s; /* takes our session reference */
+	c->conn = conn;
+	c->refs = 2;
+	c->init = init;
+	c->counted = 1;
+	atomic_fetch_add(&srv->inflight, 1);
+	rq->call = c;
+	return post_answer(srv, conn, rq, c, mcp_session_handle(s->ms, rq->body, rq->len, c));
 }
 
 /* The orphaned POST stream that Last-Event-ID "STREAM-SEQ" names, taken
@@ -293,22 +313,24 @@ enum MHD_Result http_mcp_resumed(struct hreq *rq)
 
 enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
-	const char *sid = http_header(conn, "Mcp-Session-Id");
+	const char *sid = transport_header(conn, "Mcp-Session-Id");
 	const char *last;
 	struct hsess *s;
 	struct hcall *c;
 
-	if (!http_accepts(http_header(conn, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
-		return http_rpc_error(conn, 406, -32000, NULL, NULL,
-				      "Not Acceptable: GET /mcp opens an SSE stream; Accept must "
-				      "include text/event-stream");
+	if (!transport_accepts(transport_header(conn, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
+		return transport_rpc_error(
+			conn, 406, -32000, NULL, NULL,
+			"Not Acceptable: GET /mcp opens an SSE stream; Accept must "
+			"include text/event-stream");
 	if (!sid)
-		return http_rpc_error(conn, 400, -32000, NULL, NULL,
-				      "Bad Request: Mcp-Session-Id header is required");
+		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
+					   "Bad Request: Mcp-Session-Id header is required");
 	s = http_sess_find(srv, sid);
 	if (!s)
-		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				      "Session not found: '%.40s' is unknown or has ended", sid);
+		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					   "Session not found: '%.40s' is unknown or has ended",
+					   sid);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		http_sess_unref(s);
@@ -319,10 +341,10 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 		pthread_mutex_unlock(&s->lock);
 		free(c);
 		http_sess_unref(s);
-		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				      "Session not found: it has ended");
+		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					   "Session not found: it has ended");
 	}
-	if ((last = http_header(conn, "Last-Event-ID")) != NULL) {
+	if ((last = transport_header(conn, "Last-Event-ID")) != NULL) {
 		struct hcall *o = resume_find(s, last);
 		if (o) {
 			/* The orphan's reference becomes this connection's; the
@@ -342,8 +364,8 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 		pthread_mutex_unlock(&s->lock);
 		free(c);
 		http_sess_unref(s);
-		return http_rpc_error(conn, 409, -32000, NULL, NULL,
-				      "Conflict: this session already has a GET stream open");
+		return transport_rpc_error(conn, 409, -32000, NULL, NULL,
+					   "Conflict: this session already has a GET stream open");
 	}
 	c->sess = s;
 	c->conn = conn;
@@ -359,7 +381,7 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	s->bl_tail = NULL;
 	s->bl_len = 0;
 	s->get = c;
-	s->last_ping = s->last_used = http_mono_s();
+	s->last_ping = s->last_used = transport_mono_s();
 	rq->call = c;
 	rq->kind = RQ_ANSWERED;
 	pthread_mutex_unlock(&s->lock);
@@ -368,19 +390,20 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 
 enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
 {
-	const char *sid = http_header(conn, "Mcp-Session-Id");
+	const char *sid = transport_header(conn, "Mcp-Session-Id");
 	struct hsess *s;
 
 	if (!sid)
-		return http_rpc_error(conn, 400, -32000, NULL, NULL,
-				      "Bad Request: Mcp-Session-Id header is required");
+		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
+					   "Bad Request: Mcp-Session-Id header is required");
 	s = http_sess_find(srv, sid);
 	if (!s)
-		return http_rpc_error(conn, 404, -32001, NULL, NULL,
-				      "Session not found: '%.40s' is unknown or has ended", sid);
+		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					   "Session not found: '%.40s' is unknown or has ended",
+					   sid);
 	http_sess_close(srv, s);
 	http_sess_unref(s);
-	return http_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
+	return transport_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
 void http_mcp_completed(struct hcall *c, int ok)
@@ -396,7 +419,7 @@ void http_mcp_completed(struct hcall *c, int ok)
 		 * list, for a GET with Last-Event-ID. */
 		c->conn = NULL;
 		c->detached = 1;
-		c->detached_at = http_mono_s();
+		c->detached_at = transport_mono_s();
 		c->onext = s->orphans;
 		s->orphans = c;
 		pthread_mutex_unlock(&s->lock);
@@ -422,7 +445,7 @@ void http_housekeep(struct hsrv *srv)
 {
 	struct hsess *expired[64];
 	size_t n = 0;
-	time_t now = http_mono_s();
+	time_t now = transport_mono_s();
 
 	pthread_mutex_lock(&srv->lock);
 	for (size_t b = 0; b < HTTP_BUCKETS; b++) {

@@ -39,7 +39,7 @@ static void rest_fill_info(struct hsrv *srv, struct rest_info *info, char *liste
 	memcpy(listen, srv->listen, sizeof(srv->listen));
 	pthread_mutex_unlock(&srv->lock);
 	info->inflight = atomic_load(&srv->inflight);
-	info->uptime_s = (double)(http_mono_s() - srv->started);
+	info->uptime_s = (double)(transport_mono_s() - srv->started);
 	info->listen = listen;
 	info->auth = srv->token_len > 0;
 }
@@ -71,6 +71,9 @@ static void *rest_worker(void *arg)
 
 	rest_fill_info(j->srv, &info, listen);
 	status = rest_run(j->srv->app, &j->plan, &info, &body);
+	/* The slot is free before the client can see the answer, or its next
+	 * call could find all HTTP_REST_MAX still taken. */
+	atomic_fetch_sub(&j->srv->rest_slots, 1);
 	job_finish(j, status, body);
 	atomic_fetch_sub(&j->srv->rest_running, 1);
 	http_rest_release(j);
@@ -80,16 +83,18 @@ static void *rest_worker(void *arg)
 static enum MHD_Result rest_answer(struct rest_job *j)
 {
 	if (!j->text)
-		return http_reply(j->conn, 500, "application/json",
-				  "{\"summary\":\"out of "
-				  "memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of "
-				  "memory\"}}",
-				  strlen("{\"summary\":\"out of "
-					 "memory\",\"error\":{\"code\":\"no_memory\",\"message\":"
-					 "\"out of memory\"}}"),
-				  NULL);
-	return http_reply(j->conn, (unsigned)j->status, "application/json", j->text, j->text_len,
-			  "Allow", j->allow, "Retry-After", j->status == 503 ? "5" : NULL, NULL);
+		return transport_reply(
+			j->conn, 500, "application/json",
+			"{\"summary\":\"out of "
+			"memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of "
+			"memory\"}}",
+			strlen("{\"summary\":\"out of "
+			       "memory\",\"error\":{\"code\":\"no_memory\",\"message\":"
+			       "\"out of memory\"}}"),
+			NULL);
+	return transport_reply(j->conn, (unsigned)j->status, "application/json", j->text,
+			       j->text_len, "Allow", j->allow, "Retry-After",
+			       j->status == 503 ? "5" : NULL, NULL);
 }
 
 enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
@@ -104,9 +109,9 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 	pthread_attr_t a;
 
 	if (rq->too_big)
-		return http_rest_error(conn, 413, "too_big", NULL, NULL,
-				       "request body too large: the cap is %zu bytes",
-				       srv->max_body);
+		return transport_rest_error(conn, 413, "too_big", NULL, NULL,
+					    "request body too large: the cap is %zu bytes",
+					    srv->max_body);
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return MHD_NO;
@@ -131,12 +136,14 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 		rq->kind = RQ_ANSWERED;
 		return rest_answer(j);
 	}
-	if (atomic_fetch_add(&srv->rest_running, 1) >= HTTP_REST_MAX) {
-		atomic_fetch_sub(&srv->rest_running, 1);
+	if (atomic_fetch_add(&srv->rest_slots, 1) >= HTTP_REST_MAX) {
+		atomic_fetch_sub(&srv->rest_slots, 1);
 		rq->kind = RQ_ANSWERED;
-		return http_rest_error(conn, 503, "busy", "Retry-After", "5",
-				       "busy: %d REST calls running; retry later", HTTP_REST_MAX);
+		return transport_rest_error(conn, 503, "busy", "Retry-After", "5",
+					    "busy: %d REST calls running; retry later",
+					    HTTP_REST_MAX);
 	}
+	atomic_fetch_add(&srv->rest_running, 1);
 	j->refs = 2;
 	pthread_mutex_lock(&j->lock);
 	pthread_attr_init(&a);
@@ -146,9 +153,10 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 		j->refs = 1;
 		pthread_mutex_unlock(&j->lock);
 		atomic_fetch_sub(&srv->rest_running, 1);
+		atomic_fetch_sub(&srv->rest_slots, 1);
 		rq->kind = RQ_ANSWERED;
-		return http_rest_error(conn, 503, "busy", "Retry-After", "5",
-				       "busy: could not start a worker; retry later");
+		return transport_rest_error(conn, 503, "busy", "Retry-After", "5",
+					    "busy: could not start a worker; retry later");
 	}
 	pthread_attr_destroy(&a);
 	if (!j->done) {

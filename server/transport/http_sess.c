@@ -225,7 +225,7 @@ static void on_send(void *arg, void *callp, int final, const char *json, size_t 
 	if (final) {
 		c->final = 1;
 		s->calls--;
-		s->last_used = http_mono_s();
+		s->last_used = transport_mono_s();
 		http_call_answered_locked(c);
 		freed = http_call_unref_locked(c);
 	}
@@ -260,12 +260,83 @@ static int random_id(char *out)
 	return 0;
 }
 
-/* Returns a new session in the table with one reference for the caller,
- * NULL with *status set (503 full, 500 failure). */
-struct hsess *http_sess_create(struct hsrv *srv, unsigned *status)
+/* Takes s out of the table. Under srv->lock; returns 1 when it was in it
+ * (the table's reference is then the caller's to drop with sess_end). */
+static int unlink_locked(struct hsrv *srv, struct hsess *s)
 {
-	struct hsess *s = calloc(1, sizeof(*s));
-	unsigned b;
+	struct hsess **pp;
+
+	if (!s->in_table)
+		return 0;
+	for (pp = &srv->buckets[bucket_of(s->id)]; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	s->in_table = 0;
+	srv->nsess--;
+	return 1;
+}
+
+/* Under srv->lock: the session client should give up for a new one, taken
+ * out of the table (its reference passes to the caller), when it holds
+ * per_client sessions already: the one that never went past initialize,
+ * else the least recently used, among those with no call running and no
+ * GET stream; NULL when it holds fewer or none is idle. A flood of
+ * initialize calls so replaces only its own unused sessions, and another
+ * client keeps getting sessions. *held: sessions client holds. */
+static struct hsess *evict_locked(struct hsrv *srv, const char *client, unsigned *held)
+{
+	struct hsess *best = NULL;
+	int best_fresh = 0;
+	time_t best_used = 0;
+
+	*held = 0;
+	for (size_t b = 0; b < HTTP_BUCKETS; b++) {
+		for (struct hsess *s = srv->buckets[b]; s; s = s->next) {
+			int idle, fresh;
+			if (strcmp(s->client, client) != 0)
+				continue;
+			(*held)++;
+			pthread_mutex_lock(&s->lock);
+			/* requests 0: just created, its initialize not yet in. */
+			idle = !s->get && s->calls == 0 && s->users == 0 && s->requests > 0;
+			fresh = s->requests <= 2; /* initialize, notifications/initialized */
+			if (idle && (!best || fresh > best_fresh ||
+				     (fresh == best_fresh && s->last_used < best_used))) {
+				best = s;
+				best_fresh = fresh;
+				best_used = s->last_used;
+			}
+			pthread_mutex_unlock(&s->lock);
+		}
+	}
+	if (*held < srv->per_client || !best)
+		return NULL;
+	unlink_locked(srv, best);
+	(*held)--;
+	return best;
+}
+
+static void sess_discard(struct hsess *s)
+{
+	mcp_session_free(s->ms);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+static void sess_end(struct hsess *s);
+
+/* Returns a new session in the table for client (borrowed: its address)
+ * with one reference for the caller, or NULL with *status set: 429 when
+ * client holds per_client sessions, all in use; 503 when the table is
+ * full; 500 on failure. */
+struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *status)
+{
+	struct hsess *s = calloc(1, sizeof(*s)), *victim;
+	unsigned b, held;
 
 	*status = 500;
 	if (!s)
@@ -278,23 +349,22 @@ struct hsess *http_sess_create(struct hsrv *srv, unsigned *status)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->srv = srv;
+	snprintf(s->client, sizeof(s->client), "%s", client);
 	atomic_init(&s->refs, 2); /* the table and the caller */
-	s->last_used = s->last_ping = http_mono_s();
+	s->last_used = s->last_ping = transport_mono_s();
 	s->ms = mcp_session_new(srv->app, on_send, s);
 	if (!s->ms) {
-		pthread_mutex_destroy(&s->lock);
-		pthread_cond_destroy(&s->cond);
-		free(s);
+		sess_discard(s);
 		return NULL;
 	}
 	pthread_mutex_lock(&srv->lock);
-	if (srv->nsess >= srv->max_sessions) {
+	victim = evict_locked(srv, client, &held);
+	if (held >= srv->per_client || srv->nsess >= srv->max_sessions) {
+		*status = held >= srv->per_client ? 429 : 503;
 		pthread_mutex_unlock(&srv->lock);
-		mcp_session_free(s->ms);
-		pthread_mutex_destroy(&s->lock);
-		pthread_cond_destroy(&s->cond);
-		free(s);
-		*status = 503;
+		sess_discard(s);
+		if (victim)
+			sess_end(victim);
 		return NULL;
 	}
 	b = bucket_of(s->id);
@@ -303,6 +373,13 @@ struct hsess *http_sess_create(struct hsrv *srv, unsigned *status)
 	s->in_table = 1;
 	srv->nsess++;
 	pthread_mutex_unlock(&srv->lock);
+	if (victim) {
+		log_info("http",
+			 "session %.8s... of %s ended: a new one came past the %u sessions per "
+			 "client (--max-sessions-per-client)",
+			 victim->id, client, srv->per_client);
+		sess_end(victim);
+	}
 	return s;
 }
 
@@ -344,29 +421,13 @@ size_t http_orphans_drop(struct hsess *s, time_t cutoff)
 	return freed;
 }
 
-/* Ends a session: out of the table, every call cancelled (their final
- * messages still reach their connections), the GET stream finished. Safe
- * to call more than once and from any thread that holds no session lock. */
-void http_sess_close(struct hsrv *srv, struct hsess *s)
+/* Everything after unlinking: every call cancelled (their final messages
+ * still reach their connections), the GET stream finished, the table's
+ * reference dropped. */
+static void sess_end(struct hsess *s)
 {
 	struct mcp_session *ms;
-	struct hsess **pp;
 	size_t freed;
-
-	pthread_mutex_lock(&srv->lock);
-	if (!s->in_table) {
-		pthread_mutex_unlock(&srv->lock);
-		return;
-	}
-	for (pp = &srv->buckets[bucket_of(s->id)]; *pp; pp = &(*pp)->next) {
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
-	}
-	s->in_table = 0;
-	srv->nsess--;
-	pthread_mutex_unlock(&srv->lock);
 
 	pthread_mutex_lock(&s->lock);
 	s->ended = 1;
@@ -384,6 +445,19 @@ void http_sess_close(struct hsrv *srv, struct hsess *s)
 	while (freed--)
 		http_sess_unref(s);
 	http_sess_unref(s); /* the table's reference */
+}
+
+/* Ends a session: out of the table, then sess_end. Safe to call more than
+ * once and from any thread that holds no session lock. */
+void http_sess_close(struct hsrv *srv, struct hsess *s)
+{
+	int was;
+
+	pthread_mutex_lock(&srv->lock);
+	was = unlink_locked(srv, s);
+	pthread_mutex_unlock(&srv->lock);
+	if (was)
+		sess_end(s);
 }
 
 /* --- SSE content ---------------------------------------------------------------- */
@@ -446,7 +520,7 @@ enum MHD_Result http_queue_sse(struct hcall *c, const char *sid)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	http_cors(r, c->conn);
+	transport_cors(r, c->conn);
 	if (sid)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	ret = MHD_queue_response(c->conn, MHD_HTTP_OK, r);

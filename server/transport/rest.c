@@ -55,12 +55,12 @@ static const struct rest_route ROUTES[] = {
 	 "This API as an OpenAPI 3.1 document", {{0}}},
 	{"GET", "/v1/gpus", REST_TOOL, "get_gpu_specs", "{\"list\":true}", 0,
 	 "Every GPU in the knowledge base (get_gpu_specs list)", {{0}}},
-	{"GET", "/v1/gpus/compare", REST_TOOL, "get_gpu_specs", NULL, 0,
+	{"GET", "/v1/gpus/compare", REST_TOOL, "get_gpu_specs", "{\"detail\":\"full\"}", 0,
 	 "2 to 4 GPUs side by side (get_gpu_specs compare)",
 	 {{"ids", "compare", RP_CSV, 1, "comma-separated GPU names, e.g. h100,a100"},
 	  {"arch", "arch", RP_STR, 0, "target for feature usability, e.g. sm_90a"},
 	  {"fields", "fields", RP_CSV, 0, "only these rows, e.g. memory_bandwidth_gbs,sm_count"}}},
-	{"GET", "/v1/gpus/{id}", REST_TOOL, "get_gpu_specs", NULL, 0,
+	{"GET", "/v1/gpus/{id}", REST_TOOL, "get_gpu_specs", "{\"detail\":\"full\"}", 0,
 	 "One GPU's facts with sources (get_gpu_specs gpu); 'local' for this host",
 	 {{"id", "gpu", RP_STR, 1, "GPU name or alias: h100, a100-80g-pcie, sm_90, local"},
 	  {"arch", "arch", RP_STR, 0, "target for feature usability, e.g. sm_90a"},
@@ -213,22 +213,123 @@ static json_t *convert(const struct rest_param *p, const char *v, char *why, siz
 	}
 }
 
+/* The arguments of route r from the request's JSON body (r->body) or a
+ * new empty object. Returns 0 with *args set, or an HTTP status with
+ * *body set to the error. */
+static int plan_args(const struct rest_req *req, const struct rest_route *r, json_t **args,
+		     json_t **body)
+{
+	json_error_t je;
+
+	*args = NULL;
+	if (!r->body) {
+		*args = json_object();
+		goto out;
+	}
+	if (!req->body || req->body_len == 0) {
+		*body = error_body("invalid",
+				   "%s %s needs a JSON object body with the arguments of %s",
+				   req->method, r->path, r->tool);
+		return 400;
+	}
+	*args = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (!*args) {
+		*body = error_body("invalid", "body is not valid JSON: %s (line %d, column %d)",
+				   je.text, je.line, je.column);
+		return 400;
+	}
+	if (!json_is_object(*args)) {
+		json_decref(*args);
+		*args = NULL;
+		*body = error_body("invalid", "body must be a JSON object with the arguments of %s",
+				   r->tool);
+		return 400;
+	}
+out:
+	if (*args && r->fixed) {
+		json_t *f = json_loads(r->fixed, 0, NULL);
+		if (f)
+			json_object_update(*args, f);
+		json_decref(f);
+		if (!f) {
+			json_decref(*args);
+			*args = NULL;
+		}
+	}
+	if (!*args) {
+		*body = error_body("no_memory", "out of memory");
+		return 500;
+	}
+	return 0;
+}
+
+/* The values of a path's {name} segments, as match() found them. */
+struct plan_vals {
+	const char *vals[REST_SEGS_MAX], *names[REST_SEGS_MAX];
+	size_t lens[REST_SEGS_MAX], nlens[REST_SEGS_MAX];
+	int n;
+};
+
+/* Sets args from r's parameters: each from its {path} segment or the
+ * query, converted to its type. Returns 0, or 400 with *body set. */
+static int plan_params(const struct rest_req *req, const struct rest_route *r,
+		       const struct plan_vals *pv, json_t *args, json_t **body)
+{
+	char why[300];
+
+	for (int i = 0; i < REST_PARAMS_MAX && r->params[i].name; i++) {
+		const struct rest_param *p = &r->params[i];
+		char vbuf[512];
+		const char *v = NULL;
+		json_t *j;
+
+		for (int k = 0; k < pv->n; k++) {
+			if (pv->nlens[k] != strlen(p->name) ||
+			    memcmp(pv->names[k], p->name, pv->nlens[k]) != 0)
+				continue;
+			if (pv->lens[k] >= sizeof(vbuf)) {
+				*body = error_body("invalid",
+						   "path segment '%s' is too long (max %zu bytes)",
+						   p->name, sizeof(vbuf) - 1);
+				return 400;
+			}
+			memcpy(vbuf, pv->vals[k], pv->lens[k]);
+			vbuf[pv->lens[k]] = '\0';
+			v = vbuf;
+		}
+		if (!v && req->query)
+			v = req->query(req->qarg, p->name);
+		if (!v && p->required) {
+			*body = error_body("invalid", "query parameter '%s' is required: %s",
+					   p->name, p->doc);
+			return 400;
+		}
+		if (!v)
+			continue;
+		j = convert(p, v, why, sizeof(why));
+		if (!j) {
+			*body = error_body("invalid", "%s", why);
+			return 400;
+		}
+		json_object_set_new(args, p->arg, j);
+	}
+	return 0;
+}
+
 int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body, const char **allow)
 {
-	const char *segs[REST_SEGS_MAX], *vals[REST_SEGS_MAX], *vnames[REST_SEGS_MAX];
-	size_t lens[REST_SEGS_MAX], vlens[REST_SEGS_MAX], vnlens[REST_SEGS_MAX];
+	const char *segs[REST_SEGS_MAX];
+	size_t lens[REST_SEGS_MAX];
 	const struct rest_route *r = NULL;
-	int n = split(req->path, segs, lens), nv = 0, path_known = 0;
-	char why[300];
+	struct plan_vals pv = {0};
+	int n = split(req->path, segs, lens), path_known = 0, st;
 	json_t *args = NULL;
 
 	memset(plan, 0, sizeof(*plan));
 	*body = NULL;
 	*allow = NULL;
-	if (n < 0)
-		goto not_found;
-	for (size_t i = 0; i < ROUTES_LEN; i++) {
-		if (!match(&ROUTES[i], segs, lens, n, vals, vlens, vnames, vnlens, &nv))
+	for (size_t i = 0; n >= 0 && i < ROUTES_LEN; i++) {
+		if (!match(&ROUTES[i], segs, lens, n, pv.vals, pv.lens, pv.names, pv.nlens, &pv.n))
 			continue;
 		if (strcmp(ROUTES[i].method, req->method) != 0) {
 			if (!path_known)
@@ -244,99 +345,23 @@ int rest_plan(const struct rest_req *req, struct rest_plan *plan, json_t **body,
 				   req->method, req->path, *allow);
 		return 405;
 	}
-	if (!r)
-		goto not_found;
-
+	if (!r) {
+		*body = error_body("not_found",
+				   "no route for %s %s; GET /v1/openapi.json lists the API",
+				   req->method, req->path);
+		return 404;
+	}
 	plan->kind = r->kind;
 	plan->tool = r->tool;
-	if (r->body) {
-		json_error_t je;
-		if (!req->body || req->body_len == 0) {
-			*body = error_body(
-				"invalid",
-				"%s %s needs a JSON object body with the arguments of %s",
-				req->method, r->path, r->tool);
-			return 400;
-		}
-		args = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
-		if (!args) {
-			*body = error_body("invalid",
-					   "body is not valid JSON: %s (line %d, column %d)",
-					   je.text, je.line, je.column);
-			return 400;
-		}
-		if (!json_is_object(args)) {
-			json_decref(args);
-			*body = error_body("invalid",
-					   "body must be a JSON object with the arguments of %s",
-					   r->tool);
-			return 400;
-		}
-	} else {
-		args = json_object();
-	}
-	if (!args)
-		goto nomem;
-	if (r->fixed) {
-		json_t *f = json_loads(r->fixed, 0, NULL);
-		if (!f)
-			goto nomem;
-		json_object_update(args, f);
-		json_decref(f);
-	}
-	for (int i = 0; i < REST_PARAMS_MAX && r->params[i].name; i++) {
-		const struct rest_param *p = &r->params[i];
-		char vbuf[512];
-		const char *v = NULL;
-		json_t *j;
-
-		for (int k = 0; k < nv; k++) {
-			if (vnlens[k] == strlen(p->name) &&
-			    !memcmp(vnames[k], p->name, vnlens[k])) {
-				if (vlens[k] >= sizeof(vbuf)) {
-					*body = error_body(
-						"invalid",
-						"path segment '%s' is too long (max %zu bytes)",
-						p->name, sizeof(vbuf) - 1);
-					json_decref(args);
-					return 400;
-				}
-				memcpy(vbuf, vals[k], vlens[k]);
-				vbuf[vlens[k]] = '\0';
-				v = vbuf;
-			}
-		}
-		if (!v && req->query)
-			v = req->query(req->qarg, p->name);
-		if (!v) {
-			if (p->required) {
-				*body = error_body("invalid",
-						   "query parameter '%s' is required: %s", p->name,
-						   p->doc);
-				json_decref(args);
-				return 400;
-			}
-			continue;
-		}
-		j = convert(p, v, why, sizeof(why));
-		if (!j) {
-			*body = error_body("invalid", "%s", why);
-			json_decref(args);
-			return 400;
-		}
-		json_object_set_new(args, p->arg, j);
+	st = plan_args(req, r, &args, body);
+	if (!st)
+		st = plan_params(req, r, &pv, args, body);
+	if (st) {
+		json_decref(args);
+		return st;
 	}
 	plan->args = args;
 	return 0;
-
-not_found:
-	*body = error_body("not_found", "no route for %s %s; GET /v1/openapi.json lists the API",
-			   req->method, req->path);
-	return 404;
-nomem:
-	json_decref(args);
-	*body = error_body("no_memory", "out of memory");
-	return 500;
 }
 
 void rest_plan_fini(struct rest_plan *plan)

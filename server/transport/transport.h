@@ -31,6 +31,16 @@ struct http_options {
 	unsigned max_inflight;		    /* MCP requests waiting for an answer at most
 				 * (503 past it), 0 = 1024 or
 				 * $KFORGE_HTTP_MAX_INFLIGHT */
+	const char *const *allowed_hosts;   /* extra Host names served on loopback, NULL
+					     * terminated; NULL = loopback names only */
+	unsigned max_sessions_per_client;   /* MCP sessions per client address, 0 = 64 or
+					     * $KFORGE_HTTP_SESSIONS_PER_CLIENT */
+	unsigned max_conns_per_ip;	    /* connections per client address, 0 = 256
+					     * or $KFORGE_HTTP_CONNS_PER_IP */
+	unsigned request_timeout_s;	    /* a request's header and body arrive within
+					     * this, 0 = 30 */
+	size_t max_upload_total;	    /* bytes of request bodies held at once
+					     * (503 past it), 0 = 64 MiB */
 };
 
 /* Serves one MCP session on in_fd/out_fd: newline-delimited compact JSON,

@@ -2,8 +2,9 @@
  * of one thread per CPU): MCP Streamable HTTP at /mcp (http_mcp.c), REST
  * under /v1 (http_rest.c, rest.c) and the web page at /. This file starts
  * and stops the daemon, checks every request before its body is read
- * (Host/Origin against DNS rebinding, the bearer token, the protocol
- * version, Accept, the body cap), collects bodies and dispatches. */
+ * (Host/Origin against DNS rebinding in http_guard.c, the bearer token, the
+ * protocol version, Accept, Content-Type, the body caps), collects bodies
+ * within the upload memory cap (http_conn.c) and dispatches. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,21 +29,21 @@
 
 /* --- small helpers -------------------------------------------------------------- */
 
-time_t http_mono_s(void)
+time_t transport_mono_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec;
 }
 
-const char *http_header(struct MHD_Connection *c, const char *name)
+const char *transport_header(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-void http_cors(struct MHD_Response *r, struct MHD_Connection *c)
+void transport_cors(struct MHD_Response *r, struct MHD_Connection *c)
 {
-	const char *origin = http_header(c, "Origin");
+	const char *origin = transport_header(c, "Origin");
 
 	if (!origin)
 		return;
@@ -53,8 +54,8 @@ void http_cors(struct MHD_Response *r, struct MHD_Connection *c)
 
 /* Queues a response with body (copied) and content type; extra headers as
  * name, value pairs ending with NULL. */
-enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *type,
-			   const char *body, size_t len, ...)
+enum MHD_Result transport_reply(struct MHD_Connection *c, unsigned status, const char *type,
+				const char *body, size_t len, ...)
 {
 	struct MHD_Response *r =
 		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -67,7 +68,7 @@ enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char
 	if (type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (status != MHD_HTTP_FORBIDDEN) /* a refused Origin gets no CORS */
-		http_cors(r, c);
+		transport_cors(r, c);
 	va_start(ap, len);
 	while ((n = va_arg(ap, const char *)) != NULL) {
 		const char *v = va_arg(ap, const char *);
@@ -81,9 +82,9 @@ enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char
 }
 
 /* A JSON-RPC error body (id null) for transport-level failures on /mcp. */
-enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int code,
-			       const char *extra_name, const char *extra_value, const char *fmt,
-			       ...)
+enum MHD_Result transport_rpc_error(struct MHD_Connection *c, unsigned status, int code,
+				    const char *extra_name, const char *extra_value,
+				    const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -98,16 +99,16 @@ enum MHD_Result http_rpc_error(struct MHD_Connection *c, unsigned status, int co
 		      "message", msg);
 	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	ret = http_reply(c, status, "application/json", text ? text : "{}", text ? strlen(text) : 2,
-			 extra_name, extra_value, NULL);
+	ret = transport_reply(c, status, "application/json", text ? text : "{}",
+			      text ? strlen(text) : 2, extra_name, extra_value, NULL);
 	free(text);
 	return ret;
 }
 
 /* A REST-style error body {"summary", "error": {code, message}}. */
-enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
-				const char *extra_name, const char *extra_value, const char *fmt,
-				...)
+enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, const char *code,
+				     const char *extra_name, const char *extra_value,
+				     const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -121,78 +122,13 @@ enum MHD_Result http_rest_error(struct MHD_Connection *c, unsigned status, const
 	j = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code, "message", msg);
 	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	ret = http_reply(c, status, "application/json", text ? text : "{}", text ? strlen(text) : 2,
-			 extra_name, extra_value, NULL);
+	ret = transport_reply(c, status, "application/json", text ? text : "{}",
+			      text ? strlen(text) : 2, extra_name, extra_value, NULL);
 	free(text);
 	return ret;
 }
 
 /* --- checks -------------------------------------------------------------------- */
-
-static int is_loopback_name(const char *h, size_t n)
-{
-	return (n == 9 && !strncasecmp(h, "localhost", 9)) || (n >= 4 && !strncmp(h, "127.", 4)) ||
-	       (n == 5 && !strncmp(h, "[::1]", 5)) || (n == 3 && !strncmp(h, "::1", 3));
-}
-
-/* The host part of a Host header or an origin's authority (no port). */
-static size_t host_part(const char *h, const char **start)
-{
-	const char *e;
-
-	*start = h;
-	if (h[0] == '[') {
-		e = strchr(h, ']');
-		return e ? (size_t)(e - h + 1) : strlen(h);
-	}
-	e = strchr(h, ':');
-	return e ? (size_t)(e - h) : strlen(h);
-}
-
-static int host_allowed(const struct hsrv *srv, const char *host)
-{
-	const char *h;
-	size_t n;
-
-	if (srv->any_host)
-		return 1;
-	if (!host || !*host)
-		return 0;
-	n = host_part(host, &h);
-	if (is_loopback_name(h, n))
-		return 1;
-	return srv->bind_host[0] && strlen(srv->bind_host) == n &&
-	       !strncasecmp(srv->bind_host, h, n);
-}
-
-/* 1 for the text of a wildcard address ("0.0.0.0", "[::]"). */
-static int is_wildcard_name(const char *h)
-{
-	return !strcmp(h, "0.0.0.0") || !strcmp(h, "[::]");
-}
-
-static int origin_allowed(const struct hsrv *srv, const char *origin)
-{
-	const char *auth, *h;
-	size_t n;
-
-	if (!origin)
-		return 1; /* not a browser: nothing to rebind */
-	for (const char *const *o = srv->origins; o && *o; o++)
-		if (!strcasecmp(*o, origin))
-			return 1;
-	if (!strncasecmp(origin, "http://", 7))
-		auth = origin + 7;
-	else if (!strncasecmp(origin, "https://", 8))
-		auth = origin + 8;
-	else
-		return 0;
-	n = host_part(auth, &h);
-	if (is_loopback_name(h, n))
-		return 1;
-	return srv->bind_host[0] && !is_wildcard_name(srv->bind_host) &&
-	       strlen(srv->bind_host) == n && !strncasecmp(srv->bind_host, h, n);
-}
 
 /* Constant-time in the token's length: every byte of the token is compared
  * whatever the candidate holds. */
@@ -216,7 +152,7 @@ static int token_ok(const struct hsrv *srv, const char *authz)
 
 /* 1 when the Accept header allows type ("application/json"); wildcards
  * count. */
-int http_accepts(const char *accept, const char *type)
+int transport_accepts(const char *accept, const char *type)
 {
 	const char *slash = strchr(type, '/');
 	size_t major = (size_t)(slash - type);
@@ -255,7 +191,212 @@ static int version_ok(const char *v)
 	return 0;
 }
 
+/* 503 for a body that does not fit in the upload memory cap. */
+static enum MHD_Result uploads_busy(struct hsrv *srv, struct MHD_Connection *conn, int is_mcp)
+{
+	size_t held = atomic_load(&srv->uploads);
+
+	log_info("http", "503 to %s: request bodies hold %zu of %zu bytes (--max-upload-total)",
+		 http_conn_client(conn), held, srv->upload_max);
+	if (is_mcp)
+		return transport_rpc_error(conn, 503, -32000, "Retry-After", "1",
+					   "Server busy: request bodies being received hold %zu of "
+					   "%zu bytes (--max-upload-total); retry later",
+					   held, srv->upload_max);
+	return transport_rest_error(conn, 503, "busy", "Retry-After", "1",
+				    "busy: request bodies being received hold %zu of %zu bytes "
+				    "(--max-upload-total); retry later",
+				    held, srv->upload_max);
+}
+
+/* The body's declared size against the per-request cap (413) and the
+ * upload memory cap (503, reserved here so the body is never read). */
+static enum MHD_Result check_length(struct hsrv *srv, struct MHD_Connection *conn, int is_mcp,
+				    struct hreq *rq)
+{
+	const char *v = transport_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long n;
+	char *end;
+
+	if (!v)
+		return MHD_YES;
+	n = strtoull(v, &end, 10);
+	if (*end != '\0' || n == 0)
+		return MHD_YES; /* MHD refuses a malformed length itself */
+	rq->kind = RQ_ANSWERED;
+	if (n > srv->max_body) {
+		if (is_mcp)
+			return transport_rpc_error(conn, 413, -32600, NULL, NULL,
+						   "Request body too large: %llu bytes, the cap is "
+						   "%zu bytes (--max-message-bytes)",
+						   n, srv->max_body);
+		return transport_rest_error(
+			conn, 413, "too_big", NULL, NULL,
+			"request body too large: %llu bytes, the cap is %zu bytes", n,
+			srv->max_body);
+	}
+	if (http_upload_reserve(srv, rq, (size_t)n))
+		return uploads_busy(srv, conn, is_mcp);
+	rq->kind = RQ_NEW;
+	return MHD_YES;
+}
+
+/* The checks that need no body, answered before reading it. Returns
+ * MHD_YES with rq->kind RQ_NEW to go on, or what queuing the refusal
+ * returned (rq->kind RQ_ANSWERED). */
+static enum MHD_Result check_request(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+				     const char *method, struct hreq *rq)
+{
+	int is_mcp = !strcmp(url, "/mcp"), is_post = !strcmp(method, "POST");
+	int is_rest = !strncmp(url, "/v1/", 4);
+	const char *ctype = transport_header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *v;
+	struct kf_err err = {0};
+
+	rq->kind = RQ_ANSWERED;
+	if (http_guard_check(&srv->guard, transport_header(conn, MHD_HTTP_HEADER_HOST),
+			     transport_header(conn, "Origin"), &err)) {
+		log_info("http", "403 %s %.100s from %s: %s", method, url, http_conn_client(conn),
+			 err.msg);
+		return transport_rest_error(conn, 403, "refused", NULL, NULL, "%s", err.msg);
+	}
+	if (srv->token_len && strcmp(url, "/") != 0 && strcmp(url, "/v1/health") != 0 &&
+	    strcmp(method, "OPTIONS") != 0 &&
+	    !token_ok(srv, transport_header(conn, MHD_HTTP_HEADER_AUTHORIZATION)))
+		return transport_rest_error(
+			conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+			"Bearer realm=\"kforge\"",
+			"Unauthorized: send 'Authorization: Bearer <token>' with the token in the "
+			"server's --token-env variable");
+	if (is_mcp && (v = transport_header(conn, "MCP-Protocol-Version")) && !version_ok(v))
+		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
+					   "Bad Request: unsupported MCP-Protocol-Version '%.40s' "
+					   "(supported: %s, %s, %s)",
+					   v, MCP_VERSIONS[0], MCP_VERSIONS[1], MCP_VERSIONS[2]);
+	if (is_mcp && is_post &&
+	    (!transport_accepts(v = transport_header(conn, MHD_HTTP_HEADER_ACCEPT),
+				"application/json") ||
+	     !transport_accepts(v, "text/event-stream")))
+		return transport_rpc_error(conn, 406, -32000, NULL, NULL,
+					   "Not Acceptable: Accept must include both "
+					   "application/json and text/event-stream");
+	/* A browser sends text/plain and form types cross-origin without a
+	 * preflight; application/json always needs one. */
+	if (is_post && is_mcp && !http_guard_json_type(ctype))
+		return transport_rpc_error(
+			conn, 415, -32000, NULL, NULL,
+			"Unsupported Media Type: Content-Type must be application/json");
+	if (is_post && is_rest && !http_guard_json_type(ctype))
+		return transport_rest_error(conn, 415, "unsupported_media_type", NULL, NULL,
+					    "POST %.100s needs Content-Type: application/json, "
+					    "not '%.60s'",
+					    url, ctype ? ctype : "(none)");
+	rq->kind = RQ_NEW;
+	return check_length(srv, conn, is_mcp, rq);
+}
+
 /* --- dispatch --------------------------------------------------------------------- */
+
+/* Body bytes: collected up to the per-request cap and within the upload
+ * memory cap; past either the body is dropped and only counted, and the
+ * request is answered 413 or 503 once it has arrived. */
+static enum MHD_Result take_body(struct hsrv *srv, struct hreq *rq, const char *data, size_t n)
+{
+	size_t need = rq->len + n, cap;
+	char *nb;
+
+	if (rq->too_big || rq->too_busy)
+		return MHD_YES;
+	if (need > srv->max_body) {
+		rq->too_big = 1;
+		http_upload_release(srv, rq);
+		return MHD_YES;
+	}
+	if (need > rq->cap) {
+		cap = rq->cap ? rq->cap * 2 : (rq->reserved ? rq->reserved : 1024);
+		while (cap < need)
+			cap *= 2;
+		if (cap > srv->max_body)
+			cap = srv->max_body;
+		if (cap > rq->reserved && http_upload_reserve(srv, rq, cap - rq->reserved)) {
+			rq->too_busy = 1;
+			http_upload_release(srv, rq);
+			return MHD_YES;
+		}
+		nb = realloc(rq->body, cap);
+		if (!nb)
+			return MHD_NO;
+		rq->body = nb;
+		rq->cap = cap;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len = need;
+	return MHD_YES;
+}
+
+static enum MHD_Result serve_page(struct MHD_Connection *conn, const char *method)
+{
+	size_t len;
+	const char *page = web_index_html(&len);
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return transport_rest_error(conn, 405, "method_not_allowed", "Allow", "GET",
+					    "%s /: the page takes GET only", method);
+	r = MHD_create_response_from_buffer(len, (void *)page, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	transport_cors(r, conn);
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; style-src 'self' 'unsafe-inline'; "
+				"script-src 'self' 'unsafe-inline'");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The request with its whole body: routed to /mcp, /v1 or the page. */
+static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
+			     const char *method, struct hreq *rq)
+{
+	int is_mcp = !strcmp(url, "/mcp");
+
+	rq->kind = RQ_ANSWERED;
+	if (rq->too_busy)
+		return uploads_busy(srv, conn, is_mcp);
+	if (!strcmp(method, "OPTIONS"))
+		return transport_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
+				       "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
+				       "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+				       "MCP-Protocol-Version, Last-Event-ID",
+				       "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
+	if (is_mcp) {
+		if (!strcmp(method, "POST")) {
+			rq->kind = RQ_MCP_POST;
+			return http_mcp_post(srv, conn, rq);
+		}
+		if (!strcmp(method, "GET")) {
+			rq->kind = RQ_MCP_GET;
+			return http_mcp_get(srv, conn, rq);
+		}
+		if (!strcmp(method, "DELETE"))
+			return http_mcp_delete(srv, conn);
+		return transport_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
+					   "Method Not Allowed: /mcp takes POST, GET and DELETE");
+	}
+	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
+		rq->kind = RQ_REST;
+		return http_rest_start(srv, conn, url, method, rq);
+	}
+	if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
+		return serve_page(conn, method);
+	return transport_rest_error(conn, 404, "not_found", NULL, NULL,
+				    "no such path '%s': MCP is at /mcp, the REST API under /v1 "
+				    "(GET /v1/openapi.json), the page at /",
+				    url);
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload,
@@ -263,103 +404,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct hsrv *srv = cls;
 	struct hreq *rq = *con_cls;
-	int is_mcp = !strcmp(url, "/mcp");
-	int is_post = !strcmp(method, "POST");
+	enum MHD_Result ret;
 
 	(void)version;
 	if (!rq) {
-		const char *origin = http_header(conn, "Origin");
-		const char *v;
-
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
-		/* Checks that need no body, answered before reading it. */
-		if (!host_allowed(srv, http_header(conn, MHD_HTTP_HEADER_HOST)) ||
-		    !origin_allowed(srv, origin)) {
-			rq->kind = RQ_ANSWERED;
-			log_info("http", "403 %s %s: Host '%s' / Origin '%s' not allowed", method,
-				 url, http_header(conn, MHD_HTTP_HEADER_HOST) ?: "", origin ?: "");
-			return http_rest_error(
-				conn, 403, "refused", NULL, NULL,
-				"Forbidden: Host or Origin is not allowed (DNS rebinding "
-				"protection); use localhost or start kforge with --allow-origin");
-		}
-		if (srv->token_len && !(strcmp(url, "/") == 0 || strcmp(url, "/v1/health") == 0) &&
-		    strcmp(method, "OPTIONS") != 0 &&
-		    !token_ok(srv, http_header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
-			rq->kind = RQ_ANSWERED;
-			return http_rest_error(
-				conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-				"Bearer realm=\"kforge\"",
-				"Unauthorized: send 'Authorization: Bearer <token>' with the token "
-				"in the server's --token-env variable");
-		}
-		if (is_mcp && (v = http_header(conn, "MCP-Protocol-Version")) && !version_ok(v)) {
-			rq->kind = RQ_ANSWERED;
-			return http_rpc_error(conn, 400, -32000, NULL, NULL,
-					      "Bad Request: unsupported MCP-Protocol-Version "
-					      "'%.40s' (supported: %s, %s, %s)",
-					      v, MCP_VERSIONS[0], MCP_VERSIONS[1], MCP_VERSIONS[2]);
-		}
-		if (is_mcp && is_post) {
-			const char *acc = http_header(conn, MHD_HTTP_HEADER_ACCEPT);
-			if (!http_accepts(acc, "application/json") ||
-			    !http_accepts(acc, "text/event-stream")) {
-				rq->kind = RQ_ANSWERED;
-				return http_rpc_error(conn, 406, -32000, NULL, NULL,
-						      "Not Acceptable: Accept must include both "
-						      "application/json and text/event-stream");
-			}
-		}
-		if ((v = http_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH))) {
-			char *end;
-			unsigned long long n = strtoull(v, &end, 10);
-			if (*end == '\0' && n > srv->max_body) {
-				rq->kind = RQ_ANSWERED;
-				if (is_mcp)
-					return http_rpc_error(
-						conn, 413, -32600, NULL, NULL,
-						"Request body too large: %llu bytes, the cap is "
-						"%zu bytes (--max-message-bytes)",
-						n, srv->max_body);
-				return http_rest_error(
-					conn, 413, "too_big", NULL, NULL,
-					"request body too large: %llu bytes, the cap is %zu bytes",
-					n, srv->max_body);
-			}
-		}
-		return MHD_YES;
+		rq->hc = http_conn_of(conn);
+		return check_request(srv, conn, url, method, rq);
 	}
 	if (*upload_len) {
-		/* Body bytes: collect up to the cap, then only count. */
-		if (!rq->too_big) {
-			if (rq->len + *upload_len > srv->max_body) {
-				rq->too_big = 1;
-				free(rq->body);
-				rq->body = NULL;
-				rq->len = rq->cap = 0;
-			} else {
-				if (rq->len + *upload_len > rq->cap) {
-					size_t cap = rq->cap ? rq->cap : 1024;
-					char *nb;
-					while (cap < rq->len + *upload_len)
-						cap *= 2;
-					if (cap > srv->max_body)
-						cap = srv->max_body;
-					nb = realloc(rq->body, cap);
-					if (!nb)
-						return MHD_NO;
-					rq->body = nb;
-					rq->cap = cap;
-				}
-				memcpy(rq->body + rq->len, upload, *upload_len);
-				rq->len += *upload_len;
-			}
-		}
+		if (http_conn_late(srv, rq->hc))
+			return MHD_NO; /* past its deadline: close now */
+		ret = take_body(srv, rq, upload, *upload_len);
 		*upload_len = 0;
-		return MHD_YES;
+		return ret;
 	}
 	switch (rq->kind) {
 	case RQ_MCP_POST: return http_mcp_resumed(rq);
@@ -368,67 +429,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	case RQ_MCP_GET: return MHD_YES;
 	case RQ_NEW: break;
 	}
-	if (!strcmp(method, "OPTIONS")) {
-		rq->kind = RQ_ANSWERED;
-		return http_reply(conn, 204, NULL, "", 0, "Access-Control-Allow-Methods",
-				  "GET, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
-				  "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-				  "MCP-Protocol-Version, Last-Event-ID",
-				  "Access-Control-Expose-Headers", "Mcp-Session-Id", NULL);
-	}
-	if (is_mcp) {
-		if (is_post) {
-			rq->kind = RQ_MCP_POST;
-			return http_mcp_post(srv, conn, rq);
-		}
-		rq->kind = RQ_ANSWERED;
-		if (!strcmp(method, "GET")) {
-			rq->kind = RQ_MCP_GET;
-			return http_mcp_get(srv, conn, rq);
-		}
-		if (!strcmp(method, "DELETE"))
-			return http_mcp_delete(srv, conn);
-		return http_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
-				      "Method Not Allowed: /mcp takes POST, GET and DELETE");
-	}
-	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
-		rq->kind = RQ_REST;
-		return http_rest_start(srv, conn, url, method, rq);
-	}
-	rq->kind = RQ_ANSWERED;
-	if (!strcmp(url, "/") || !strcmp(url, "/index.html")) {
-		size_t len;
-		const char *page = web_index_html(&len);
-		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-			return http_rest_error(conn, 405, "method_not_allowed", "Allow", "GET",
-					       "%s /: the page takes GET only", method);
-		struct MHD_Response *r =
-			MHD_create_response_from_buffer(len, (void *)page, MHD_RESPMEM_PERSISTENT);
-		enum MHD_Result ret;
-		if (!r)
-			return MHD_NO;
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-					"text/html; charset=utf-8");
-		http_cors(r, conn);
-		MHD_add_response_header(r, "Content-Security-Policy",
-					"default-src 'self'; style-src 'self' 'unsafe-inline'; "
-					"script-src 'self' 'unsafe-inline'");
-		ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-		MHD_destroy_response(r);
-		return ret;
-	}
-	return http_rest_error(conn, 404, "not_found", NULL, NULL,
-			       "no such path '%s': MCP is at /mcp, the REST API under /v1 (GET "
-			       "/v1/openapi.json), the page at /",
-			       url);
+	http_conn_reading(srv, rq->hc, 0);
+	ret = route(srv, conn, url, method, rq);
+	http_upload_release(srv, rq); /* the handlers copied what they keep */
+	return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct hsrv *srv = cls;
 	struct hreq *rq = *con_cls;
 
-	(void)cls;
 	(void)conn;
 	if (!rq)
 		return;
@@ -436,7 +448,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		http_mcp_completed(rq->call, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	if (rq->job)
 		http_rest_release(rq->job);
-	free(rq->body);
+	http_conn_reading(srv, rq->hc, 1); /* the next request's deadline */
+	http_upload_release(srv, rq);
 	free(rq);
 	*con_cls = NULL;
 }
@@ -453,10 +466,43 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+/* MHD's messages end with a newline (the log adds its own). Those about a
+ * client that went away or misbehaved are routine on a server: debug. A
+ * refused connection is worth a warning, but a flood of them is one
+ * warning per HTTP_LIMIT_LOG_S. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	(void)cls;
-	log_vwrite(LOG_WARN, "http", fmt, ap);
+	static const char *const CLIENT[] = {
+		"remote side",	     "disconnect",	   "reset by peer",    "Failed to send",
+		"Failed to receive", "timed out",	   "incomplete",       "too large",
+		"too big",	     "connection closure", "socket is closed", NULL};
+	static atomic_llong last_limit_log;
+	struct hsrv *srv = cls;
+	char msg[512];
+	size_t n;
+	int level = LOG_WARN;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	if (!n)
+		return;
+	for (int i = 0; CLIENT[i]; i++)
+		if (strcasestr(msg, CLIENT[i]))
+			level = LOG_DEBUG;
+	if (strcasestr(msg, "connection limit")) {
+		long long now = (long long)transport_mono_s(), prev = atomic_load(&last_limit_log);
+		if (now - prev < HTTP_LIMIT_LOG_S ||
+		    !atomic_compare_exchange_strong(&last_limit_log, &prev, now))
+			return;
+		log_warn("http",
+			 "%s (limits: %u connections per client address, --max-conns-per-ip; "
+			 "%u in all; said once per %d s)",
+			 msg, srv->per_ip, srv->conn_limit, HTTP_LIMIT_LOG_S);
+		return;
+	}
+	log_write(level, "http", "%s", msg);
 }
 
 static int is_loopback_addr(const struct sockaddr_storage *ss)
@@ -470,6 +516,14 @@ static int is_loopback_addr(const struct sockaddr_storage *ss)
 		return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
 	}
 	return 0;
+}
+
+static int is_wildcard_addr(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr);
 }
 
 static int parse_addr(const char *addr, int port, struct sockaddr_storage *ss, struct kf_err *err)
@@ -524,125 +578,121 @@ static unsigned env_unsigned(const char *name, unsigned def)
 	return (*end || n == 0 || n > 1000000) ? def : (unsigned)n;
 }
 
-int transport_http_run(struct app *app, const struct http_options *opt, struct kf_err *err)
-{
-	struct hsrv *srv;
-	struct sockaddr_storage ss;
-	struct sigaction sa, old_int, old_term;
-	unsigned threads = opt->threads;
-	unsigned conn_limit = 4096;
-	struct rlimit rl;
-	const union MHD_DaemonInfo *di;
-	int port, rc = 0;
-	char hostbuf[64];
+/* --- the daemon ------------------------------------------------------------------ */
 
-	if (opt->port < 0 || opt->port > 65535)
-		return kf_err_set(err, KF_EINVAL, "--http: port %d is not 0-65535", opt->port);
-	rc = parse_addr(opt->addr, opt->port, &ss, err);
-	if (rc)
-		return rc;
-	srv = calloc(1, sizeof(*srv));
-	if (!srv)
-		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	srv->app = app;
+static unsigned pick(unsigned opt, const char *env, unsigned def)
+{
+	return opt ? opt : env_unsigned(env, def);
+}
+
+/* The limits, the token and the Host/Origin policy from opt. */
+static int srv_configure(struct hsrv *srv, const struct http_options *opt,
+			 const struct sockaddr_storage *ss, struct kf_err *err)
+{
 	srv->max_body = opt->max_body_bytes ? opt->max_body_bytes : HTTP_DEFAULT_BODY;
+	srv->upload_max = opt->max_upload_total ? opt->max_upload_total : HTTP_DEFAULT_UPLOADS;
+	if (srv->upload_max < srv->max_body)
+		srv->upload_max = srv->max_body; /* one full-size body always fits */
 	srv->idle_s = opt->session_idle_s ? opt->session_idle_s : HTTP_DEFAULT_IDLE_S;
 	srv->max_sessions =
-		opt->max_sessions ? opt->max_sessions
-				  : env_unsigned("KFORGE_HTTP_MAX_SESSIONS", HTTP_DEFAULT_SESSIONS);
+		pick(opt->max_sessions, "KFORGE_HTTP_MAX_SESSIONS", HTTP_DEFAULT_SESSIONS);
 	srv->max_inflight =
-		opt->max_inflight ? opt->max_inflight
-				  : env_unsigned("KFORGE_HTTP_MAX_INFLIGHT", HTTP_DEFAULT_INFLIGHT);
-	srv->origins = opt->allowed_origins;
-	srv->started = http_mono_s();
-	pthread_mutex_init(&srv->lock, NULL);
-
+		pick(opt->max_inflight, "KFORGE_HTTP_MAX_INFLIGHT", HTTP_DEFAULT_INFLIGHT);
+	srv->per_client = pick(opt->max_sessions_per_client, "KFORGE_HTTP_SESSIONS_PER_CLIENT",
+			       HTTP_DEFAULT_PER_CLIENT);
+	srv->per_ip = pick(opt->max_conns_per_ip, "KFORGE_HTTP_CONNS_PER_IP", HTTP_DEFAULT_PER_IP);
+	srv->request_s = opt->request_timeout_s ? opt->request_timeout_s : HTTP_DEFAULT_REQUEST_S;
+	srv->started = transport_mono_s();
 	if (opt->token_env) {
 		const char *t = getenv(opt->token_env);
-		if (!t || !*t) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"--token-env %s: the variable is not set or empty; export "
-					"%s=<a long random token>",
-					opt->token_env, opt->token_env);
-			goto out;
-		}
-		if (strlen(t) >= sizeof(srv->token)) {
-			rc = kf_err_set(err, KF_EINVAL,
-					"--token-env %s: the token is longer than %zu bytes",
-					opt->token_env, sizeof(srv->token) - 1);
-			goto out;
-		}
+		if (!t || !*t)
+			return kf_err_set(err, KF_EINVAL,
+					  "--token-env %s: the variable is not set or empty; "
+					  "export %s=<a long random token>",
+					  opt->token_env, opt->token_env);
+		if (strlen(t) >= sizeof(srv->token))
+			return kf_err_set(err, KF_EINVAL,
+					  "--token-env %s: the token is longer than %zu bytes",
+					  opt->token_env, sizeof(srv->token) - 1);
 		srv->token_len = strlen(t);
 		memcpy(srv->token, t, srv->token_len);
 	}
-	if (!is_loopback_addr(&ss) && !srv->token_len) {
-		rc = kf_err_set(err, KF_EPERM,
-				"refusing to serve on %s without a token: binding beyond loopback "
-				"needs --token-env VAR (Authorization: Bearer <token>)",
-				opt->addr);
-		goto out;
-	}
-	/* Beyond loopback clients use whatever name the host has (gpu-box:7070),
+	if (!is_loopback_addr(ss) && !srv->token_len)
+		return kf_err_set(err, KF_EPERM,
+				  "refusing to serve on %s without a token: binding beyond "
+				  "loopback needs --token-env VAR (Authorization: Bearer <token>)",
+				  opt->addr);
+	if (ss->ss_family == AF_INET6)
+		snprintf(srv->bind_host, sizeof(srv->bind_host), "[%s]", opt->addr);
+	else
+		snprintf(srv->bind_host, sizeof(srv->bind_host), "%s",
+			 opt->addr ? opt->addr : "127.0.0.1");
+	/* Beyond loopback clients use whatever name the host has (gpu-box:7070)
 	 * and the token guards every request; the Host check is for loopback,
 	 * where DNS rebinding is the threat. */
-	srv->any_host = !is_loopback_addr(&ss);
-	if (ss.ss_family == AF_INET6)
-		snprintf(hostbuf, sizeof(hostbuf), "[%s]", opt->addr);
-	else
-		snprintf(hostbuf, sizeof(hostbuf), "%s", opt->addr ? opt->addr : "127.0.0.1");
-	if (!is_loopback_addr(&ss))
-		snprintf(srv->bind_host, sizeof(srv->bind_host), "%s", hostbuf);
+	srv->guard.any_host = !is_loopback_addr(ss);
+	srv->guard.bind_host = is_wildcard_addr(ss) ? NULL : srv->bind_host;
+	srv->guard.hosts = opt->allowed_hosts;
+	srv->guard.origins = opt->allowed_origins;
+	return 0;
+}
 
-	if (!threads)
-		threads = env_unsigned("KFORGE_HTTP_THREADS", 0);
+static unsigned thread_count(const struct http_options *opt)
+{
+	unsigned threads = opt->threads ? opt->threads : env_unsigned("KFORGE_HTTP_THREADS", 0);
+
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
 	}
-	if (threads > 64)
-		threads = 64;
+	return threads > 64 ? 64 : threads;
+}
+
+/* Starts libmicrohttpd on ss; writes the listen text and the port file. */
+static int srv_start(struct hsrv *srv, const struct http_options *opt,
+		     const struct sockaddr_storage *ss, struct kf_err *err)
+{
+	struct rlimit rl;
+	const union MHD_DaemonInfo *di;
+	int port;
+
+	srv->conn_limit = 4096;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < conn_limit + 128)
-		conn_limit = rl.rlim_cur > 256 ? (unsigned)rl.rlim_cur - 128 : 128;
-
-	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		rc = kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
-		goto out;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	signal(SIGPIPE, SIG_IGN);
-
+	    rl.rlim_cur < srv->conn_limit + 128)
+		srv->conn_limit = rl.rlim_cur > 256 ? (unsigned)rl.rlim_cur - 128 : 128;
 	srv->d = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-			MHD_USE_TURBO | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+			MHD_USE_TURBO | (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		(uint16_t)opt->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_THREAD_POOL_SIZE,
-		threads, MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024,
-		MHD_OPTION_END);
-	if (!srv->d) {
-		rc = kf_err_set(err, KF_EIO, "cannot listen on %s port %d: %s", hostbuf, opt->port,
-				errno ? strerror(errno) : "libmicrohttpd refused to start");
-		goto out_sig;
-	}
+		mhd_log, srv, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
+		http_conn_notify, srv, MHD_OPTION_THREAD_POOL_SIZE, thread_count(opt),
+		MHD_OPTION_CONNECTION_LIMIT, srv->conn_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		srv->per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_IDLE_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024, MHD_OPTION_END);
+	if (!srv->d)
+		return kf_err_set(err, KF_EIO, "cannot listen on %s port %d: %s", srv->bind_host,
+				  opt->port,
+				  errno ? strerror(errno) : "libmicrohttpd refused to start");
 	di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
 	port = di ? di->port : opt->port;
 	pthread_mutex_lock(&srv->lock); /* /v1/health may already read it */
-	snprintf(srv->listen, sizeof(srv->listen), "http://%s:%d", hostbuf, port);
+	snprintf(srv->listen, sizeof(srv->listen), "http://%s:%d", srv->bind_host, port);
 	pthread_mutex_unlock(&srv->lock);
-	if (opt->port_file) {
-		rc = write_port_file(opt->port_file, port, err);
-		if (rc)
-			goto out_stop;
-	}
-	log_info("http", "listening on %s/mcp (REST %s/v1, page %s/)%s", srv->listen, srv->listen,
-		 srv->listen, srv->token_len ? "; bearer token required" : "");
+	if (opt->port_file)
+		return write_port_file(opt->port_file, port, err);
+	return 0;
+}
 
+/* Until SIGINT/SIGTERM: housekeeping once a second. */
+static void srv_loop(struct hsrv *srv)
+{
+	log_info("http",
+		 "listening on %s/mcp (REST %s/v1, page %s/)%s; limits: %u connections per "
+		 "address, %u s per request, %zu bytes of uploads, %u sessions (%u per client)",
+		 srv->listen, srv->listen, srv->listen,
+		 srv->token_len ? "; bearer token required" : "", srv->per_ip, srv->request_s,
+		 srv->upload_max, srv->max_sessions, srv->per_client);
 	for (;;) {
 		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
 		int r = poll(&p, 1, 1000);
@@ -654,15 +704,18 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 			}
 		}
 		http_housekeep(srv);
+		http_conn_sweep(srv);
 	}
+}
 
-out_stop:
+/* Ends every session first: their calls get final answers and their GET
+ * streams finish, so no connection is left suspended. REST tool calls
+ * cannot be cancelled from here; their threads use the app and the
+ * connection, so they are waited for before MHD stops. */
+static void srv_stop(struct hsrv *srv)
+{
 	atomic_store(&srv->stopping, 1);
-	/* End every session first: their calls get final answers and their
-	 * GET streams finish, so no connection is left suspended. */
 	http_mcp_close_all(srv);
-	/* REST tool calls cannot be cancelled from here; their threads use the
-	 * app and the connection, so wait for them before stopping. */
 	for (int i = 1; atomic_load(&srv->rest_running); i++) {
 		if (i % 100 == 0)
 			log_info("http", "waiting for %u REST tool calls to finish",
@@ -670,13 +723,51 @@ out_stop:
 		usleep(50 * 1000);
 	}
 	MHD_stop_daemon(srv->d);
-out_sig:
+}
+
+int transport_http_run(struct app *app, const struct http_options *opt, struct kf_err *err)
+{
+	struct hsrv *srv;
+	struct sockaddr_storage ss;
+	struct sigaction sa, old_int, old_term;
+	int rc;
+
+	if (opt->port < 0 || opt->port > 65535)
+		return kf_err_set(err, KF_EINVAL, "--http: port %d is not 0-65535", opt->port);
+	rc = parse_addr(opt->addr, opt->port, &ss, err);
+	if (rc)
+		return rc;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	srv->app = app;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_mutex_init(&srv->conn_lock, NULL);
+	rc = srv_configure(srv, opt, &ss, err);
+	if (rc)
+		goto out;
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		rc = kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	signal(SIGPIPE, SIG_IGN);
+	rc = srv_start(srv, opt, &ss, err);
+	if (!rc)
+		srv_loop(srv);
+	if (srv->d)
+		srv_stop(srv);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	close(stop_pipe[0]);
 	close(stop_pipe[1]);
 	stop_pipe[0] = stop_pipe[1] = -1;
 out:
+	pthread_mutex_destroy(&srv->conn_lock);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 	return rc;

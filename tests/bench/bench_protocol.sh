@@ -20,8 +20,11 @@ PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 KBARG=
 [ -f "$KB" ] && KBARG="--kb $KB"
+# Every wrk connection has a session of its own, all from 127.0.0.1: the
+# per-client session and connection caps are raised past BENCH_CONNS.
 # shellcheck disable=SC2086
 "$BIN" serve --http 127.0.0.1:0 --port-file "$TMP/port" --conformance-fixtures \
+	--max-sessions-per-client 1024 --max-conns-per-ip 4096 \
 	--data-dir "$TMP/data" --log-level warn $KBARG 2>"$TMP/log" &
 PID=$!
 i=0

@@ -228,7 +228,7 @@ class Runner:
             for r in (r1, r2):
                 res = r.get("result", {})
                 if res.get("isError") or not res.get("structuredContent", {}).get("passed"):
-                    raise RuntimeError(json.dumps(res.get("structuredContent") or r)[:300])
+                    raise RuntimeError(json.dumps(res.get("structuredContent") or res.get("content") or r)[:300])
             summaries = [r1["result"]["structuredContent"]["summary"], r2["result"]["structuredContent"]["summary"]]
         p.stdin.close()
         p.wait(timeout=30)

@@ -42,6 +42,21 @@ def initialize_msg(client, msg_id=0):
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
+def tool_object(reply):
+    """The object a tools/call reply carries: structuredContent on success;
+    on isError (which has no structuredContent: the outputSchema describes
+    answers only) the error object in the text block. {} when neither."""
+    res = (reply or {}).get("result") or {}
+    if res.get("isError"):
+        blocks = res.get("content") or [{}]
+        try:
+            obj = json.loads(blocks[0].get("text", ""))
+        except ValueError:
+            return {}
+        return obj if isinstance(obj, dict) else {}
+    return res.get("structuredContent") or {}
+
+
 class StdioSession:
     """`kforge serve --data-dir DATA` over stdio, initialized as client;
     replies (not server requests) are collected by id by a reader thread.

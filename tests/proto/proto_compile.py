@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from proto_common import Checks, StdioSession
+from proto_common import Checks, StdioSession, tool_object
 
 BIN = sys.argv[1]
 CHECKS = Checks()
@@ -104,7 +104,7 @@ def main():
         check("another compile works meanwhile",
               other and other["result"]["structuredContent"].get("ok") is True, str(other)[:300])
         r = s.wait(20, timeout=60)
-        sc = (r or {}).get("result", {}).get("structuredContent", {})
+        sc = tool_object(r)
         check("endless compile times out as isError",
               r and r["result"].get("isError") is True and sc.get("timed_out") is True, str(r)[:300])
         check("timeout came at the limit", time.time() - t0 < 30, time.time() - t0)

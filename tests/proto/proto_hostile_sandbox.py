@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from proto_common import Checks, StdioSession, wait_port_file
+from proto_common import Checks, StdioSession, tool_object, wait_port_file
 
 BIN = os.path.abspath(sys.argv[1])
 CHECKS = Checks()
@@ -44,8 +44,8 @@ def env_with(**kw):
 
 
 def sc_of(reply):
-    r = (reply or {}).get("result", {})
-    return r.get("structuredContent") or {}, r.get("isError", False)
+    """The tool's answer object (the error object on isError) and isError."""
+    return tool_object(reply), ((reply or {}).get("result") or {}).get("isError", False)
 
 
 def descendants(pid):

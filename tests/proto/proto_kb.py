@@ -139,6 +139,12 @@ def test_mcp(data):
                  "params": {"name": "write-kernel", "arguments": {"op": "rmsnorm", "gpu": "h200"}}})
     msgs.append({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                  "params": {"name": "get_gpu_specs", "arguments": {"gpu": "sm_90"}}})
+    msgs.append({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    msgs.append({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                 "params": {"name": "get_gpu_specs",
+                            "arguments": {"compare": ["b200", "gb200", "rtx-5090", "h100-pcie"]}}})
+    msgs.append({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                 "params": {"name": "get_gpu_specs", "arguments": {"gpu": "h100", "detail": "full"}}})
     want = {m["id"] for m in msgs if "id" in m}
     got = {}
     for m in msgs:
@@ -166,6 +172,22 @@ def test_mcp(data):
     sc = got.get(4, {}).get("result", {}).get("structuredContent", {})
     check("mcp ambiguous sm_90", sc.get("gpu", {}).get("id") == "h100-sxm" and
           len(sc.get("ambiguous", {}).get("matches", [])) == 3, str(sc)[:200])
+    # Small answers: what an agent's context pays for, as sent.
+    def text_len(i):
+        res = got.get(i, {}).get("result", {})
+        return len(res.get("content", [{}])[0].get("text", "").encode()) if res else 10 ** 9
+    tl = got.get(5, {}).get("result", {})
+    tl_len = len(json.dumps(tl, separators=(",", ":")).encode())
+    check("tools/list is at most 10 KB", tl and 0 < tl_len <= 10240, tl_len)
+    check("tools/list descriptions teach",
+          all(len(t.get("description", "")) >= 60 for t in tl.get("tools", [])) and
+          len(tl.get("tools", [])) >= 9, [t.get("name") for t in tl.get("tools", [])])
+    check("get_gpu_specs of one GPU is at most 2 KB", text_len(4) <= 2048, text_len(4))
+    check("a comparison of 4 GPUs is at most 4 KB", text_len(6) <= 4096, text_len(6))
+    full = got.get(7, {}).get("result", {}).get("structuredContent", {}).get("gpu", {})
+    check("detail full has every figure with its formula", text_len(7) > 8192 and
+          len(full.get("figures", {})) > 30 and "formula" in
+          full.get("derived", {}).get("ridge_point_fp32", {}), text_len(7))
 
 
 def test_cli(data):
@@ -174,7 +196,17 @@ def test_cli(data):
                            text=True, timeout=60, env=dict(os.environ, KFORGE_NO_GPU="1"))
         return p.returncode, p.stdout, p.stderr
     rc, out, _ = run("gpu", "h100")
-    check("cli gpu table", rc == 0 and "memory bandwidth" in out and "3350" in out, out[:200])
+    check("cli gpu brief table", rc == 0 and "memory_bandwidth_gbs" in out and "3350" in out
+          and "H100-DS" in out and "--full" in out and "derived figure" not in out, out[:300])
+    rc, out, _ = run("gpu", "h100", "--full")
+    check("cli gpu --full", rc == 0 and "memory bandwidth" in out and "formula" in out and
+          "notes:" in out, out[:300])
+    rc, out, _ = run("gpu", "h200", "--fields", "memory_bandwidth_gbs,features", "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check("cli gpu --fields", list(j.get("gpu", {}).get("figures", {})) == ["memory_bandwidth_gbs"]
+          and "tma" in j.get("gpu", {}).get("features", {}), out[:300])
+    rc, _, err = run("gpu", "h100", "--full", "--fields", "sm_count")
+    check("cli --full with --fields exit 2", rc == 2, f"{rc} {err}")
     rc, out, _ = run("gpu", "--compare", "a100", "h100", "h200", "--json")
     check("cli compare json", rc == 0 and len(json.loads(out)["gpus"]) == 3, out[:200])
     rc, out, _ = run("gpu", "--list")

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from proto_common import Checks, StdioSession
+from proto_common import Checks, StdioSession, tool_object
 
 BIN = sys.argv[1]
 CHECKS = Checks()
@@ -30,7 +30,7 @@ def cli(data, *args):
 
 
 def structured(reply):
-    return (reply or {}).get("result", {}).get("structuredContent") or {}
+    return tool_object(reply)
 
 
 SOURCE = ('extern "C" __global__ void scale_f32(float *y, const float *x, int n)\n'
@@ -105,7 +105,7 @@ def test_mcp_and_crash():
         return
     first = s.call(10, name, args)
     rid = structured(first).get("run_id")
-    check(f"{name} answers with a run_id (it calls runs_record)",
+    check(f"{name} answers with a run_id (it calls tools_runs_record)",
           isinstance(rid, str) and len(rid) == 16, first)
     if not rid:
         s.close(timeout=30)

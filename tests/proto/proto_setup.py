@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,8 +35,35 @@ def run(*args, cwd=None, env=None, timeout=300):
 # --- mcp-config ------------------------------------------------------------
 r = run("mcp-config", "claude")
 words = shlex.split(r.stdout)
-check("claude line", r.returncode == 0 and words[:5] == ["claude", "mcp", "add", "kforge", "--"]
-      and os.path.isabs(words[5]) and os.path.samefile(words[5], BIN) and words[6:] == ["serve"], r.stdout)
+check("claude line, user scope", r.returncode == 0 and
+      words[:7] == ["claude", "mcp", "add", "--scope", "user", "kforge", "--"]
+      and os.path.isabs(words[7]) and os.path.samefile(words[7], BIN) and words[8:] == ["serve"],
+      r.stdout)
+
+# A path with a space and a quote survives the shell as one word.
+odd = tempfile.mkdtemp(prefix="kforge it's here ")
+odd_bin = os.path.join(odd, "kforge")
+shutil.copy2(BIN, odd_bin)  # a copy: /proc/self/exe would see through a link
+r = subprocess.run([odd_bin, "mcp-config", "claude"], capture_output=True, text=True)
+words = shlex.split(r.stdout)
+check("claude line quotes the path", r.returncode == 0 and len(words) == 9 and
+      words[7] == odd_bin, r.stdout)
+shutil.rmtree(odd, ignore_errors=True)
+
+# The token form: the shell leaves ${KFORGE_TOKEN} to the client.
+r = subprocess.run(["sh", "-c", 'eval "set -- $(' + shlex.quote(BIN) + ' mcp-config claude '
+                    '--http http://127.0.0.1:7070/mcp --token-env KFORGE_TOKEN)"; '
+                    'for a; do printf "%s\\n" "$a"; done'],
+                   capture_output=True, text=True, env=dict(os.environ, KFORGE_TOKEN="s3cret"))
+args = r.stdout.splitlines()
+check("claude token line keeps ${KFORGE_TOKEN} through eval",
+      r.returncode == 0 and "Authorization: Bearer ${KFORGE_TOKEN}" in args and
+      "s3cret" not in r.stdout and args[3:6] == ["--scope", "user", "--transport"], args)
+r = run("mcp-config", "claude", "--http", "http://x/mcp", "--token-env", "A B")
+check("token-env must be a variable name", r.returncode == 2, (r.returncode, r.stderr))
+r = run("mcp-config", "--help")
+check("help never appends with >>", r.returncode == 0 and ">>" not in r.stdout and
+      "--write" in r.stdout, r.stdout)
 
 r = run("mcp-config", "codex")
 try:
@@ -63,6 +91,54 @@ for bad in (["mcp-config"], ["mcp-config", "vscode"], ["mcp-config", "codex", "-
             ["mcp-config", "json", "--http", "ftp://x"]):
     r = run(*bad)
     check(f"usage error {bad}", r.returncode == 2 and r.stderr.strip(), (r.returncode, r.stderr))
+
+# --- mcp-config codex --write ------------------------------------------------
+home = tempfile.mkdtemp(prefix="kforge-codex-home-")
+env = dict(os.environ, HOME=home)
+env.pop("CODEX_HOME", None)
+cfgpath = os.path.join(home, ".codex", "config.toml")
+r = run("mcp-config", "codex", "--write", env=env)
+text1 = open(cfgpath).read() if os.path.exists(cfgpath) else ""
+check("codex --write creates config.toml", r.returncode == 0 and "added" in r.stdout and
+      os.path.samefile(tomllib.loads(text1)["mcp_servers"]["kforge"]["command"], BIN), (r.stdout, r.stderr))
+r = run("mcp-config", "codex", "--write", env=env)
+check("codex --write twice changes nothing", r.returncode == 0 and "nothing changed" in r.stdout
+      and open(cfgpath).read() == text1, r.stdout)
+
+# A file an old `>>` append broke (two tables), with the user's own lines.
+mine = ('# my settings\nmodel = "o3"   # keep this spacing\n\n[mcp_servers.other]\n'
+        'command = "other"\n\n')
+old = '[mcp_servers.kforge]\ncommand = "/old/kforge"\nargs = ["serve"]\n\n'
+with open(cfgpath, "w") as f:
+    f.write(mine + old + "[profiles.fast]\nmodel = 'o4-mini'\n\n" + old)
+r = run("mcp-config", "codex", "--write", "--http", "http://127.0.0.1:7070/mcp",
+        "--token-env", "KFORGE_TOKEN", env=dict(env, KFORGE_TOKEN="s3cret"))
+text = open(cfgpath).read()
+doc = tomllib.loads(text)
+check("codex --write repairs a doubled table and keeps the rest byte for byte",
+      r.returncode == 0 and "with one" in r.stdout and text.startswith(mine) and
+      "[profiles.fast]\nmodel = 'o4-mini'\n" in text and text.count("[mcp_servers.kforge]") == 1
+      and doc["mcp_servers"]["kforge"]["url"] == "http://127.0.0.1:7070/mcp"
+      and doc["mcp_servers"]["kforge"]["bearer_token_env_var"] == "KFORGE_TOKEN"
+      and "command" not in doc["mcp_servers"]["kforge"] and doc["mcp_servers"]["other"]
+      and "s3cret" not in text, (r.stdout, r.stderr, text))
+
+bad = mine + '[mcp_servers.kforge\ncommand = "x"\n'
+with open(cfgpath, "w") as f:
+    f.write(bad)
+r = run("mcp-config", "codex", "--write", env=env)
+check("codex --write refuses a file that is not TOML, naming the line",
+      r.returncode == 1 and "line 7" in r.stderr and "unchanged" in r.stderr and
+      open(cfgpath).read() == bad, (r.returncode, r.stderr))
+
+chome = os.path.join(home, "elsewhere")
+r = run("mcp-config", "codex", "--write", env=dict(env, CODEX_HOME=chome))
+check("codex --write follows CODEX_HOME", r.returncode == 0 and
+      "kforge" in tomllib.loads(open(os.path.join(chome, "config.toml")).read())["mcp_servers"],
+      (r.stdout, r.stderr))
+r = run("mcp-config", "claude", "--write", env=env)
+check("--write is only for codex", r.returncode == 2, (r.returncode, r.stderr))
+shutil.rmtree(home, ignore_errors=True)
 
 # --- SKILL.md --------------------------------------------------------------
 text = open(os.path.join(SRC, "SKILL.md"), encoding="utf-8").read()
@@ -176,13 +252,14 @@ with tempfile.TemporaryDirectory() as tmp:
                        text=True, timeout=600)
     check("make install", r.returncode == 0, r.stderr[-1500:])
     kf = os.path.join(tmp, "usr/bin/kforge")
-    # A data dir of its own: the user's ~/.local/share/kforge may hold a
-    # state.db another kforge version wrote, which this one would refuse.
+    # Its own HOME: the user's data dir may hold a state.db of another build.
+    home_env = dict(os.environ, HOME=os.path.join(tmp, "home"))
+    home_env.pop("XDG_DATA_HOME", None)
     r = subprocess.run([kf, "gpu", "h200", "--json"], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, XDG_DATA_HOME=os.path.join(tmp, "data")))
+                       env=home_env)
     check("installed kforge finds knowledge.db", r.returncode == 0 and '"h200"' in r.stdout, r.stderr)
     r = subprocess.run([kf, "skill", "install", "--dest", os.path.join(tmp, "sk")], capture_output=True,
-                       text=True, timeout=60, env=dict(os.environ, KFORGE_SKILL_DIR=""))
+                       text=True, timeout=60, env=dict(home_env, KFORGE_SKILL_DIR=""))
     check("installed kforge installs the skill", r.returncode == 0
           and os.path.isfile(os.path.join(tmp, "sk/skill/templates/kernel-builder/build.toml")), r.stderr)
 

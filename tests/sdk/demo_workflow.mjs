@@ -1,8 +1,9 @@
 // The demo workflow through the official MCP TypeScript SDK client over
 // stdio: GPU facts, a guide search and read, compile, check, benchmark and
 // the run history, asserting on each tool's structuredContent (the SDK also
-// validates it against the tool's outputSchema). Without a GPU the check and
-// benchmark must answer isError with error.code "no_gpu" and no number.
+// validates it against the tool's outputSchema) or, on isError, the error
+// object in its text block. Without a GPU the check and benchmark must answer
+// isError with error.code "no_gpu" and no number.
 //   node demo_workflow.mjs KFORGE_BIN DATA_DIR
 import { existsSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -51,7 +52,9 @@ await client.connect(new StdioClientTransport({
 }));
 const call = async (name, args) => {
   const r = await client.callTool({ name, arguments: args });
-  const sc = r.structuredContent ?? {};
+  // An isError result carries its error object as the text block only.
+  check(`${name}: no structuredContent on isError`, !r.isError || r.structuredContent === undefined, r);
+  const sc = r.isError ? JSON.parse(r.content?.[0]?.text ?? "{}") : r.structuredContent ?? {};
   check(`${name}: summary first`, Object.keys(sc)[0] === "summary" && typeof sc.summary === "string", sc);
   check(`${name}: text block is the same JSON`, JSON.stringify(JSON.parse(r.content?.[0]?.text ?? "null")) ===
     JSON.stringify(sc), r.content?.[0]?.text?.slice(0, 200));
@@ -60,7 +63,7 @@ const call = async (name, args) => {
 
 let { r, sc } = await call("get_gpu_specs", { gpu: "h200" });
 check("h200 facts", !r.isError && sc.gpu?.id === "h200" && sc.gpu.figures?.sm_count?.value === 132
-  && sc.gpu.figures.sm_count.source_keys?.length > 0, sc.gpu?.figures?.sm_count);
+  && sc.gpu.sources?.[sc.gpu.figures.sm_count.source]?.length > 0, sc.gpu?.figures?.sm_count);
 
 ({ r, sc } = await call("search_guides", { query: "rmsnorm vectorized 16-byte loads", limit: 5 }));
 const ids = (sc.hits ?? []).map((h) => h.id);

@@ -91,10 +91,9 @@ START_TEST(compile_reports_kernels_and_resources)
 	ck_assert_int_eq(res.cache_hit, 0);
 	ck_assert_str_eq(res.arch, "sm_90");
 	ck_assert_int_eq(strlen(res.artifact_id), 64);
-	json_t *j = res.json;
-	ck_assert_str_eq(json_object_iter_key(json_object_iter(j)), "summary");
+	json_t *j = res.report;
 	ck_assert(json_is_true(json_object_get(j, "ok")));
-	ck_assert_str_eq(json_string_value(json_object_get(j, "sandbox")), "bwrap");
+	ck_assert_str_eq(res.sandbox, "bwrap");
 	ck_assert_int_eq(json_array_size(json_object_get(j, "kernels")), 2);
 	json_t *add = kernel_named(j, "add");
 	ck_assert_ptr_nonnull(add);
@@ -125,7 +124,7 @@ START_TEST(syntax_error_gives_diagnostic_at_the_line)
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_src(src, NULL, 0, &res, &err), KF_ECOMPILE);
 	ck_assert_int_eq(res.ok, 0);
-	json_t *j = res.json;
+	json_t *j = res.report;
 	ck_assert(json_is_false(json_object_get(j, "ok")));
 	json_t *d = json_array_get(json_object_get(j, "diagnostics"), 0);
 	ck_assert_ptr_nonnull(d);
@@ -136,7 +135,9 @@ START_TEST(syntax_error_gives_diagnostic_at_the_line)
 	ck_assert(strstr(json_string_value(json_object_get(d, "message")), "expected a \";\"") !=
 		  NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "source_line")), "  x[i] = 1;");
-	ck_assert(strstr(json_string_value(json_object_get(j, "summary")), "kernel.cu:3") != NULL);
+	char sum[600];
+	compile_summary(&res, sum, sizeof sum);
+	ck_assert(strstr(sum, "kernel.cu:3") != NULL);
 	ck_assert(strstr(err.msg, "kernel.cu:3") != NULL);
 	compile_result_fini(&res);
 }
@@ -152,7 +153,7 @@ START_TEST(ptxas_shared_memory_overflow_is_a_structured_error)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_src(src, NULL, 0, &res, &err), KF_ECOMPILE);
-	json_t *d = json_array_get(json_object_get(res.json, "diagnostics"), 0);
+	json_t *d = json_array_get(json_object_get(res.report, "diagnostics"), 0);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "file")), "ptxas");
 	ck_assert_str_eq(json_string_value(json_object_get(d, "severity")), "error");
@@ -180,13 +181,13 @@ START_TEST(spilling_kernel_gets_a_warning)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_msg(compile_src(SPILL, NULL, 0, &res, &err) == 0, "%s", err.msg);
-	json_t *k = kernel_named(res.json, "spill");
+	json_t *k = kernel_named(res.report, "spill");
 	ck_assert_ptr_nonnull(k);
 	ck_assert_int_gt(json_integer_value(json_object_get(k, "spill_store_bytes")), 0);
 	ck_assert_int_gt(json_integer_value(json_object_get(k, "stack_bytes")), 0);
 	json_t *lb = json_object_get(k, "launch_bounds");
 	ck_assert_int_eq(json_integer_value(json_object_get(lb, "max_threads")), 1024);
-	json_t *w = json_object_get(res.json, "warnings");
+	json_t *w = json_object_get(res.report, "warnings");
 	int found = 0;
 	size_t i;
 	json_t *s;
@@ -194,8 +195,9 @@ START_TEST(spilling_kernel_gets_a_warning)
 		if (strstr(json_string_value(s), "'spill' spills registers"))
 			found = 1;
 	ck_assert_msg(found, "no spill warning in %s", json_dumps(w, 0));
-	ck_assert(strstr(json_string_value(json_object_get(res.json, "summary")), "SPILLS") !=
-		  NULL);
+	char sum[600];
+	compile_summary(&res, sum, sizeof sum);
+	ck_assert(strstr(sum, "SPILLS") != NULL);
 	compile_result_fini(&res);
 }
 END_TEST
@@ -212,8 +214,9 @@ START_TEST(constant_and_shared_memory_are_reported)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_msg(compile_src(src, NULL, 0, &res, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(json_integer_value(json_object_get(res.json, "module_const_bytes")), 256);
-	json_t *k = kernel_named(res.json, "sm(float*, float)");
+	ck_assert_int_eq(json_integer_value(json_object_get(res.report, "module_const_bytes")),
+			 256);
+	json_t *k = kernel_named(res.report, "sm(float*, float)");
 	ck_assert_ptr_nonnull(k);
 	ck_assert_int_eq(json_integer_value(json_object_get(k, "shared_static_bytes")), 4096);
 	ck_assert_int_gt(json_integer_value(json_object_get(k, "const_bytes")), 12);
@@ -228,7 +231,7 @@ END_TEST
 /* Nothing of marker may appear in the result JSON or any artifact file. */
 static void assert_no_leak(const struct compile_result *res, const char *marker)
 {
-	char *txt = json_dumps(res->json, 0);
+	char *txt = json_dumps(res->report, 0);
 	ck_assert_ptr_nonnull(txt);
 	ck_assert_msg(strstr(txt, marker) == NULL, "'%s' leaked into %s", marker, txt);
 	ck_assert_msg(strstr(txt, data_dir) == NULL, "host path leaked into %s", txt);
@@ -300,11 +303,12 @@ START_TEST(endless_compile_times_out_and_the_next_one_works)
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_src(FOREVER, NULL, 0, &res, &err), KF_ETIMEOUT);
 	ck_assert(strstr(err.msg, "timed out") != NULL);
-	ck_assert_ptr_nonnull(res.json);
-	ck_assert(json_is_true(json_object_get(res.json, "timed_out")));
-	ck_assert_str_eq(
-		json_string_value(json_object_get(json_object_get(res.json, "error"), "code")),
-		"timeout");
+	ck_assert_int_eq(res.timed_out, 1);
+	ck_assert_ptr_null(res.report);
+	ck_assert_uint_eq(res.timeout_ms, 2500);
+	char sum[600];
+	compile_summary(&res, sum, sizeof sum);
+	ck_assert(strstr(sum, "compile timed out after 2500 ms") != NULL);
 	compile_result_fini(&res);
 	kf_err_clear(&err);
 	ck_assert_msg(compile_src(GOOD, NULL, 0, &res, &err) == 0, "%s", err.msg);
@@ -330,9 +334,9 @@ START_TEST(output_flood_is_capped)
 	struct kf_err err = {0};
 	int rc = compile_kernel(cc, &req, &res, &err);
 	ck_assert_msg(rc == 0 || rc == KF_ECOMPILE, "rc %d: %s", rc, err.msg);
-	ck_assert(json_is_true(json_object_get(res.json, "log_truncated")));
-	ck_assert_int_le(json_array_size(json_object_get(res.json, "diagnostics")), 50);
-	char *txt = json_dumps(res.json, 0);
+	ck_assert(json_is_true(json_object_get(res.report, "log_truncated")));
+	ck_assert_int_le(json_array_size(json_object_get(res.report, "diagnostics")), 50);
+	char *txt = json_dumps(res.report, 0);
 	ck_assert_int_lt(strlen(txt), 100000);
 	free(txt);
 	compile_result_fini(&res);
@@ -360,7 +364,7 @@ static void *par_compile(void *arg)
 	struct compile_req req = {.source = src, .source_len = strlen(src)};
 	p->rc = compile_kernel(cc, &req, &res, &err);
 	p->ok = res.ok;
-	json_t *k = json_array_get(json_object_get(res.json, "kernels"), 0);
+	json_t *k = json_array_get(json_object_get(res.report, "kernels"), 0);
 	snprintf(p->name, sizeof p->name, "%s",
 		 k ? json_string_value(json_object_get(k, "name")) : "");
 	snprintf(p->id, sizeof p->id, "%s", res.artifact_id);
@@ -442,7 +446,7 @@ START_TEST(refused_flag_is_rejected_with_a_reason)
 	struct compile_result res;
 	kf_err_clear(&err);
 	ck_assert_int_eq(compile_src(GOOD, flags, n, &res, &err), rc);
-	ck_assert_ptr_null(res.json);
+	ck_assert_ptr_null(res.report);
 	compile_result_fini(&res);
 }
 END_TEST
@@ -546,7 +550,7 @@ START_TEST(allowed_flags_pass_and_compile)
 	const char *src = "#ifndef USE_X\n#error USE_X missing\n#endif\n"
 			  "extern \"C\" __global__ void t(float *x) { x[threadIdx.x] = TILE; }\n";
 	ck_assert_msg(compile_src(src, flags, n, &res, &err) == 0, "%s", err.msg);
-	ck_assert_ptr_nonnull(kernel_named(res.json, "t"));
+	ck_assert_ptr_nonnull(kernel_named(res.report, "t"));
 	compile_result_fini(&res);
 }
 END_TEST
@@ -602,10 +606,9 @@ START_TEST(cache_hit_returns_the_same_artifact)
 	ck_assert_int_eq(compile_src(GOOD, NULL, 0, &b, &err), 0);
 	ck_assert_int_eq(a.cache_hit, 0);
 	ck_assert_int_eq(b.cache_hit, 1);
-	ck_assert(json_is_true(json_object_get(b.json, "cache_hit")));
 	ck_assert_str_eq(a.artifact_id, b.artifact_id);
-	ck_assert(
-		json_equal(json_object_get(a.json, "kernels"), json_object_get(b.json, "kernels")));
+	ck_assert(json_equal(json_object_get(a.report, "kernels"),
+			     json_object_get(b.report, "kernels")));
 	const char *fl[] = {"-lineinfo"};
 	ck_assert_int_eq(compile_src(GOOD, fl, 1, &c, &err), 0);
 	ck_assert_int_eq(c.cache_hit, 0);
@@ -619,8 +622,8 @@ START_TEST(cache_hit_returns_the_same_artifact)
 	ck_assert_int_eq(compile_src(bad, NULL, 0, &a, &err), KF_ECOMPILE);
 	ck_assert_int_eq(compile_src(bad, NULL, 0, &b, &err), KF_ECOMPILE);
 	ck_assert_int_eq(b.cache_hit, 1);
-	ck_assert(json_equal(json_object_get(a.json, "diagnostics"),
-			     json_object_get(b.json, "diagnostics")));
+	ck_assert(json_equal(json_object_get(a.report, "diagnostics"),
+			     json_object_get(b.report, "diagnostics")));
 	compile_result_fini(&a);
 	compile_result_fini(&b);
 }
@@ -632,11 +635,8 @@ START_TEST(ptx_is_a_resource_link_not_inline)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_kernel(cc, &req, &res, &err), 0);
-	json_t *ptx = json_object_get(res.json, "ptx");
-	char uri[128];
-	snprintf(uri, sizeof uri, "kforge://artifacts/%s/ptx", res.artifact_id);
-	ck_assert_str_eq(json_string_value(json_object_get(ptx, "uri")), uri);
-	char *txt = json_dumps(res.json, 0);
+	ck_assert_int_eq(res.want_ptx, 1);
+	char *txt = json_dumps(res.report, 0);
 	ck_assert(strstr(txt, ".entry") == NULL);
 	free(txt);
 	char *data;
@@ -644,6 +644,7 @@ START_TEST(ptx_is_a_resource_link_not_inline)
 	ck_assert_int_eq(
 		compile_artifact_read(cc, res.artifact_id, "ptx", 1 << 24, &data, &len, &err), 0);
 	ck_assert(strstr(data, ".entry add") != NULL);
+	ck_assert_int_eq(res.ptx_bytes, (long long)len);
 	free(data);
 	compile_result_fini(&res);
 }
@@ -655,7 +656,7 @@ START_TEST(sass_summary_or_a_reason_why_not)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_kernel(cc, &req, &res, &err), 0);
-	json_t *s = json_object_get(res.json, "sass");
+	json_t *s = res.sass;
 	ck_assert_ptr_nonnull(s);
 	char cuobjdump[4200];
 	snprintf(cuobjdump, sizeof cuobjdump, "%s/bin/cuobjdump", jail_cuda_home(jl));
@@ -680,9 +681,9 @@ START_TEST(nvcc_backend_gives_the_same_kernels)
 	struct compile_result res;
 	struct kf_err err = {0};
 	ck_assert_int_eq(compile_src(GOOD, NULL, 0, &res, &err), 0);
-	ck_assert_str_eq(json_string_value(json_object_get(res.json, "backend")), "nvcc");
-	ck_assert_ptr_nonnull(kernel_named(res.json, "add"));
-	ck_assert_ptr_nonnull(kernel_named(res.json, "void scale<float>(float*, float, int)"));
+	ck_assert_str_eq(json_string_value(json_object_get(res.report, "backend")), "nvcc");
+	ck_assert_ptr_nonnull(kernel_named(res.report, "add"));
+	ck_assert_ptr_nonnull(kernel_named(res.report, "void scale<float>(float*, float, int)"));
 	compile_result_fini(&res);
 }
 END_TEST
@@ -749,7 +750,7 @@ START_TEST(sandbox_none_is_reported_in_results)
 	struct compile_req req = {.source = GOOD, .source_len = strlen(GOOD)};
 	struct compile_result res;
 	ck_assert_int_eq(compile_kernel(c2, &req, &res, &err), 0);
-	ck_assert_str_eq(json_string_value(json_object_get(res.json, "sandbox")), "none");
+	ck_assert_str_eq(res.sandbox, "none");
 	compile_result_fini(&res);
 	compile_close(c2);
 	jail_close(none);
@@ -807,9 +808,12 @@ START_TEST(memory_limit_fails_a_huge_device_array_and_names_it)
 	ck_assert_msg(compile_open(&cfg, &cc, &err) == 0, "compile_open: %s", err.msg);
 	struct compile_result r;
 	ck_assert_int_eq(compile_src(HUGE_ARRAY, NULL, 0, &r, &err), KF_ECOMPILE);
-	ck_assert(json_is_true(json_object_get(r.json, "memory_limited")));
-	const char *sum = json_string_value(json_object_get(r.json, "summary"));
+	ck_assert_int_eq(r.memory_limited, 1);
+	ck_assert(r.memory_limit_bytes == 512ull << 20);
+	char sum[600];
+	compile_summary(&r, sum, sizeof sum);
 	ck_assert_msg(strstr(sum, "512 MiB") && strstr(sum, "KFORGE_COMPILE_MEM_MB"), "%s", sum);
+	ck_assert_msg(strstr(err.msg, "512 MiB"), "%s", err.msg);
 	compile_result_fini(&r);
 	/* Not cached: the next try compiles again (and fails the same way). */
 	kf_err_clear(&err);
@@ -819,8 +823,8 @@ START_TEST(memory_limit_fails_a_huge_device_array_and_names_it)
 	/* A source that only says it is out of memory gets its diagnostic. */
 	kf_err_clear(&err);
 	ck_assert_int_eq(compile_src("#error out of memory\n", NULL, 0, &r, &err), KF_ECOMPILE);
-	ck_assert_ptr_null(json_object_get(r.json, "memory_limited"));
-	ck_assert_int_gt(json_array_size(json_object_get(r.json, "diagnostics")), 0);
+	ck_assert_int_eq(r.memory_limited, 0);
+	ck_assert_int_gt(json_array_size(json_object_get(r.report, "diagnostics")), 0);
 	compile_result_fini(&r);
 	/* A normal kernel compiles under the same limit. */
 	ck_assert_int_eq(compile_src(GOOD, NULL, 0, &r, &err), 0);

@@ -229,7 +229,10 @@ static int check_path(struct kf_err *err)
 	struct spec *s = NULL;
 	struct spec_bound b;
 	double *want[SPEC_MAX_TENSORS] = {0};
-	json_t *tr = NULL, *out_tr = NULL, *fired = NULL, *flags = NULL;
+	json_t *tr = NULL;
+	struct check_run run = {0};
+	struct check_fired fired = {0};
+	struct check_flags flags = {0};
 	double max_rel = 0;
 	int rc = spec_parse_text(OP_SPEC, strlen(OP_SPEC), NULL, op_find, &s, err);
 	if (rc)
@@ -252,22 +255,21 @@ static int check_path(struct kf_err *err)
 	if (rc)
 		goto out;
 	tr = json_pack("{s:{s:{s:s}}}", "outputs", "y", "file", "y.bin");
-	out_tr = json_object();
-	fired = json_object();
-	flags = json_object();
-	if (!tr || !out_tr || !fired || !flags) {
+	if (!tr) {
 		rc = kf_err_set(err, KF_ENOMEM, "out of memory building the trial");
 		goto out;
 	}
-	if (check_judge_run(s, g_dir, &b, tr, want, out_tr, fired, flags, &max_rel))
+	int mismatch = 0;
+	if (check_judge_run(s, g_dir, &b, tr, want, &run, &fired, &flags, &max_rel))
 		rc = kf_err_set(err, KF_EINTERNAL, "all zeros passed as an RMSNorm");
-	else if (!json_object_get(fired, "mismatch"))
-		rc = kf_err_set(err, KF_ENOMEM, "refused without naming the mismatch");
+	for (size_t i = 0; i < run.safeguards_len; i++)
+		mismatch |= strcmp(run.safeguards[i].name, "mismatch") == 0;
+	if (!rc && !mismatch)
+		rc = kf_err_set(err, KF_ENOMEM, "refused without naming the mismatch%s",
+				run.nomem ? " (a safeguard was lost for memory)" : "");
 out:
+	check_run_fini(&run);
 	json_decref(tr);
-	json_decref(out_tr);
-	json_decref(fired);
-	json_decref(flags);
 	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++)
 		free(want[t]);
 	spec_free(s);

@@ -1,13 +1,17 @@
 /* check_judge: the anti-cheat judge's element-wise comparison
  * (check_compare in sandbox/check/check_compare.c) fed synthetic got/want
  * buffers: verdicts, mismatch indices, non-finite outputs and the
- * weak-reference signals. No GPU, no JSON; runs in CI. */
+ * weak-reference signals; and check_judge_run's verdict struct (struct
+ * check_run) for a harness report and an output file written here. No GPU;
+ * runs in CI. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "kernels/op.h"
 #include "sandbox/check/check.h"
 
 #define N 64
@@ -129,6 +133,171 @@ START_TEST(format_index_writes_row_major_coordinates)
 }
 END_TEST
 
+/* --- check_judge_run: one run judged into struct check_run ------------- */
+
+static struct spec *jspec;
+static struct spec_bound jb;
+static char jdir[] = "/tmp/kforge-judge-XXXXXX";
+static double jwant[8];
+
+static void run_setup(void)
+{
+	static const char *SPEC =
+		"{\"source\": \"extern \\\"C\\\" __global__ void k(float *y, const float *x, "
+		"int n) {}\", \"sizes\": [{\"N\": 8}], \"tensors\": {"
+		"\"x\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"input\"},"
+		"\"y\": {\"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}},"
+		"\"launch\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32], "
+		"\"args\": [\"y\", \"x\", \"N\"]}], \"reference\": {\"torch\": \"x\"}}";
+	struct spec_limits lim;
+	spec_limits_default(&lim);
+	struct kf_err err = {0};
+	ck_assert_msg(spec_parse_text(SPEC, strlen(SPEC), &lim, op_find, &jspec, &err) == 0, "%s",
+		      err.msg);
+	int64_t n = 8;
+	ck_assert_msg(spec_bind(jspec, &n, &lim, "sizes[0]", &jb, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(mkdtemp(jdir));
+	for (int i = 0; i < 8; i++)
+		jwant[i] = 1.0 + i;
+}
+
+static void run_teardown(void)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/y.bin", jdir);
+	unlink(path);
+	rmdir(jdir);
+	memcpy(jdir + strlen(jdir) - 6, "XXXXXX", 6);
+	spec_free(jspec);
+}
+
+/* Writes y (8 floats) as the candidate's output file. */
+static void write_y(const float *y)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/y.bin", jdir);
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(y, sizeof *y, 8, f), 8);
+	fclose(f);
+}
+
+static int judge(const char *report, struct check_run *run, struct check_fired *fired,
+		 struct check_flags *flags)
+{
+	json_t *tr = json_loads(report, 0, NULL);
+	ck_assert_ptr_nonnull(tr);
+	double *want[SPEC_MAX_TENSORS] = {0};
+	want[spec_tensor_index(jspec, "y")] = jwant;
+	double max_rel = 0;
+	int pass = check_judge_run(jspec, jdir, &jb, tr, want, run, fired, flags, &max_rel);
+	json_decref(tr);
+	return pass;
+}
+
+static const char *Y_OK = "{\"outputs\": {\"y\": {\"file\": \"y.bin\"}}}";
+
+START_TEST(judge_run_passes_matching_output)
+{
+	float y[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	write_y(y);
+	struct check_run run = {0};
+	struct check_fired fired = {0};
+	struct check_flags flags = {0};
+	ck_assert_int_eq(judge(Y_OK, &run, &fired, &flags), 1);
+	ck_assert_int_eq(run.passed, 1);
+	ck_assert_int_eq(run.judged, 1);
+	ck_assert_uint_eq(run.safeguards_len, 0);
+	ck_assert_uint_eq(run.outputs_len, 1);
+	ck_assert_str_eq(run.outputs[0].name, "y");
+	ck_assert_uint_eq(run.outputs[0].elements, 8);
+	ck_assert_uint_eq(run.outputs[0].mismatches, 0);
+	ck_assert_uint_eq(fired.len, 0);
+	ck_assert_uint_eq(flags.len, 0);
+	check_run_fini(&run);
+}
+END_TEST
+
+START_TEST(judge_run_fires_mismatch_with_coordinates)
+{
+	float y[8] = {1, 2, 3, 40, 5, 6, 7, 8};
+	write_y(y);
+	struct check_run run = {0};
+	struct check_fired fired = {0};
+	struct check_flags flags = {0};
+	ck_assert_int_eq(judge(Y_OK, &run, &fired, &flags), 0);
+	ck_assert_int_eq(run.passed, 0);
+	ck_assert_uint_eq(run.safeguards_len, 1);
+	ck_assert_str_eq(run.safeguards[0].name, "mismatch");
+	ck_assert_ptr_nonnull(strstr(run.safeguards[0].message, "y: 1 of 8 elements"));
+	ck_assert_ptr_nonnull(strstr(run.safeguards[0].message, "first at [3]: got 40"));
+	ck_assert_uint_eq(run.outputs[0].mismatches, 1);
+	ck_assert_uint_eq(run.outputs[0].first_len, 1);
+	ck_assert_str_eq(run.outputs[0].first[0].at, "[3]");
+	ck_assert(run.outputs[0].first[0].got == 40 && run.outputs[0].first[0].want == 4);
+	ck_assert_uint_eq(fired.len, 1);
+	ck_assert_str_eq(fired.name[0], "mismatch");
+	check_run_fini(&run);
+}
+END_TEST
+
+START_TEST(judge_run_fires_coverage_before_comparing_and_records_names_once)
+{
+	float y[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	write_y(y);
+	const char *rep = "{\"outputs\": {\"y\": {\"file\": \"y.bin\", \"unwritten\": 2, "
+			  "\"first_unwritten\": [6]}}}";
+	struct check_run a = {0}, b = {0};
+	struct check_fired fired = {0};
+	struct check_flags flags = {0};
+	ck_assert_int_eq(judge(rep, &a, &fired, &flags), 0);
+	ck_assert_int_eq(judge(rep, &b, &fired, &flags), 0);
+	ck_assert_uint_eq(a.safeguards_len, 1);
+	ck_assert_str_eq(a.safeguards[0].name, "coverage");
+	ck_assert_ptr_nonnull(strstr(a.safeguards[0].message, "2 of 8 elements never written "
+							      "(first at [6])"));
+	ck_assert_uint_eq(fired.len, 1);
+	check_run_fini(&a);
+	check_run_fini(&b);
+}
+END_TEST
+
+START_TEST(judge_run_flags_a_reference_zeros_would_pass_once)
+{
+	for (int i = 0; i < 8; i++)
+		jwant[i] = 1e-9 * i;
+	float y[8] = {0};
+	for (int i = 0; i < 8; i++)
+		y[i] = (float)jwant[i];
+	write_y(y);
+	struct check_run run = {0};
+	struct check_fired fired = {0};
+	struct check_flags flags = {0};
+	ck_assert_int_eq(judge(Y_OK, &run, &fired, &flags), 1);
+	ck_assert_uint_eq(flags.len, 1);
+	const char *m = check_flag_get(&flags, "weak_reference");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(strstr(m, "a kernel writing zeros would pass"));
+	/* first message wins */
+	check_flag_set(&flags, "weak_reference", 0, "other");
+	ck_assert_str_eq(check_flag_get(&flags, "weak_reference"), m);
+	check_run_fini(&run);
+}
+END_TEST
+
+START_TEST(flag_set_replaces_in_place_when_asked)
+{
+	struct check_flags flags = {0};
+	check_flag_set(&flags, "a", 0, "one");
+	check_flag_set(&flags, "b", 0, "two");
+	check_flag_set(&flags, "a", 1, "three");
+	ck_assert_uint_eq(flags.len, 2);
+	ck_assert_str_eq(flags.f[0].name, "a");
+	ck_assert_str_eq(flags.f[0].message, "three");
+	ck_assert_ptr_null(check_flag_get(&flags, "c"));
+}
+END_TEST
+
 static Suite *judge_suite(void)
 {
 	Suite *s = suite_create("check_judge");
@@ -146,6 +315,14 @@ static Suite *judge_suite(void)
 	TCase *fi = tcase_create("format_index");
 	tcase_add_test(fi, format_index_writes_row_major_coordinates);
 	suite_add_tcase(s, fi);
+	TCase *jr = tcase_create("judge_run");
+	tcase_add_checked_fixture(jr, run_setup, run_teardown);
+	tcase_add_test(jr, judge_run_passes_matching_output);
+	tcase_add_test(jr, judge_run_fires_mismatch_with_coordinates);
+	tcase_add_test(jr, judge_run_fires_coverage_before_comparing_and_records_names_once);
+	tcase_add_test(jr, judge_run_flags_a_reference_zeros_would_pass_once);
+	tcase_add_test(jr, flag_set_replaces_in_place_when_asked);
+	suite_add_tcase(s, jr);
 	return s;
 }
 

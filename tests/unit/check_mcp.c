@@ -28,6 +28,7 @@ struct cap {
 static struct cap cap;
 static struct app app;
 static struct mcp_session *S;
+static json_t *parsed; /* error objects error_of parsed, freed at teardown */
 
 static void cap_send(void *arg, void *call, int final, const char *json, size_t len)
 {
@@ -150,6 +151,29 @@ static json_t *result(const json_t *reply)
 	ck_assert_msg(r != NULL, "expected a result, got %s",
 		      err_msg(reply) ? err_msg(reply) : "?");
 	return r;
+}
+
+/* The error object of a failed call's result r: asserts isError, no
+ * structuredContent (a tool's outputSchema describes its answers only) and
+ * one text block, and returns that block parsed (borrowed until teardown). */
+static json_t *error_of(const json_t *r)
+{
+	json_t *content = json_object_get(r, "content"), *obj;
+
+	ck_assert(json_is_true(json_object_get(r, "isError")));
+	ck_assert_ptr_null(json_object_get(r, "structuredContent"));
+	ck_assert_uint_eq(json_array_size(content), 1);
+	obj = json_loads(json_string_value(json_object_get(json_array_get(content, 0), "text")), 0,
+			 NULL);
+	ck_assert_msg(json_is_object(obj), "the error's text block is not a JSON object");
+	ck_assert_str_eq(json_object_iter_key(json_object_iter(obj)), "summary");
+	json_array_append_new(parsed, obj);
+	return obj;
+}
+
+static const char *error_code(const json_t *r)
+{
+	return json_string_value(json_object_get(json_object_get(error_of(r), "error"), "code"));
 }
 
 #define INIT_PARAMS(v)              \
@@ -276,7 +300,9 @@ static const struct tool_def TEST_TOOLS[] = {
 	 "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"],\"additionalProperties\":false}",
 	 NULL, TOOL_READ_ONLY, t_echo},
 	{"fail", "Fail", "always fails", NULL, NULL, 0, t_fail},
-	{"fail_detail", "Fail detail", "fails with detail", NULL, NULL, 0, t_fail_detail},
+	{"fail_detail", "Fail detail", "fails with detail", NULL,
+	 "{\"type\":\"object\",\"required\":[\"summary\",\"ok\"],\"properties\":{\"ok\":{\"type\":\"boolean\"}}}",
+	 0, t_fail_detail},
 	{"slow", "Slow", "runs 5 s unless cancelled", NULL, NULL, 0, t_slow},
 	{"log", "Log", "logs at four levels", NULL, NULL, 0, t_log},
 	{"ask", "Ask", "asks the client",
@@ -336,6 +362,7 @@ static void setup_with(int many)
 	pthread_mutex_init(&cap.m, NULL);
 	pthread_cond_init(&cap.c, NULL);
 	cap.msgs = json_array();
+	parsed = json_array();
 	cap.finals = 0;
 	cap.nonjson = 0;
 	memset(&app, 0, sizeof(app));
@@ -361,6 +388,7 @@ static void teardown(void)
 	S = NULL;
 	ck_assert_int_eq(cap.nonjson, 0);
 	json_decref(cap.msgs);
+	json_decref(parsed);
 }
 
 /* --- lifecycle ----------------------------------------------------------------- */
@@ -558,8 +586,7 @@ START_TEST(tool_failures_are_results_with_is_error)
 
 	initialize();
 	r = result(req(1, "tools/call", "{\"name\":\"echo\",\"arguments\":{\"text\":5}}"));
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	sc = json_object_get(r, "structuredContent");
+	sc = error_of(r);
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "summary")),
 			 "arguments.text: expected string, got integer");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
@@ -567,35 +594,26 @@ START_TEST(tool_failures_are_results_with_is_error)
 
 	r = result(
 		req(2, "tools/call", "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\",\"x\":1}}"));
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(
-					     json_object_get(r, "structuredContent"), "summary")),
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(error_of(r), "summary")),
 				     "unknown property 'x'"));
 
 	r = result(req(3, "tools/call", "{\"name\":\"fail\"}"));
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	sc = json_object_get(r, "structuredContent");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
-			 "no_gpu");
+	ck_assert_str_eq(error_code(r), "no_gpu");
 
+	/* fail_detail has an outputSchema its failure does not match: the
+	 * detail travels in the text block, never as structuredContent. */
 	r = result(req(4, "tools/call", "{\"name\":\"fail_detail\"}"));
-	sc = json_object_get(r, "structuredContent");
-	ck_assert_str_eq(json_object_iter_key(json_object_iter(sc)), "summary");
+	sc = error_of(r);
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "summary")), "2 elements wrong");
 	ck_assert_uint_eq(json_array_size(json_object_get(sc, "mismatches")), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sc, "error"), "code")),
 			 "fault");
 
 	r = result(req(6, "tools/call", "{\"name\":\"huge\"}"));
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(
-		json_string_value(json_object_get(
-			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-		"too_big");
+	ck_assert_str_eq(error_code(r), "too_big");
 
 	r = result(req(5, "tools/call", "{\"name\":\"badout\"}"));
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(
-					     json_object_get(r, "structuredContent"), "summary")),
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(error_of(r), "summary")),
 				     "structuredContent.n: expected integer"));
 }
 END_TEST
@@ -613,6 +631,7 @@ START_TEST(content_only_tools_return_their_blocks)
 	ck_assert_ptr_null(json_object_get(r, "structuredContent"));
 	r = result(req(2, "tools/call", "{\"name\":\"test_error_handling\",\"arguments\":{}}"));
 	ck_assert(json_is_true(json_object_get(r, "isError")));
+	ck_assert_ptr_null(json_object_get(r, "structuredContent"));
 	ck_assert_str_eq(json_string_value(json_object_get(
 				 json_array_get(json_object_get(r, "content"), 0), "text")),
 			 "This tool intentionally returns an error for testing");
@@ -647,11 +666,7 @@ START_TEST(cancelled_notification_stops_the_handler)
 		MCP_IN_NOTIFICATION);
 	r = result(wait_reply(5));
 	ck_assert_int_eq(slow_saw_cancel, 1);
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(
-		json_string_value(json_object_get(
-			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-		"cancelled");
+	ck_assert_str_eq(error_code(r), "cancelled");
 }
 END_TEST
 
@@ -797,6 +812,33 @@ START_TEST(resources_list_read_templates_and_subscriptions)
 }
 END_TEST
 
+START_TEST(subscriptions_are_capped_per_session)
+{
+	char buf[3200];
+	json_t *r;
+
+	initialize();
+	for (int i = 0; i < 256; i++) {
+		snprintf(buf, sizeof(buf), "{\"uri\":\"kftest://items/%d\"}", i);
+		ck_assert_int_eq(json_object_size(result(req(100 + i, "resources/subscribe", buf))),
+				 0);
+	}
+	r = req(1, "resources/subscribe", "{\"uri\":\"kftest://items/x256\"}");
+	ck_assert_int_eq(err_code(r), -32602);
+	ck_assert_ptr_nonnull(strstr(err_msg(r), "256 subscriptions"));
+	/* Subscribing again to a URI already held is not a new one. */
+	result(req(2, "resources/subscribe", "{\"uri\":\"kftest://items/7\"}"));
+	result(req(3, "resources/unsubscribe", "{\"uri\":\"kftest://items/7\"}"));
+	result(req(4, "resources/subscribe", "{\"uri\":\"kftest://items/x256\"}"));
+	/* An overlong URI is refused before it is stored. */
+	result(req(5, "resources/unsubscribe", "{\"uri\":\"kftest://items/8\"}"));
+	snprintf(buf, sizeof(buf), "{\"uri\":\"kftest://items/%03000d\"}", 1);
+	r = req(6, "resources/subscribe", buf);
+	ck_assert_int_eq(err_code(r), -32602);
+	ck_assert_ptr_nonnull(strstr(err_msg(r), "at most 2048"));
+}
+END_TEST
+
 START_TEST(prompts_check_their_arguments)
 {
 	json_t *r;
@@ -857,15 +899,12 @@ START_TEST(tools_can_ask_the_client_and_get_its_answer)
 		"{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-1,\"message\":\"user said no\"}}",
 		(long long)json_integer_value(json_object_get(q, "id")));
 	in(buf);
-	r = json_object_get(result(wait_reply(6)), "structuredContent");
+	r = error_of(result(wait_reply(6)));
 	ck_assert_ptr_nonnull(
 		strstr(json_string_value(json_object_get(r, "summary")), "user said no"));
 
-	r = json_object_get(result(req(7, "tools/call",
-				       "{\"name\":\"ask\",\"arguments\":{\"timeout_ms\":50}}")),
-			    "structuredContent");
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
-			 "timeout");
+	r = result(req(7, "tools/call", "{\"name\":\"ask\",\"arguments\":{\"timeout_ms\":50}}"));
+	ck_assert_str_eq(error_code(r), "timeout");
 }
 END_TEST
 
@@ -883,11 +922,7 @@ START_TEST(a_session_over_its_call_limit_is_told_busy)
 		ck_assert_int_eq(in(buf), MCP_IN_REQUEST);
 	}
 	r = result(req(1, "tools/call", "{\"name\":\"slow\"}"));
-	ck_assert(json_is_true(json_object_get(r, "isError")));
-	ck_assert_str_eq(
-		json_string_value(json_object_get(
-			json_object_get(json_object_get(r, "structuredContent"), "error"), "code")),
-		"busy");
+	ck_assert_str_eq(error_code(r), "busy");
 	/* Pings are still answered while the calls run. */
 	result(req(2, "ping", NULL));
 }
@@ -1022,6 +1057,7 @@ static Suite *mcp_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, completion_offers_prompt_args_and_template_variables);
 	tcase_add_test(tc, resources_list_read_templates_and_subscriptions);
+	tcase_add_test(tc, subscriptions_are_capped_per_session);
 	tcase_add_test(tc, prompts_check_their_arguments);
 	suite_add_tcase(s, tc);
 	return s;

@@ -43,8 +43,8 @@ struct route_case {
 
 static const struct route_case ROUTE_CASES[] = {
 	{"GET", "/v1/gpus", "get_gpu_specs", "{\"list\":true}"},
-	{"GET", "/v1/gpus/h100", "get_gpu_specs", "{\"gpu\":\"h100\"}"},
-	{"GET", "/v1/gpus/H100 SXM", "get_gpu_specs", "{\"gpu\":\"H100 SXM\"}"},
+	{"GET", "/v1/gpus/h100", "get_gpu_specs", "{\"gpu\":\"h100\",\"detail\":\"full\"}"},
+	{"GET", "/v1/gpus/H100 SXM", "get_gpu_specs", "{\"gpu\":\"H100 SXM\",\"detail\":\"full\"}"},
 	{"GET", "/v1/guides/bank-conflicts", "read_guide", "{\"id\":\"bank-conflicts\"}"},
 	{"GET", "/v1/runs", "list_runs", "{}"},
 	{"GET", "/v1/runs/0123456789abcdef", "get_run", "{\"id\":\"0123456789abcdef\"}"},
@@ -74,7 +74,9 @@ START_TEST(plan_prefers_fixed_paths_over_patterns)
 {
 	struct q q = {{"ids"}, {"h100,a100,l4"}};
 	struct rest_plan p;
-	json_t *err = NULL, *want = json_loads("{\"compare\":[\"h100\",\"a100\",\"l4\"]}", 0, NULL);
+	json_t *err = NULL,
+	       *want = json_loads("{\"compare\":[\"h100\",\"a100\",\"l4\"],\"detail\":\"full\"}", 0,
+				  NULL);
 	const char *allow;
 
 	ck_assert_int_eq(plan("GET", "/v1/gpus/compare", &q, NULL, &p, &err, &allow), 0);

@@ -2,7 +2,9 @@
  * on a host without a GPU (KFORGE_NO_GPU=1 forces that even on a GPU
  * machine): a structured isError result with error.code "no_gpu" and no
  * number; a bad spec is still answered with the field that is wrong;
- * arguments outside the schema are refused. */
+ * arguments outside the schema are refused. And the answers written from
+ * the domain's result structs (tools_check_json.c, tools_compile_json.c)
+ * for verdicts the mock GPU cannot produce. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include "base/log.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_check_int.h"
+#include "server/tools/tools_compile_int.h"
 
 static struct app *app;
 static char dir[] = "/tmp/kforge-tools-gpu-XXXXXX";
@@ -147,6 +151,155 @@ START_TEST(both_tools_are_registered_with_schemas)
 }
 END_TEST
 
+/* --- answers written from result structs ------------------------------ */
+
+/* A check of size N: one listed size (4096) and the odd one (4097), two
+ * trials each, every trial passed unless told. */
+static void two_sizes(struct check_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->answer = CHECK_ANSWER_VERDICT;
+	res->fail_size = -1;
+	res->vars_len = 1;
+	snprintf(res->vars[0], sizeof res->vars[0], "N");
+	res->sizes = calloc(2, sizeof *res->sizes);
+	ck_assert_ptr_nonnull(res->sizes);
+	res->sizes_len = 2;
+	for (int i = 0; i < 2; i++) {
+		res->sizes[i].vals[0] = 4096 + i;
+		res->sizes[i].odd = i;
+		res->sizes[i].passed = 1;
+		res->sizes[i].ntrials = 2;
+		for (int k = 0; k < 2; k++) {
+			res->sizes[i].trials[k].trial = k;
+			res->sizes[i].trials[k].seed = 0x10u * (unsigned)i + (unsigned)k;
+			res->sizes[i].trials[k].run.passed = 1;
+			res->sizes[i].trials[k].run.judged = 1;
+		}
+	}
+	res->passed = 1;
+	res->reference = SPEC_REF_OP;
+	res->max_rel = 1e-3;
+}
+
+START_TEST(check_answer_warns_about_a_weak_reference)
+{
+	struct check_result res;
+	two_sizes(&res);
+	check_flag_set(&res.flags, "weak_reference", 0, "a kernel writing zeros would pass");
+	json_t *j = tools_check_json(&res);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "summary")),
+			 "passed: 2 sizes incl. odd size N=4097, 4 runs in all; max rel err "
+			 "1.00e-03; WARNING: a kernel writing zeros would pass");
+	ck_assert_str_eq(json_object_iter_key(json_object_iter(j)), "summary");
+	ck_assert_ptr_null(json_object_get(j, "replay"));
+	json_decref(j);
+	check_result_fini(&res);
+}
+END_TEST
+
+START_TEST(check_answer_blames_only_the_odd_size_and_gives_its_replay)
+{
+	struct check_result res;
+	two_sizes(&res);
+	struct check_run *run = &res.sizes[1].trials[1].run;
+	run->passed = 0;
+	check_fire(run, &res.fired, "precision_hint", "a hint, not the failure");
+	check_fire(run, &res.fired, "coverage", "y: 1 of 4097 elements never written");
+	res.sizes[1].passed = 0;
+	res.passed = 0;
+	res.fail_size = 1;
+	res.fail_trial = 1;
+	json_t *j = tools_check_json(&res);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "summary")),
+			 "FAILED only at the size kforge chose (odd size N=4097 trial 1: y: 1 of "
+			 "4097 elements never written): the kernel handles only the sizes in the "
+			 "spec");
+	json_t *rp = json_object_get(j, "replay");
+	ck_assert_str_eq(json_string_value(json_object_get(rp, "seed")), "0000000000000011");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(rp, "size"), "N")),
+			 4097);
+	json_t *fired = json_object_get(j, "safeguards_fired");
+	ck_assert_int_eq(json_array_size(fired), 2);
+	json_decref(j);
+	check_result_fini(&res);
+}
+END_TEST
+
+START_TEST(bench_answer_headlines_the_first_timed_size_or_the_first_failure)
+{
+	struct bench_result res = {.answer = CHECK_ANSWER_VERDICT, .fail_size = -1, .passed = 1};
+	res.vars_len = 1;
+	snprintf(res.vars[0], sizeof res.vars[0], "N");
+	snprintf(res.kernel, sizeof res.kernel, "axpb");
+	res.sizes = calloc(2, sizeof *res.sizes);
+	ck_assert_ptr_nonnull(res.sizes);
+	res.sizes_len = 2;
+	for (int i = 0; i < 2; i++) {
+		struct bench_size *b = &res.sizes[i];
+		b->vals[0] = 4096 * (i + 1);
+		b->timed = b->verified = b->compared = 1;
+		b->candidate =
+			(struct stats_summary){.n = 50, .median = 0.01, .p10 = 0.009, .p90 = 0.012};
+		b->roofline = (struct stats_roofline){.gbs = 123,
+						      .tflops = -1,
+						      .pct_bw = -1,
+						      .pct_flops = -1,
+						      .floor_ms = -1,
+						      .bound = "unknown"};
+		b->flops = -1;
+		b->verification.judged = b->verification.passed = 1;
+	}
+	check_flag_set(&res.flags, "below_floor", 1, "too fast");
+	json_t *j = tools_bench_json(&res);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "summary")),
+			 "axpb N=4096: 10.00 us (p10 9.00, p90 12.00, n=50), 123 GB/s (+1 more "
+			 "sizes); WARNING: below the roofline floor");
+	ck_assert(json_is_true(json_object_get(j, "passed")));
+	ck_assert(json_real_value(json_object_get(json_object_get(j, "candidate"), "median_us")) ==
+		  10.0);
+	json_decref(j);
+
+	/* The first size never produced a timing: the answer says why. */
+	res.sizes[0].timed = res.sizes[0].verified = 0;
+	check_fire(&res.sizes[0].failure, &res.fired, "timeout", "the kernel did not finish");
+	res.passed = 0;
+	res.fail_size = 0;
+	j = tools_bench_json(&res);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "summary")),
+			 "FAILED: N=4096: the kernel did not finish");
+	ck_assert_ptr_null(json_object_get(j, "candidate"));
+	json_t *s0 = json_array_get(json_object_get(j, "sizes"), 0);
+	ck_assert(json_is_false(json_object_get(s0, "verified")));
+	ck_assert_int_eq(json_array_size(json_object_get(s0, "safeguards")), 1);
+	json_decref(j);
+	bench_result_fini(&res);
+}
+END_TEST
+
+START_TEST(compile_timeout_answer_names_the_limit_and_keeps_the_log_tail)
+{
+	struct compile_result res = {.timed_out = 1, .timeout_ms = 1500, .sandbox = "none"};
+	snprintf(res.arch, sizeof res.arch, "sm_90");
+	res.log_tail = strdup("kernel.cu(2): still instantiating");
+	json_t *j = tools_compile_json(&res);
+	const char *sum = json_string_value(json_object_get(j, "summary"));
+	ck_assert_ptr_nonnull(strstr(sum, "compile timed out after 1500 ms for sm_90"));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+			 "timeout");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+			 sum);
+	ck_assert(json_is_true(json_object_get(j, "timed_out")));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "log_tail")),
+			 "kernel.cu(2): still instantiating");
+	json_decref(j);
+	compile_result_fini(&res);
+	/* No report and no timeout: nothing to answer. */
+	struct compile_result none = {0};
+	ck_assert_ptr_null(tools_compile_json(&none));
+}
+END_TEST
+
 static Suite *tools_gpu_suite(void)
 {
 	Suite *s = suite_create("tools_gpu");
@@ -159,6 +312,12 @@ static Suite *tools_gpu_suite(void)
 	tcase_add_loop_test(t, device_memory_cap_comes_from_the_operator, 0, 2);
 	tcase_add_loop_test(t, both_tools_are_registered_with_schemas, 0, 2);
 	suite_add_tcase(s, t);
+	TCase *a = tcase_create("answers");
+	tcase_add_test(a, check_answer_warns_about_a_weak_reference);
+	tcase_add_test(a, check_answer_blames_only_the_odd_size_and_gives_its_replay);
+	tcase_add_test(a, bench_answer_headlines_the_first_timed_size_or_the_first_failure);
+	tcase_add_test(a, compile_timeout_answer_names_the_limit_and_keeps_the_log_tail);
+	suite_add_tcase(s, a);
 	return s;
 }
 

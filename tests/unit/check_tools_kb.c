@@ -63,7 +63,7 @@ START_TEST(every_gpu_row_round_trips_through_get_gpu_specs)
 	for (size_t r = 0; r < csv.rows_len; r++) {
 		const char *id = json_string_value(json_object_get(json_array_get(gpus, r), "id"));
 		char args[160];
-		snprintf(args, sizeof args, "{\"gpu\": \"%s\"}", id);
+		snprintf(args, sizeof args, "{\"gpu\": \"%s\", \"detail\": \"full\"}", id);
 		json_t *res = call_ok("get_gpu_specs", args);
 		json_t *g = json_object_get(res, "gpu");
 		ck_assert_str_eq(json_string_value(json_object_get(g, "name")), csv.rows[r][0]);
@@ -113,9 +113,105 @@ START_TEST(every_gpu_row_round_trips_through_get_gpu_specs)
 }
 END_TEST
 
+/* The brief answer (the default): the most used figures of every GPU row,
+ * each known one with a source group whose key list is in "sources", the
+ * same values as the full answer, and at most 2 KB of JSON; for an alias
+ * naming several GPUs too. */
+START_TEST(brief_answers_are_small_and_sourced)
+{
+	json_t *list = call_ok("get_gpu_specs", "{\"list\": true}");
+	size_t i;
+	json_t *row;
+	const char *names[40];
+	size_t n = 0;
+	json_array_foreach(json_object_get(list, "gpus"), i, row)
+		if (n < 38)
+			names[n++] = json_string_value(json_object_get(row, "id"));
+	names[n++] = "hopper"; /* 3 matches: the longest summary */
+	names[n++] = "sm_90";
+	for (i = 0; i < n; i++) {
+		char args[200];
+		snprintf(args, sizeof args, "{\"gpu\": \"%s\"}", names[i]);
+		json_t *res = call_ok("get_gpu_specs", args);
+		snprintf(args, sizeof args, "{\"gpu\": \"%s\", \"detail\": \"full\"}", names[i]);
+		json_t *full = call_ok("get_gpu_specs", args);
+		char *text = json_dumps(res, JSON_COMPACT);
+		ck_assert_msg(strlen(text) <= 2048, "%s: brief answer is %zu bytes", names[i],
+			      strlen(text));
+		free(text);
+		json_t *g = json_object_get(res, "gpu"), *f;
+		json_t *ffigs = json_object_get(json_object_get(full, "gpu"), "figures");
+		const char *key;
+		int known = 0;
+		ck_assert_uint_ge(json_object_size(json_object_get(g, "figures")), 15);
+		json_object_foreach(json_object_get(g, "figures"), key, f) {
+			if (json_is_true(json_object_get(f, "derived")))
+				continue;
+			json_t *ff = json_object_get(ffigs, key);
+			ck_assert_msg(json_equal(json_object_get(f, "value"),
+						 json_object_get(ff, "value")),
+				      "%s.%s differs from the full answer", names[i], key);
+			if (json_is_null(json_object_get(f, "value")))
+				continue;
+			const char *grp = json_string_value(json_object_get(f, "source"));
+			json_t *keys =
+				json_object_get(json_object_get(g, "sources"), grp ? grp : "");
+			ck_assert_msg(json_equal(keys, json_object_get(ff, "source_keys")),
+				      "%s.%s: source %s", names[i], key, grp ? grp : "(none)");
+			known++;
+		}
+		ck_assert_int_gt(known, 8);
+		ck_assert_ptr_nonnull(json_object_get(g, "usable_features"));
+		ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(res, "more")),
+					     "detail: \"full\""));
+		json_decref(full);
+		json_decref(res);
+	}
+	json_decref(list);
+}
+END_TEST
+
+/* A brief comparison of any 4 GPUs of the table fits in 4 KB. */
+START_TEST(brief_comparisons_of_four_stay_under_4_kb)
+{
+	json_t *list = call_ok("get_gpu_specs", "{\"list\": true}");
+	json_t *gpus = json_object_get(list, "gpus");
+	size_t n = json_array_size(gpus), worst = 0;
+#define ID(k) json_string_value(json_object_get(json_array_get(gpus, k), "id"))
+	for (size_t a = 0; a < n; a++)
+		for (size_t b = a + 1; b < n; b++)
+			for (size_t c = b + 1; c < n; c++)
+				for (size_t d = c + 1; d < n; d++) {
+					char args[300];
+					snprintf(args, sizeof args,
+						 "{\"compare\": [\"%s\", \"%s\", \"%s\", \"%s\"]}",
+						 ID(a), ID(b), ID(c), ID(d));
+					json_t *res = call_ok("get_gpu_specs", args);
+					char *text = json_dumps(res, JSON_COMPACT);
+					worst = strlen(text) > worst ? strlen(text) : worst;
+					free(text);
+					json_decref(res);
+				}
+#undef ID
+	ck_assert_msg(worst <= 4096, "a brief comparison of 4 is %zu bytes", worst);
+	json_t *res = call_ok("get_gpu_specs", "{\"compare\": [\"a100\", \"h100\", \"h200\"]}");
+	json_t *r0 = json_array_get(json_object_get(res, "rows"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r0, "field")), "sm_count");
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r0, "values"), 1)), 132);
+	ck_assert_str_eq(json_string_value(json_object_get(r0, "source")), "product");
+	json_t *g1 = json_array_get(json_object_get(res, "gpus"), 1);
+	ck_assert_uint_gt(
+		json_array_size(json_object_get(json_object_get(g1, "sources"), "product")), 0);
+	json_decref(res);
+	json_decref(list);
+}
+END_TEST
+
 START_TEST(compare_puts_up_to_four_gpus_side_by_side)
 {
-	json_t *res = call_ok("get_gpu_specs", "{\"compare\": [\"a100\", \"h100\", \"h200\"]}");
+	json_t *res =
+		call_ok("get_gpu_specs",
+			"{\"compare\": [\"a100\", \"h100\", \"h200\"], \"detail\": \"full\"}");
 	json_t *rows = json_object_get(res, "rows");
 	ck_assert_uint_gt(json_array_size(rows), 40);
 	json_t *r0 = json_array_get(rows, 0);
@@ -165,7 +261,7 @@ END_TEST
  * that lists the names there are. */
 START_TEST(fields_narrow_the_answer_to_the_named_figures)
 {
-	json_t *whole = call_ok("get_gpu_specs", "{\"gpu\": \"h200\"}");
+	json_t *whole = call_ok("get_gpu_specs", "{\"gpu\": \"h200\", \"detail\": \"full\"}");
 	json_t *res = call_ok("get_gpu_specs",
 			      "{\"gpu\": \"h200\", \"fields\": [\"memory_bandwidth_gbs\", "
 			      "\"ridge_point_fp32\", \"features\"]}");
@@ -253,12 +349,19 @@ START_TEST(occupancy_and_features_come_derived)
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "blocks_per_sm")), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(o, "limiting")), "registers");
 	ck_assert(json_is_true(json_object_get(o, "derived")));
-	json_t *f =
-		json_object_get(json_object_get(json_object_get(res, "gpu"), "features"), "wgmma");
-	ck_assert(json_is_true(json_object_get(f, "usable")));
+	json_t *use = json_object_get(json_object_get(res, "gpu"), "usable_features");
+	ck_assert_str_eq(json_string_value(json_array_get(use, 2)), "wgmma");
 	json_decref(res);
 	res = call_ok("get_gpu_specs", "{\"gpu\": \"h100\", \"arch\": \"sm_90\"}");
-	f = json_object_get(json_object_get(json_object_get(res, "gpu"), "features"), "wgmma");
+	use = json_object_get(json_object_get(res, "gpu"), "usable_features");
+	for (size_t i = 0; i < json_array_size(use); i++)
+		ck_assert_str_ne(json_string_value(json_array_get(use, i)), "wgmma");
+	ck_assert_uint_gt(json_array_size(use), 2);
+	json_decref(res);
+	res = call_ok("get_gpu_specs",
+		      "{\"gpu\": \"h100\", \"arch\": \"sm_90\", \"detail\": \"full\"}");
+	json_t *f =
+		json_object_get(json_object_get(json_object_get(res, "gpu"), "features"), "wgmma");
 	ck_assert(json_is_false(json_object_get(f, "usable")));
 	json_decref(res);
 	res = call_ok("get_gpu_specs", "{\"gpu\": \"b200\", \"arch\": \"sm_90a\"}");
@@ -402,6 +505,8 @@ int main(void)
 	tcase_add_unchecked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, every_gpu_row_round_trips_through_get_gpu_specs);
+	tcase_add_test(t, brief_answers_are_small_and_sourced);
+	tcase_add_test(t, brief_comparisons_of_four_stay_under_4_kb);
 	tcase_add_test(t, compare_puts_up_to_four_gpus_side_by_side);
 	tcase_add_test(t, unknown_gpu_is_an_error_with_the_closest_names);
 	tcase_add_test(t, fields_narrow_the_answer_to_the_named_figures);

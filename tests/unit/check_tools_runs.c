@@ -1,5 +1,5 @@
 /* check_tools_runs: list_runs, get_run, compare_runs and the run resources
- * through mcp_tool_call (schema validation included), and runs_record, over
+ * through mcp_tool_call (schema validation included), and tools_runs_record, over
  * a state.db in a temporary directory. */
 #include <check.h>
 #include <math.h>
@@ -167,7 +167,8 @@ START_TEST(get_run_links_a_big_source_and_the_resource_serves_it)
 	json_object_set_new(args, "source", json_string(source));
 	json_object_set_new(args, "arch", json_string("sm_90"));
 	res = json_pack("{s:s, s:b}", "summary", "compiled", "ok", 1);
-	ck_assert_int_eq(runs_record(&app, HISTORY_COMPILE, args, res, 0, NULL, -1, 12, id), 0);
+	ck_assert_int_eq(tools_runs_record(&app, HISTORY_COMPILE, args, res, 0, NULL, -1, 12, id),
+			 0);
 	ck_assert_str_eq(json_string_value(json_object_get(res, "run_id")), id);
 	json_decref(res);
 
@@ -492,7 +493,7 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 	struct history_run got;
 	char id[HISTORY_ID_BYTES];
 
-	ck_assert_int_eq(runs_record(&app, HISTORY_CHECK, args, res, 0, NULL, -1, 5, id), 0);
+	ck_assert_int_eq(tools_runs_record(&app, HISTORY_CHECK, args, res, 0, NULL, -1, 5, id), 0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_FAILED);
 	ck_assert_str_eq(got.kernels, "pass1,pass2");
@@ -504,17 +505,17 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 	/* no_gpu is an error even though the result says passed: false */
 	json_decref(res);
 	res = json_pack("{s:s, s:b}", "summary", "no usable GPU", "passed", 0);
-	ck_assert_int_eq(
-		runs_record(&app, HISTORY_CHECK, args, res, KF_ENOGPU, "no usable GPU", -1, 0, id),
-		0);
+	ck_assert_int_eq(tools_runs_record(&app, HISTORY_CHECK, args, res, KF_ENOGPU,
+					   "no usable GPU", -1, 0, id),
+			 0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_ERROR);
 	history_run_fini(&got);
 
 	/* no result: an error run with the handler's message */
-	ck_assert_int_eq(runs_record(&app, HISTORY_BENCH, args, NULL, KF_ENOGPU,
-				     "libcuda.so.1 not found: no NVIDIA driver on this host", -1, 0,
-				     id),
+	ck_assert_int_eq(tools_runs_record(&app, HISTORY_BENCH, args, NULL, KF_ENOGPU,
+					   "libcuda.so.1 not found: no NVIDIA driver on this host",
+					   -1, 0, id),
 			 0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_ERROR);
@@ -533,7 +534,8 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 			memcpy(longsum + 3 * i, "\xe2\x82\xac", 3); /* U+20AC */
 		longsum[3000] = '\0';
 		r2 = json_pack("{s:s}", "summary", longsum);
-		ck_assert_int_eq(runs_record(&app, HISTORY_CHECK, args, r2, 0, NULL, -1, 0, id), 0);
+		ck_assert_int_eq(
+			tools_runs_record(&app, HISTORY_CHECK, args, r2, 0, NULL, -1, 0, id), 0);
 		ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 		ck_assert_uint_eq(strlen(got.summary) % 3, 0);
 		ck_assert_uint_gt(strlen(got.summary), 1000);
@@ -544,8 +546,8 @@ START_TEST(record_maps_status_hashes_source_and_names_kernels)
 	}
 
 	/* a compile error is the kernel's fault */
-	ck_assert_int_eq(runs_record(&app, HISTORY_COMPILE, args, NULL, KF_ECOMPILE,
-				     "error: expected ';'", -1, 0, id),
+	ck_assert_int_eq(tools_runs_record(&app, HISTORY_COMPILE, args, NULL, KF_ECOMPILE,
+					   "error: expected ';'", -1, 0, id),
 			 0);
 	ck_assert_int_eq(history_get(app.history, id, &got, NULL), 0);
 	ck_assert_int_eq(got.status, HISTORY_FAILED);
