@@ -306,12 +306,16 @@ asan: $(FATBIN)
 # stay in build-fuzz/corpus_<t> between runs.
 FUZZ_SECONDS ?= 120
 FUZZ_TARGETS := flags expr spec jsonrpc schema mcp
+# The Host/Origin/Content-Type checks are fuzzed where their pure module
+# (server/transport/http_guard.c) is in the tree.
+FUZZ_TARGETS += $(if $(wildcard server/transport/http_guard.c),http)
 FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
 FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
 FUZZ_SRC_flags := sandbox/compile/compile_flags.c base/kf_err.c
 FUZZ_SRC_expr := sandbox/spec/expr.c base/kf_err.c
 FUZZ_SRC_spec := $(SRC_spec) $(SRC_kernels) $(SRC_base)
 FUZZ_SRC_mcp := $(SRC_mcp) $(SRC_base)
+FUZZ_SRC_http := server/transport/http_guard.c base/kf_err.c
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
