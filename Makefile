@@ -305,10 +305,7 @@ asan: $(FATBIN)
 # a short budget (.ci/run); `make fuzz` longer. New inputs libFuzzer finds
 # stay in build-fuzz/corpus_<t> between runs.
 FUZZ_SECONDS ?= 120
-FUZZ_TARGETS := flags expr spec jsonrpc schema mcp
-# The Host/Origin/Content-Type checks are fuzzed where their pure module
-# (server/transport/http_guard.c) is in the tree.
-FUZZ_TARGETS += $(if $(wildcard server/transport/http_guard.c),http)
+FUZZ_TARGETS := flags expr spec jsonrpc schema mcp http
 FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
 FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
 FUZZ_SRC_flags := sandbox/compile/compile_flags.c base/kf_err.c
