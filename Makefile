@@ -21,7 +21,7 @@ endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PKGS := libjansson-dev libmicrohttpd-dev libsqlite3-dev check pkg-config \
-	bubblewrap clang wrk chromium curl python3
+	bubblewrap clang wrk chromium curl python3 slurm-wlm munge
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes
 CFLAGS ?= -O2 -g
@@ -34,7 +34,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 # One static library per subsystem (a folder); MODULES lists them bottom-up
 # and DEPS_<m> names what each may use, so a call into an undeclared module
 # fails the link of that module's check (`make lint`, tests/lint/).
-MODULES := base kernels kb jail compile spec pool history check mcp tools transport cli app
+MODULES := base kernels kb jail compile spec pool history exec check model mcp tools transport cli app
 SRC_base := $(wildcard base/*.c)
 SRC_kernels := $(wildcard kernels/*.c kernels/ref/*.c)
 SRC_kb := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
@@ -43,7 +43,9 @@ SRC_compile := $(wildcard sandbox/compile/*.c)
 SRC_spec := $(wildcard sandbox/spec/*.c)
 SRC_pool := $(wildcard sandbox/pool/*.c)
 SRC_history := $(wildcard sandbox/history/*.c)
+SRC_exec := $(wildcard sandbox/exec/*.c)
 SRC_check := $(wildcard sandbox/check/*.c)
+SRC_model := $(wildcard sandbox/model/*.c)
 SRC_mcp := $(wildcard server/mcp/*.c)
 SRC_tools := $(wildcard server/tools/*.c)
 SRC_transport := $(wildcard server/transport/*.c)
@@ -61,19 +63,21 @@ DEPS_kb := kernels base
 DEPS_jail := base
 DEPS_pool := base
 DEPS_history := base
+DEPS_exec := history base
 DEPS_spec := kernels base
 DEPS_compile := kb pool jail base
 DEPS_check := compile spec history pool jail kb kernels base
+DEPS_model := pool jail base
 DEPS_mcp := base
-DEPS_tools := mcp check compile spec history pool kb kernels base
+DEPS_tools := mcp exec check model compile spec history pool kb kernels base
 DEPS_transport := mcp base
-DEPS_app := tools transport mcp check compile history pool kb base
-DEPS_cli := app tools transport mcp check compile spec history pool kb kernels base
+DEPS_app := tools transport mcp exec check compile history pool kb base
+DEPS_cli := app tools transport mcp exec check model compile spec history pool kb kernels base
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 $(foreach m,$(MODULES),$(eval LIB_$(m) := $(B)/libkf_$(m).a))
 # Link order: dependents first.
-LINK_ORDER := cli app transport tools mcp check history spec compile pool jail kb kernels base
+LINK_ORDER := cli app transport tools mcp model check exec history spec compile pool jail kb kernels base
 ALL_LIBS := $(foreach m,$(LINK_ORDER),$(LIB_$(m)))
 
 BIN := $(B)/kforge
@@ -239,11 +243,13 @@ test: deps-auto
 	$(Q)$(MAKE) --no-print-directory test-unit $(FATBIN)
 	$(Q)fail=0; for t in $(PROTO_TESTS); do $(TEST_ENV) sh $$t || fail=1; done; exit $$fail
 
-# tests/gpu/run.sh (kernels and check_kernel) and tests/gpu_runner.py (the
-# GPU pool and run history through `kforge serve`); both skip without a GPU.
+# tests/gpu/run.sh (kernels and check_kernel), tests/gpu_runner.py (the
+# GPU pool and run history through `kforge serve`) and tests/gpu/model.sh
+# (the torch ops and benchmark_model); each skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
-		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; exit $$fail
+		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
+		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; exit $$fail
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb

@@ -35,6 +35,10 @@ for f in "$src"/*.md; do
 		# Body without the front matter, then its sources.
 		awk 'NR==1 && $0=="---"{fm=1; next} fm && $0=="---"{fm=0; next} !fm{print}' "$f"
 		echo
+		echo "## Checked on"
+		echo
+		awk 'NR==1{next} $0=="---"{exit} /^checked:/{sub(/^checked: */, ""); gsub(/^"|"$/, ""); print}' "$f"
+		echo
 		echo "## Sources"
 		awk 'NR==1{next} $0=="---"{exit} /^sources:/{s=1; next} s && /^  - /{print} s && /^[a-z]/{s=0}' "$f"
 	} >"$dest/$id.md"

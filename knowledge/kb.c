@@ -590,12 +590,18 @@ int kb_gpu_match_device(const struct kb *kb, const char *device_name, int cc_maj
 			continue;
 		const struct kb_figure *sm = kb_gpu_figure(g, "sm_count");
 		const struct kb_figure *mem = kb_gpu_figure(g, "memory_gb");
+		/* an unconfirmed figure (GH200, the NVL cards) ranks below a row
+		 * whose figure matches and above one whose figure differs */
 		double score = 0;
-		if (sm_count > 0 && sm && sm->status == KB_FIG_KNOWN)
-			score += sm->value == sm_count ? 0 : 1000;
+		if (sm_count > 0)
+			score += !sm || sm->status != KB_FIG_KNOWN ? 500
+				 : sm->value == sm_count	   ? 0
+								   : 1000;
 		if (mem_bytes > 0 && mem && mem->status == KB_FIG_KNOWN) {
 			double gb = (double)mem_bytes / 1e9;
 			score += gb > mem->value ? gb - mem->value : mem->value - gb;
+		} else if (mem_bytes > 0) {
+			score += 200;
 		}
 		if (!best || score < best_score) {
 			best = g;

@@ -58,7 +58,7 @@ struct kb_figure {
 	int is_number;		 /* 1 when value holds the figure */
 	double value;		 /* the figure in unit, when is_number */
 	const char *text;	 /* the CSV cell as written ("" when unknown) */
-	const char *source;	 /* source text from the CSV row ("" when unknown) */
+	const char *source;	 /* its own source, else the row's text ("" when unknown) */
 	const char *source_keys; /* comma-separated keys into kb_source_find */
 	const char *derivation;	 /* how the source list derived it, or "" */
 };
@@ -321,7 +321,7 @@ struct kb_hit {
 	char id[64];
 	char title[160];
 	char snippet[400]; /* body excerpt with matches wrapped in ** ** */
-	double score;	   /* bm25 (lower = better), as sqlite reports it */
+	double score;	   /* kf_rank: minus per-field BM25 (lower = better) */
 };
 
 struct kb_search {
@@ -332,8 +332,9 @@ struct kb_search {
 };
 
 /* Ranked full-text search. The query is tokenized into quoted terms (FTS5
- * syntax in it is plain text, never an operator) and OR-ed, ranked by bm25
- * with title and tags weighted above the body. Returns 0 and sets *hits to a
+ * syntax in it is plain text, never an operator), expanded by synonym
+ * groups and OR-ed, ranked by per-field BM25 with the title weighted above
+ * the other columns (docs/knowledge.md). Returns 0 and sets *hits to a
  * new array of *len hits (free with free()), possibly empty. KF_EINVAL for
  * an empty, whitespace-only or over-long query, a bad limit or an arch that
  * names nothing; KF_EDB on a database failure. */
@@ -349,6 +350,7 @@ struct kb_guide {
 	char *body;    /* Markdown without front matter */
 	char *links;   /* comma-separated ids of guides this one links to */
 	char *related; /* comma-separated ids from the front matter's related */
+	char *checked; /* which GPUs and CUDA version the advice was checked on */
 };
 
 /* Reads guide id. Returns 0 and *out new (free with kb_guide_free);

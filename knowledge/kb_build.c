@@ -609,7 +609,7 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 	int rc = 0;
 	struct build b;
 	char p_schema[4096], p_gpus[4096], p_cc[4096], p_src[4096], p_al[4096], p_guides[4096],
-		tmp[4096];
+		p_figsrc[4096], tmp[4096];
 	char *schema = NULL;
 	size_t slen = 0;
 
@@ -621,6 +621,7 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 	snprintf(p_cc, sizeof p_cc, "%s/gpu-facts/per_cc.csv", src_dir);
 	snprintf(p_src, sizeof p_src, "%s/gpu-facts/SOURCES.md", src_dir);
 	snprintf(p_al, sizeof p_al, "%s/aliases.csv", src_dir);
+	snprintf(p_figsrc, sizeof p_figsrc, "%s/gpu-facts/figure_sources.csv", src_dir);
 	snprintf(p_guides, sizeof p_guides, "%s/guides", src_dir);
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= sizeof tmp)
 		return kf_err_set(err, KF_EINVAL, "output path too long");
@@ -685,7 +686,8 @@ int kb_build(const char *src_dir, const char *out_path, struct kf_err *err)
 				   &b.has_alias, err)))
 		goto out;
 	if ((rc = import_per_cc(&b, err)) || (rc = import_gpus(&b, err)) ||
-	    (rc = check_conflict_ids(&b, err)))
+	    (rc = check_conflict_ids(&b, err)) ||
+	    (rc = kb_build_figsrc_import(b.db, p_figsrc, err)))
 		goto out;
 	if ((rc = kb_build_import_guides(b.db, p_guides, err)))
 		goto out;

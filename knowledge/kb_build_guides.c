@@ -1,7 +1,9 @@
 /* kb_build_guides: imports knowledge/guides/<name>.md into knowledge.db.
  * Each guide starts with YAML-ish front matter between two '---' lines:
  * scalars `key: value`, lists inline `key: [a, b]` or as `- item` lines.
- * Required: id, title, tags, archs, sources; optional: related. Every
+ * Required: id, title, tags, archs, sources, checked (which GPUs and CUDA
+ * version the advice was checked on; it must name a CUDA version); optional:
+ * related. Every
  * kforge://guides/<id> link and every related id must name a guide, every
  * kforge://gpus/<id> a GPU. INDEX.md and README.md are not guides. */
 #include <ctype.h>
@@ -33,7 +35,7 @@ struct link {
 struct guide {
 	char file[256]; /* name under guides/ */
 	char *text;	/* whole file, modified in place */
-	char *id, *title;
+	char *id, *title, *checked;
 	struct list tags, archs, sources, related;
 	const char *body;
 	size_t body_line;
@@ -81,10 +83,11 @@ static int parse_front(struct guide *g, struct kf_err *err)
 	if (strncmp(p, "\xEF\xBB\xBF", 3) == 0)
 		p += 3;
 	if (strncmp(p, "---\n", 4) != 0 && strncmp(p, "---\r\n", 5) != 0)
-		return kf_err_set(err, KF_EINVAL,
-				  "guides/%s: no front matter (the file must start with a "
-				  "'---' line, then id, title, tags, archs, sources, then '---')",
-				  g->file);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"guides/%s: no front matter (the file must start with a "
+			"'---' line, then id, title, tags, archs, sources, checked, then '---')",
+			g->file);
 	p = strchr(p, '\n') + 1;
 	line++;
 	struct list *cur = NULL;
@@ -133,6 +136,8 @@ static int parse_front(struct guide *g, struct kf_err *err)
 				g->id = unquote(val);
 			else if (strcmp(key, "title") == 0)
 				g->title = unquote(val);
+			else if (strcmp(key, "checked") == 0)
+				g->checked = unquote(val);
 			else if (l && *val == '[') {
 				size_t vl = strlen(val);
 				if (val[vl - 1] != ']')
@@ -160,15 +165,23 @@ static int parse_front(struct guide *g, struct kf_err *err)
 		p = next;
 		line++;
 	}
-	static const char *const req[] = {"id", "title", "tags", "archs", "sources"};
-	const int have[] = {g->id && *g->id, g->title && *g->title, g->tags.len > 0,
-			    g->archs.len > 0, g->sources.len > 0};
-	for (size_t i = 0; i < 5; i++)
+	static const char *const req[] = {"id", "title", "tags", "archs", "sources", "checked"};
+	const int have[] = {g->id && *g->id,  g->title && *g->title, g->tags.len > 0,
+			    g->archs.len > 0, g->sources.len > 0,    g->checked && *g->checked};
+	for (size_t i = 0; i < 6; i++)
 		if (!have[i])
 			return kf_err_set(err, KF_EINVAL,
 					  "guides/%s: front matter has no '%s' (required: id, "
-					  "title, tags, archs, sources)",
+					  "title, tags, archs, sources, checked)",
 					  g->file, req[i]);
+	/* "checked" must say which CUDA the advice was checked with: "CUDA 13.0" */
+	const char *cu = strstr(g->checked, "CUDA ");
+	if (!cu || !isdigit((unsigned char)cu[5]))
+		return kf_err_set(err, KF_EINVAL,
+				  "guides/%s: 'checked' names no CUDA version ('%.60s'); say "
+				  "which GPUs and CUDA it was checked on, e.g. 'H200 (sm_90a), "
+				  "CUDA 13.0' or 'no GPU run; CUDA 13.0 documentation'",
+				  g->file, g->checked);
 	size_t il = strlen(g->id);
 	for (size_t i = 0; i < il; i++)
 		if (!(isalnum((unsigned char)g->id[i]) || strchr("._-", g->id[i])))
@@ -364,6 +377,7 @@ static int insert_guide(sqlite3 *db, sqlite3_stmt *ins_g, sqlite3_stmt *ins_t, s
 	sqlite3_bind_text(ins_g, 7, lk, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_g, 8, g->body, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(ins_g, 9, g->file, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(ins_g, 10, g->checked, -1, SQLITE_TRANSIENT);
 	if ((rc = kb_build_step_reset(db, ins_g, what, err)))
 		goto out;
 	for (size_t i = 0; i < g->tags.len && !rc; i++) {
@@ -473,7 +487,7 @@ int kb_build_import_guides(sqlite3 *db, const char *dir, struct kf_err *err)
 				goto out;
 			}
 	}
-	if ((rc = kb_build_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?)", &ins_g,
+	if ((rc = kb_build_prepare(db, "INSERT INTO guides VALUES (?,?,?,?,?,?,?,?,?,?)", &ins_g,
 				   err)) ||
 	    (rc = kb_build_prepare(db, "INSERT OR IGNORE INTO guide_tags VALUES (?,?)", &ins_t,
 				   err)) ||

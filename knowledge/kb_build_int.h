@@ -28,6 +28,13 @@ void kb_build_bind_text(sqlite3_stmt *st, int i, const char *s);
 int kb_build_import_sources_md(sqlite3 *db, const char *path, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* Imports gpu-facts/figure_sources.csv at path (after the GPUs): each
+ * line gives one known figure its own source text and keys. A missing file
+ * means none. KF_EINVAL naming the file and line for an unknown or not
+ * known figure, a repeated one, or a source naming no key of SOURCES.md. */
+int kb_build_figsrc_import(sqlite3 *db, const char *path, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Imports every guides/<name>.md under dir into db (whose gpus and aliases
  * are already filled: guide archs may name GPUs and architectures). A
  * missing dir means no guides. Errors name the file (and line). */

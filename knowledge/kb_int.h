@@ -11,7 +11,7 @@
 #include "base/kf_err.h"
 
 #define KB_FILE_MAX_BYTES (4u << 20) /* any one source file */
-#define KB_SCHEMA_VERSION "2"
+#define KB_SCHEMA_VERSION "3"
 
 /* ---- the kb (kb.c, kb_guides.c) ---------------------------------------- */
 

@@ -62,7 +62,7 @@ CREATE TABLE gpu_figures (
 	status TEXT NOT NULL CHECK (status IN ('known', 'unknown', 'n/a')),
 	value REAL,           -- numeric figures when known, else NULL
 	text TEXT NOT NULL,   -- the cell as written ('' when unknown)
-	source TEXT,          -- the row's source text for this kind; NULL unless known
+	source TEXT,          -- its figure_sources.csv line, else the row's text for this kind; NULL unless known
 	derivation TEXT NOT NULL, -- how SOURCES.md derived it ('' when read directly)
 	PRIMARY KEY (gpu_id, field),
 	CHECK (status <> 'known' OR source IS NOT NULL)
@@ -111,7 +111,8 @@ CREATE TABLE aliases (
 	PRIMARY KEY (alias, gpu_id)
 ) WITHOUT ROWID;
 
--- Guides: Markdown with front matter (id, title, tags, archs, sources).
+-- Guides: Markdown with front matter (id, title, tags, archs, sources,
+-- checked).
 CREATE TABLE guides (
 	id TEXT PRIMARY KEY,
 	title TEXT NOT NULL,
@@ -121,7 +122,8 @@ CREATE TABLE guides (
 	related TEXT NOT NULL, -- comma-separated ids (front matter `related`)
 	links TEXT NOT NULL,   -- comma-separated ids linked as kforge://guides/<id>
 	body TEXT NOT NULL,    -- Markdown after the front matter
-	path TEXT NOT NULL     -- file name under guides/
+	path TEXT NOT NULL,    -- file name under guides/
+	checked TEXT NOT NULL  -- which GPUs and CUDA version the advice was checked on
 ) WITHOUT ROWID;
 
 CREATE TABLE guide_tags (
@@ -144,8 +146,8 @@ CREATE TABLE guide_archs (
 	PRIMARY KEY (guide_id, cc, plus, any, fam)
 ) WITHOUT ROWID;
 
--- Full-text index. Column weights at query time (bm25): id 8, title 10,
--- tags 6, body 1. Porter stemming over unicode61.
+-- Full-text index, ranked by kf_rank (kb_guides.c: per-field BM25, weights
+-- id 1, title 2, tags 1, body 1). Porter stemming over unicode61.
 CREATE VIRTUAL TABLE guides_fts USING fts5(
 	id, title, tags, body,
 	tokenize = 'porter unicode61'

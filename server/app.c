@@ -17,10 +17,12 @@
 #include "knowledge/kb.h" /* kb */
 #include "base/log.h"
 #include "sandbox/compile/compile.h" /* compile */
+#include "sandbox/exec/exec.h"	     /* exec */
 #include "sandbox/history/history.h" /* history */
 #include "sandbox/pool/runner.h"     /* runner */
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
+#include "server/tools/tools_exec.h"
 
 #define APP_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
 
@@ -130,6 +132,19 @@ static int app_open_history_runner(struct app *app, struct kf_err *err)
 	return runner_new(RUNNER_GPUS_PROBE, 0, 64, 15 * 60 * 1000, NULL, &app->runner, err);
 }
 
+/* exec: GPU tool calls run here (local) or go to Slurm; a Slurm executor
+ * that cannot work (no sbatch, no shared dir, unknown partition) stops the
+ * start, and the jobs a previous daemon left are followed again. */
+static int app_open_exec(struct app *app, struct kf_err *err)
+{
+	struct exec_config local = {.kind = EXEC_LOCAL};
+	int rc = exec_open(app->cfg.exec ? app->cfg.exec : &local, app->history, &app->exec, err);
+
+	if (rc)
+		return rc;
+	return exec_recover(app->exec, tools_exec_recovered, app, err);
+}
+
 /* kb: a missing or stale knowledge.db must not stop compiles and GPU
  * runs, so it is logged and the knowledge tools answer with the reason. */
 static void app_open_kb(struct app *app)
@@ -163,8 +178,9 @@ int app_tools_load(int fixtures, struct kf_err *err)
 {
 	/* In the order tools/list shows them; the conformance fixtures last, so
 	 * n - 1 leaves them out. */
-	const struct tool_group *groups[] = {&TOOLS_KB,	  &TOOLS_COMPILE, &TOOLS_CHECK_BENCH,
-					     &TOOLS_RUNS, &TOOLS_PROMPTS, &TOOLS_FIXTURES};
+	const struct tool_group *groups[] = {&TOOLS_KB,	     &TOOLS_COMPILE, &TOOLS_CHECK_BENCH,
+					     &TOOLS_MODEL,   &TOOLS_RUNS,    &TOOLS_PROMPTS,
+					     &TOOLS_FIXTURES};
 	size_t n = sizeof(groups) / sizeof(groups[0]);
 
 	return tools_load_groups(groups, fixtures ? n : n - 1, err);
@@ -197,6 +213,9 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 	rc = app_open_history_runner(app, err); /* runner: state.db + GPU pool */
 	if (rc)
 		goto out;
+	rc = app_open_exec(app, err); /* exec: local, or Slurm */
+	if (rc)
+		goto out;
 	app->check = (struct check_env){.data_dir = app->cfg.data_dir, /* check: */
 					.sandbox_none = app->cfg.sandbox == APP_SANDBOX_NONE,
 					.kb = app->kb,
@@ -220,6 +239,7 @@ void app_close(struct app *app)
 	if (!app)
 		return;
 	/* Domain modules, in reverse order (each adds its lines here). */
+	exec_close(app->exec);	  /* exec: Slurm jobs go on; a restart follows them */
 	runner_free(app->runner); /* runner: waits for running jobs */
 	if (((struct app_priv *)app)->check_ready)
 		check_env_fini(&app->check); /* check: the GPU jail, after the last job */

@@ -14,16 +14,19 @@ struct kb;
 struct compiler;
 struct runner;
 struct history;
+struct exec;
+struct exec_config;
 
 enum app_sandbox { APP_SANDBOX_BWRAP = 0, APP_SANDBOX_NONE = 1 };
 
 struct app_config {
-	const char *data_dir;	  /* state.db, cache; created if missing */
-	const char *kb_path;	  /* knowledge.db; NULL = next to the binary / installed */
-	enum app_sandbox sandbox; /* --sandbox=none only when the operator asks */
-	size_t max_message_bytes; /* JSON-RPC message cap, default 8 MiB */
-	int log_level;		  /* LOG_* from log.h */
-	int conformance_fixtures; /* register the conformance fixture tools */
+	const char *data_dir;		/* state.db, cache; created if missing */
+	const char *kb_path;		/* knowledge.db; NULL = next to the binary / installed */
+	enum app_sandbox sandbox;	/* --sandbox=none only when the operator asks */
+	size_t max_message_bytes;	/* JSON-RPC message cap, default 8 MiB */
+	int log_level;			/* LOG_* from log.h */
+	int conformance_fixtures;	/* register the conformance fixture tools */
+	const struct exec_config *exec; /* where GPU tool calls run; NULL = local */
 };
 
 struct app {
@@ -32,6 +35,7 @@ struct app {
 	struct compiler *cc;	 /* sandbox/: nvcc driver + artifact cache */
 	struct runner *runner;	 /* sandbox/: job queue, GPU pool */
 	struct history *history; /* sandbox/: state.db runs */
+	struct exec *exec;	 /* sandbox/exec/: local, or GPU calls to Slurm */
 	struct check_env check;	 /* sandbox/check/: filled from the above; owns the GPU jail */
 };
 

@@ -6,6 +6,7 @@
  * cheap). One connection per struct history, serialized by a mutex;
  * busy_timeout lets the CLI and the daemon share the file. */
 #include "sandbox/history/history.h"
+#include "sandbox/history/history_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,12 +23,6 @@
 #define ID_TIME_CHARS	9 /* 45 bits of unix ms: good until the year 3084 */
 #define ID_RAND_CHARS	6 /* 30 random bits */
 #define ID_LEN		(1 + ID_TIME_CHARS + ID_RAND_CHARS)
-
-struct history {
-	sqlite3 *db;
-	pthread_mutex_t mu;
-	char path[512];
-};
 
 /* Crockford base32, lowercase: ASCII order equals numeric order, so ids sort
  * by time as strings. */
@@ -67,6 +62,20 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	" run_id TEXT"
 	");"
 	"CREATE INDEX runs_status ON runs(status, id);",
+	/* 2 -> 3: GPU jobs handed to a cluster executor (sandbox/exec/) */
+	"CREATE TABLE exec_jobs ("
+	" key TEXT PRIMARY KEY,"
+	" tool TEXT NOT NULL,"
+	" client TEXT NOT NULL DEFAULT '',"
+	" dir TEXT NOT NULL,"
+	" slurm_id TEXT NOT NULL DEFAULT '',"
+	" attempt INTEGER NOT NULL DEFAULT 0,"
+	" state TEXT NOT NULL CHECK (state IN ('submitted','ended','recorded')),"
+	" reason TEXT NOT NULL DEFAULT '',"
+	" run_id TEXT,"
+	" created_ms INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE INDEX exec_jobs_state ON exec_jobs(state, key);",
 };
 
 static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -92,7 +101,7 @@ static uint32_t random_bits(void)
 
 /* "r" + 9 chars of ms + 6 random chars. Two ids made in one millisecond by
  * this process sort in creation order (the random part counts up). */
-static void make_id(int64_t ms, char out[HISTORY_ID_BYTES])
+void history_make_id(int64_t ms, char out[HISTORY_ID_BYTES])
 {
 	uint32_t rnd;
 	uint64_t t = (uint64_t)ms;
@@ -156,7 +165,7 @@ static int db_code(struct history *h)
 	return sqlite3_errcode(h->db) == SQLITE_NOMEM ? KF_ENOMEM : KF_EDB;
 }
 
-static int db_fail(struct history *h, const char *what, struct kf_err *err)
+int history_db_fail(struct history *h, const char *what, struct kf_err *err)
 {
 	return kf_err_set(err, db_code(h), "state.db (%s): %s: %s", h->path, what,
 			  sqlite3_errmsg(h->db));
@@ -181,11 +190,11 @@ static int read_version(struct history *h, int *v, struct kf_err *err)
 	int rc;
 
 	if (sqlite3_prepare_v2(h->db, "PRAGMA user_version", -1, &st, NULL))
-		return db_fail(h, "reading the schema version", err);
+		return history_db_fail(h, "reading the schema version", err);
 	rc = sqlite3_step(st);
 	*v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
 	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 0 : db_fail(h, "reading the schema version", err);
+	return rc == SQLITE_ROW ? 0 : history_db_fail(h, "reading the schema version", err);
 }
 
 /* One migration step (or none when current) in its own transaction.
@@ -443,15 +452,23 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 				  "source_hash, spec, device_name, device_uuid, summary, result, "
 				  "duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
-	int rc = KF_EDB;
+	int rc = KF_EDB, in_tx = 0, recorded = 0;
 
 	pthread_mutex_lock(&h->mu);
+	/* A job's run: the insert and the job's "recorded" mark commit
+	 * together, and a job already recorded gives back its run's id. */
+	if (run->job_key) {
+		rc = history_job_record_begin(h, run->job_key, run->id, &recorded, err);
+		in_tx = !rc && !recorded;
+		if (rc || recorded)
+			goto out;
+	}
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(h, "preparing the insert", err);
+		rc = history_db_fail(h, "preparing the insert", err);
 		goto out;
 	}
 	for (int attempt = 0; attempt < 8; attempt++) {
-		make_id(created, run->id);
+		history_make_id(created, run->id);
 		sqlite3_reset(st);
 		sqlite3_bind_text(st, 1, run->id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, KIND_NAMES[run->kind], -1, SQLITE_STATIC);
@@ -472,11 +489,13 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 		if (sqlite3_extended_errcode(h->db) != SQLITE_CONSTRAINT_PRIMARYKEY)
 			break;
 	}
-	rc = db_fail(h, "recording the run", err);
+	rc = history_db_fail(h, "recording the run", err);
 out:
+	sqlite3_finalize(st);
+	if (in_tx)
+		rc = history_job_record_end(h, run->job_key, run->id, rc, err);
 	if (rc)
 		run->id[0] = '\0';
-	sqlite3_finalize(st);
 	pthread_mutex_unlock(&h->mu);
 	return rc;
 }
@@ -587,7 +606,7 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 	pthread_mutex_lock(&h->mu);
 	if (sqlite3_prepare_v2(h->db, "SELECT " RUN_COLUMNS ", spec, result FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(h, "preparing a lookup", err);
+		rc = history_db_fail(h, "preparing a lookup", err);
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -595,7 +614,7 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 	if (step == SQLITE_DONE) {
 		rc = kf_err_set(err, KF_ENOTFOUND, "no run with id %s", id);
 	} else if (step != SQLITE_ROW) {
-		rc = db_fail(h, "reading a run", err);
+		rc = history_db_fail(h, "reading a run", err);
 	} else {
 		rc = read_row(st, out, 1);
 		if (rc) {
@@ -683,7 +702,7 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 	}
 	pthread_mutex_lock(&h->mu);
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(h, "preparing the listing", err);
+		rc = history_db_fail(h, "preparing the listing", err);
 		goto out;
 	}
 	if (f->kind >= 0)
@@ -713,7 +732,7 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 		page->len++;
 	}
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		rc = db_fail(h, "listing runs", err);
+		rc = history_db_fail(h, "listing runs", err);
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&h->mu);
@@ -769,7 +788,7 @@ int history_set_ceilings(struct history *h, const struct history_ceilings *c, st
 			       "copy_gbps, bf16_tflops, fp32_tflops, measured_ms, method, "
 			       "run_id) VALUES (?,?,?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(h, "preparing the ceilings", err);
+		rc = history_db_fail(h, "preparing the ceilings", err);
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, c->gpu_uuid, -1, SQLITE_STATIC);
@@ -781,7 +800,7 @@ int history_set_ceilings(struct history *h, const struct history_ceilings *c, st
 	sqlite3_bind_text(st, 7, c->method, -1, SQLITE_STATIC);
 	bind_text(st, 8, c->run_id[0] ? c->run_id : NULL);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = db_fail(h, "storing the ceilings", err);
+		rc = history_db_fail(h, "storing the ceilings", err);
 out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&h->mu);
@@ -808,7 +827,7 @@ int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history
 			       "fp32_tflops, measured_ms, method, run_id FROM ceilings "
 			       "WHERE gpu_uuid = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(h, "preparing the ceilings lookup", err);
+		rc = history_db_fail(h, "preparing the ceilings lookup", err);
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_STATIC);
@@ -820,7 +839,7 @@ int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history
 		goto out;
 	}
 	if (step != SQLITE_ROW) {
-		rc = db_fail(h, "reading the ceilings", err);
+		rc = history_db_fail(h, "reading the ceilings", err);
 		goto out;
 	}
 	copy_col(st, 0, out->gpu_uuid, sizeof(out->gpu_uuid));

@@ -15,7 +15,7 @@
 
 #include "base/kf_err.h"
 
-#define HISTORY_SCHEMA_VERSION 2
+#define HISTORY_SCHEMA_VERSION 3
 #define HISTORY_ID_BYTES       24	  /* "r" + 15 base32 chars + NUL, padded */
 #define HISTORY_LIST_MAX       500	  /* cap on one history_list page */
 #define HISTORY_TEXT_MAX       4096	  /* cap on kernels, summary, device fields */
@@ -52,6 +52,8 @@ struct history_run {
 	char *summary;	     /* the one-line summary the tool gave */
 	json_t *spec;	     /* the spec / request arguments */
 	json_t *result;	     /* the tool's structuredContent */
+	const char *job_key; /* add only: the exec job (history_job) this run
+			      * ends, or NULL; see history_add */
 };
 
 /* Filters for history_list. Start from history_filter_init (everything,
@@ -99,6 +101,11 @@ int history_schema_version(struct history *h);
  * KF_EDB. */
 int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	__attribute__((warn_unused_result));
+/* With run->job_key set, the run and the job's "recorded" state commit in
+ * one transaction, and a job that is already recorded is not recorded again:
+ * history_add returns 0 with the first run's id in run->id. So a job's run
+ * is recorded exactly once, whichever of the daemon that submitted it or a
+ * restarted one gets there first. KF_ENOTFOUND: no such job. */
 
 /* Reads run id into *out (caller storage; release with history_run_fini).
  * Returns 0, KF_EINVAL (malformed id), KF_ENOTFOUND, KF_EDB. */
@@ -153,5 +160,54 @@ int history_set_ceilings(struct history *h, const struct history_ceilings *c, st
  * calibrate"), KF_EDB. */
 int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
 			 struct kf_err *err) __attribute__((warn_unused_result));
+
+/* --- exec jobs: GPU jobs handed to a cluster executor (sandbox/exec/) ----
+ * One row per job from submission until its run is recorded, so a daemon
+ * restarted mid-job finds its jobs again (history_jobs_pending) and records
+ * each run once (history_run.job_key). */
+
+#define HISTORY_JOB_TEXT_BYTES 256
+#define HISTORY_JOB_DIR_BYTES  1024
+
+enum history_job_state {
+	HISTORY_JOB_SUBMITTED = 0, /* handed to the scheduler (or being handed) */
+	HISTORY_JOB_ENDED = 1,	   /* the scheduler says it ended; run not yet recorded */
+	HISTORY_JOB_RECORDED = 2   /* its run is in runs (run_id) */
+};
+
+struct history_job {
+	char key[HISTORY_ID_BYTES];	     /* "r...": made by history_job_add */
+	char tool[64];			     /* the tool the job runs, "check_kernel" */
+	char client[HISTORY_JOB_TEXT_BYTES]; /* who asked ("session-3", "rest") */
+	char dir[HISTORY_JOB_DIR_BYTES];     /* the job directory (shared) */
+	char slurm_id[32];		     /* the scheduler's job id, "" before */
+	int attempt;			     /* 0 first submission, 1 the retry */
+	enum history_job_state state;	     /* where it is */
+	char reason[HISTORY_JOB_TEXT_BYTES]; /* the scheduler's last word on it */
+	char run_id[HISTORY_ID_BYTES];	     /* RECORDED: the run, else "" */
+	int64_t created_ms;		     /* unix ms */
+};
+
+/* Adds job (borrowed; key and created_ms are written by the call, state is
+ * taken as given). Returns 0, KF_ETOOBIG (a field without its NUL), KF_EDB. */
+int history_job_add(struct history *h, struct history_job *job, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Stores job's dir, slurm_id, attempt, state and reason under its key. A job
+ * already RECORDED keeps that state. Returns 0, KF_ENOTFOUND, KF_EDB. */
+int history_job_update(struct history *h, const struct history_job *job, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Reads job key into *out. Returns 0, KF_ENOTFOUND, KF_EDB. */
+int history_job_get(struct history *h, const char *key, struct history_job *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Every job not yet RECORDED, oldest first, as a new array in *out (free
+ * with free()) of *len entries. Returns 0, KF_ENOMEM, KF_EDB. */
+int history_jobs_pending(struct history *h, struct history_job **out, size_t *len,
+			 struct kf_err *err) __attribute__((warn_unused_result));
+
+/* "submitted", "ended", "recorded" ("?" when out of range); static. */
+const char *history_job_state_name(int state);
 
 #endif

@@ -15,12 +15,14 @@
 #include "server/mcp/mcp.h"
 #include "server/mcp/schema.h"
 #include "server/mcp/tools.h"
+#include "sandbox/exec/exec.h"
 #include "server/transport/transport.h"
 #include "base/version.h"
 
 /* Every command table, in the order `kforge --help` lists them. */
 static const struct cli_cmd *const TABLES[] = {
-	CLI_CORE, CLI_SETUP, CLI_DEMO, CLI_OPS, CLI_KB, CLI_COMPILE, CLI_RUNS, CLI_GPU,
+	CLI_CORE,    CLI_SETUP, CLI_DEMO, CLI_OPS,  CLI_KB,
+	CLI_COMPILE, CLI_RUNS,	CLI_GPU,  CLI_EXEC, CLI_MODEL,
 };
 
 #define TABLES_LEN		(sizeof(TABLES) / sizeof(TABLES[0]))
@@ -148,6 +150,7 @@ int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *e
 	cfg.max_message_bytes = co->max_message_bytes;
 	cfg.log_level = co->log_level;
 	cfg.conformance_fixtures = co->conformance_fixtures;
+	cfg.exec = co->exec;
 	return app_open(&cfg, out, err);
 }
 
@@ -377,10 +380,18 @@ static const char SERVE_USAGE[] =
 	"  --max-message-bytes N   cap one JSON-RPC message / request body\n"
 	"                          (default 8M; K and M suffixes)\n"
 	"  --conformance-fixtures  register the MCP conformance-suite test tools,\n"
-	"                          resources and prompts (tests only)\n" CLI_COMMON_HELP "\n"
+	"                          resources and prompts (tests only)\n"
+	"  --executor local|slurm  where checks and benchmarks run (default local:\n"
+	"                          this host's GPUs); slurm needs --partition and\n"
+	"                          --shared-dir (docs/runs.md)\n"
+	"  --partition P --gres G --account A --time-limit T --shared-dir DIR\n"
+	"  --max-jobs-per-client N  Slurm job settings (gres default gpu:1; per\n"
+	"                          client at most N jobs at Slurm, default 16)\n" CLI_COMMON_HELP
+	"\n"
 	"Exit status: 0 after a clean shutdown (EOF on stdin, SIGINT/SIGTERM),\n"
 	"2 for a bad command line, 5 when it cannot start (port in use, data dir\n"
-	"not writable), 1 on other failures.\n"
+	"not writable, no sbatch, unknown partition, missing shared dir), 1 on\n"
+	"other failures.\n"
 	"\n"
 	"Examples:\n"
 	"  eval \"$(kforge mcp-config claude)\"   # claude mcp add --scope user kforge -- ...\n"
@@ -508,6 +519,7 @@ static int cmd_serve(int argc, char **argv)
 	struct serve_http sh;
 	char addr[256];
 	struct app *app = NULL;
+	struct exec_config xc = {0};
 	int http = 0, seen = 0, rc;
 
 	memset(&sh, 0, sizeof(sh));
@@ -531,6 +543,9 @@ static int cmd_serve(int argc, char **argv)
 			if (rc < 0)
 				return cli_usage_error("serve", "%s", err.msg);
 			seen = 1;
+		} else if ((rc = cli_exec_serve_opt(argc, argv, &i, &xc, &err)) != 0) {
+			if (rc < 0)
+				return cli_usage_error("serve", "%s", err.msg);
 		} else {
 			return cli_usage_error("serve", "unknown option '%s'", argv[i]);
 		}
@@ -541,6 +556,10 @@ static int cmd_serve(int argc, char **argv)
 				 "the HTTP limits (--session-idle, --max-*, --request-timeout, "
 				 "--http-threads) need --http");
 
+	if (cli_exec_serve_check(&xc, &err))
+		return cli_usage_error("serve", "%s", err.msg);
+	xc.sandbox_none = co.sandbox == APP_SANDBOX_NONE;
+	co.exec = &xc;
 	rc = cli_app_open(&co, &app, &err);
 	if (rc) {
 		fprintf(stderr, "kforge serve: %s\n", err.msg);

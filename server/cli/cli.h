@@ -47,17 +47,20 @@ extern const struct cli_cmd CLI_RUNS[];	   /* cli_runs.c */
 extern const struct cli_cmd CLI_SETUP[];   /* cli_setup.c: mcp-config, skill */
 extern const struct cli_cmd CLI_DEMO[];	   /* cli_demo.c: demo */
 extern const struct cli_cmd CLI_OPS[];	   /* cli_ops.c: ops */
+extern const struct cli_cmd CLI_EXEC[];	   /* cli_exec.c: exec-job */
+extern const struct cli_cmd CLI_MODEL[];   /* cli_model.c: model-bench */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {
-	const char *data_dir;	  /* --data-dir DIR; NULL = $XDG_DATA_HOME/kforge */
-	const char *kb_path;	  /* --kb FILE; NULL = $KFORGE_KB or next to the binary */
-	enum app_sandbox sandbox; /* --sandbox=bwrap|none */
-	int log_level;		  /* --log-level LEVEL (LOG_*), default warn for
+	const char *data_dir;		/* --data-dir DIR; NULL = $XDG_DATA_HOME/kforge */
+	const char *kb_path;		/* --kb FILE; NULL = $KFORGE_KB or next to the binary */
+	enum app_sandbox sandbox;	/* --sandbox=bwrap|none */
+	int log_level;			/* --log-level LEVEL (LOG_*), default warn for
 				   * commands, info for serve */
-	int json;		  /* --json: print structuredContent as JSON */
-	size_t max_message_bytes; /* --max-message-bytes N */
-	int conformance_fixtures; /* --conformance-fixtures */
+	int json;			/* --json: print structuredContent as JSON */
+	size_t max_message_bytes;	/* --max-message-bytes N */
+	int conformance_fixtures;	/* --conformance-fixtures */
+	const struct exec_config *exec; /* serve --executor ...; NULL = local */
 };
 
 /* Help text for the common options, to paste into a command's usage. */
@@ -122,5 +125,16 @@ const struct cli_cmd *cli_find(const char *name);
 
 /* The entry point main() calls: dispatches argv[1]. Returns the exit code. */
 int cli_main(int argc, char **argv);
+
+/* serve's executor options (cli_exec.c): takes the option at argv[*i] when
+ * it is one of --executor, --partition, --gres, --account, --time-limit,
+ * --shared-dir, --max-jobs-per-client, --slurm-poll-ms into xc (values
+ * borrowed from argv). Returns 1 (taken), 0 (another option) or KF_EINVAL
+ * naming the option. */
+struct exec_config;
+int cli_exec_serve_opt(int argc, char **argv, int *i, struct exec_config *xc, struct kf_err *err);
+
+/* KF_EINVAL when Slurm options were given without --executor slurm. */
+int cli_exec_serve_check(const struct exec_config *xc, struct kf_err *err);
 
 #endif

@@ -52,7 +52,7 @@ static const char GUIDE_USAGE[] =
 	"       kforge guide list [--json]\n"
 	"\n"
 	"Search and read kforge's CUDA optimization guides.\n"
-	"  search WORDS     ranked full-text search (bm25; titles and tags weigh more)\n"
+	"  search WORDS     ranked full-text search (BM25; titles weigh more)\n"
 	"  --arch TARGET    only guides for this target or GPU (sm_90, h100, hopper)\n"
 	"  --tag TAG        only guides with this tag\n"
 	"  --limit N        at most N hits (1-50, default 10)\n"
@@ -284,7 +284,8 @@ static void print_compare(const json_t *res)
 		printf("  %s%s\n", sget(r, "unit"),
 		       json_is_true(json_object_get(r, "derived")) ? " (derived)" : "");
 	}
-	printf("(sources per figure: kforge gpu ID, or --json)\n");
+	printf("('-' = not confirmed by a source, 'n/a' = no such format on that GPU; sources "
+	       "per figure: kforge gpu ID, or --json)\n");
 }
 
 static int int_opt(const char *cmd, const char *name, const char *v, long lo, long hi, long *out)
@@ -561,6 +562,7 @@ static void guide_print(const json_t *res, int search)
 		return;
 	}
 	printf("%s\n", json_string_value(json_object_get(res, "markdown")));
+	printf("\n## Checked on\n\n%s\n", sget(res, "checked"));
 	printf("\n## Sources\n\n");
 	json_array_foreach(json_object_get(res, "sources"), i, h)
 		printf("- %s\n", json_string_value(h));

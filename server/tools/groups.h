@@ -12,5 +12,6 @@ extern const struct tool_group TOOLS_COMPILE;	  /* tools_compile.c */
 extern const struct tool_group TOOLS_CHECK_BENCH; /* tools_check_bench.c: check, benchmark */
 extern const struct tool_group TOOLS_RUNS;	  /* tools_runs.c: the run history */
 extern const struct tool_group TOOLS_PROMPTS;	  /* tools_prompts.c: optimize, integrate */
+extern const struct tool_group TOOLS_MODEL;	  /* tools_model.c: benchmark_model */
 
 #endif

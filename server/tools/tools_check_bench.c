@@ -14,6 +14,7 @@
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
 #include "server/tools/tools_check_int.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
 /* Progress comes from two threads (the runner's monitor and the job's own
@@ -70,6 +71,8 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "check_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
@@ -98,6 +101,8 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct app *app = tool_ctx_app(ctx);
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");

@@ -14,6 +14,7 @@
 #include "knowledge/kb.h"
 #include "sandbox/pool/gpu.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_kb_int.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -66,10 +67,10 @@ static const char *const FEATURE_FIELD[KB_FEAT_COUNT] = {
 static const char *STATUS[] = {"known", "unknown", "n/a"};
 
 /* One figure: value (null when unknown or n/a), unit, label, source keys.
- * status appears only when the figure is not known. The source text of a
- * product figure is the GPU's sources_product, of a per-CC figure its
- * sources_per_cc_limits ("source_in" names which); the GPU object carries
- * each text once, so answers stay small. */
+ * status appears only when the figure is not known. A figure with its own
+ * source (figure_sources.csv) carries it as "source"; otherwise "source_in"
+ * names the GPU's sources_product or sources_per_cc_limits text, which the
+ * GPU object carries once, so answers stay small. */
 static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 {
 	json_t *o = json_object();
@@ -223,7 +224,7 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 	double sms = fig_value(g, "sm_count", &k1), mem = fig_value(g, "memory_gb", &k2),
 	       bw = fig_value(g, "memory_bandwidth_gbs", &k3),
 	       bf = fig_value(g, "fp16_bf16_tensor_dense_tflops", &k4);
-	char s1[24] = "? SMs", s2[24] = "?", s3[24] = "?", s4[48] = "unknown";
+	char s1[24] = "? SMs", s2[24] = "?", s3[24] = "?", s4[48] = "unconfirmed";
 	if (k1)
 		snprintf(s1, sizeof s1, "%g SMs", sms);
 	if (k2)
@@ -231,9 +232,13 @@ static void gpu_line(const struct kb_gpu *g, char *buf, size_t cap)
 	if (k3)
 		snprintf(s3, sizeof s3, "%g", bw);
 	if (k4)
-		snprintf(s4, sizeof s4, "%g TFLOPS", bf);
-	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, BF16 tensor %s dense",
-		 g->name, g->id, g->architecture, g->compute_capability, s1, s2, s3, s4);
+		snprintf(s4, sizeof s4, "%g TFLOPS dense", bf);
+	/* The figure is FP16 on parts without BF16 (T4, V100): say which. */
+	const struct kb_figure *bf16 = kb_gpu_figure(g, "feat_bf16_sm80");
+	int has_bf16 = bf16 && strcmp(bf16->text, "yes") == 0;
+	snprintf(buf, cap, "%s (%s): %s, CC %s, %s, %s GB at %s GB/s, %s tensor %s", g->name, g->id,
+		 g->architecture, g->compute_capability, s1, s2, s3, has_bf16 ? "BF16" : "FP16",
+		 s4);
 }
 
 /* An unknown GPU: isError with the closest names. */
@@ -402,9 +407,14 @@ static int specs_compare(struct kb *kb, const json_t *names, int brief, json_t *
 		for (size_t i = 0; i < n; i++) {
 			const struct kb_figure *fi = kb_gpu_figure(g[i], f0->field);
 			json_t *fj = fi ? figure_json(g[i], fi) : json_object();
-			json_array_append(vals, json_object_get(fj, "value")
-							? json_object_get(fj, "value")
-							: json_null());
+			/* "n/a" (no such format) must read apart from null (unconfirmed),
+			 * as in the list view */
+			if (fi && fi->status == KB_FIG_NA)
+				json_array_append_new(vals, json_string("n/a"));
+			else
+				json_array_append(vals, json_object_get(fj, "value")
+								? json_object_get(fj, "value")
+								: json_null());
 			json_t *k = json_object_get(fj, "source_keys");
 			json_array_append_new(keys, k ? json_incref(k) : json_array());
 			json_decref(fj);
@@ -527,14 +537,15 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			      : specs_list(kb, out);
 	if (cmp)
 		rc = specs_compare(kb, cmp, brief, out, err);
+	else if (strcmp(gpu, "local") == 0 && exec_is_remote(tool_ctx_app(ctx)->exec))
+		return tools_exec_forward(ctx, "get_gpu_specs", args, out, err); /* a node's */
 	else if (strcmp(gpu, "local") == 0)
 		rc = specs_local(kb, brief, out, err);
 	else
 		rc = specs_one(kb, gpu, args, brief, out, err);
-	if (rc == 0 && fields && (rc = tools_kb_fields(*out, fields, cmp != NULL, err))) {
-		json_decref(*out);
-		*out = NULL;
-	}
+	/* a bad name leaves in *out only the names there are (valid_fields) */
+	if (rc == 0 && fields)
+		rc = tools_kb_fields(*out, fields, cmp != NULL, err);
 	if (rc == 0 && brief)
 		json_object_set_new(*out, "more", json_string(BRIEF_MORE));
 	return rc;
@@ -585,12 +596,12 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 
 static json_t *guide_json(const struct kb_guide *g)
 {
-	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "id", g->id, "title", g->title,
-			 "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s}", "id", g->id, "title",
+			 g->title, "uri", json_sprintf(GUIDE_URI "%s", g->id), "tags",
 			 tools_kb_split(g->tags, ','), "archs", tools_kb_split(g->archs, ','),
 			 "sources", tools_kb_split(g->sources, '\n'), "links",
 			 tools_kb_split(g->links, ','), "related", tools_kb_split(g->related, ','),
-			 "markdown", g->body);
+			 "checked", g->checked, "markdown", g->body);
 }
 
 static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
@@ -654,10 +665,11 @@ static const char READ_IN[] =
 	"\"description\":\"a guide id from search_guides, e.g. bank-conflicts\"}}}";
 
 static const char READ_OUT[] =
-	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\"],"
+	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\","
+	"\"checked\"],"
 	"\"properties\":{\"summary\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
 	"\"title\":{\"type\":\"string\"},\"sources\":{\"type\":\"array\"},"
-	"\"markdown\":{\"type\":\"string\"}}}";
+	"\"markdown\":{\"type\":\"string\"},\"checked\":{\"type\":\"string\"}}}";
 
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specifications",
@@ -673,8 +685,9 @@ static const struct tool_def KB_TOOLS[] = {
 	 "titles, snippets; read one with read_guide.",
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
-	 "One guide, whole, as Markdown, with its sources, tags and related guides.", READ_IN,
-	 READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
+	 "One guide, whole, as Markdown, with its sources, tags, related guides and checked "
+	 "(the GPUs and CUDA version its advice was checked on).",
+	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 
 const struct tool_group TOOLS_KB = {

@@ -133,8 +133,9 @@ json_t *tools_kb_gpu_brief(const struct kb_gpu *g, const struct kb_arch *target)
 
 /* One brief comparison row: the values of field (a figure when derived is
  * NULL, else a derived figure) on each GPU and where they come from:
- * "source" names the group of each GPU's "sources", or lists one group
- * (null: see detail "full") per GPU when they differ. */
+ * "source" names the group of each GPU's "sources", or lists per GPU its
+ * group or the figure's own source keys (null: unknown or n/a) when they
+ * differ. */
 static json_t *brief_row(const struct kb_gpu *const *g, size_t n, const char *field,
 			 struct kb_derived (*derived)[KB_MAX_DERIVED], const size_t *nd,
 			 json_t *const *groups)
@@ -142,7 +143,7 @@ static json_t *brief_row(const struct kb_gpu *const *g, size_t n, const char *fi
 	json_t *vals = json_array(), *srcs = json_array(),
 	       *row = json_pack("{s:s}", "field", field);
 	const char *unit = "", *grp = NULL; /* grp: static, from source_group */
-	int same = 1;
+	int same = 1, any = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_null(), *b = NULL;
 		const char *s = NULL;
@@ -153,15 +154,22 @@ static json_t *brief_row(const struct kb_gpu *const *g, size_t n, const char *fi
 					v = short_num(derived[i][k].value);
 			}
 		const struct kb_figure *f = derived ? NULL : kb_gpu_figure(g[i], field);
+		json_t *own = NULL; /* a figure with its own source: its keys */
 		if (f && (b = brief_figure(g[i], f, groups[i]))) {
-			v = json_incref(json_object_get(b, "value"));
+			/* "n/a" (no such format) reads apart from null (unconfirmed) */
+			v = f->status == KB_FIG_NA ? json_string("n/a")
+						   : json_incref(json_object_get(b, "value"));
 			s = json_object_get(b, "source") ? source_group(g[i], f) : NULL;
+			own = json_object_get(b, "source_keys");
 		}
 		if (f && f->status == KB_FIG_KNOWN) {
 			same &= s && (!grp || strcmp(grp, s) == 0);
 			grp = grp ? grp : s;
+			any = 1;
 		}
-		json_array_append_new(srcs, s ? json_string(s) : json_null());
+		json_array_append_new(srcs, s	  ? json_string(s)
+					    : own ? json_incref(own)
+						  : json_null());
 		json_decref(b);
 		json_array_append_new(vals, v);
 	}
@@ -171,7 +179,7 @@ static json_t *brief_row(const struct kb_gpu *const *g, size_t n, const char *fi
 		json_object_set_new(row, "derived", json_true());
 	} else if (grp && same) {
 		json_object_set_new(row, "source", json_string(grp));
-	} else if (grp) {
+	} else if (any) {
 		json_object_set(row, "source", srcs);
 	}
 	json_decref(srcs);
@@ -202,34 +210,98 @@ json_t *tools_kb_compare_brief(const struct kb_gpu *const *g, size_t n)
 
 static const char *const SECTIONS[] = {"features", "notes", "conflicts", "aliases", NULL};
 
-/* Appends the names of object o's keys to buf ("a, b, c"). */
-static void key_list(const json_t *o, char *buf, size_t cap)
+/* Levenshtein distance of two short names (capped at 63 bytes each). */
+static int name_distance(const char *a, const char *b)
 {
-	const char *k;
-	const json_t *v;
-	size_t at = strlen(buf);
-	json_object_foreach((json_t *)o, k, v) {
-		if (at + strlen(k) + 3 >= cap)
-			break;
-		at += (size_t)snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", k);
+	int d[64], la = (int)strnlen(a, 63), lb = (int)strnlen(b, 63);
+	for (int j = 0; j <= lb; j++)
+		d[j] = j;
+	for (int i = 1; i <= la; i++) {
+		int prev = d[0];
+		d[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int cur = d[j];
+			int best = prev + (a[i - 1] != b[j - 1]);
+			if (d[j] + 1 < best)
+				best = d[j] + 1;
+			if (d[j - 1] + 1 < best)
+				best = d[j - 1] + 1;
+			d[j] = best;
+			prev = cur;
+		}
 	}
+	return d[lb];
 }
 
-static int unknown_field(const json_t *gpu, const char *name, struct kf_err *err)
+/* The three names of arr closest to name ("a, b, c"); a name containing
+ * the asked one counts as close ("bandwidth" -> memory_bandwidth_gbs). */
+static void closest(const json_t *arr, const char *name, char *buf, size_t cap)
 {
-	char figs[2048] = "", der[1024] = "";
-	key_list(json_object_get(gpu, "figures"), figs, sizeof figs);
-	key_list(json_object_get(gpu, "derived"), der, sizeof der);
-	return kf_err_set(err, KF_EINVAL,
-			  "fields: '%s' is not a figure of %s; figures: %s; derived: %s; "
-			  "sections: features, notes, conflicts, aliases",
-			  name, json_string_value(json_object_get(gpu, "id")), figs, der);
+	const char *best[3] = {NULL, NULL, NULL};
+	int score[3] = {1 << 30, 1 << 30, 1 << 30};
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v) {
+		const char *n = json_string_value(v);
+		int d = strstr(n, name) ? 0 : name_distance(name, n);
+		for (int k = 0; k < 3; k++)
+			if (d < score[k]) {
+				for (int m = 2; m > k; m--) {
+					score[m] = score[m - 1];
+					best[m] = best[m - 1];
+				}
+				score[k] = d;
+				best[k] = n;
+				break;
+			}
+	}
+	snprintf(buf, cap, "%s%s%s%s%s", best[0] ? best[0] : "none", best[1] ? ", " : "",
+		 best[1] ? best[1] : "", best[2] ? ", " : "", best[2] ? best[2] : "");
+}
+
+/* A name that is none of the answer's: the message names the closest ones
+ * (it is capped at 256 bytes, too short for ~50 names), and the answer is
+ * replaced by the whole lists, so nothing is cut off. */
+static int unknown_field(json_t *res, const char *name, const char *what, json_t *figs, json_t *der,
+			 int sections, struct kf_err *err)
+{
+	json_t *all = json_array(), *sec = json_array();
+	size_t i;
+	json_t *v;
+	json_array_extend(all, figs);
+	json_array_extend(all, der);
+	for (const char *const *s = SECTIONS; sections && *s; s++)
+		json_array_append_new(sec, json_string(*s));
+	json_array_foreach(sec, i, v)
+		json_array_append(all, v);
+	char near[200];
+	closest(all, name, near, sizeof near);
+	int rc = kf_err_set(err, KF_EINVAL,
+			    "fields: '%.60s' is not %s; closest: %s (this answer's "
+			    "valid_fields lists them all)",
+			    name, what, near);
+	json_object_clear(res);
+	json_object_set_new(
+		res, "valid_fields",
+		json_pack("{s:O,s:O,s:o}", "figures", figs, "derived", der, "sections", sec));
+	json_decref(all);
+	return rc;
+}
+
+static json_t *key_array(const json_t *o)
+{
+	json_t *a = json_array();
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)o, k, v)
+		json_array_append_new(a, json_string(k));
+	return a;
 }
 
 /* Narrows one GPU object (tools_kb_gpu_json) to the figures, derived
  * figures and sections named in fields, keeping its identity and exactly
  * the sources those figures cite: a ~1 KB answer instead of ~15 KB. */
-static int keep_fields(json_t *gpu, const json_t *fields, struct kf_err *err)
+static int keep_fields(json_t *res, json_t *gpu, const json_t *fields, struct kf_err *err)
 {
 	json_t *figs = json_object_get(gpu, "figures"), *der = json_object_get(gpu, "derived");
 	json_t *srcs = json_object_get(gpu, "sources");
@@ -260,8 +332,18 @@ static int keep_fields(json_t *gpu, const json_t *fields, struct kf_err *err)
 		} else if (section) {
 			json_object_set(keep, name, json_object_get(gpu, name));
 		} else {
-			rc = unknown_field(gpu, name, err);
-			break;
+			char what[96];
+			snprintf(what, sizeof what, "a figure, derived figure or section of %s",
+				 json_string_value(json_object_get(gpu, "id")));
+			json_t *fa = key_array(figs), *da = key_array(der);
+			json_decref(kf);
+			json_decref(kd);
+			json_decref(ks);
+			json_decref(keep);
+			rc = unknown_field(res, name, what, fa, da, 1, err);
+			json_decref(fa);
+			json_decref(da);
+			return rc;
 		}
 	}
 	if (rc == 0) {
@@ -303,12 +385,18 @@ static int keep_rows(json_t *res, const json_t *fields, struct kf_err *err)
 				found = 1;
 			}
 		if (!found) {
+			json_t *fa = json_array(), *da = json_array();
+			json_array_foreach(rows, j, r)
+				json_array_append_new(
+					json_is_true(json_object_get(r, "derived")) ? da : fa,
+					json_string(
+						json_string_value(json_object_get(r, "field"))));
 			json_decref(kept);
-			return kf_err_set(err, KF_EINVAL,
-					  "fields: '%s' is not a row of the comparison (a figure "
-					  "or derived figure name, e.g. memory_bandwidth_gbs, "
-					  "smem_per_sm_kb, ridge_point_fp16_bf16_tensor)",
-					  name);
+			int rc =
+				unknown_field(res, name, "a row of the comparison", fa, da, 0, err);
+			json_decref(fa);
+			json_decref(da);
+			return rc;
 		}
 	}
 	json_object_set_new(res, "rows", kept);
@@ -321,12 +409,12 @@ int tools_kb_fields(json_t *res, const json_t *fields, int compare, struct kf_er
 		return keep_rows(res, fields, err);
 	json_t *gpu = json_object_get(res, "gpu");
 	if (gpu)
-		return keep_fields(gpu, fields, err);
+		return keep_fields(res, gpu, fields, err);
 	size_t i;
 	json_t *d;
 	json_array_foreach(json_object_get(res, "local"), i, d) {
 		json_t *g = json_object_get(d, "gpu");
-		int rc = g ? keep_fields(g, fields, err) : 0;
+		int rc = g ? keep_fields(res, g, fields, err) : 0;
 		if (rc)
 			return rc;
 	}

@@ -54,7 +54,9 @@ static int res_guides_read(struct app *app, const char *uri, json_t **contents, 
 		kb_guide_free(g);
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	}
-	size_t at = (size_t)snprintf(text, len, "%s\n\n## Sources\n\n", g->body);
+	len += strlen(g->checked);
+	size_t at = (size_t)snprintf(text, len, "%s\n\n## Checked on\n\n%s\n\n## Sources\n\n",
+				     g->body, g->checked);
 	json_array_foreach(src, i, v)
 		at += (size_t)snprintf(text + at, len - at, "- %s\n", json_string_value(v));
 	*contents =

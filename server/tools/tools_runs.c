@@ -102,6 +102,14 @@ int tools_runs_record(struct app *app, enum history_kind kind, const json_t *arg
 		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
 		      char id_out[HISTORY_ID_BYTES])
 {
+	return tools_runs_record_job(app, NULL, kind, args, result, rc, err_msg, gpu, duration_ms,
+				     id_out);
+}
+
+int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
+			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
+			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+{
 	struct history_run run = {0};
 	struct kf_err err = {0};
 	char kernels[1024], hash[CACHE_ID_LEN + 1];
@@ -132,7 +140,13 @@ int tools_runs_record(struct app *app, enum history_kind kind, const json_t *arg
 	if (g) {
 		run.device_name = (char *)g->name;
 		run.device_uuid = (char *)g->uuid;
+	} else if (result &&
+		   json_is_string(json_object_get(json_object_get(result, "device"), "name"))) {
+		/* Ran elsewhere (a cluster node): the device its answer names. */
+		run.device_name = (char *)json_string_value(
+			json_object_get(json_object_get(result, "device"), "name"));
 	}
+	run.job_key = job_key;
 	/* A long summary is cut (at a character boundary) rather than the
 	 * run lost; so is a result over the history's cap. */
 	snprintf(summary, sizeof(summary), "%s",

@@ -81,6 +81,10 @@ static const struct rest_route ROUTES[] = {
 	 "Check a kernel spec against its reference on the GPU (check_kernel)", {{0}}},
 	{"POST", "/v1/bench", REST_TOOL, "benchmark_kernel", NULL, 1,
 	 "Benchmark a kernel spec and its baseline on the GPU (benchmark_kernel)", {{0}}},
+	{"POST", "/v1/model-bench", REST_TOOL, "benchmark_model", NULL, 1,
+	 "Time a model with kforge's ops swapped in against eager, torch.compile and CUDA graphs "
+	 "(benchmark_model; body = its arguments)",
+	 {{0}}},
 	{"GET", "/v1/runs", REST_TOOL, "list_runs", NULL, 0,
 	 "The run history, newest first (list_runs)",
 	 {{"kind", "kind", RP_STR, 0, "compile, check, bench or calibrate"},

@@ -3,7 +3,9 @@
  * (tests/gpu/mock_check.sh): device memory is host memory, modules are
  * files that must exist, and "kernels" are C functions looked up by name
  * (axpb, ref_axpb). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
- * oob, mutate, fault, hang. It reports itself as "kforge mock GPU" and is
+ * oob, mutate, fault, hang. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
+ * many devices it shows, each with its own UUID and PCI bus id (the GPU
+ * pool's tests). It reports itself as "kforge mock GPU" and is
  * never used outside these tests: the figures it produces are not GPU
  * measurements. */
 #include <cuda.h>
@@ -33,15 +35,21 @@ CUresult CUDAAPI cuDriverGetVersion(int *v)
 	*v = 13000;
 	return CUDA_SUCCESS;
 }
+static int device_count(void)
+{
+	const char *e = getenv("MOCK_CUDA_DEVICES");
+	int n = e ? (int)strtol(e, NULL, 10) : 1;
+	return n >= 1 && n <= 8 ? n : 1;
+}
 CUresult CUDAAPI cuDeviceGetCount(int *n)
 {
-	*n = 1;
+	*n = device_count();
 	return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGet(CUdevice *d, int o)
 {
 	*d = o;
-	return o == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	return o >= 0 && o < device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 CUresult CUDAAPI cuDeviceGetName(char *n, int len, CUdevice d)
 {
@@ -57,14 +65,12 @@ CUresult CUDAAPI cuDeviceTotalMem(size_t *b, CUdevice d)
 }
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid *u, CUdevice d)
 {
-	(void)d;
-	memset(u, 0x42, sizeof *u);
+	memset(u, 0x42 + d, sizeof *u);
 	return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetPCIBusId(char *b, int len, CUdevice d)
 {
-	(void)d;
-	snprintf(b, (size_t)len, "0000:00:00.0");
+	snprintf(b, (size_t)len, "0000:%02x:00.0", (unsigned)d);
 	return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)

@@ -171,14 +171,15 @@ def test_mcp(data):
     check("mcp write-kernel prompt", "H200" in pm and "kforge://guides/" in pm, pm[:200])
     sc = got.get(4, {}).get("result", {}).get("structuredContent", {})
     check("mcp ambiguous sm_90", sc.get("gpu", {}).get("id") == "h100-sxm" and
-          len(sc.get("ambiguous", {}).get("matches", [])) == 3, str(sc)[:200])
+          len(sc.get("ambiguous", {}).get("matches", [])) == 6, str(sc)[:200])
     # Small answers: what an agent's context pays for, as sent.
     def text_len(i):
         res = got.get(i, {}).get("result", {})
         return len(res.get("content", [{}])[0].get("text", "").encode()) if res else 10 ** 9
     tl = got.get(5, {}).get("result", {})
     tl_len = len(json.dumps(tl, separators=(",", ":")).encode())
-    check("tools/list is at most 10 KB", tl and 0 < tl_len <= 10240, tl_len)
+    # about 1 KB per tool: eleven tools with room for one more
+    check("tools/list is at most 12 KB", tl and 0 < tl_len <= 12288, tl_len)
     check("tools/list descriptions teach",
           all(len(t.get("description", "")) >= 60 for t in tl.get("tools", [])) and
           len(tl.get("tools", [])) >= 9, [t.get("name") for t in tl.get("tools", [])])

@@ -6,7 +6,8 @@
 # checked against each tool's outputSchema) with the SDK 1.x Client, the v2
 # client and the Inspector CLI, over stdio and HTTP. The tour's GPU tools
 # run on the libcuda test double of proto_gpu_mock.sh (tests/gpu/mock_cuda.c,
-# --sandbox=none). Set KFORGE_SDK_HTTP_URL to also run client.mjs against a
+# --sandbox=none); benchmark_model on a driver double
+# (tests/sdk/model_driver_double.py, found through KFORGE_ROOT). Set KFORGE_SDK_HTTP_URL to also run client.mjs against a
 # running HTTP server.
 set -eu
 BIN=${KFORGE_BIN:-build/kforge}
@@ -43,13 +44,15 @@ ABS_HARNESS="$(cd "$(dirname "$HARNESS")" && pwd)/$(basename "$HARNESS")"
 M="$DATA/mock"
 mkdir -p "$M"
 cc -shared -fPIC -I"$CUDA_HOME/include" -o "$M/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c"
+mkdir -p "$M/root/sandbox/model"
+cp "$SRC/tests/sdk/model_driver_double.py" "$M/root/sandbox/model/model_bench.py"
 printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$M" "$ABS_HARNESS" >"$M/harness"
 # One command for every client's stdio server: some clients pass the server
 # only a few environment variables.
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" KFORGE_HARNESS="%s" exec "%s" serve --data-dir "%s" --sandbox=none --log-level warn\n' \
-	"$M" "$M/harness" "$ABS_BIN" "$DATA/tour" >"$M/kforge"
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" KFORGE_HARNESS="%s" KFORGE_ROOT="%s" exec "%s" serve --data-dir "%s" --sandbox=none --log-level warn\n' \
+	"$M" "$M/harness" "$M/root" "$ABS_BIN" "$DATA/tour" >"$M/kforge"
 chmod +x "$M/harness" "$M/kforge"
-LD_LIBRARY_PATH="$M" KFORGE_HARNESS="$M/harness" "$ABS_BIN" serve --http 127.0.0.1:0 \
+LD_LIBRARY_PATH="$M" KFORGE_HARNESS="$M/harness" KFORGE_ROOT="$M/root" "$ABS_BIN" serve --http 127.0.0.1:0 \
 	--port-file "$DATA/port" --data-dir "$DATA/tour-http" --sandbox=none --log-level warn \
 	2>"$DATA/http.log" &
 PID=$!

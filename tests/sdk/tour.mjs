@@ -155,6 +155,11 @@ const chkBad = isError("check_kernel wrong kernel name", await c("check_kernel",
 check("failed check keeps its detail", chkBad.passed === false && Array.isArray(chkBad.sizes), chkBad);
 isSuccess("benchmark_kernel", await c("benchmark_kernel", { spec, budget_ms: 50, size: 1 }));
 isError("benchmark_kernel wrong kernel name", await c("benchmark_kernel", { spec: wrongSpec, budget_ms: 50, size: 1 }));
+const mb = isSuccess("benchmark_model", await c("benchmark_model",
+  { recipe: "dit", shapes: [{ kind: "prefill", batch: 1, seq: 64 }], iters: 3 }));
+check("benchmark_model answers speedups", Array.isArray(mb.speedups), mb);
+isError("benchmark_model unknown op",
+  await c("benchmark_model", { recipe: "qwen3", patch: { Qwen3MLP: "fast" } }), "invalid");
 isSuccess("list_runs", await c("list_runs", {}));
 isError("list_runs bad cursor", await c("list_runs", { cursor: "zzzzzzzzzzzzzzzz" }));
 isSuccess("get_run", await c("get_run", { id: comp1.run_id ?? NOT_A_RUN }));

@@ -83,10 +83,10 @@ START_TEST(every_gpu_row_round_trips_against_the_csv)
 	snprintf(path, sizeof path, "%s/tests/data/kb/gpu-facts/gpus.csv", g_src);
 	ck_assert_int_eq(kb_read_file(path, 1 << 22, &text, &len, &err), 0);
 	ck_assert_int_eq(kb_csv_parse(path, text, &csv, &err), 0);
-	ck_assert_uint_eq(csv.rows_len, 18);
+	ck_assert_uint_eq(csv.rows_len, 22);
 	ck_assert_uint_eq(kb_gpu_count(g_kb), csv.rows_len);
 	/* the parser itself: a quoted comma and a quoted note */
-	ck_assert_str_eq(csv.rows[14][0], "NVIDIA B200 (HGX B200, SXM6 180GB)");
+	ck_assert_str_eq(csv.rows[18][0], "NVIDIA B200 (HGX B200, SXM6 180GB)");
 	int checked = 0, unknown = 0, na = 0;
 	for (size_t r = 0; r < csv.rows_len; r++) {
 		const struct kb_gpu *g = kb_gpu_at(g_kb, r);
@@ -120,8 +120,8 @@ START_TEST(every_gpu_row_round_trips_against_the_csv)
 			checked++;
 		}
 	}
-	ck_assert_int_ge(checked, 18 * 30);
-	ck_assert_int_eq(unknown, 14); /* the empty cells of gpus.csv */
+	ck_assert_int_ge(checked, 22 * 30);
+	ck_assert_int_eq(unknown, 51); /* the empty cells of gpus.csv */
 	ck_assert_int_gt(na, 20);
 	kb_csv_fini(&csv);
 	free(text);
@@ -155,7 +155,7 @@ START_TEST(every_source_key_of_a_figure_is_in_the_sources_table)
 	ck_assert_ptr_nonnull(kb_source_find(g_kb, "DQ-T4"));
 	ck_assert_ptr_nonnull(kb_source_find(g_kb, "MEAS-H200"));
 	ck_assert_ptr_null(kb_source_find(g_kb, "NOT-A-KEY"));
-	ck_assert_uint_eq(kb_conflict_count(g_kb), 8);
+	ck_assert_uint_eq(kb_conflict_count(g_kb), 10);
 	ck_assert_str_eq(kb_conflict_at(g_kb, 0)->id, "C1");
 	const struct kb_gpu *g;
 	ck_assert_int_eq(kb_gpu_find(g_kb, "rtx 5090", &g, NULL), 0);
@@ -200,6 +200,16 @@ static const struct {
 	{"sm_103a", "b300", 0},
 	{"gb200", "gb200", 0},
 	{"rtx-6000-ada", "rtx-6000-ada", 0},
+	{"a10g", "a10g", 0},
+	{"A10G", "a10g", 0},
+	{"NVIDIA A10G", "a10g", 0},
+	{"g5", "a10g", 0},
+	{"a10", "a10", 0},
+	{"gh200", "gh200", 0},
+	{"h100-nvl", "h100-nvl", 0},
+	{"NVIDIA H100 NVL", "h100-nvl", 0},
+	{"h200-nvl", "h200-nvl", 0},
+	{"h200 nvl", "h200-nvl", 0},
 };
 
 START_TEST(alias_resolves_to_the_canonical_gpu)
@@ -213,6 +223,75 @@ START_TEST(alias_resolves_to_the_canonical_gpu)
 	ck_assert_str_eq(m[0]->id, ALIASES[_i].id);
 	ck_assert_int_eq(amb, ALIASES[_i].ambiguous);
 	ck_assert_uint_eq(n > 1, (size_t)ALIASES[_i].ambiguous);
+}
+END_TEST
+
+/* The A10G (AWS g5) is its own part: 80 SMs and 6 MB L2, not the A10's 72
+ * SMs; each figure cites the document it came from. */
+START_TEST(a10g_figures_are_the_a10g_not_the_a10)
+{
+	const struct kb_gpu *g = NULL, *a10 = NULL;
+	struct kf_err err = {0};
+	ck_assert_int_eq(kb_gpu_find(g_kb, "a10g", &g, &err), 0);
+	ck_assert_int_eq(kb_gpu_find(g_kb, "a10", &a10, &err), 0);
+	ck_assert_str_eq(g->id, "a10g");
+	ck_assert_str_eq(g->compute_capability, "8.6");
+	static const struct {
+		const char *field;
+		double value;
+		const char *keys;
+	} want[] = {
+		{"sm_count", 80, "DQ-A10G"},
+		{"l2_cache_mb", 6, "DQ-A10G"},
+		{"memory_gb", 24, "A10G-SEC,DQ-A10G"},
+		{"memory_bandwidth_gbs", 600, "A10G-SEC"},
+		{"tdp_w", 300, "A10G-SEC"},
+		{"max_threads_per_sm", 1536, NULL},
+		{"smem_per_sm_kb", 100, NULL},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const struct kb_figure *f = kb_gpu_figure(g, want[i].field);
+		ck_assert_int_eq(f->status, KB_FIG_KNOWN);
+		ck_assert_double_eq(f->value, want[i].value);
+		if (want[i].keys)
+			ck_assert_str_eq(f->source_keys, want[i].keys);
+	}
+	ck_assert_double_eq(kb_gpu_figure(a10, "sm_count")->value, 72);
+	/* no NVIDIA figure for its clocks and rates: unconfirmed, not the A10's */
+	ck_assert_int_eq(kb_gpu_figure(g, "peak_fp32_tflops")->status, KB_FIG_UNKNOWN);
+	ck_assert_int_eq(kb_gpu_figure(g, "fp16_bf16_tensor_dense_tflops")->status, KB_FIG_UNKNOWN);
+	ck_assert_int_eq(kb_gpu_figure(g, "fp8_tensor_dense_tflops")->status, KB_FIG_NA);
+	/* derived: 80 SMs x 1536 threads */
+	struct kb_derived d[KB_MAX_DERIVED];
+	size_t nd = kb_gpu_derived(g, d, KB_MAX_DERIVED);
+	int seen = 0;
+	for (size_t i = 0; i < nd; i++)
+		if (strcmp(d[i].name, "max_resident_threads") == 0) {
+			ck_assert(d[i].known);
+			ck_assert_double_eq(d[i].value, 80 * 1536);
+			seen = 1;
+		}
+	ck_assert(seen);
+}
+END_TEST
+
+/* figure_sources.csv: a figure cites its own document and place, not the
+ * whole row's list. */
+START_TEST(a_figure_cites_its_own_source)
+{
+	const struct kb_gpu *g = NULL;
+	ck_assert_int_eq(kb_gpu_find(g_kb, "t4", &g, NULL), 0);
+	const struct kb_figure *f = kb_gpu_figure(g, "fp16_bf16_tensor_dense_tflops");
+	ck_assert_str_eq(f->source_keys, "T4-DS");
+	ck_assert_ptr_nonnull(strstr(f->source, "Mixed-Precision (FP16/FP32) 65 TFLOPS"));
+	f = kb_gpu_figure(g, "sm_count");
+	ck_assert_str_eq(f->source_keys, "DQ-T4");
+	/* a figure without a line keeps its row's list */
+	f = kb_gpu_figure(g, "max_threads_per_sm");
+	ck_assert_str_eq(f->source, g->sources_per_cc_limits);
+	/* every key a figure cites has a title a person can follow */
+	const struct kb_source *s = kb_source_find(g_kb, "T4-DS");
+	ck_assert_ptr_nonnull(strstr(s->title, "https://www.nvidia.com/"));
 }
 END_TEST
 
@@ -239,10 +318,13 @@ START_TEST(ambiguous_alias_lists_every_match_canonical_first)
 	size_t n = 0;
 	int amb = 0;
 	ck_assert_int_eq(kb_gpu_resolve(g_kb, "hopper", m, KB_MAX_MATCHES, &n, &amb, NULL), 0);
-	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(n, 6); /* canonical first, then table order */
 	ck_assert_str_eq(m[0]->id, "h100-sxm");
 	ck_assert_str_eq(m[1]->id, "h100-pcie");
-	ck_assert_str_eq(m[2]->id, "h200");
+	ck_assert_str_eq(m[2]->id, "h100-nvl");
+	ck_assert_str_eq(m[3]->id, "h200");
+	ck_assert_str_eq(m[4]->id, "h200-nvl");
+	ck_assert_str_eq(m[5]->id, "gh200");
 	ck_assert_int_eq(kb_gpu_resolve(g_kb, "blackwell", m, KB_MAX_MATCHES, &n, &amb, NULL), 0);
 	ck_assert_uint_eq(n, 4); /* b200, gb200, b300, rtx-5090 */
 	ck_assert_str_eq(m[0]->id, "b200");
@@ -526,8 +608,14 @@ START_TEST(driver_devices_match_table_rows)
 	ck_assert_int_eq(
 		kb_gpu_match_device(g_kb, "NVIDIA H200", 9, 0, 132, 150754820096ull, &g, NULL), 0);
 	ck_assert_str_eq(g->id, "h200");
-	/* not an alias: same CC, same SMs, closest memory (94 GB: 80 not 141) */
+	/* the driver's name is a row's name (was the closest H100 before the row) */
 	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H100 NVL", 9, 0, 132, 94e9, &g, NULL),
+			 0);
+	ck_assert_str_eq(g->id, "h100-nvl");
+	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA A10G", 8, 6, 80, 22587e6, &g, NULL), 0);
+	ck_assert_str_eq(g->id, "a10g");
+	/* not an alias: same CC, same SMs, closest memory (85 GB: 80 not 141) */
+	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H100 XYZ", 9, 0, 132, 85e9, &g, NULL),
 			 0);
 	ck_assert_str_eq(g->id, "h100-sxm");
 	ck_assert_int_eq(kb_gpu_match_device(g_kb, "NVIDIA H100 PCIe", 9, 0, 114, 85e9, &g, NULL),
@@ -597,41 +685,60 @@ START_TEST(build_fails_naming_a_guide_missing_a_required_key)
 }
 END_TEST
 
+/* Every guide says which GPUs and CUDA version its advice was checked on. */
+START_TEST(build_fails_on_a_guide_that_does_not_say_what_it_was_checked_on)
+{
+	write_file("guides/zz-unchecked.md",
+		   "---\nid: zz-unchecked\ntitle: t\ntags: [x]\narchs: [all]\nsources: [s]\n---\n"
+		   "body\n");
+	expect_fail(KF_EINVAL, "guides/zz-unchecked.md", "'checked'");
+	write_file("guides/zz-unchecked.md",
+		   "---\nid: zz-unchecked\ntitle: t\ntags: [x]\narchs: [all]\nchecked: an H200\n"
+		   "sources: [s]\n---\nbody\n");
+	expect_fail(KF_EINVAL, "guides/zz-unchecked.md", "names no CUDA version");
+}
+END_TEST
+
 START_TEST(build_fails_naming_a_broken_cross_reference)
 {
-	write_file("guides/zz-link.md",
-		   "---\nid: zz-link\ntitle: t\ntags: [x]\narchs: [all]\nsources: [s]\n---\n"
-		   "line one\nsee kforge://guides/no-such-guide.\n");
-	expect_fail(KF_EINVAL, "guides/zz-link.md:9", "no-such-guide");
+	write_file(
+		"guides/zz-link.md",
+		"---\nid: zz-link\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\nsources: [s]\n---\n"
+		"line one\nsee kforge://guides/no-such-guide.\n");
+	expect_fail(KF_EINVAL, "guides/zz-link.md:10", "no-such-guide");
 }
 END_TEST
 
 START_TEST(build_fails_on_a_related_id_that_is_no_guide)
 {
-	write_file("guides/zz-rel.md", "---\nid: zz-rel\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\nrelated: [fx-bank, ghost]\n---\nbody\n");
+	write_file("guides/zz-rel.md",
+		   "---\nid: zz-rel\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\nrelated: [fx-bank, ghost]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "guides/zz-rel.md", "'ghost'");
 }
 END_TEST
 
 START_TEST(build_fails_on_a_link_to_an_unknown_gpu)
 {
-	write_file("guides/zz-gpu.md", "---\nid: zz-gpu\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\n---\nkforge://gpus/h999\n");
+	write_file("guides/zz-gpu.md",
+		   "---\nid: zz-gpu\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nkforge://gpus/h999\n");
 	expect_fail(KF_EINVAL, "guides/zz-gpu.md", "h999");
 }
 END_TEST
 
 START_TEST(build_fails_on_duplicate_ids_and_bad_archs)
 {
-	write_file("guides/zz-dup.md", "---\nid: fx-bank\ntitle: t\ntags: [x]\narchs: [all]\n"
-				       "sources: [s]\n---\nbody\n");
+	write_file("guides/zz-dup.md",
+		   "---\nid: fx-bank\ntitle: t\ntags: [x]\narchs: [all]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "fx-bank", "zz-dup.md");
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm '%s/guides/zz-dup.md'", b_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	write_file("guides/zz-arch.md", "---\nid: zz-arch\ntitle: t\ntags: [x]\narchs: [quantum]\n"
-					"sources: [s]\n---\nbody\n");
+	write_file("guides/zz-arch.md",
+		   "---\nid: zz-arch\ntitle: t\ntags: [x]\narchs: [quantum]\nchecked: CUDA 13.0\n"
+		   "sources: [s]\n---\nbody\n");
 	expect_fail(KF_EINVAL, "guides/zz-arch.md", "quantum");
 }
 END_TEST
@@ -646,9 +753,9 @@ static void sed_gpus(const char *expr)
 
 START_TEST(build_fails_naming_a_gpu_figure_without_a_source)
 {
-	/* L4 (line 8): drop both source columns (the last two cells) */
-	sed_gpus("8s/,\"\\?L4-DS[^\\n]*$/,,/");
-	expect_fail(KF_EINVAL, "gpus.csv:8", "no source");
+	/* L4 (line 9): drop both source columns (the last two cells) */
+	sed_gpus("9s/,\"\\?L4-DS[^\\n]*$/,,/");
+	expect_fail(KF_EINVAL, "gpus.csv:9", "no source");
 }
 END_TEST
 
@@ -657,6 +764,30 @@ START_TEST(build_fails_on_a_source_that_names_no_key)
 	/* T4 (line 2): sources_product names no key of SOURCES.md */
 	sed_gpus("2s/\"T4-DS; DQ-T4 ([^\"]*\"/\"some blog post\"/");
 	expect_fail(KF_EINVAL, "gpus.csv:2", "names no key");
+}
+END_TEST
+
+START_TEST(build_fails_on_a_bad_figure_source_line)
+{
+	static const struct {
+		const char *line, *n1, *n2;
+	} cases[] = {
+		{"t4,fp8_tensor_dense_tflops,T4-DS table\n", ":2", "is n/a"},
+		{"t4,warp_size,T4-DS table\n", ":2", "no figure t4.warp_size"},
+		{"zz9,sm_count,T4-DS table\n", ":2", "no figure zz9.sm_count"},
+		{"t4,sm_count,a forum post\n", ":2", "names no key"},
+		{"t4,sm_count,DQ-T4 a\nt4,sm_count,T4-DS b\n", ":3", "already has a source"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "gpu,field,source\n%s", cases[i].line);
+		write_file("gpu-facts/figure_sources.csv", text);
+		expect_fail(KF_EINVAL, "figure_sources.csv", cases[i].n2);
+		struct kf_err err = {0};
+		ck_assert_int_ne(kb_build(b_dir, b_db, &err), 0);
+		ck_assert_msg(strstr(err.msg, cases[i].n1), "'%s' not in: %s", cases[i].n1,
+			      err.msg);
+	}
 }
 END_TEST
 
@@ -690,7 +821,7 @@ START_TEST(build_without_guides_folder_still_works)
 	ck_assert_int_eq(kb_build(b_dir, b_db, &err), 0);
 	struct kb *kb = NULL;
 	ck_assert_int_eq(kb_open(b_db, &kb, &err), 0);
-	ck_assert_uint_eq(kb_gpu_count(kb), 18);
+	ck_assert_uint_eq(kb_gpu_count(kb), 22);
 	kb_close(kb);
 }
 END_TEST
@@ -863,6 +994,7 @@ START_TEST(guide_read_returns_the_whole_guide_and_unknown_ids_fail)
 	ck_assert_str_eq(g->archs, "sm_70+");
 	ck_assert_ptr_nonnull(strstr(g->body, "32-byte sectors"));
 	ck_assert_str_eq(g->sources, "fixture source for tests");
+	ck_assert_str_eq(g->checked, "fixture: no GPU run; CUDA 13.0 documentation");
 	kb_guide_free(g);
 	ck_assert_int_eq(kb_guide_read(g_kb, "fx-bank", &g, NULL), 0);
 	ck_assert_str_eq(g->links, "fx-coalesce");
@@ -1026,6 +1158,105 @@ START_TEST(index_questions_rank_their_guide_in_the_top_three)
 }
 END_TEST
 
+/* tests/data/search-blind-questions.md: 30 questions written from the
+ * guide titles alone by someone who had not read the guides, as
+ * "- <question> | <best-id>, <other acceptable ids>". At least 28 must put
+ * an acceptable guide in the top 3 (the INDEX.md questions were written with
+ * the guides open; these measure search on an agent's own words). */
+START_TEST(blind_questions_rank_an_acceptable_guide_in_the_top_three)
+{
+	const char *path = getenv("KFORGE_KB");
+	char qpath[700], *text = NULL;
+	size_t len = 0;
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	snprintf(qpath, sizeof qpath, "%s/tests/data/search-blind-questions.md", g_src);
+	if (!path || access(path, R_OK) != 0) {
+		fprintf(stderr, "check_kb: blind retrieval skipped: no knowledge.db\n");
+		return;
+	}
+	ck_assert_int_eq(kb_read_file(qpath, 1 << 20, &text, &len, &err), 0);
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	int asked = 0, found_n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *bar = strrchr(line, '|');
+		if (strncmp(line, "- ", 2) != 0 || !bar)
+			continue;
+		*bar = '\0';
+		char ok[512];
+		size_t on = 0;
+		ok[on++] = ',';
+		for (const char *p = bar + 1; *p && on < sizeof ok - 2; p++)
+			if (*p != ' ')
+				ok[on++] = *p;
+		ok[on++] = ',';
+		ok[on] = '\0';
+		struct kb_hit *h = NULL;
+		struct kb_search q = {.query = line + 2, .limit = 3};
+		size_t n = 0;
+		ck_assert_int_eq(kb_search_guides(kb, &q, &h, &n, &err), 0);
+		int found = 0;
+		for (size_t i = 0; i < n; i++) {
+			char id[80];
+			snprintf(id, sizeof id, ",%s,", h[i].id);
+			found |= strstr(ok, id) != NULL;
+		}
+		if (!found)
+			fprintf(stderr, "blind: '%s' wants one of %s, got %s %s %s\n", line + 2, ok,
+				n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-",
+				n > 2 ? h[2].id : "-");
+		found_n += found;
+		asked++;
+		free(h);
+	}
+	kb_close(kb);
+	free(text);
+	ck_assert_int_eq(asked, 30);
+	ck_assert_msg(found_n >= 28, "%d of %d blind questions found an acceptable guide", found_n,
+		      asked);
+}
+END_TEST
+
+/* Words an agent types for a topic the guides name otherwise reach that
+ * guide through the synonym groups. */
+static const struct {
+	const char *query, *want;
+} SYNONYM_CASES[] = {
+	{"how do I time a CUDA kernel accurately", "measuring"},
+	{"why is my reduction slow on H100", "warp-reductions"},
+	{"how to profile my kernel", "ncu-metrics"},
+	{"how many blocks should I launch for my elementwise kernel", "grid-sizing"},
+	{"kernel for MoE experts routing", "moe-grouped-gemm"},
+};
+
+START_TEST(agent_words_reach_the_guide_through_synonyms)
+{
+	const char *path = getenv("KFORGE_KB");
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	if (!path || access(path, R_OK) != 0) {
+		fprintf(stderr, "check_kb: synonym retrieval skipped: no knowledge.db\n");
+		return;
+	}
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	struct kb_hit *h = NULL;
+	struct kb_search q = {.query = SYNONYM_CASES[_i].query, .limit = 3};
+	size_t n = 0;
+	ck_assert_int_eq(kb_search_guides(kb, &q, &h, &n, &err), 0);
+	int found = 0;
+	for (size_t i = 0; i < n; i++)
+		found |= strcmp(h[i].id, SYNONYM_CASES[_i].want) == 0;
+	ck_assert_msg(found, "'%s': %s not in the top 3 (%s %s %s)", q.query,
+		      SYNONYM_CASES[_i].want, n > 0 ? h[0].id : "-", n > 1 ? h[1].id : "-",
+		      n > 2 ? h[2].id : "-");
+	free(h);
+	kb_close(kb);
+}
+END_TEST
+
 /* ---- threads ------------------------------------------------------------------ */
 
 static void *search_worker(void *arg)
@@ -1073,6 +1304,8 @@ static Suite *kb_suite(void)
 	tcase_add_unchecked_fixture(t, suite_setup, suite_teardown);
 	tcase_add_test(t, every_gpu_row_round_trips_against_the_csv);
 	tcase_add_test(t, every_source_key_of_a_figure_is_in_the_sources_table);
+	tcase_add_test(t, a10g_figures_are_the_a10g_not_the_a10);
+	tcase_add_test(t, a_figure_cites_its_own_source);
 	tcase_add_loop_test(t, alias_resolves_to_the_canonical_gpu, 0,
 			    sizeof ALIASES / sizeof ALIASES[0]);
 	tcase_add_test(t, ambiguous_alias_lists_every_match_canonical_first);
@@ -1098,6 +1331,7 @@ static Suite *kb_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, build_fails_naming_a_guide_without_front_matter);
 	tcase_add_test(t, build_fails_naming_a_guide_missing_a_required_key);
+	tcase_add_test(t, build_fails_on_a_guide_that_does_not_say_what_it_was_checked_on);
 	tcase_add_test(t, build_fails_naming_a_broken_cross_reference);
 	tcase_add_test(t, build_fails_on_a_related_id_that_is_no_guide);
 	tcase_add_test(t, build_fails_on_a_link_to_an_unknown_gpu);
@@ -1105,6 +1339,7 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, build_fails_naming_a_gpu_figure_without_a_source);
 	tcase_add_test(t, build_fails_on_a_source_that_names_no_key);
 	tcase_add_test(t, build_fails_on_a_gpu_without_an_alias_line);
+	tcase_add_test(t, build_fails_on_a_bad_figure_source_line);
 	tcase_add_test(t, build_is_reproducible_byte_for_byte);
 	tcase_add_test(t, build_without_guides_folder_still_works);
 	tcase_add_test(t, open_rejects_a_missing_or_foreign_file);
@@ -1120,6 +1355,9 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, guide_read_returns_the_whole_guide_and_unknown_ids_fail);
 	tcase_add_test(t, retrieval_puts_the_right_guide_in_the_top_three);
 	tcase_add_test(t, index_questions_rank_their_guide_in_the_top_three);
+	tcase_add_test(t, blind_questions_rank_an_acceptable_guide_in_the_top_three);
+	tcase_add_loop_test(t, agent_words_reach_the_guide_through_synonyms, 0,
+			    sizeof SYNONYM_CASES / sizeof SYNONYM_CASES[0]);
 	tcase_add_test(t, concurrent_queries_from_many_threads_agree);
 	suite_add_tcase(s, t);
 	return s;

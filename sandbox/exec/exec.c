@@ -1,0 +1,265 @@
+/* exec: opening an executor (the Slurm checks done at start), one job from
+ * its row and directory to its answer, the per-client queue, and the
+ * recovery of a previous daemon's jobs. See exec.h. */
+#include "sandbox/exec/exec.h"
+#include "sandbox/exec/exec_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXEC_MAX_PER_CLIENT_DEFAULT 16
+#define EXEC_POLL_MS_DEFAULT	    1000
+
+const char *exec_kind_name(enum exec_kind k)
+{
+	return k == EXEC_SLURM ? "slurm" : "local";
+}
+
+int exec_is_remote(const struct exec *x)
+{
+	return x && x->cfg.kind != EXEC_LOCAL;
+}
+
+/* Values that go into #SBATCH lines and paths the script names: no
+ * whitespace, quotes or shell characters. */
+static int slurm_word(const char *what, const char *v, size_t cap, const char *extra,
+		      struct kf_err *err)
+{
+	if (!v)
+		return 0;
+	if (!*v || strlen(v) >= cap)
+		return kf_err_set(err, KF_EINVAL, "%s: '%s' must be 1 to %zu characters", what, v,
+				  cap - 1);
+	for (const char *c = v; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr(extra, *c)))
+			return kf_err_set(err, KF_EINVAL,
+					  "%s: '%s' has '%c'; allowed: letters, digits and '%s'",
+					  what, v, *c, extra);
+	return 0;
+}
+
+static int check_shared_dir(const char *dir, struct kf_err *err)
+{
+	char jobs[PATH_MAX + 8];
+	struct stat st;
+
+	if (!dir)
+		return kf_err_set(err, KF_EINVAL,
+				  "--executor slurm needs --shared-dir DIR: a directory the "
+				  "compute nodes see at the same path");
+	if (dir[0] != '/')
+		return kf_err_set(err, KF_EINVAL, "--shared-dir: '%s' must be an absolute path",
+				  dir);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return kf_err_set(err, KF_ENOTFOUND,
+				  "--shared-dir: '%s' does not exist or is not a directory (create "
+				  "it on the shared file system first)",
+				  dir);
+	if (access(dir, W_OK | X_OK))
+		return kf_err_set(err, KF_EIO, "--shared-dir: '%s' is not writable by this user",
+				  dir);
+	snprintf(jobs, sizeof(jobs), "%s/jobs", dir);
+	if (mkdir(jobs, 0700) && errno != EEXIST)
+		return kf_err_set(err, KF_EIO, "--shared-dir: cannot create %s: %s", jobs,
+				  strerror(errno));
+	return 0;
+}
+
+static int check_slurm(struct exec *x, struct kf_err *err)
+{
+	static const char *const progs[] = {"sbatch", "squeue", "scancel", "sinfo"};
+	char parts[2048];
+	int rc;
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (!exec_on_path(progs[i]))
+			return kf_err_set(err, KF_ENOTFOUND,
+					  "--executor slurm: %s not found on PATH (install the "
+					  "Slurm client, e.g. Debian's slurm-client, or load the "
+					  "cluster's slurm module)",
+					  progs[i]);
+	if (!x->cfg.partition)
+		return kf_err_set(err, KF_EINVAL, "--executor slurm needs --partition NAME");
+	if ((rc = slurm_word("--partition", x->cfg.partition, sizeof(x->partition), "_-.", err)) ||
+	    (rc = slurm_word("--gres", x->cfg.gres, sizeof(x->gres), "_-.:,", err)) ||
+	    (rc = slurm_word("--account", x->cfg.account, sizeof(x->account), "_-.", err)) ||
+	    (rc = slurm_word("--time-limit", x->cfg.time_limit, sizeof(x->time_limit), ":-",
+			     err)) ||
+	    (rc = slurm_word("--shared-dir", x->cfg.shared_dir, sizeof(x->shared_dir), "/_-.+",
+			     err)) ||
+	    (rc = slurm_word("kforge's path", x->cfg.kforge_path, sizeof(x->kforge), "/_-.+",
+			     err)) ||
+	    (rc = check_shared_dir(x->cfg.shared_dir, err)))
+		return rc;
+	if ((rc = exec_slurm_partitions(parts, sizeof(parts), err)))
+		return rc;
+	for (char *p = parts, *e; p && *p; p = e ? e + 1 : NULL) {
+		e = strchr(p, ',');
+		if ((e ? (size_t)(e - p) : strlen(p)) == strlen(x->cfg.partition) &&
+		    strncmp(p, x->cfg.partition, strlen(x->cfg.partition)) == 0)
+			return 0;
+	}
+	return kf_err_set(err, KF_ENOTFOUND,
+			  "--partition: Slurm has no partition '%s' (sinfo lists: %s)",
+			  x->cfg.partition, parts[0] ? parts : "none");
+}
+
+static const char *keep(char *buf, size_t cap, const char *v)
+{
+	if (!v)
+		return NULL;
+	snprintf(buf, cap, "%s", v);
+	return buf;
+}
+
+int exec_open(const struct exec_config *cfg, struct history *history, struct exec **out,
+	      struct kf_err *err)
+{
+	struct exec *x = calloc(1, sizeof(*x));
+	int rc = 0;
+
+	*out = NULL;
+	if (!x)
+		return kf_err_set(err, KF_ENOMEM, "exec: out of memory");
+	x->cfg = *cfg;
+	x->history = history;
+	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->cv, NULL);
+	if (cfg->kind == EXEC_SLURM) {
+		if (!history) {
+			rc = kf_err_set(err, KF_EINVAL, "exec: slurm needs the run history");
+			goto out;
+		}
+		if ((rc = check_slurm(x, err)))
+			goto out;
+		x->cfg.partition = keep(x->partition, sizeof(x->partition), cfg->partition);
+		x->cfg.gres = keep(x->gres, sizeof(x->gres), cfg->gres);
+		x->cfg.account = keep(x->account, sizeof(x->account), cfg->account);
+		x->cfg.time_limit = keep(x->time_limit, sizeof(x->time_limit), cfg->time_limit);
+		x->cfg.shared_dir = keep(x->shared_dir, sizeof(x->shared_dir), cfg->shared_dir);
+		if (cfg->kforge_path)
+			x->cfg.kforge_path = keep(x->kforge, sizeof(x->kforge), cfg->kforge_path);
+		else {
+			ssize_t n = readlink("/proc/self/exe", x->kforge, sizeof(x->kforge) - 1);
+			x->kforge[n > 0 ? n : 0] = '\0';
+			x->cfg.kforge_path = x->kforge;
+			rc = slurm_word("kforge's path", x->kforge, sizeof(x->kforge), "/_-.+",
+					err);
+		}
+	}
+	if (x->cfg.max_per_client <= 0)
+		x->cfg.max_per_client = EXEC_MAX_PER_CLIENT_DEFAULT;
+	if (x->cfg.poll_ms <= 0)
+		x->cfg.poll_ms = EXEC_POLL_MS_DEFAULT;
+out:
+	if (rc) {
+		exec_close(x);
+		return rc;
+	}
+	*out = x;
+	return 0;
+}
+
+void exec_close(struct exec *x)
+{
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->mu);
+	x->closing = 1;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->mu);
+	while (x->recoveries) {
+		struct exec_recovery *r = x->recoveries;
+		x->recoveries = r->next;
+		pthread_join(r->th, NULL);
+		free(r);
+	}
+	while (x->clients) {
+		struct exec_client *c = x->clients;
+		x->clients = c->next;
+		free(c);
+	}
+	pthread_cond_destroy(&x->cv);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
+}
+
+void exec_job_result_fini(struct exec_job_result *res)
+{
+	if (!res)
+		return;
+	json_decref(res->answer);
+	res->answer = NULL;
+}
+
+/* --- the per-client queue ---------------------------------------------- */
+
+/* Waits for a place among the client's max_per_client jobs, in arrival
+ * order (a FIFO of waiters per client). Returns 0 with *out (pass to
+ * client_leave), KF_ECANCELED, KF_EBUSY (closing) or KF_ENOMEM. */
+int exec_client_enter(struct exec *x, const char *name, const volatile int *cancel,
+		      struct exec_client **out)
+{
+	struct exec_client *c;
+	struct exec_waiter w = {0}, **pp;
+	int rc = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&x->mu);
+	for (c = x->clients; c && strcmp(c->name, name); c = c->next)
+		;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		snprintf(c->name, sizeof(c->name), "%s", name);
+		c->next = x->clients;
+		x->clients = c;
+	}
+	if (!c) {
+		pthread_mutex_unlock(&x->mu);
+		return KF_ENOMEM;
+	}
+	for (pp = &c->waiters; *pp; pp = &(*pp)->next)
+		;
+	*pp = &w;
+	while (c->waiters != &w || c->running >= x->cfg.max_per_client) {
+		struct timespec ts;
+		if (x->closing || (cancel && *cancel)) {
+			rc = x->closing ? KF_EBUSY : KF_ECANCELED;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+	}
+	for (pp = &c->waiters; *pp != &w; pp = &(*pp)->next)
+		;
+	*pp = w.next;
+	if (!rc) {
+		c->running++;
+		*out = c;
+	}
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->mu);
+	return rc;
+}
+
+void exec_client_leave(struct exec *x, struct exec_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&x->mu);
+	c->running--;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->mu);
+}

@@ -1,0 +1,321 @@
+/* exec_slurm: the Slurm side of the executor: the batch script, sbatch,
+ * squeue/sacct, scancel, sinfo, each run as a plain child process (no
+ * shell) with its output capped, and the table of job states. */
+#include "sandbox/exec/exec.h"
+#include "sandbox/exec/exec_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int exec_on_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+		if (n && access(buf, X_OK) == 0)
+			return 1;
+		path += n + (path[n] == ':');
+	}
+	return 0;
+}
+
+/* Appends what fd has to b (len kept under cap - 1); returns 0 at EOF. */
+static int drain(int fd, char *b, size_t cap, size_t *len)
+{
+	char tmp[4096];
+	ssize_t n = read(fd, tmp, sizeof(tmp));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0)
+		return 0;
+	if (*len + 1 < cap) {
+		size_t k = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
+		memcpy(b + *len, tmp, k);
+		*len += k;
+		b[*len] = '\0';
+	}
+	return 1;
+}
+
+int exec_cmd(const char *const *argv, char *out, size_t out_cap, char *errout, size_t err_cap,
+	     int *status, struct kf_err *err)
+{
+	int po[2], pe[2], st = 0;
+	size_t lo = 0, le = 0;
+	pid_t pid;
+
+	out[0] = errout[0] = '\0';
+	*status = -1;
+	if (pipe2(po, O_CLOEXEC))
+		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
+	if (pipe2(pe, O_CLOEXEC)) {
+		close(po[0]);
+		close(po[1]);
+		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
+	}
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0)
+			dup2(devnull, 0);
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	if (pid < 0) {
+		close(po[0]);
+		close(pe[0]);
+		return kf_err_set(err, KF_EIO, "cannot start %s: %s", argv[0], strerror(errno));
+	}
+	struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+	int open_fds = 2;
+	while (open_fds > 0) {
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (!drain(fds[i].fd, i ? errout : out, i ? err_cap : out_cap,
+				   i ? &le : &lo)) {
+				close(fds[i].fd);
+				fds[i].fd = -1;
+				open_fds--;
+			}
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (fds[i].fd >= 0)
+			close(fds[i].fd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (*status == 127 && !out[0])
+		return kf_err_set(err, KF_EIO, "cannot run %s: not found on PATH", argv[0]);
+	return 0;
+}
+
+/* One line, trimmed, newlines turned into "; ": what an error carries. */
+static void one_line(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (const char *c = in; *c && n + 3 < cap; c++) {
+		if (*c == '\n') {
+			if (c[1] && n)
+				n += (size_t)snprintf(out + n, cap - n, "; ");
+			continue;
+		}
+		out[n++] = *c;
+	}
+	out[n] = '\0';
+}
+
+int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, const char *dir,
+			    const char *key, int exclusive, struct kf_err *err)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/job.sh", dir);
+	f = fopen(p, "w");
+	if (!f)
+		return kf_err_set(err, KF_EIO, "cannot write %s: %s", p, strerror(errno));
+	fprintf(f, "#!/bin/sh\n#SBATCH --job-name=kforge-%s\n#SBATCH --partition=%s\n", key,
+		cfg->partition);
+	fprintf(f, "#SBATCH --gres=%s\n", cfg->gres ? cfg->gres : "gpu:1");
+	if (cfg->account)
+		fprintf(f, "#SBATCH --account=%s\n", cfg->account);
+	if (cfg->time_limit)
+		fprintf(f, "#SBATCH --time=%s\n", cfg->time_limit);
+	if (exclusive)
+		fprintf(f, "#SBATCH --exclusive\n");
+	/* A node failure comes back to the daemon, which retries it once
+	 * elsewhere; Slurm's own requeue would run it again unseen. */
+	fprintf(f, "#SBATCH --no-requeue\n#SBATCH --output=%s/slurm-%%j.out\n", dir);
+	fprintf(f, "#SBATCH --chdir=%s\nexec '%s' exec-job '%s'%s\n", dir, kforge, dir,
+		cfg->sandbox_none ? " --sandbox=none" : "");
+	if (fclose(f))
+		return kf_err_set(err, KF_EIO, "cannot write %s", p);
+	return 0;
+}
+
+int exec_slurm_submit(const char *dir, const char *exclude, char *id, size_t id_cap, char *said,
+		      size_t said_cap, struct kf_err *err)
+{
+	char script[PATH_MAX], excl[300], out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
+	const char *argv[5] = {"sbatch", "--parsable"};
+	int n = 2, status, rc;
+
+	said[0] = id[0] = '\0';
+	snprintf(script, sizeof(script), "%s/job.sh", dir);
+	if (exclude && *exclude) {
+		snprintf(excl, sizeof(excl), "--exclude=%s", exclude);
+		argv[n++] = excl;
+	}
+	argv[n++] = script;
+	argv[n] = NULL;
+	rc = exec_cmd(argv, out, sizeof(out), errout, sizeof(errout), &status, err);
+	if (rc)
+		return rc;
+	if (status != 0) {
+		one_line(errout[0] ? errout : out, said, said_cap);
+		return kf_err_set(err, KF_EINVAL, "slurm refused the job: %s", said);
+	}
+	/* "1234" or "1234;cluster" */
+	size_t k = strspn(out, "0123456789_");
+	if (k == 0 || k >= id_cap) {
+		one_line(out, said, said_cap);
+		return kf_err_set(err, KF_EIO, "sbatch printed no job id: '%s'", said);
+	}
+	memcpy(id, out, k);
+	id[k] = '\0';
+	return 0;
+}
+
+int exec_slurm_parse_line(const char *line, char *state, size_t state_cap, char *reason,
+			  size_t reason_cap, char *nodes, size_t nodes_cap)
+{
+	const char *a = strchr(line, '|'), *b = a ? strchr(a + 1, '|') : NULL;
+	size_t nl;
+
+	if (!a || !b)
+		return KF_EINVAL;
+	nl = strcspn(b + 1, "\n");
+	snprintf(state, state_cap, "%.*s", (int)(a - line), line);
+	snprintf(reason, reason_cap, "%.*s", (int)(b - a - 1), a + 1);
+	snprintf(nodes, nodes_cap, "%.*s", (int)nl, b + 1);
+	return 0;
+}
+
+int exec_slurm_query(const char *id, char *state, size_t state_cap, char *reason, size_t reason_cap,
+		     char *nodes, size_t nodes_cap)
+{
+	char out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
+	const char *sq[] = {"squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r|%N", NULL};
+	const char *sa[] = {"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,NodeList",
+			    NULL};
+	struct kf_err e = {0};
+	int status, down = 1;
+
+	if (exec_cmd(sq, out, sizeof(out), errout, sizeof(errout), &status, &e) == 0) {
+		if (status == 0 && exec_slurm_parse_line(out, state, state_cap, reason, reason_cap,
+							 nodes, nodes_cap) == 0)
+			return 0;
+		down = status != 0 && !strstr(errout, "Invalid job id");
+	}
+	/* squeue forgets a job MinJobAge seconds after it ends; the
+	 * accounting database (where there is one) keeps it. */
+	if (exec_cmd(sa, out, sizeof(out), errout, sizeof(errout), &status, &e) == 0 &&
+	    status == 0 &&
+	    exec_slurm_parse_line(out, state, state_cap, reason, reason_cap, nodes, nodes_cap) == 0)
+		return 0;
+	/* squeue could not reach the controller (restarting, unreachable):
+	 * the job may be fine; the caller asks again later. */
+	return down ? KF_EIO : KF_ENOTFOUND;
+}
+
+int exec_slurm_find(const char *key, char *id, size_t id_cap)
+{
+	char name[64], out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
+	const char *argv[] = {"squeue", "-h", "-t", "all", "-n", name, "-o", "%i", NULL};
+	struct kf_err e = {0};
+	int status;
+	size_t k;
+
+	snprintf(name, sizeof(name), "kforge-%s", key);
+	if (exec_cmd(argv, out, sizeof(out), errout, sizeof(errout), &status, &e) || status)
+		return KF_ENOTFOUND;
+	k = strspn(out, "0123456789_");
+	if (k == 0 || k >= id_cap)
+		return KF_ENOTFOUND;
+	snprintf(id, id_cap, "%.*s", (int)k, out);
+	return 0;
+}
+
+void exec_slurm_cancel(const char *id)
+{
+	char out[256], errout[256];
+	const char *argv[] = {"scancel", id, NULL};
+	struct kf_err e = {0};
+	int status;
+
+	(void)exec_cmd(argv, out, sizeof(out), errout, sizeof(errout), &status, &e);
+}
+
+int exec_slurm_partitions(char *out, size_t cap, struct kf_err *err)
+{
+	char buf[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES], said[EXEC_SAID_BYTES];
+	const char *argv[] = {"sinfo", "-h", "-o", "%R", NULL};
+	int status, rc;
+	size_t n = 0;
+
+	rc = exec_cmd(argv, buf, sizeof(buf), errout, sizeof(errout), &status, err);
+	if (rc)
+		return rc;
+	if (status) {
+		one_line(errout, said, sizeof(said));
+		return kf_err_set(err, KF_EIO, "sinfo failed (is slurmctld reachable?): %s", said);
+	}
+	out[0] = '\0';
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+		if (n + 2 < cap && !strstr(out, line))
+			n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", line);
+	return 0;
+}
+
+/* --- states ---------------------------------------------------------- */
+
+/* Pending reasons that no amount of waiting resolves: the request exceeds
+ * what the partition, account or nodes allow. */
+static const char *const HOPELESS[] = {"PartitionTimeLimit",
+				       "PartitionNodeLimit",
+				       "PartitionConfig",
+				       "BadConstraints",
+				       "InvalidAccount",
+				       "InvalidQOS",
+				       "QOSMaxWallDurationPerJobLimit",
+				       "AssocMaxWallDurationPerJobLimit",
+				       "PartitionDown",
+				       "DependencyNeverSatisfied"};
+
+enum exec_verdict exec_slurm_verdict(const char *state, const char *reason)
+{
+	static const char *const RETRY[] = {"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"};
+	static const char *const FAILED[] = {"FAILED",	"TIMEOUT",	"OUT_OF_MEMORY", "DEADLINE",
+					     "REVOKED", "SPECIAL_EXIT", "OUT_OF_ME+"};
+	size_t n = strcspn(state, " +");
+
+	if (n == 9 && strncmp(state, "COMPLETED", 9) == 0)
+		return EXEC_DONE;
+	if (strncmp(state, "CANCELLED", 9) == 0)
+		return EXEC_CANCELLED;
+	for (size_t i = 0; i < sizeof(RETRY) / sizeof(RETRY[0]); i++)
+		if (strlen(RETRY[i]) == n && strncmp(state, RETRY[i], n) == 0)
+			return EXEC_RETRY;
+	for (size_t i = 0; i < sizeof(FAILED) / sizeof(FAILED[0]); i++)
+		if (strncmp(state, FAILED[i], strlen(FAILED[i])) == 0)
+			return EXEC_FAILED;
+	if (strncmp(state, "PENDING", 7) == 0 && reason)
+		for (size_t i = 0; i < sizeof(HOPELESS) / sizeof(HOPELESS[0]); i++)
+			if (strncmp(reason, HOPELESS[i], strlen(HOPELESS[i])) == 0)
+				return EXEC_FAILED;
+	return EXEC_WAIT;
+}

@@ -1,0 +1,387 @@
+"""The Slurm executor end to end (run by tests/proto/proto_slurm.sh, which
+brings up the one-node cluster and exports SLURM_CONF, T, the mock harness
+and the node data dir): refusals at start, checks and benchmarks through
+sbatch over REST, a kernel that fails, jobs Slurm refuses, cancellation
+and a client hanging up (scancel), slurmd killed mid-job (a clear failure,
+then the next job passes), the daemon killed and restarted mid-job (the
+run is recorded once), and 50 calls at once (all answered with their own
+results, each run recorded once, never more of the client's jobs at
+Slurm than its limit)."""
+import glob
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from proto_common import Checks, StdioSession, wait_port_file
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+T = os.environ["T"]
+CHECKS = Checks()
+check = CHECKS.check
+SHARED = f"{T}/shared"
+
+
+def load_spec():
+    sys.path.insert(0, f"{SRC}/tests/gpu")
+    import run  # tests/gpu/run.py: the spec loader the GPU suites use
+    spec, _, _ = run.load_spec(f"{SRC}/tests/gpu/pass/axpb_f32.json")
+    return spec
+
+
+SPEC = load_spec()
+
+
+def spec_n(n):
+    s = json.loads(json.dumps(SPEC))
+    s["sizes"] = [{"N": n}]
+    return s
+
+
+def serve_args(data, *extra, partition="gpu"):
+    return [BIN, "serve", "--data-dir", data, "--sandbox=none", "--executor", "slurm",
+            "--partition", partition, "--shared-dir", SHARED, "--slurm-poll-ms", "200",
+            *extra]
+
+
+class Http:
+    """kforge serve --http on a free port."""
+
+    def __init__(self, data, *extra, partition="gpu"):
+        self.port_file = f"{data}.port"
+        if os.path.exists(self.port_file):
+            os.unlink(self.port_file)
+        self.log = open(f"{data}.log", "ab")
+        self.p = subprocess.Popen(
+            serve_args(data, "--http", "127.0.0.1:0", "--port-file", self.port_file, *extra,
+                       partition=partition), stdout=self.log, stderr=self.log)
+        self.port = wait_port_file(self.port_file, self.p)
+
+    def post(self, path, body, timeout=300):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def get(self, path, timeout=300):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        self.p.wait(timeout=120)
+        self.log.close()
+
+
+def db_rows(data, sql, args=()):
+    c = sqlite3.connect(f"{data}/state.db", timeout=30)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+def scontrol_job(job_id):
+    return subprocess.run(["scontrol", "show", "job", str(job_id)], capture_output=True,
+                          text=True).stdout
+
+
+def squeue(job_id):
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T|%r"],
+                         capture_output=True, text=True).stdout.strip()
+    return out
+
+
+def cancelled(job_id):
+    """True once Slurm shows the job CANCELLED (it is COMPLETING while its
+    processes are being killed)."""
+    for _ in range(300):
+        state = squeue(job_id)
+        if not state.startswith("COMPLETING"):
+            return state.startswith("CANCELLED")
+        time.sleep(0.1)
+    return False
+
+
+def wait_for(cond, what, tries=600, delay=0.2):
+    for _ in range(tries):
+        if cond():
+            return True
+        time.sleep(delay)
+    check(what, False, "never happened")
+    return False
+
+
+def started():
+    return glob.glob(f"{T}/started-*")
+
+
+def clear_started():
+    for f in started():
+        os.unlink(f)
+
+
+def hold(on):
+    if on:
+        open(f"{T}/hold", "w").close()
+    elif os.path.exists(f"{T}/hold"):
+        os.unlink(f"{T}/hold")
+
+
+def test_refused_at_start():
+    data = f"{T}/d-refuse"
+    os.makedirs(data, exist_ok=True)
+    cases = [
+        ("sbatch not on PATH", serve_args(data), {"PATH": "/nonexistent"},
+         "sbatch not found on PATH"),
+        ("a missing shared dir",
+         [a if a != SHARED else f"{T}/no-such-dir" for a in serve_args(data)], {},
+         "does not exist"),
+        ("an unknown partition", serve_args(data, partition="nope"), {},
+         "no partition 'nope'"),
+    ]
+    for name, cmd, env, words in cases:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                           env={**os.environ, **env})
+        check(f"serve refuses {name} with exit 5", p.returncode == 5,
+              f"rc {p.returncode} {p.stderr}")
+        check(f"serve names {name}", words in p.stderr, p.stderr)
+    p = subprocess.run([BIN, "serve", "--partition", "gpu"], capture_output=True, text=True)
+    check("--partition without --executor slurm is a usage error",
+          p.returncode == 2 and "--executor slurm" in p.stderr, f"{p.returncode} {p.stderr}")
+
+
+def test_check_bench_and_failures(srv, data):
+    st, r = srv.post("/v1/check", {"spec": SPEC})
+    ex = r.get("executor", {})
+    check("a check through Slurm passes", st == 200 and r.get("passed") is True,
+          f"{st} {r.get('summary')}")
+    check("the answer names the Slurm job and node",
+          ex.get("kind") == "slurm" and ex.get("job_id") and ex.get("node") == "kfnode", ex)
+    check("the check ran on the node's (mock) GPU",
+          r.get("device", {}).get("name") == "kforge mock GPU", r.get("device"))
+    rows = db_rows(data, "SELECT kind, status, device_name FROM runs WHERE id = ?",
+                   (r.get("run_id"),))
+    check("the check is one run in state.db", rows == [("check", "ok", "kforge mock GPU")], rows)
+    st, r = srv.post("/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0})
+    check("a benchmark through Slurm measures", st == 200 and r.get("passed") is True and
+          r.get("candidate", {}).get("count", 0) >= 8, f"{st} {r.get('summary')}")
+    check("a benchmark asks Slurm for the node to itself",
+          "OverSubscribe=NO" in scontrol_job(r.get("executor", {}).get("job_id")),
+          scontrol_job(r.get("executor", {}).get("job_id")))
+    check("a check does not", "OverSubscribe=NO" not in scontrol_job(ex.get("job_id")),
+          scontrol_job(ex.get("job_id")))
+    keys = db_rows(data, "SELECT key FROM exec_jobs WHERE state = 'recorded'")
+    check("an answered job's directory is removed once its run is recorded",
+          keys and not any(os.path.exists(f"{SHARED}/jobs/{k}") for (k,) in keys), keys)
+    runs_before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    st, r = srv.get("/v1/gpus/local")
+    check("get_gpu_specs local answers for a node of the partition",
+          st == 200 and [g.get("device", {}).get("name") for g in r.get("local", [])] ==
+          ["kforge mock GPU"] and r.get("executor", {}).get("node") == "kfnode", r)
+    check("get_gpu_specs local records no run and leaves no job open",
+          db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs_before and
+          db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'") == [(0,)],
+          db_rows(data, "SELECT tool, state FROM exec_jobs"))
+    open(f"{T}/mode", "w").write("oob")
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+    open(f"{T}/mode", "w").write("ok")
+    check("a wrong kernel fails on the node with its safeguard",
+          r.get("passed") is False and "out_of_bounds" in r.get("safeguards_fired", []),
+          r.get("summary"))
+    rows = db_rows(data, "SELECT status FROM runs WHERE id = ?", (r.get("run_id"),))
+    check("the failed check is recorded as failed", rows == [("failed",)], rows)
+
+
+def test_refused_jobs():
+    data = f"{T}/d-gres"
+    os.makedirs(data, exist_ok=True)
+    srv = Http(data, "--gres", "gpu:5")
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+    err = r.get("error", {})
+    check("a job sbatch refuses is a structured error", err.get("code") == "invalid", r)
+    check("the error carries Slurm's words",
+          "Requested node configuration is not available" in err.get("slurm", {}).get("said", ""),
+          err)
+    srv.stop()
+    data = f"{T}/d-time"
+    os.makedirs(data, exist_ok=True)
+    srv = Http(data, "--time-limit", "10", partition="short")
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+    err = r.get("error", {})
+    # Slurm 22.05 says PartitionConfig here, newer ones PartitionTimeLimit
+    check("a time limit over the partition's is refused with Slurm's reason",
+          err.get("code") == "invalid" and ("PartitionTimeLimit" in err.get("message", "") or
+                                            "PartitionConfig" in err.get("message", "")), r)
+    job = err.get("slurm", {}).get("job_id")
+    check("the job that could never start was cancelled",
+          job and cancelled(job), squeue(job) if job else r)
+    srv.stop()
+
+
+def mcp_call(sess, i, args):
+    sess.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+               "params": {"name": "check_kernel", "arguments": args}})
+
+
+def test_cancel_and_hangup():
+    data = f"{T}/d-cancel"
+    os.makedirs(data, exist_ok=True)
+    log = open(f"{data}.log", "ab")
+    sess = StdioSession(BIN, data, "cancel-test", cmd=serve_args(data), stderr=log)
+    hold(True)
+    clear_started()
+    mcp_call(sess, 5, {"spec": SPEC, "trials": 1})
+    wait_for(started, "the job to start on the node")
+    sess.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 5, "reason": "test"}})
+    wait_for(lambda: db_rows(data, "SELECT state FROM exec_jobs") == [("recorded",)],
+             "the cancelled call to be recorded")
+    job = db_rows(data, "SELECT slurm_id FROM exec_jobs")[0][0]
+    check("a cancelled call scancels its Slurm job", cancelled(job), squeue(job))
+    rows = db_rows(data, "SELECT status, summary FROM runs")
+    check("the cancelled call is one run, an error", len(rows) == 1 and rows[0][0] == "error",
+          rows)
+    clear_started()
+    mcp_call(sess, 6, {"spec": SPEC, "trials": 1})
+    wait_for(started, "the second job to start on the node")
+    sess.close()  # the client hangs up: end of stdin
+    jobs = db_rows(data, "SELECT slurm_id, state FROM exec_jobs ORDER BY key")
+    check("a client that hangs up cancels its Slurm job",
+          len(jobs) == 2 and cancelled(jobs[1][0]),
+          f"{jobs} {squeue(jobs[-1][0]) if jobs else ''}")
+    hold(False)
+    log.close()
+
+
+def test_slurmd_killed(srv, data):
+    hold(True)
+    clear_started()
+    out = {}
+    th = threading.Thread(target=lambda: out.update(r=srv.post("/v1/check",
+                                                                {"spec": SPEC, "trials": 1})))
+    th.start()
+    wait_for(started, "the job to start before slurmd is killed")
+    pid = int(open(f"{T}/slurmd.pid").read())
+    os.kill(pid, signal.SIGKILL)
+    th.join(timeout=300)
+    st, r = out.get("r", (0, {}))
+    err = r.get("error", {})
+    check("slurmd killed mid-job: the call fails clearly",
+          err.get("code") == "fault" and "NODE_FAIL" in err.get("message", ""), r)
+    check("slurmd killed mid-job: the retry elsewhere was tried and refused",
+          "retry was refused" in err.get("message", "") and
+          err.get("slurm", {}).get("attempts") == 2, err)
+    hold(False)
+    # the orphaned job finishes before slurmd comes back
+    key = db_rows(data, "SELECT key FROM exec_jobs ORDER BY key DESC LIMIT 1")[0][0]
+    check("a job that failed at Slurm keeps its directory and log",
+          glob.glob(f"{SHARED}/jobs/{key}/slurm-*.out"), key)
+    wait_for(lambda: os.path.exists(f"{SHARED}/jobs/{key}/answer.json"),
+             "the orphaned job to end")
+    subprocess.run(["slurmd", "-f", os.environ["SLURM_CONF"], "-N", "kfnode"], check=True)
+    subprocess.run(["scontrol", "update", "nodename=kfnode", "state=resume"],
+                   capture_output=True)
+    wait_for(lambda: subprocess.run(["sinfo", "-h", "-n", "kfnode", "-p", "gpu", "-o", "%t"],
+                                    capture_output=True, text=True).stdout.strip() == "idle",
+             "the node to come back")
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+    check("after slurmd is back the next job passes", r.get("passed") is True, r.get("summary"))
+
+
+def test_daemon_restarted(srv, data):
+    hold(True)
+    clear_started()
+    before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    def call():
+        try:
+            srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+        except OSError:
+            pass  # the daemon is killed under it
+
+    th = threading.Thread(target=call, daemon=True)
+    th.start()
+    wait_for(started, "the job to start before the daemon is killed")
+    srv.stop(signal.SIGKILL)
+    key = db_rows(data, "SELECT key FROM exec_jobs ORDER BY key DESC LIMIT 1")[0][0]
+    srv2 = Http(data, "--max-jobs-per-client", "4")
+    hold(False)
+    wait_for(lambda: db_rows(data, "SELECT state FROM exec_jobs WHERE key = ?", (key,)) ==
+             [("recorded",)], "the restarted daemon to record the job")
+    rows = db_rows(data, "SELECT r.status, r.summary FROM runs r JOIN exec_jobs j "
+                   "ON j.run_id = r.id WHERE j.key = ?", (key,))
+    check("the restarted daemon completes the run", len(rows) == 1 and rows[0][0] == "ok", rows)
+    after = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    check("the run is recorded once", after == before + 1, f"{before} -> {after}")
+    return srv2
+
+
+def test_fifty_at_once(srv, data):
+    before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    results = [None] * 50
+    seen_max = [0]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            out = subprocess.run(["squeue", "-h", "-p", "gpu", "-t", "PD,R", "-o", "%j"], capture_output=True,
+                                 text=True).stdout.split()
+            seen_max[0] = max(seen_max[0], sum(1 for j in out if j.startswith("kforge-")))
+            time.sleep(0.1)
+
+    def one(i):
+        results[i] = srv.post("/v1/check", {"spec": spec_n(1000 + i), "trials": 1,
+                                            "odd_size": False}, timeout=900)
+
+    w = threading.Thread(target=watch)
+    w.start()
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    done.set()
+    w.join()
+    ok = [i for i, x in enumerate(results) if x and x[1].get("passed") is True]
+    check("50 calls at once: all pass", len(ok) == 50,
+          [x[1].get("summary") if x else None for x in results if not x or not x[1].get("passed")][:3])
+    own = [i for i, x in enumerate(results)
+           if x and x[1].get("sizes", [{}])[0].get("sizes", {}).get("N") == 1000 + i]
+    check("50 calls at once: each answer is its own call's", len(own) == 50, len(own))
+    ids = {x[1].get("run_id") for x in results if x}
+    after = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    check("50 calls at once: 50 runs, none lost or doubled",
+          len(ids) == 50 and after == before + 50, f"{len(ids)} ids, {before} -> {after}")
+    check("50 calls at once: the client never had more than its limit at Slurm",
+          0 < seen_max[0] <= 4, seen_max[0])
+    pending = db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'")
+    check("50 calls at once: no job left unrecorded", pending == [(0,)], pending)
+
+
+def main():
+    test_refused_at_start()
+    test_refused_jobs()
+    test_cancel_and_hangup()
+    data = f"{T}/d-main"
+    os.makedirs(data, exist_ok=True)
+    srv = Http(data, "--max-jobs-per-client", "4")
+    try:
+        test_check_bench_and_failures(srv, data)
+        test_slurmd_killed(srv, data)
+        srv = test_daemon_restarted(srv, data)
+        test_fifty_at_once(srv, data)
+    finally:
+        srv.stop()
+    sys.exit(CHECKS.summary("proto_slurm"))
+
+
+main()
