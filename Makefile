@@ -227,6 +227,14 @@ $(B)/tests/unit/check_%: $(B)/tests/unit/check_%.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
 
+# The failing-allocator suite counts every allocation kforge's code makes:
+# the linker sends malloc & co. to tests/unit/failalloc.c.
+FAILALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+	-Wl,--wrap=json_loads,--wrap=json_loadb,--wrap=json_load_file
+$(B)/tests/unit/check_failalloc: $(B)/tests/unit/check_failalloc.o $(B)/tests/unit/failalloc.o $(ALL_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(FAILALLOC_WRAP) $(CHECK_LIBS) $(LDLIBS_BASE) $(LDFLAGS)
+
 # Environment every test run sees: where the built pieces are.
 TEST_ENV = KFORGE_BIN=$(abspath $(BIN)) KFORGE_HARNESS=$(abspath $(HARNESS)) \
 	KFORGE_KB=$(abspath $(KB_DB)) KFORGE_SRC=$(abspath .)
@@ -296,27 +304,48 @@ run: deps-auto
 # -O1 changes GCC's value-range view, so -Wformat-truncation (bounded
 # snprintf by design) fires where -O2 does not; it is off for this build only.
 # halt_on_error makes UBSan findings fail the run like ASan's.
-asan:
+# The fatbin is device code, which the sanitizers do not see: build-asan
+# takes build's instead of running nvcc a second time.
+asan: $(FATBIN)
+	$(Q)mkdir -p build-asan/kernels && cp -p $(FATBIN) build-asan/kernels/
 	$(MAKE) B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -Wno-format-truncation" \
 		LDFLAGS="-fsanitize=address,undefined" \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 test
 
-# libFuzzer targets for the JSON-RPC parser and the schema validator, each
-# run for FUZZ_SECONDS from the seeds in tests/fuzz/seeds (clang needed).
-FUZZ_SECONDS ?= 30
+# libFuzzer targets (tests/fuzz/fuzz_<t>.c), each linked with the sources it
+# exercises, built by clang with ASan+UBSan and run for FUZZ_SECONDS from its
+# seeds (tests/fuzz/seeds/<t>: test inputs and every crash ever found) and
+# its dictionary (tests/fuzz/<t>.dict) where there is one. CI runs them for
+# a short budget (.ci/run); `make fuzz` longer. New inputs libFuzzer finds
+# stay in build-fuzz/corpus_<t> between runs.
+FUZZ_SECONDS ?= 120
+FUZZ_TARGETS := flags expr spec jsonrpc schema mcp http
 FUZZ_SRC_jsonrpc := server/mcp/jsonrpc.c base/kf_err.c
 FUZZ_SRC_schema := server/mcp/schema.c base/kf_err.c
-fuzz:
+FUZZ_SRC_flags := sandbox/compile/compile_flags.c base/kf_err.c
+FUZZ_SRC_expr := sandbox/spec/expr.c base/kf_err.c
+FUZZ_SRC_spec := $(SRC_spec) $(SRC_kernels) $(SRC_base)
+FUZZ_SRC_mcp := $(SRC_mcp) $(SRC_base)
+FUZZ_SRC_http := server/transport/http_guard.c base/kf_err.c
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include -g -O1 \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_BINS := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*)
 	$(Q)command -v clang >/dev/null || $(MAKE) --no-print-directory deps
-	$(Q)mkdir -p build-fuzz
-	$(Q)for t in jsonrpc schema; do \
-		srcs=$$(case $$t in jsonrpc) echo "$(FUZZ_SRC_jsonrpc)";; schema) echo "$(FUZZ_SRC_schema)";; esac); \
-		clang -std=c11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-			-o build-fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c $$srcs -ljansson || exit 1; \
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -ljansson -lpthread -lm -ldl
+
+fuzz: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do \
 		mkdir -p build-fuzz/corpus_$$t && cp -n tests/fuzz/seeds/$$t/* build-fuzz/corpus_$$t/; \
+		dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
 		echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
-		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
-			build-fuzz/corpus_$$t 2>build-fuzz/fuzz_$$t.log || { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=build-fuzz/crash_$$t- $$dict \
+			build-fuzz/corpus_$$t 2>build-fuzz/fuzz_$$t.log || { tail -60 build-fuzz/fuzz_$$t.log; exit 1; }; \
 		grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_$$t.log; \
 	done
 

@@ -45,10 +45,12 @@ static int define_ok(const char *d)
 	return 1;
 }
 
-/* A path named by -I or -include: relative, inside the job, no "..". */
+/* A path named by -I or -include: relative, inside the job, no "..", and
+ * not starting with '-' (after -include it is a separate argument, which
+ * would read as an option). */
 static int job_path_ok(const char *p)
 {
-	if (!*p || *p == '/' || *p == '~' || strlen(p) > 128)
+	if (!*p || *p == '/' || *p == '~' || *p == '-' || strlen(p) > 128)
 		return 0;
 	const char *s = p;
 	while (*s) {
@@ -417,6 +419,14 @@ int compile_parse_flags(const char *const *flags, size_t len, struct compile_fla
 	if (len > COMPILE_FLAGS_MAX)
 		return kf_err_set(err, KF_ETOOBIG, "flags: %zu given, at most %d", len,
 				  COMPILE_FLAGS_MAX);
+	/* Every element, values after -D, -I, -Xptxas... included. */
+	for (size_t i = 0; i < len; i++) {
+		if (!flags[i] || !*flags[i])
+			return kf_err_set(err, KF_EINVAL, "flags[%zu] is empty", i);
+		if (strlen(flags[i]) > COMPILE_FLAG_MAX_CHARS)
+			return kf_err_set(err, KF_EINVAL, "flags[%zu] is longer than %d characters",
+					  i, COMPILE_FLAG_MAX_CHARS);
+	}
 	for (size_t i = 0; i < len; i++) {
 		const char *f = flags[i];
 		const char *next = i + 1 < len ? flags[i + 1] : NULL;

@@ -24,7 +24,9 @@ struct compile_flagset {
 	int nvcc_len;
 	const char *nvrtc[COMPILE_ARGS_MAX];
 	int nvrtc_len;
-	char store[COMPILE_ARGS_MAX][160];
+	/* a flag or value (COMPILE_FLAG_MAX_CHARS) behind a prefix of at most
+	 * 16 ("--ptxas-options="): it always fits whole */
+	char store[COMPILE_ARGS_MAX][COMPILE_FLAG_MAX_CHARS + 17];
 	int store_len;
 	int debug;    /* -G */
 	int overflow; /* 1 once an append found nvcc, nvrtc or store full */

@@ -166,21 +166,30 @@ int history_status_parse(const char *name)
 	return KF_EINVAL;
 }
 
+/* sqlite running out of memory is the host's trouble, not the database's:
+ * KF_ENOMEM, so callers do not report a broken state.db. */
+static int db_code(struct history *h)
+{
+	return sqlite3_errcode(h->db) == SQLITE_NOMEM ? KF_ENOMEM : KF_EDB;
+}
+
 int history_db_fail(struct history *h, const char *what, struct kf_err *err)
 {
-	return kf_err_set(err, KF_EDB, "state.db (%s): %s: %s", h->path, what,
+	return kf_err_set(err, db_code(h), "state.db (%s): %s: %s", h->path, what,
 			  sqlite3_errmsg(h->db));
 }
 
 static int exec(struct history *h, const char *sql, struct kf_err *err)
 {
 	char *msg = NULL;
+	int rc;
 
 	if (sqlite3_exec(h->db, sql, NULL, NULL, &msg) == SQLITE_OK)
 		return 0;
-	kf_err_set(err, KF_EDB, "state.db (%s): %s", h->path, msg ? msg : sqlite3_errmsg(h->db));
+	rc = kf_err_set(err, db_code(h), "state.db (%s): %s", h->path,
+			msg ? msg : sqlite3_errmsg(h->db));
 	sqlite3_free(msg);
-	return KF_EDB;
+	return rc;
 }
 
 static int read_version(struct history *h, int *v, struct kf_err *err)
@@ -205,8 +214,9 @@ static int migrate_step(struct history *h, int *done, struct kf_err *err)
 	char sql[64];
 
 	*done = 0;
-	if (exec(h, "BEGIN IMMEDIATE", err))
-		return KF_EDB;
+	rc = exec(h, "BEGIN IMMEDIATE", err);
+	if (rc)
+		return rc;
 	rc = read_version(h, &v, err);
 	if (rc)
 		goto out;
@@ -429,10 +439,13 @@ static int dump_json(const char *field, const json_t *j, char **out, struct kf_e
 	return 0;
 }
 
+/* Every text is bound SQLITE_STATIC: each outlives its statement (finalized
+ * before the function returns), and a copy that failed for memory would
+ * leave the column NULL without an error. */
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -505,7 +518,7 @@ static int insert_run(struct history *h, struct history_run *run, const char *sp
 	for (int attempt = 0; attempt < 8; attempt++) {
 		history_make_id(created, run->id);
 		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, run->id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 1, run->id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, KIND_NAMES[run->kind], -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, created);
 		sqlite3_bind_text(st, 4, STATUS_NAMES[run->status], -1, SQLITE_STATIC);
@@ -587,14 +600,23 @@ static char *col_dup(sqlite3_stmt *st, int i)
 static json_t *col_json(sqlite3_stmt *st, int i)
 {
 	const char *s = (const char *)sqlite3_column_text(st, i);
+	json_error_t je;
 	json_t *j;
 
 	/* A stored document that no longer parses is shown as its text rather
-	 * than dropped. */
+	 * than dropped; one that could not be read for memory is not there. */
 	if (!s)
 		return NULL;
-	j = json_loads(s, JSON_DECODE_ANY, NULL);
+	j = json_loads(s, JSON_DECODE_ANY, &je);
+	if (!j && json_error_code(&je) == json_error_out_of_memory)
+		return NULL;
 	return j ? j : json_string(s);
+}
+
+/* 1 when column i holds a value that did not arrive (out of memory). */
+static int col_lost(sqlite3_stmt *st, int i, const void *v)
+{
+	return !v && sqlite3_column_type(st, i) != SQLITE_NULL;
 }
 
 /* Columns: id kind created_ms status kernels source_hash device_name
@@ -626,7 +648,10 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 		r->notes = col_dup(st, 14);
 		r->env = col_json(st, 15);
 	}
-	if (!r->kernels || !r->summary)
+	if (!r->kernels || !r->summary || col_lost(st, 5, r->source_hash) ||
+	    col_lost(st, 6, r->device_name) || col_lost(st, 7, r->device_uuid))
+		return KF_ENOMEM;
+	if (with_json && (col_lost(st, 10, r->spec) || col_lost(st, 11, r->result)))
 		return KF_ENOMEM;
 	return 0;
 }
@@ -650,7 +675,7 @@ int history_get(struct history *h, const char *id, struct history_run *out, stru
 		rc = history_db_fail(h, "preparing a lookup", err);
 		goto out;
 	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	step = sqlite3_step(st);
 	if (step == SQLITE_DONE) {
 		rc = kf_err_set(err, KF_ENOTFOUND, "no run with id %s", id);
@@ -752,13 +777,13 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 	if (f->status >= 0)
 		sqlite3_bind_text(st, bind++, STATUS_NAMES[f->status], -1, SQLITE_STATIC);
 	if (pattern)
-		sqlite3_bind_text(st, bind++, pattern, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, bind++, pattern, -1, SQLITE_STATIC);
 	if (f->since_ms > 0)
 		sqlite3_bind_int64(st, bind++, f->since_ms);
 	if (f->source_hash)
 		sqlite3_bind_text(st, bind++, f->source_hash, -1, SQLITE_TRANSIENT);
 	if (f->cursor && *f->cursor)
-		sqlite3_bind_text(st, bind++, f->cursor, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, bind++, f->cursor, -1, SQLITE_STATIC);
 	/* One extra row tells whether there is a next page. */
 	sqlite3_bind_int64(st, bind, (sqlite3_int64)limit + 1);
 	cap = limit;
@@ -839,13 +864,13 @@ int history_set_ceilings(struct history *h, const struct history_ceilings *c, st
 		rc = history_db_fail(h, "preparing the ceilings", err);
 		goto out;
 	}
-	sqlite3_bind_text(st, 1, c->gpu_uuid, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, c->device_name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, c->gpu_uuid, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, c->device_name, -1, SQLITE_STATIC);
 	bind_measure(st, 3, c->copy_gbps);
 	bind_measure(st, 4, c->bf16_tflops);
 	bind_measure(st, 5, c->fp32_tflops);
 	sqlite3_bind_int64(st, 6, c->measured_ms > 0 ? c->measured_ms : wall_ms());
-	sqlite3_bind_text(st, 7, c->method, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, c->method, -1, SQLITE_STATIC);
 	bind_text(st, 8, c->run_id[0] ? c->run_id : NULL);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		rc = history_db_fail(h, "storing the ceilings", err);
@@ -878,7 +903,7 @@ int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history
 		rc = history_db_fail(h, "preparing the ceilings lookup", err);
 		goto out;
 	}
-	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_STATIC);
 	step = sqlite3_step(st);
 	if (step == SQLITE_DONE) {
 		rc = kf_err_set(err, KF_ENOTFOUND,

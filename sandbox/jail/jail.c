@@ -266,7 +266,7 @@ static long long elapsed_ms(const struct timespec *t0)
 }
 
 /* Runs /bin/true in the jail. 0 when it worked; KF_ESANDBOX with the
- * bubblewrap message; KF_EIO when no probe dir could be made. */
+ * bubblewrap message; KF_EIO when no probe dir could be made; KF_ENOMEM. */
 static int probe(struct jail *j, struct kf_err *perr)
 {
 	char dir[] = "/tmp/kforge-jailprobe-XXXXXX";
@@ -287,7 +287,7 @@ static int probe(struct jail *j, struct kf_err *perr)
 		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
 			msg[--n] = 0;
 		rc = kf_err_set(perr, KF_ESANDBOX, "bwrap: %s", n ? msg : "failed");
-	} else if (rc != 0) {
+	} else if (rc != 0 && rc != KF_ENOMEM) {
 		rc = KF_ESANDBOX;
 	}
 	jail_result_fini(&res);
@@ -369,7 +369,7 @@ int jail_open(const struct jail_config *cfg, struct jail **out, struct kf_err *e
 		kf_err_clear(&perr);
 		rc = probe(j, &perr);
 	}
-	if (rc == KF_EIO) {
+	if (rc == KF_EIO || rc == KF_ENOMEM) { /* the host's trouble, not bubblewrap's */
 		kf_err_set(err, rc, "%s", perr.msg);
 		jail_close(j);
 		return rc;

@@ -546,6 +546,10 @@ int spec_parse(const json_t *j, const struct spec_limits *lim,
 			goto out;
 		}
 		s->op = dup_str(json_string_value(op));
+		if (!s->op) {
+			rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+			goto out;
+		}
 		const json_t *dt = json_object_get(j, "dtype");
 		if (dt && (rc = parse_dtype(dt, "dtype", &s->op_dtype, err)))
 			goto out;
@@ -564,6 +568,10 @@ int spec_parse(const json_t *j, const struct spec_limits *lim,
 			goto out;
 		}
 		s->arch = dup_str(a);
+		if (!s->arch) { /* NULL would mean "the local GPU's" */
+			rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
 	if ((rc = parse_sizes(s, j, err)) || (rc = parse_tensors(s, j, err)) ||
 	    (rc = parse_scalars(s, j, err)))

@@ -90,7 +90,7 @@ static int parse_arg(struct spec *s, const json_t *v, const char *path, struct s
 	json_decref(tmp);
 	if (rc) {
 		/* A bare unknown name is most likely a typo of a tensor name. */
-		if (spec_valid_name(buf))
+		if (rc != KF_ENOMEM && spec_valid_name(buf))
 			return kf_err_set(err, KF_EINVAL,
 					  "%s: '%s' is not a tensor, scalar or size of "
 					  "the spec",
@@ -169,10 +169,11 @@ int spec_parse_launch_list(struct spec *s, const json_t *v, const char *path,
 		if (json_array_size(args) > SPEC_MAX_ARGS)
 			return kf_err_set(err, KF_ETOOBIG, "%s: %zu args, at most %d", p2,
 					  json_array_size(args), SPEC_MAX_ARGS);
-		L->args_len = json_array_size(args);
-		L->args = calloc(L->args_len + 1, sizeof *L->args);
+		/* args_len only once args exists: spec_free walks args_len of them. */
+		L->args = calloc(json_array_size(args) + 1, sizeof *L->args);
 		if (!L->args)
 			return kf_err_set(err, KF_ENOMEM, "out of memory");
+		L->args_len = json_array_size(args);
 		for (size_t a = 0; a < L->args_len; a++) {
 			snprintf(p2, sizeof p2, "%s.args[%zu]", lp, a);
 			if ((rc = parse_arg(s, json_array_get(args, a), p2, &L->args[a], err)))

@@ -7,6 +7,13 @@
 
 #include "sandbox/spec/spec.h"
 
+/* Whether jansson failed for memory: it says so, or it failed before
+ * reading a byte (an allocation in its set-up leaves no error text). */
+static int oom(const json_error_t *je)
+{
+	return json_error_code(je) == json_error_out_of_memory || je->text[0] == '\0';
+}
+
 /* --- op shorthand ------------------------------------------------------ */
 
 static char *replace_all(const char *s, const char *from, const char *to)
@@ -73,6 +80,9 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 	json_error_t je;
 	json_t *tpl = json_loads(text, 0, &je);
 	free(text);
+	if (!tpl && oom(&je))
+		return kf_err_set(err, KF_ENOMEM, "op '%s': out of memory reading its template",
+				  name);
 	if (!tpl)
 		return kf_err_set(err, KF_EINTERNAL, "op '%s': template JSON is invalid: %s", name,
 				  je.text);
@@ -104,9 +114,11 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 		}
 	}
 	/* "cost" may be per dtype ({"bf16": {"bytes": ...}}), like "tolerance". */
+	/* Every set is checked: one lost for memory would change the spec. */
+	int set_failed = 0;
 	json_t *cost = json_object_get(tpl, "cost");
 	if (json_is_object(cost) && json_object_get(cost, dts))
-		json_object_set(tpl, "cost", json_object_get(cost, dts));
+		set_failed |= json_object_set(tpl, "cost", json_object_get(cost, dts));
 	else if (json_is_object(cost) && !json_object_get(cost, "bytes") &&
 		 !json_object_get(cost, "flops"))
 		json_object_del(tpl, "cost");
@@ -115,20 +127,24 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 	for (const char *const *k = COPY; *k; k++) {
 		json_t *v = json_object_get(tpl, *k);
 		if (v && !json_object_get(o, *k))
-			json_object_set(o, *k, v);
+			set_failed |= json_object_set(o, *k, v);
 	}
 	if (!json_object_get(o, "sizes") && json_object_get(tpl, "default_sizes"))
-		json_object_set(o, "sizes", json_object_get(tpl, "default_sizes"));
+		set_failed |= json_object_set(o, "sizes", json_object_get(tpl, "default_sizes"));
 	if (!json_object_get(o, "tolerance")) {
 		json_t *tol = json_object_get(tpl, "tolerance");
 		json_t *td = tol ? json_object_get(tol, dts) : NULL;
 		if (td)
-			json_object_set(o, "tolerance", td);
+			set_failed |= json_object_set(o, "tolerance", td);
 		else if (tol && json_object_get(tol, "atol"))
-			json_object_set(o, "tolerance", tol);
+			set_failed |= json_object_set(o, "tolerance", tol);
 	}
 	if (!json_object_get(o, "reference"))
-		json_object_set_new(o, "reference", json_pack("{s:s}", "op", name));
+		set_failed |= json_object_set_new(o, "reference", json_pack("{s:s}", "op", name));
+	if (set_failed) {
+		rc = kf_err_set(err, KF_ENOMEM, "op '%s': out of memory expanding it", name);
+		goto out;
+	}
 	*out = o;
 	o = NULL;
 out:
@@ -147,6 +163,8 @@ int spec_parse_text(const char *text, size_t len, const struct spec_limits *lim,
 				  SPEC_MAX_SOURCE_BYTES * 3u);
 	json_error_t je;
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j && oom(&je))
+		return kf_err_set(err, KF_ENOMEM, "spec: out of memory reading the JSON");
 	if (!j)
 		return kf_err_set(err, KF_EINVAL, "spec: invalid JSON at line %d column %d: %s",
 				  je.line, je.column, je.text);

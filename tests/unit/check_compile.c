@@ -14,6 +14,7 @@
 
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
+#include "sandbox/compile/compile_int.h"
 #include "sandbox/compile/compile_queue.h"
 #include "sandbox/jail/jail.h"
 
@@ -310,6 +311,10 @@ START_TEST(endless_compile_times_out_and_the_next_one_works)
 	ck_assert(strstr(sum, "compile timed out after 2500 ms") != NULL);
 	compile_result_fini(&res);
 	kf_err_clear(&err);
+	/* The next compile on the same data dir and jail, under the default
+	 * limit: 2.5 s is too short for a normal compile on a loaded host. */
+	compile_close(cc);
+	open_compiler(0, 0);
 	ck_assert_msg(compile_src(GOOD, NULL, 0, &res, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(res.ok, 1);
 	compile_result_fini(&res);
@@ -408,6 +413,7 @@ static const char *const refused_flags[][3] = {
 	{"-I", "/etc", "relative"},
 	{"-I../..", NULL, "relative"},
 	{"-include", "/etc/shadow", "inside the job"},
+	{"-include", "-lcuda", "inside the job"},
 	{"--pre-include=/etc/passwd", NULL, "inside the job"},
 	{"-isystem", "/etc", "outside the job"},
 	{"-arch=sm_80", NULL, "arch field"},
@@ -477,6 +483,44 @@ START_TEST(ptxas_options_at_the_argument_cap_are_accepted)
 	const char *flags[2] = {ptxas_o3s(a, sizeof a, 33), ptxas_o3s(b, sizeof b, 31)};
 	struct kf_err err = {0};
 	ck_assert_msg(compile_check_flags(flags, 2, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(flag_values_past_the_length_cap_are_refused)
+{
+	/* A value after -D or -Xptxas was once cut to fit its slot: a long
+	 * macro name silently shortened, "-v,...,-O3X" checked as "-O3". */
+	char name[201], ptxas[200];
+	memset(name, 'A', 200);
+	name[200] = '\0';
+	size_t k = 0;
+	for (int i = 0; i < 52; i++)
+		k += (size_t)snprintf(ptxas + k, sizeof ptxas - k, "-v,");
+	snprintf(ptxas + k, sizeof ptxas - k, "-O3X");
+	const char *d[2] = {"-D", name}, *x[2] = {"-Xptxas", ptxas};
+	struct kf_err err = {0};
+	ck_assert_int_eq(compile_check_flags(d, 2, &err), KF_EINVAL);
+	ck_assert_str_eq(err.msg, "flags[1] is longer than 150 characters");
+	kf_err_clear(&err);
+	ck_assert_int_eq(compile_check_flags(x, 2, &err), KF_EINVAL);
+	ck_assert_str_eq(err.msg, "flags[1] is longer than 150 characters");
+}
+END_TEST
+
+START_TEST(flag_values_at_the_length_cap_are_passed_whole)
+{
+	char num[151], want[200];
+	memset(num, '0', 148);
+	snprintf(num + 148, 3, "64");
+	snprintf(want, sizeof want, "--maxrregcount=%s", num);
+	const char *f[2] = {"-maxrregcount", num};
+	struct compile_flagset *fs = malloc(sizeof *fs);
+	struct kf_err err = {0};
+	ck_assert_msg(compile_parse_flags(f, 2, fs, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(fs->nvcc_len, 1);
+	ck_assert_str_eq(fs->nvcc[0], want);
+	ck_assert_str_eq(fs->nvrtc[0], want);
+	free(fs);
 }
 END_TEST
 
@@ -1024,6 +1068,10 @@ static Suite *compile_suite(void)
 	tcase_add_test(tc, split_flags_caps_each_flag_length);
 	tcase_add_test(tc, memory_limit_fails_a_huge_device_array_and_names_it);
 	suite_add_tcase(s, tc);
+	TCase *tf = tcase_create("flags");
+	tcase_add_test(tf, flag_values_past_the_length_cap_are_refused);
+	tcase_add_test(tf, flag_values_at_the_length_cap_are_passed_whole);
+	suite_add_tcase(s, tf);
 	TCase *tq = tcase_create("queue");
 	tcase_set_timeout(tq, 30);
 	tcase_add_test(tq, queue_serves_clients_round_robin);

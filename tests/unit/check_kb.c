@@ -1,5 +1,5 @@
 /* check_kb: the knowledge base (knowledge/kb_build.c, kb.c, kb_occ.c):
- * build from the real GPU facts with fixture guides (tests/data/guides),
+ * build from fixture GPU facts (tests/data/kb) and guides (tests/data/guides),
  * every CSV row round-tripping, aliases, derived figures and occupancy
  * against hand-worked examples, build failures, hostile search queries, and
  * retrieval over the real guides (build/knowledge.db, $KFORGE_KB). */
@@ -33,12 +33,13 @@ static void sh(const char *fmt, ...)
 	ck_assert_msg(system(cmd) == 0, "command failed: %s", cmd);
 }
 
-/* A knowledge source dir: the real schema, aliases and GPU facts, the
- * fixture guides. */
+/* A knowledge source dir: the real schema, the fixture GPU facts and
+ * aliases (tests/data/kb: a frozen copy, so adding a GPU to knowledge/
+ * changes no count here), the fixture guides. */
 static void make_src(const char *dir)
 {
 	sh("rm -rf '%s' && mkdir -p '%s/guides' && cp '%s/knowledge/schema.sql' "
-	   "'%s/knowledge/aliases.csv' '%s/' && cp -r '%s/knowledge/gpu-facts' '%s/' && "
+	   "'%s/tests/data/kb/aliases.csv' '%s/' && cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
 	   "cp '%s'/tests/data/guides/*.md '%s/guides/'",
 	   dir, dir, g_src, g_src, dir, g_src, dir, g_src, dir);
 }
@@ -79,7 +80,7 @@ START_TEST(every_gpu_row_round_trips_against_the_csv)
 	size_t len;
 	struct kb_csv csv;
 	struct kf_err err = {0};
-	snprintf(path, sizeof path, "%s/knowledge/gpu-facts/gpus.csv", g_src);
+	snprintf(path, sizeof path, "%s/tests/data/kb/gpu-facts/gpus.csv", g_src);
 	ck_assert_int_eq(kb_read_file(path, 1 << 22, &text, &len, &err), 0);
 	ck_assert_int_eq(kb_csv_parse(path, text, &csv, &err), 0);
 	ck_assert_uint_eq(csv.rows_len, 22);

@@ -57,7 +57,7 @@ START_TEST(every_gpu_row_round_trips_through_rest)
 	struct kb_csv csv;
 	struct kf_err err = {0};
 	json_t *b = NULL;
-	snprintf(path, sizeof path, "%s/knowledge/gpu-facts/gpus.csv", g_src);
+	snprintf(path, sizeof path, "%s/tests/data/kb/gpu-facts/gpus.csv", g_src);
 	ck_assert_int_eq(kb_read_file(path, 1 << 22, &text, &len, &err), 0);
 	ck_assert_int_eq(kb_csv_parse(path, text, &csv, &err), 0);
 	ck_assert_int_eq(get("/v1/gpus", NULL, &b), 200);

@@ -1,7 +1,8 @@
 /* kb_fixture: the checked fixture the knowledge-tool suites share: builds a
- * knowledge base from the real GPU facts and the fixture guides
- * (tests/data/guides) in a temporary folder, loads the tool table without a
- * GPU and opens an app on it. Header-only: each suite includes it once and
+ * knowledge base from the fixture GPU facts (tests/data/kb, a frozen copy
+ * of knowledge/'s, so new GPUs there change no count here) and the fixture
+ * guides (tests/data/guides) in a temporary folder, loads the tool table
+ * without a GPU and opens an app on it. Header-only: each suite includes it once and
  * names its folder with KB_FIXTURE_NAME before including. */
 #ifndef KF_TESTS_KB_FIXTURE_H
 #define KF_TESTS_KB_FIXTURE_H
@@ -28,11 +29,12 @@ static void setup(void)
 	struct kf_err err = {0};
 	snprintf(g_src, sizeof g_src, "%s", src && *src ? src : ".");
 	snprintf(g_dir, sizeof g_dir, "/tmp/%s.%d", KB_FIXTURE_NAME, (int)getpid());
-	snprintf(cmd, sizeof cmd,
-		 "rm -rf '%s' && mkdir -p '%s/guides' '%s/data' && cp '%s/knowledge/schema.sql' "
-		 "'%s/knowledge/aliases.csv' '%s/' && cp -r '%s/knowledge/gpu-facts' '%s/' && "
-		 "cp '%s'/tests/data/guides/*.md '%s/guides/'",
-		 g_dir, g_dir, g_dir, g_src, g_src, g_dir, g_src, g_dir, g_src, g_dir);
+	snprintf(
+		cmd, sizeof cmd,
+		"rm -rf '%s' && mkdir -p '%s/guides' '%s/data' && cp '%s/knowledge/schema.sql' "
+		"'%s/tests/data/kb/aliases.csv' '%s/' && cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
+		"cp '%s'/tests/data/guides/*.md '%s/guides/'",
+		g_dir, g_dir, g_dir, g_src, g_src, g_dir, g_src, g_dir, g_src, g_dir);
 	if (system(cmd) != 0)
 		abort();
 	snprintf(g_db, sizeof g_db, "%s/knowledge.db", g_dir);
