@@ -649,9 +649,11 @@ static int read_row(sqlite3_stmt *st, struct history_run *r, int with_json)
 		r->env = col_json(st, 15);
 	}
 	if (!r->kernels || !r->summary || col_lost(st, 5, r->source_hash) ||
-	    col_lost(st, 6, r->device_name) || col_lost(st, 7, r->device_uuid))
+	    col_lost(st, 6, r->device_name) || col_lost(st, 7, r->device_uuid) ||
+	    col_lost(st, 10, r->description) || col_lost(st, 11, r->parent))
 		return KF_ENOMEM;
-	if (with_json && (col_lost(st, 10, r->spec) || col_lost(st, 11, r->result)))
+	if (with_json && (col_lost(st, 12, r->spec) || col_lost(st, 13, r->result) ||
+			  col_lost(st, 14, r->notes) || col_lost(st, 15, r->env)))
 		return KF_ENOMEM;
 	return 0;
 }
