@@ -280,11 +280,12 @@ static json_t *compile_part(const struct history_run *c)
 		"name",	       "registers",	    "shared_static_bytes",
 		"local_bytes", "spill_store_bytes", "spill_load_bytes",
 		"occupancy"};
-	json_t *arr = json_array(), *k;
+	json_t *arr, *k;
 	size_t i;
 
 	if (!c)
 		return json_null();
+	arr = json_array();
 	json_array_foreach(json_object_get(c->result, "kernels"), i, k) {
 		json_t *o = json_object();
 		for (size_t j = 0; j < sizeof(keep) / sizeof(keep[0]); j++)
