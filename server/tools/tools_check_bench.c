@@ -4,7 +4,6 @@
  * progress notifications, cancellation kills the GPU job, every call is
  * recorded in the run history. Without a GPU both answer a structured
  * isError result with error.code "no_gpu" (never a number). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_progress.h"
 #include "server/tools/tools_check_int.h"
 #include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
@@ -20,23 +20,6 @@
 /* Progress comes from two threads (the runner's monitor and the job's own
  * steps) with their own counters; MCP wants it strictly increasing, so the
  * value sent is forced past the last one. */
-struct progress {
-	struct tool_ctx *ctx;
-	pthread_mutex_t mu;
-	double last;
-};
-
-static void progress_to_client(void *arg, double progress, double total, const char *message)
-{
-	struct progress *p = arg;
-	pthread_mutex_lock(&p->mu);
-	if (progress <= p->last)
-		progress = p->last + 0.01;
-	p->last = progress;
-	tool_ctx_progress(p->ctx, progress, total > progress ? total : 0, message);
-	pthread_mutex_unlock(&p->mu);
-}
-
 /* A bad spec or a missing GPU is answered with the error object the server
  * would build, plus the field-level message as summary. */
 static json_t *error_result(int rc, const char *msg)
@@ -77,7 +60,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	double start = check_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *odd = json_object_get(args, "odd_size");
-	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
 	struct check_opts o = {
 		.trials = (int)json_integer_value(json_object_get(args, "trials")),
 		.no_odd_size = json_is_false(odd),
@@ -85,7 +68,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
 		.cancel = tool_ctx_cancel_flag(ctx),
-		.progress = progress_to_client,
+		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};
 	struct tools_runs_meta meta;
@@ -115,7 +98,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	double start = check_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
-	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
 	struct bench_opts o = {
 		.target_rel_se = json_number_value(json_object_get(args, "target_rel_se")),
 		.budget_ms = json_number_value(json_object_get(args, "budget_ms")),
@@ -126,7 +109,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
 		.cancel = tool_ctx_cancel_flag(ctx),
-		.progress = progress_to_client,
+		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};
 	struct tools_runs_meta meta;

@@ -2,7 +2,6 @@
  * Takes a passing check run from the history (its stored spec and source)
  * or a spec, builds the PyTorch op and answers every verification. A run
  * that is not a passing check is refused with the reason. */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,23 +9,7 @@
 #include "sandbox/torchop/torchop.h"
 #include "server/app.h"
 #include "server/mcp/tools.h"
-
-struct progress {
-	struct tool_ctx *ctx;
-	pthread_mutex_t mu;
-	double last;
-};
-
-static void progress_to_client(void *arg, double progress, double total, const char *message)
-{
-	struct progress *p = arg;
-	pthread_mutex_lock(&p->mu);
-	if (progress <= p->last)
-		progress = p->last + 0.01;
-	p->last = progress;
-	tool_ctx_progress(p->ctx, progress, total > progress ? total : 0, message);
-	pthread_mutex_unlock(&p->mu);
-}
+#include "server/tools/tools_progress.h"
 
 /* The spec of run id (new reference in *spec) when it is a passing check. */
 static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct kf_err *err)
@@ -52,14 +35,14 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	struct app *app = tool_ctx_app(ctx);
 	const json_t *run = json_object_get(args, "run");
 	json_t *spec = json_incref(json_object_get(args, "spec"));
-	struct progress pr = {.ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER};
+	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
 	struct torchop_opts o = {
 		.name = json_string_value(json_object_get(args, "name")),
 		.no_verify = json_is_false(json_object_get(args, "verify")),
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
 		.cancel = tool_ctx_cancel_flag(ctx),
-		.progress = progress_to_client,
+		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};
 	int gpu = -1, rc = 0;
