@@ -104,8 +104,8 @@ void kb_build_bind_text(sqlite3_stmt *st, int i, const char *s)
 /* Inserts into figure_sources (or per_cc_sources) every key of the sources
  * table named in text; returns how many through *n. Keys are words of
  * [A-Za-z0-9-]. */
-static int link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins, const char *a,
-		     const char *b, const char *text, int *n, struct kf_err *err)
+int kb_build_link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins, const char *a,
+		       const char *b, const char *text, int *n, struct kf_err *err)
 {
 	*n = 0;
 	for (const char *p = text; *p;) {
@@ -261,7 +261,8 @@ static int import_per_cc(struct build *b, struct kf_err *err)
 		if ((rc = kb_build_step_reset(b->db, b->ins_cc, "per_cc row", err)))
 			return rc;
 		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_ccsrc, ccs, NULL, srcs, &nkeys, err)))
+		if ((rc = kb_build_link_keys(b->db, b->has_key, b->ins_ccsrc, ccs, NULL, srcs,
+					     &nkeys, err)))
 			return rc;
 		int any_known = 0;
 		for (size_t c = 0; c < b->cc.cols_len; c++) {
@@ -429,8 +430,8 @@ static int import_figures(struct build *b, size_t r, const char *id, size_t ccro
 		if (!known)
 			continue;
 		int nkeys = 0;
-		if ((rc = link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src, &nkeys,
-				    err)))
+		if ((rc = kb_build_link_keys(b->db, b->has_key, b->ins_figsrc, id, fd->field, src,
+					     &nkeys, err)))
 			return rc;
 		if (nkeys == 0)
 			return kf_err_set(err, KF_EINVAL,

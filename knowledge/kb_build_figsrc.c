@@ -3,7 +3,6 @@
  * documents. Each line replaces that figure's source text and source keys,
  * so a figure cites the one document (and place in it) it came from; a
  * figure without a line keeps its row's text. Runs after the GPUs are in. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,44 +15,6 @@ struct figsrc {
 	sqlite3_stmt *status, *has_key, *upd, *del, *ins;
 	const char *path;
 };
-
-/* Links every key of the sources table named in text to (gpu, field);
- * returns how many through *n. Keys are words of [A-Za-z0-9-]. */
-static int link_figure_keys(struct figsrc *f, const char *gpu, const char *field, const char *text,
-			    int *n, struct kf_err *err)
-{
-	*n = 0;
-	for (const char *p = text; *p;) {
-		if (!(isalnum((unsigned char)*p) || *p == '-')) {
-			p++;
-			continue;
-		}
-		const char *s = p;
-		while (isalnum((unsigned char)*p) || *p == '-')
-			p++;
-		size_t l = (size_t)(p - s);
-		while (l > 0 && s[l - 1] == '-')
-			l--;
-		if (l == 0 || l > 63)
-			continue;
-		char key[64];
-		memcpy(key, s, l);
-		key[l] = '\0';
-		sqlite3_bind_text(f->has_key, 1, key, -1, SQLITE_TRANSIENT);
-		int found = sqlite3_step(f->has_key) == SQLITE_ROW;
-		sqlite3_reset(f->has_key);
-		if (!found)
-			continue;
-		kb_build_bind_text(f->ins, 1, gpu);
-		kb_build_bind_text(f->ins, 2, field);
-		kb_build_bind_text(f->ins, 3, key);
-		int rc = kb_build_step_reset(f->db, f->ins, "figure source link", err);
-		if (rc)
-			return rc;
-		(*n)++;
-	}
-	return 0;
-}
 
 /* One line: the figure must exist and be known, the source must name a key
  * of SOURCES.md, and no figure may have two lines. */
@@ -96,7 +57,7 @@ static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, str
 	kb_build_bind_text(f->del, 2, field);
 	if ((rc = kb_build_step_reset(f->db, f->upd, "figure source", err)) ||
 	    (rc = kb_build_step_reset(f->db, f->del, "figure source", err)) ||
-	    (rc = link_figure_keys(f, gpu, field, src, &nkeys, err)))
+	    (rc = kb_build_link_keys(f->db, f->has_key, f->ins, gpu, field, src, &nkeys, err)))
 		return rc;
 	if (nkeys == 0)
 		return kf_err_set(err, KF_EINVAL,

@@ -20,6 +20,12 @@ int kb_build_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct kf_
 int kb_build_step_reset(sqlite3 *db, sqlite3_stmt *st, const char *what, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* Binds (a[, b], key) to ins for every key of the sources table (has finds
+ * one by its ?1) named in text, words of [A-Za-z0-9-]; b NULL binds two
+ * columns. Returns 0 and how many through *n, or the step's error. */
+int kb_build_link_keys(sqlite3 *db, sqlite3_stmt *has, sqlite3_stmt *ins, const char *a,
+		       const char *b, const char *text, int *n, struct kf_err *err);
+
 /* Binds s (copied) or NULL to parameter i of st. */
 void kb_build_bind_text(sqlite3_stmt *st, int i, const char *s);
 
