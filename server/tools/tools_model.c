@@ -91,16 +91,15 @@ static const char MODEL_INPUT[] =
 
 static const char MODEL_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"speedups\": {\"type\": \"array\"}}}";
+	"\"summary\": {\"type\": \"string\"}}}";
 
 static const struct tool_def MODEL_TOOLS[] = {
 	{
 		.name = "benchmark_model",
-		.title = "Benchmark kforge's ops inside a model",
-		.description = "kforge's ops inside a model (transformers Qwen3/Llama or DiT "
-			       "blocks, random weights) vs the unpatched model: agreement, "
-			       "latency eager / torch.compile / CUDA graphs, per-op profile, "
-			       "memory. Minutes per call.",
+		.title = "Benchmark a model",
+		.description = "kforge's ops patched into a random-weight model vs the unpatched "
+			       "one: agreement, latency eager / torch.compile / CUDA graphs, "
+			       "per-op profile, memory. Minutes per call.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
 		.annotations = 0,

@@ -178,7 +178,7 @@ def test_mcp(data):
         return len(res.get("content", [{}])[0].get("text", "").encode()) if res else 10 ** 9
     tl = got.get(5, {}).get("result", {})
     tl_len = len(json.dumps(tl, separators=(",", ":")).encode())
-    check("tools/list is at most 12 KB", tl and 0 < tl_len <= 12288, tl_len)
+    check("tools/list is at most 10 KB", tl and 0 < tl_len <= 10240, tl_len)
     check("tools/list descriptions teach",
           all(len(t.get("description", "")) >= 60 for t in tl.get("tools", [])) and
           len(tl.get("tools", [])) >= 9, [t.get("name") for t in tl.get("tools", [])])
