@@ -679,8 +679,8 @@ static const struct tool_def KB_TOOLS[] = {
 	 "read_guide.",
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
-	 "One guide as Markdown, with its sources, tags, related guides and checked (what its "
-	 "advice was checked on: GPUs, CUDA version, documentation).",
+	 "One guide as Markdown, with its sources, tags, related guides and checked: what its "
+	 "advice was checked on.",
 	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 
