@@ -244,6 +244,6 @@ static int compile_main(int argc, char **argv)
 
 const struct cli_cmd CLI_COMPILE[] = {
 	{"compile", "compile CUDA device code in the sandbox: diagnostics, resources, occupancy",
-	 COMPILE_USAGE, compile_main},
-	{NULL, NULL, NULL, NULL},
+	 COMPILE_USAGE, compile_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -371,6 +371,6 @@ static int eval_main(int argc, char **argv)
 
 const struct cli_cmd CLI_EVAL[] = {
 	{"eval", "score kernel solutions on the eval task set (correctness, fast_p)", EVAL_USAGE,
-	 eval_main},
-	{NULL, NULL, NULL, NULL},
+	 eval_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -607,7 +607,8 @@ static int guide_main(int argc, char **argv)
 
 const struct cli_cmd CLI_KB[] = {
 	{"gpu", "GPU facts with sources: one GPU, --list, --compare, local, occupancy", GPU_USAGE,
-	 gpu_main},
-	{"guide", "search and read the CUDA optimization guides", GUIDE_USAGE, guide_main},
-	{NULL, NULL, NULL, NULL},
+	 gpu_main, NULL, NULL},
+	{"guide", "search and read the CUDA optimization guides", GUIDE_USAGE, guide_main, NULL,
+	 NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

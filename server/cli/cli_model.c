@@ -157,6 +157,6 @@ static int model_main(int argc, char **argv)
 
 const struct cli_cmd CLI_MODEL[] = {
 	{"model-bench", "time a model with kforge's ops swapped in (eager, compile, graphs)",
-	 MODEL_USAGE, model_main},
-	{NULL, NULL, NULL, NULL},
+	 MODEL_USAGE, model_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -109,6 +109,6 @@ static int runs_main(int argc, char **argv)
 
 const struct cli_cmd CLI_RUNS[] = {
 	{"runs", "list, show and compare past compiles, checks and benchmarks", RUNS_USAGE,
-	 runs_main},
-	{NULL, NULL, NULL, NULL},
+	 runs_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

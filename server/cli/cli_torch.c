@@ -199,8 +199,8 @@ static int export_main(int argc, char **argv)
 
 const struct cli_cmd CLI_TORCH[] = {
 	{"torch-op", "build a passing check run as a PyTorch op and verify it", TORCH_USAGE,
-	 torch_main},
+	 torch_main, NULL, NULL},
 	{"export", "write a kernel-builder project for a passing check run", EXPORT_USAGE,
-	 export_main},
-	{NULL, NULL, NULL, NULL},
+	 export_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
