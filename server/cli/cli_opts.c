@@ -113,7 +113,8 @@ static void enum_text(const json_t *e, const char *sep, char *buf, size_t cap, s
 	}
 }
 
-/* " from 1 to 20", " of at least 10", " of at most 500", or "" (lo/hi are
+/* " from 1 to 20", " of at least 10", " of at most 500", " of exactly 16
+ * characters", or "" (lo/hi are
  * the schema's two bound keywords, unit follows each number). */
 static void range_text(const json_t *schema, const char *lo, const char *hi, const char *unit,
 		       char *buf, size_t cap)
@@ -123,7 +124,9 @@ static void range_text(const json_t *schema, const char *lo, const char *hi, con
 
 	num_text(json_number_value(a), x, sizeof(x));
 	num_text(json_number_value(b), y, sizeof(y));
-	if (a && b)
+	if (a && b && strcmp(x, y) == 0)
+		snprintf(buf, cap, " of exactly %s%s", x, unit);
+	else if (a && b)
 		snprintf(buf, cap, " from %s to %s%s", x, y, unit);
 	else if (a)
 		snprintf(buf, cap, " of at least %s%s", x, unit);
