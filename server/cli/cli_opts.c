@@ -19,6 +19,9 @@
 #define HELP_COL_MAX  24 /* the widest option column before help wraps below it */
 #define HELP_WIDTH    79
 #define ALLOWED_BYTES 256
+#define CSV_ITEMS_MAX \
+	256 /* items of one a,b,c value; the schema's maxItems
+			   * is what applies */
 
 /* The inputSchema document of tool (borrowed from the registry, valid until
  * the next tools_load), loading the daemon's registry when none is. */
@@ -152,6 +155,14 @@ const char *cli_opts_allowed(const json_t *schema, char *buf, size_t cap)
 		range_text(schema, "minimum", "maximum", "", range, sizeof(range));
 		snprintf(buf, cap, "%s%s", has_type(schema, "integer") ? "an integer" : "a number",
 			 range);
+	} else if (has_type(schema, "array") && !has_type(schema, "string")) {
+		const json_t *items = json_object_get(schema, "items");
+		char each[ALLOWED_BYTES / 2];
+		range_text(schema, "minItems", "maxItems", " items", range, sizeof(range));
+		snprintf(buf, cap, "a comma-separated list%s%s, each %s",
+			 strncmp(range, " from ", 6) == 0 ? " of " : "",
+			 strncmp(range, " from ", 6) == 0 ? range + 6 : range,
+			 cli_opts_allowed(items, each, sizeof(each)));
 	} else if (has_type(schema, "string")) {
 		range_text(schema, "minLength", "maxLength", " characters", range, sizeof(range));
 		if (strncmp(range, " from ", 6) == 0)
@@ -168,7 +179,8 @@ const char *cli_opts_allowed(const json_t *schema, char *buf, size_t cap)
 }
 
 /* text converted to the first of schema's types it parses as (integer,
- * number, then string). Returns a new value, or NULL when it is none. */
+ * number, string, then an array of strings written a,b,c). Returns a new
+ * value, or NULL when it is none. */
 static json_t *convert(const json_t *schema, const char *text)
 {
 	char *end;
@@ -187,6 +199,19 @@ static json_t *convert(const json_t *schema, const char *text)
 	}
 	if (has_type(schema, "string"))
 		return json_string(text);
+	if (has_type(schema, "array")) {
+		json_t *arr = json_array();
+		for (const char *p = text; arr && *p;) {
+			size_t n = strcspn(p, ",");
+			if (json_array_size(arr) >= CSV_ITEMS_MAX ||
+			    json_array_append_new(arr, json_stringn(p, n))) {
+				json_decref(arr);
+				return NULL;
+			}
+			p += n + (p[n] == ',');
+		}
+		return arr;
+	}
 	return NULL;
 }
 
@@ -292,8 +317,10 @@ static void bounds_text(const json_t *ps, char *buf, size_t cap)
 	size_t n = 0;
 
 	buf[0] = '\0';
+	if (!e && has_type(ps, "array"))
+		e = json_object_get(json_object_get(ps, "items"), "enum");
 	if (json_is_array(e)) {
-		enum_text(e, "|", buf, cap, &n);
+		enum_text(e, has_type(ps, "array") ? "," : "|", buf, cap, &n);
 	} else if (lo || hi) {
 		num_text(json_number_value(lo), x, sizeof(x));
 		num_text(json_number_value(hi), y, sizeof(y));
