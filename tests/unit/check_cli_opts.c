@@ -30,6 +30,8 @@ static int noop(struct tool_ctx *ctx, const json_t *args, json_t **out, struct k
 	"\"kind\": {\"type\": \"string\", \"enum\": [\"fast\", \"slow\"], \"default\": "        \
 	"\"fast\"}, "                                                                           \
 	"\"odd\": {\"type\": \"boolean\", \"default\": true}, "                                 \
+	"\"modes\": {\"type\": \"array\", \"maxItems\": 2, \"items\": {\"type\": \"string\", "  \
+	"\"enum\": [\"x\", \"y\"]}}, "                                                          \
 	"\"replay\": {\"type\": \"object\", \"properties\": {\"seed\": {\"type\": \"string\", " \
 	"\"minLength\": 1, \"maxLength\": 4}}}}}"
 
@@ -45,6 +47,7 @@ static const struct cli_opt OPT_TABLE[] = {
 	{"--rate", "rate", CLI_OPT_VALUE, "F", "relative error"},
 	{"--kind", "kind", CLI_OPT_VALUE, "K", "which way"},
 	{"--no-odd", "odd", CLI_OPT_FALSE, NULL, "only the listed sizes"},
+	{"--modes", "modes", CLI_OPT_VALUE, "M,..", "which modes"},
 	{"--seed", "replay.seed", CLI_OPT_VALUE, "HEX", "the case's seed"},
 	{"--own", NULL, CLI_OPT_OWN, "X", "the command reads this one"},
 	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
@@ -86,7 +89,8 @@ static int take(const char **a, json_t **args, struct kf_err *err)
 
 START_TEST(a_value_in_range_is_stored_with_the_schemas_type)
 {
-	const char *a[] = {"--n", "7", "--rate=0.25", "--kind", "slow", "--no-odd", NULL};
+	const char *a[] = {"--n",      "7",	  "--rate=0.25", "--kind", "slow",
+			   "--no-odd", "--modes", "y,x",	 NULL};
 	struct kf_err err = {0};
 	json_t *args;
 
@@ -96,6 +100,10 @@ START_TEST(a_value_in_range_is_stored_with_the_schemas_type)
 	ck_assert(json_real_value(json_object_get(args, "rate")) == 0.25);
 	ck_assert_str_eq(json_string_value(json_object_get(args, "kind")), "slow");
 	ck_assert(json_is_false(json_object_get(args, "odd")));
+	json_t *m = json_object_get(args, "modes");
+	ck_assert_int_eq(json_array_size(m), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(m, 0)), "y");
+	ck_assert_str_eq(json_string_value(json_array_get(m, 1)), "x");
 	json_decref(args);
 }
 END_TEST
@@ -127,6 +135,12 @@ static const struct bad_case BAD[] = {
 	{"--rate", "x", "--rate: 'x' is not a number from 0.0001 to 0.5"},
 	{"--kind", "medium", "--kind: 'medium' is not one of fast, slow"},
 	{"--seed", "9f2c0", "--seed: '9f2c0' is not a string of 1 to 4 characters"},
+	{"--modes", "x,z",
+	 "--modes: 'x,z' is not a comma-separated list of at most 2 items, each "
+	 "one of x, y"},
+	{"--modes", "x,y,x",
+	 "--modes: 'x,y,x' is not a comma-separated list of at most 2 items, "
+	 "each one of x, y"},
 	{"--n", NULL, "--n needs a value: an integer from 1 to 7"},
 };
 
@@ -184,11 +198,12 @@ START_TEST(help_lines_carry_the_schemas_description_bounds_and_default)
 	char *h = help_text(&OPTS, &rc);
 
 	ck_assert_int_eq(rc, 0);
-	ck_assert_msg(strstr(h, "  --n N       how many (1-7, default 3)\n"), "%s", h);
-	ck_assert_msg(strstr(h, "--rate F    relative error (0.0001-0.5)\n"), "%s", h);
-	ck_assert_msg(strstr(h, "--kind K    which way (fast|slow, default fast)\n"), "%s", h);
-	ck_assert_msg(strstr(h, "--no-odd    only the listed sizes\n"), "%s", h);
-	ck_assert_msg(strstr(h, "--own X     the command reads this one\n"), "%s", h);
+	ck_assert_msg(strstr(h, "  --n N         how many (1-7, default 3)\n"), "%s", h);
+	ck_assert_msg(strstr(h, "--rate F      relative error (0.0001-0.5)\n"), "%s", h);
+	ck_assert_msg(strstr(h, "--kind K      which way (fast|slow, default fast)\n"), "%s", h);
+	ck_assert_msg(strstr(h, "--no-odd      only the listed sizes\n"), "%s", h);
+	ck_assert_msg(strstr(h, "--modes M,..  which modes (x,y)\n"), "%s", h);
+	ck_assert_msg(strstr(h, "--own X       the command reads this one\n"), "%s", h);
 	free(h);
 }
 END_TEST
