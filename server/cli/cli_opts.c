@@ -179,8 +179,8 @@ const char *cli_opts_allowed(const json_t *schema, char *buf, size_t cap)
 }
 
 /* text converted to the first of schema's types it parses as (integer,
- * number, string, then an array of strings written a,b,c). Returns a new
- * value, or NULL when it is none. */
+ * number, string, then an array of strings written a,b,c with no empty
+ * item). Returns a new value, or NULL when it is none. */
 static json_t *convert(const json_t *schema, const char *text)
 {
 	char *end;
@@ -203,12 +203,16 @@ static json_t *convert(const json_t *schema, const char *text)
 		json_t *arr = json_array();
 		for (const char *p = text; arr && *p;) {
 			size_t n = strcspn(p, ",");
-			if (json_array_size(arr) >= CSV_ITEMS_MAX ||
+			if (n == 0 || json_array_size(arr) >= CSV_ITEMS_MAX ||
 			    json_array_append_new(arr, json_stringn(p, n))) {
 				json_decref(arr);
 				return NULL;
 			}
 			p += n + (p[n] == ',');
+			if (p[-1] == ',' && !*p) { /* "a," */
+				json_decref(arr);
+				return NULL;
+			}
 		}
 		return arr;
 	}

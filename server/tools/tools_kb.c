@@ -653,7 +653,7 @@ static const char SEARCH_IN[] =
 	"\"arch\":" NAME_SCHEMA ",\"description\":\"only guides for this target or GPU "
 	"(sm_90, h100)\"},"
 	"\"tag\":" NAME_SCHEMA "},"
-	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}}}";
+	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"default\":10}}}";
 
 static const char SEARCH_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"hits\"],\"properties\":{"

@@ -141,6 +141,12 @@ static const struct bad_case BAD[] = {
 	{"--modes", "x,y,x",
 	 "--modes: 'x,y,x' is not a comma-separated list of at most 2 items, "
 	 "each one of x, y"},
+	{"--modes", "x,,y",
+	 "--modes: 'x,,y' is not a comma-separated list of at most 2 items, "
+	 "each one of x, y"},
+	{"--modes", "x,",
+	 "--modes: 'x,' is not a comma-separated list of at most 2 items, each "
+	 "one of x, y"},
 	{"--n", NULL, "--n needs a value: an integer from 1 to 7"},
 };
 
