@@ -99,6 +99,11 @@ def main():
         check(f"{where}=many: exit 2, not {kind}",
               rc == 2 and f"{opt}: 'many' is not {kind} from" in err, f"rc {rc} {err}")
 
+    p = prop(schemas["benchmark_kernel"], "budget_ms")
+    rc, _, err = run("eval", "run", "x", "--budget-ms", "1", data=data)
+    check("eval run --budget-ms is checked against benchmark_kernel's budget_ms",
+          rc == 2 and f"--budget-ms: '1' is not a number from {num(p['minimum'])} to "
+          f"{num(p['maximum'])}" in err, f"rc {rc} {err}")
     rc, _, err = run("check", "x.json", "--trials", data=data)
     check("a missing value names the option and what it takes",
           rc == 2 and "--trials needs a value: an integer from 1 to" in err, f"rc {rc} {err}")
