@@ -19,9 +19,9 @@
 #define HELP_COL_MAX  24 /* the widest option column before help wraps below it */
 #define HELP_WIDTH    79
 #define ALLOWED_BYTES 256
-#define CSV_ITEMS_MAX \
-	256 /* items of one a,b,c value; the schema's maxItems
-			   * is what applies */
+/* Items of one a,b,c value: a cap on what the CLI splits; the schema's
+ * maxItems is the limit that applies. */
+#define CSV_ITEMS_MAX 256
 
 /* The inputSchema document of tool (borrowed from the registry, valid until
  * the next tools_load), loading the daemon's registry when none is. */
@@ -117,8 +117,8 @@ static void enum_text(const json_t *e, const char *sep, char *buf, size_t cap, s
 }
 
 /* " from 1 to 20", " of at least 10", " of at most 500", " of exactly 16
- * characters", or "" (lo/hi are
- * the schema's two bound keywords, unit follows each number). */
+ * characters", or "": lo and hi are the schema's two bound keywords, unit
+ * follows each number. */
 static void range_text(const json_t *schema, const char *lo, const char *hi, const char *unit,
 		       char *buf, size_t cap)
 {
@@ -337,10 +337,9 @@ static void bounds_text(const json_t *ps, char *buf, size_t cap)
 	if (n < cap && (json_is_number(d) || json_is_string(d))) {
 		if (json_is_number(d))
 			num_text(json_number_value(d), x, sizeof(x));
-		n += (size_t)snprintf(buf + n, cap - n, "%sdefault %s", n ? ", " : "",
-				      json_is_string(d) ? json_string_value(d) : x);
+		snprintf(buf + n, cap - n, "%sdefault %s", n ? ", " : "",
+			 json_is_string(d) ? json_string_value(d) : x);
 	}
-	(void)n;
 }
 
 /* Prints text from column col, wrapped at HELP_WIDTH; the first line starts
