@@ -3,7 +3,9 @@
  * ended by an entry whose name is NULL; server/cli/cli.c lists the tables (one
  * line per table). A command opens the app from the common options, calls
  * tools through mcp_tool_call (via cli_tool_run), and prints a readable
- * table, or the structuredContent JSON with --json. Logs go to stderr. */
+ * table, or the structuredContent JSON with --json. Logs go to stderr. The
+ * options that fill a tool's arguments are bound to its inputSchema
+ * (cli_opts.h), which gives their bounds, defaults and help lines. */
 #ifndef KF_CLI_H
 #define KF_CLI_H
 
