@@ -650,7 +650,7 @@ static const char SEARCH_IN[] =
 	"\"description\":\"e.g. 'bank conflicts reading a column'\"},"
 	"\"arch\":" NAME_SCHEMA ",\"description\":\"filter, e.g. sm_90 or h100\"},"
 	"\"tag\":" NAME_SCHEMA "},"
-	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}}}";
+	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"default\":10}}}";
 
 static const char SEARCH_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"hits\"],\"properties\":{"

@@ -65,13 +65,16 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return rc;
 }
 
+/* timeout_s's default is the verification job's limit when none is given
+ * (torchop_verify.c), published for clients and the CLI's --help. */
 static const char BUILD_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 	"\"run\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 32}, "
 	"\"spec\": {\"type\": \"object\"}, "
 	"\"name\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 48}, "
 	"\"verify\": {\"type\": \"boolean\"}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600}}}";
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600, \"default\": "
+	"180}}}";
 
 static const char BUILD_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
