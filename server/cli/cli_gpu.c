@@ -34,7 +34,7 @@
  * gives the type, bounds and default (cli_opts.h); --replay-size is the
  * replay.size object written as VAR=N,VAR=N. */
 static const struct cli_opt CHECK_OPT_TABLE[] = {
-	{"--trials", "trials", CLI_OPT_VALUE, "N", NULL},
+	{"--trials", "trials", CLI_OPT_VALUE, "N", "trials per size, fresh inputs each"},
 	{"--no-odd-size", "odd_size", CLI_OPT_FALSE, NULL, "only the sizes the spec lists"},
 	{"--replay-seed", "replay.seed", CLI_OPT_VALUE, "HEX",
 	 "with --replay-size: re-run one reported case exactly"},
