@@ -576,6 +576,11 @@ static int build_env(struct jail *j, const struct jail_job *job, struct run *r, 
 	sfmt(r->envstore[0], sizeof r->envstore[0], "PATH=%s/bin:%s", j->cuda_real, BASE_PATH);
 	r->envp[ne++] = r->envstore[0];
 	r->envp[ne++] = (char *)"HOME=/tmp";
+	/* The jail has no passwd entry for its uid: programs that name their
+	 * caches after the user (Python's getpass.getuser(), so torch.compile)
+	 * take these instead of failing in getpwuid(). */
+	r->envp[ne++] = (char *)"USER=kforge";
+	r->envp[ne++] = (char *)"LOGNAME=kforge";
 	r->envp[ne++] = (char *)"LANG=C";
 	r->envp[ne++] = (char *)"LC_ALL=C";
 	r->envp[ne++] = (char *)"TMPDIR=/tmp";
