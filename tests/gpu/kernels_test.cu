@@ -645,7 +645,7 @@ int main(int argc, char **argv)
 	 * warp (5 x 1008: 63 of 64 threads), D = 8192 (512 threads), T * D at
 	 * the bound (264 x 8192) and one row past it (265 x 8192); D % 16 == 8
 	 * (5 x 1000) and D = 8200 run the row kernel; the rows it no longer
-	 * gets (one active thread of a warp, 7 x 16) are launched directly
+	 * receives (one active thread of a warp, 7 x 16) are launched directly
 	 * (test_rmsnorm_rows). 16-bit layernorm's two-row kernel (D % 8 ==
 	 * 0, 2048 < D <= 4096) at one row (1 x 4096: the pair's second row absent), T odd
 	 * (3 x 2056, its smallest D; 1001 x 3000; 1025 x 4096), T even (4 x
