@@ -48,6 +48,17 @@ void check_env_init(struct check_env *env);
 /* Closes the jail env opened, if any. Call after the last job finished. */
 void check_env_fini(struct check_env *env);
 
+/* The first readable of: $env (as given), <exe dir>/rel1, <exe dir>/rel2
+ * (resolved with realpath; either may be NULL), into out (cap bytes).
+ * Returns 0, or -1 when none is. */
+int check_find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap);
+
+/* The process-wide jail for env's sandbox mode (opened on first use, owned
+ * by env until check_env_fini; thread-safe) in *out (borrowed): for jobs
+ * other modules run beside check's (the profiler). Returns 0 or the codes
+ * of jail_open / jail_usable. */
+int check_get_jail(struct check_env *env, struct jail **out, struct kf_err *err);
+
 #define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
 #define CHECK_DEFAULT_TRIALS	 3
 #define CHECK_MAX_TRIALS	 20

@@ -53,7 +53,8 @@ extern const struct cli_cmd CLI_DATASET[]; /* cli_dataset.c: dataset */
 extern const struct cli_cmd CLI_EVAL[];	   /* cli_eval.c: eval */
 /* cli_dataset.c: GET /v1/dataset.jsonl, the export streamed over HTTP */
 extern const struct http_stream CLI_DATASET_STREAM;
-extern const struct cli_cmd CLI_TORCH[]; /* cli_torch.c: torch-op, export */
+extern const struct cli_cmd CLI_TORCH[];   /* cli_torch.c: torch-op, export */
+extern const struct cli_cmd CLI_PROFILE[]; /* cli_profile.c: profile */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {

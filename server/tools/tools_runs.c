@@ -653,7 +653,7 @@ static int runs_complete(struct app *app, const char *var, const char *prefix, j
 
 /* ---- the table --------------------------------------------------------- */
 
-#define KIND_ENUM   "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
+#define KIND_ENUM   "[\"compile\", \"check\", \"bench\", \"calibrate\", \"profile\"]"
 #define STATUS_ENUM "[\"ok\", \"failed\", \"error\"]"
 #define RUN_ID_SCHEMA(what)                                             \
 	"{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16, " \
