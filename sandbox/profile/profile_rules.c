@@ -99,7 +99,6 @@ static void rule_dram(const struct profile_metrics *m, double cost_bytes,
 		      struct profile_findings *out)
 {
 	double dram = m->sol_dram_pct;
-	int membound = memory_side(out);
 	struct profile_finding *f;
 	if (known(dram) && dram >= FLOOR_PCT && (f = add(out, "dram_near_floor", "roofline", 0)))
 		say(f->text,
@@ -107,7 +106,8 @@ static void rule_dram(const struct profile_metrics *m, double cost_bytes,
 		    "moves; only moving fewer bytes (fusing with a neighbour, a narrower dtype) "
 		    "makes it much faster",
 		    dram);
-	else if (known(dram) && membound && (f = add(out, "dram_underused", "latency-hiding",
+	else if (known(dram) && !strcmp(out->bound, "memory_latency") &&
+		 (f = add(out, "dram_underused", "latency-hiding",
 						      (FLOOR_PCT - dram) / FLOOR_PCT))) {
 		say(f->text,
 		    "DRAM at %.0f%% of its speed of light in a kernel whose work is moving bytes: "
