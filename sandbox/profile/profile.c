@@ -403,6 +403,9 @@ static int profile_job(void *arg, int gpu, const volatile int *stop, struct kf_e
 		if (profile_ncu_unknown_metric(c->ncu_out, unknown, sizeof unknown) ||
 		    drop_metric(c->metrics, unknown))
 			break;
+		size_t dl = strlen(c->res->dropped);
+		snprintf(c->res->dropped + dl, sizeof c->res->dropped - dl, "%s%s", dl ? "," : "",
+			 unknown);
 	}
 	return rc;
 }

@@ -158,6 +158,7 @@ struct profile_result {
 	struct profile_findings findings[PROFILE_KERNELS_MAX]; /* per report kernel */
 	char report_id[PROFILE_ID_BYTES]; /* the raw CSV kept: profile_report_path */
 	char ncu_path[1024];
+	char dropped[1024]; /* metrics this ncu did not know, comma-separated */
 	struct check_device device;
 	double wall_ms; /* the profiler run, start to end */
 };

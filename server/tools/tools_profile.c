@@ -215,6 +215,14 @@ static json_t *profile_json(const struct profile_result *res, int rc, const char
 				      "clock_control", "none", "cache_control",
 				      "all (flushed before every replay pass)", "durations",
 				      "under replay: explain with them, time with benchmark_kernel"));
+	if (res->dropped[0]) {
+		json_t *d = json_array();
+		char buf[sizeof res->dropped], *save = NULL;
+		snprintf(buf, sizeof buf, "%s", res->dropped);
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			json_array_append_new(d, json_string(t));
+		json_object_set_new(o, "metrics_unavailable", d);
+	}
 	json_object_set_new(o, "try", tryv);
 	return o;
 }
