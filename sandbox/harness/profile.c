@@ -27,8 +27,8 @@ static int launches_run(struct harness *h, const struct harness_prog *p)
 	return n;
 }
 
-static int warm_up(struct harness *h, struct harness_prog *prog, struct harness_buf (*bufs)[SPEC_MAX_TENSORS],
-		   int nprog, double warmup_ms)
+static int warm_up(struct harness *h, struct harness_prog *prog,
+		   struct harness_buf (*bufs)[SPEC_MAX_TENSORS], int nprog, double warmup_ms)
 {
 	double t0 = harness_now_ms();
 	int rc = 0, n = 0;

@@ -589,9 +589,10 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	int rc;
 
 	if ((int)run->kind < 0 || run->kind > HISTORY_PROFILE)
-		return kf_err_set(err, KF_EINVAL,
-				  "history: kind %d is not one of compile, check, bench, calibrate, profile",
-				  (int)run->kind);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"history: kind %d is not one of compile, check, bench, calibrate, profile",
+			(int)run->kind);
 	if ((int)run->status < 0 || run->status > HISTORY_ERROR)
 		return kf_err_set(err, KF_EINVAL,
 				  "history: status %d is not one of ok, failed, error",
@@ -763,9 +764,10 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 
 	memset(page, 0, sizeof(*page));
 	if (f->kind < -1 || f->kind > HISTORY_PROFILE)
-		return kf_err_set(err, KF_EINVAL,
-				  "kind: %d is not one of compile, check, bench, calibrate, profile",
-				  f->kind);
+		return kf_err_set(
+			err, KF_EINVAL,
+			"kind: %d is not one of compile, check, bench, calibrate, profile",
+			f->kind);
 	if (f->status < -1 || f->status > HISTORY_ERROR)
 		return kf_err_set(err, KF_EINVAL, "status: %d is not one of ok, failed, error",
 				  f->status);

@@ -26,7 +26,7 @@
 #include "sandbox/pool/gpu.h"
 #include "sandbox/pool/runner.h"
 
-#define NCU_RETRIES   4	   /* runs, each dropping the metrics ncu did not know */
+#define NCU_RETRIES   4	    /* runs, each dropping the metrics ncu did not know */
 #define NCU_OUT_BYTES 65536 /* ncu's stdout and stderr kept */
 #define METRICS_BYTES 8192
 
@@ -303,10 +303,26 @@ static int ncu_run(struct pctx *c, const char *harness, int gpu, const volatile 
 	char *slash = strrchr(ncu_dir, '/');
 	if (slash)
 		*slash = 0;
-	const char *argv[] = {c->res->ncu_path, "--profile-from-start", "off", "--clock-control",
-			      "none", "--cache-control", "all", "--csv", "--page", "raw",
-			      "--log-file", "ncu.csv", "--metrics", c->metrics, harness, "--job",
-			      ".", "--report-file", "report.jsonl", NULL};
+	const char *argv[] = {c->res->ncu_path,
+			      "--profile-from-start",
+			      "off",
+			      "--clock-control",
+			      "none",
+			      "--cache-control",
+			      "all",
+			      "--csv",
+			      "--page",
+			      "raw",
+			      "--log-file",
+			      "ncu.csv",
+			      "--metrics",
+			      c->metrics,
+			      harness,
+			      "--job",
+			      ".",
+			      "--report-file",
+			      "report.jsonl",
+			      NULL};
 	struct jail_bind binds[] = {{harness, NULL}, {ncu_dir, NULL}};
 	unsigned to = c->o->timeout_ms ? c->o->timeout_ms : PROFILE_DEFAULT_TIMEOUT_MS;
 	struct jail_job jj = {
@@ -390,8 +406,9 @@ static int profile_job(void *arg, int gpu, const volatile int *stop, struct kf_e
 		json_object_set_new(job, "baseline_module", json_string("base.mod"));
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof p, "%s/job.json", c->dir);
-	int rc = json_dump_file(job, p, JSON_COMPACT) ? kf_err_set(err, KF_EIO, "cannot write %s", p)
-						       : 0;
+	int rc = json_dump_file(job, p, JSON_COMPACT)
+			 ? kf_err_set(err, KF_EIO, "cannot write %s", p)
+			 : 0;
 	json_decref(job);
 	for (int attempt = 0; !rc && attempt < NCU_RETRIES; attempt++) {
 		if (c->o->progress)
@@ -538,9 +555,8 @@ static int read_metrics(struct pctx *c, struct kf_err *err)
 	return 0;
 }
 
-static int run_profiler(struct check_env *env, const struct profile_opts *o,
-			struct check_prep *p, struct profile_result *res, int *gpu,
-			struct kf_err *err)
+static int run_profiler(struct check_env *env, const struct profile_opts *o, struct check_prep *p,
+			struct profile_result *res, int *gpu, struct kf_err *err)
 {
 	struct pctx *c = calloc(1, sizeof *c);
 	if (!c)

@@ -25,30 +25,30 @@
 #define PROFILE_KERNELS_MAX	 16	    /* launches read from one report */
 #define PROFILE_STALLS_MAX	 24	    /* stall reasons per kernel */
 #define PROFILE_FINDINGS_MAX	 12
-#define PROFILE_TRY_MAX		 2	    /* suggestions at the end of the answer */
-#define PROFILE_TEXT_BYTES	 400	    /* one finding or suggestion */
-#define PROFILE_ID_BYTES	 17	    /* a report id: 16 hex digits + NUL */
+#define PROFILE_TRY_MAX		 2   /* suggestions at the end of the answer */
+#define PROFILE_TEXT_BYTES	 400 /* one finding or suggestion */
+#define PROFILE_ID_BYTES	 17  /* a report id: 16 hex digits + NUL */
 /* The warm-up watchdog and the jail's limit on the whole profiler run. */
 #define PROFILE_DEFAULT_TIMEOUT_MS 60000u
 #define PROFILE_RUN_MAX_MS	   240000u
 
 /* One stall reason: warps stalled per issued instruction. */
 struct profile_stall {
-	char name[40];	/* "long_scoreboard" */
+	char name[40];	 /* "long_scoreboard" */
 	double per_inst; /* smsp__average_warps_issue_stalled_<name>_per_issue_active.ratio */
 };
 
 /* What ncu measured for one kernel launch. A metric ncu did not report is
  * NaN. Percentages are 0..100; bytes in bytes; time in ns. */
 struct profile_metrics {
-	char kernel[128];  /* the kernel's name as ncu gives it */
-	char program[12];  /* "candidate" or "baseline" */
-	double duration_ns;	/* gpu__time_duration.sum (under replay) */
-	double sol_compute_pct; /* sm__throughput */
-	double sol_memory_pct;	/* gpu__compute_memory_throughput: busiest memory unit */
-	double sol_dram_pct;	/* dram__throughput */
-	double sol_l2_pct;	/* lts__throughput */
-	double sol_l1_pct;	/* l1tex__throughput (L1 and shared) */
+	char kernel[128];	    /* the kernel's name as ncu gives it */
+	char program[12];	    /* "candidate" or "baseline" */
+	double duration_ns;	    /* gpu__time_duration.sum (under replay) */
+	double sol_compute_pct;	    /* sm__throughput */
+	double sol_memory_pct;	    /* gpu__compute_memory_throughput: busiest memory unit */
+	double sol_dram_pct;	    /* dram__throughput */
+	double sol_l2_pct;	    /* lts__throughput */
+	double sol_l1_pct;	    /* l1tex__throughput (L1 and shared) */
 	double occ_achieved_pct;    /* sm__warps_active */
 	double occ_theoretical_pct; /* sm__maximum_warps_per_active_cycle_pct */
 	double limit_blocks, limit_registers, limit_shared, limit_warps; /* blocks/SM each allows */
@@ -91,22 +91,22 @@ struct profile_report {
  * handled. Fills rep (caller storage). Returns 0, KF_EINVAL when there is
  * no header or no launch row (err says which), or KF_ETOOBIG past
  * PROFILE_CSV_MAX_BYTES or PROFILE_KERNELS_MAX launches. */
-int profile_csv_parse(const char *text, size_t len, struct profile_report *rep,
-		      struct kf_err *err) __attribute__((warn_unused_result));
+int profile_csv_parse(const char *text, size_t len, struct profile_report *rep, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* --- findings ----------------------------------------------------------- */
 
 /* What a finding is about; each has its guide. */
 struct profile_finding {
-	char id[32];			/* "dram_bound", "bank_conflicts", ... */
-	char guide[32];			/* knowledge-base guide id that addresses it */
-	double weight;			/* how much time it plausibly costs, 0..1 */
-	char text[PROFILE_TEXT_BYTES];	/* the numbers and what they mean */
-	char try_[PROFILE_TEXT_BYTES];	/* what to try, or "" (nothing to do) */
+	char id[32];		       /* "dram_bound", "bank_conflicts", ... */
+	char guide[32];		       /* knowledge-base guide id that addresses it */
+	double weight;		       /* how much time it plausibly costs, 0..1 */
+	char text[PROFILE_TEXT_BYTES]; /* the numbers and what they mean */
+	char try_[PROFILE_TEXT_BYTES]; /* what to try, or "" (nothing to do) */
 };
 
 struct profile_findings {
-	char bound[16]; /* "memory", "memory_latency", "compute" or "latency" */
+	char bound[16];			  /* "memory", "memory_latency", "compute" or "latency" */
 	char verdict[PROFILE_TEXT_BYTES]; /* one sentence: where the kernel stands */
 	size_t len;
 	struct profile_finding f[PROFILE_FINDINGS_MAX]; /* most costly first */
@@ -117,7 +117,8 @@ struct profile_findings {
 /* Derives the findings for one kernel's metrics m (borrowed) from the
  * numbers alone; cost_bytes is the spec's cost model at the profiled size
  * (bytes the kernel must move; <= 0 unknown). Pure: no I/O. */
-void profile_rules(const struct profile_metrics *m, double cost_bytes, struct profile_findings *out);
+void profile_rules(const struct profile_metrics *m, double cost_bytes,
+		   struct profile_findings *out);
 
 /* --- the run ------------------------------------------------------------ */
 
@@ -150,9 +151,9 @@ struct profile_result {
 	char vars[SPEC_MAX_VARS][SPEC_NAME_MAX + 1];
 	int64_t vals[SPEC_MAX_VARS]; /* the profiled size */
 	int size_index;
-	double cost_bytes;	/* the spec's cost model at that size */
+	double cost_bytes;	     /* the spec's cost model at that size */
 	char fault[CHECK_MSG_BYTES]; /* the kernel faulted or hung: what happened */
-	int hung;		/* 1: it did not finish within timeout_ms */
+	int hung;		     /* 1: it did not finish within timeout_ms */
 	char baseline_error[256];    /* the baseline could not be profiled */
 	struct profile_report report;
 	struct profile_findings findings[PROFILE_KERNELS_MAX]; /* per report kernel */

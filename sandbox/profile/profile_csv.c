@@ -18,7 +18,10 @@ static const struct {
 	const char *name;
 	size_t off;
 } SCALARS[] = {
-#define M(n, f) {n, offsetof(struct profile_metrics, f)}
+#define M(n, f)                                        \
+	{                                              \
+		n, offsetof(struct profile_metrics, f) \
+	}
 	M("gpu__time_duration.sum", duration_ns),
 	M("sm__throughput.avg.pct_of_peak_sustained_elapsed", sol_compute_pct),
 	M("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", sol_memory_pct),
@@ -61,11 +64,24 @@ static const struct {
 
 /* The Warp State Statistics reasons of sm_70 and later. */
 static const char *const STALLS[] = {
-	"barrier",    "branch_resolving", "dispatch_stall",	"drain",
-	"imc_miss",   "lg_throttle",	  "long_scoreboard",	"math_pipe_throttle",
-	"membar",     "mio_throttle",	  "misc",		"no_instruction",
-	"not_selected", "selected",	  "short_scoreboard",	"sleeping",
-	"tex_throttle", "wait",
+	"barrier",
+	"branch_resolving",
+	"dispatch_stall",
+	"drain",
+	"imc_miss",
+	"lg_throttle",
+	"long_scoreboard",
+	"math_pipe_throttle",
+	"membar",
+	"mio_throttle",
+	"misc",
+	"no_instruction",
+	"not_selected",
+	"selected",
+	"short_scoreboard",
+	"sleeping",
+	"tex_throttle",
+	"wait",
 };
 #define NSTALLS (sizeof STALLS / sizeof STALLS[0])
 
@@ -176,13 +192,31 @@ static double unit_scale(const char *u)
 		const char *u;
 		double k;
 	} T[] = {
-		{"byte", 1},	    {"Kbyte", 1e3},	{"Mbyte", 1e6},	  {"Gbyte", 1e9},
-		{"Tbyte", 1e12},    {"KB", 1e3},	{"MB", 1e6},	  {"GB", 1e9},
-		{"Kibyte", 1024.0}, {"Mibyte", 1048576.0}, {"Gibyte", 1073741824.0},
-		{"nsecond", 1},	    {"ns", 1},		{"usecond", 1e3}, {"us", 1e3},
-		{"msecond", 1e6},   {"ms", 1e6},	{"second", 1e9},  {"s", 1e9},
-		{"Ksector", 1e3},   {"Msector", 1e6},	{"Kinst", 1e3},	  {"Minst", 1e6},
-		{"Krequest", 1e3},  {"Mrequest", 1e6},
+		{"byte", 1},
+		{"Kbyte", 1e3},
+		{"Mbyte", 1e6},
+		{"Gbyte", 1e9},
+		{"Tbyte", 1e12},
+		{"KB", 1e3},
+		{"MB", 1e6},
+		{"GB", 1e9},
+		{"Kibyte", 1024.0},
+		{"Mibyte", 1048576.0},
+		{"Gibyte", 1073741824.0},
+		{"nsecond", 1},
+		{"ns", 1},
+		{"usecond", 1e3},
+		{"us", 1e3},
+		{"msecond", 1e6},
+		{"ms", 1e6},
+		{"second", 1e9},
+		{"s", 1e9},
+		{"Ksector", 1e3},
+		{"Msector", 1e6},
+		{"Kinst", 1e3},
+		{"Minst", 1e6},
+		{"Krequest", 1e3},
+		{"Mrequest", 1e6},
 	};
 	/* "Kbyte/block", "register/thread": the prefix is on the numerator */
 	size_t n = u ? strcspn(u, "/") : 0;

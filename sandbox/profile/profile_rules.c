@@ -24,8 +24,8 @@ static double or0(double v)
 	return known(v) ? v : 0;
 }
 
-static struct profile_finding *add(struct profile_findings *out, const char *id,
-				   const char *guide, double weight)
+static struct profile_finding *add(struct profile_findings *out, const char *id, const char *guide,
+				   double weight)
 {
 	if (out->len == PROFILE_FINDINGS_MAX)
 		return NULL;
@@ -67,8 +67,9 @@ static void classify(const struct profile_metrics *m, struct profile_findings *o
 			    mem, dram, comp);
 	} else if (comp >= BUSY_PCT) {
 		snprintf(out->bound, sizeof out->bound, "compute");
-		say(out->verdict, "compute-bound: SM throughput at %.0f%% of its speed of light "
-				  "(memory %.0f%%)",
+		say(out->verdict,
+		    "compute-bound: SM throughput at %.0f%% of its speed of light "
+		    "(memory %.0f%%)",
 		    comp, mem);
 	} else if (mem >= comp) {
 		/* Its work is bytes, yet no memory unit is busy: the memory
@@ -108,7 +109,7 @@ static void rule_dram(const struct profile_metrics *m, double cost_bytes,
 		    dram);
 	else if (known(dram) && !strcmp(out->bound, "memory_latency") &&
 		 (f = add(out, "dram_underused", "latency-hiding",
-						      (FLOOR_PCT - dram) / FLOOR_PCT))) {
+			  (FLOOR_PCT - dram) / FLOOR_PCT))) {
 		say(f->text,
 		    "DRAM at %.0f%% of its speed of light in a kernel whose work is moving bytes: "
 		    "too few bytes are in flight to cover the memory latency",
@@ -156,8 +157,8 @@ static void rule_global(const struct profile_metrics *m, struct profile_findings
 	}
 	int membound = memory_side(out);
 	if (known(spr) && spr < 8 && membound && or0(m->sol_dram_pct) < FLOOR_PCT &&
-	    (f = add(out, "narrow_loads", "vector-access", 0.6 * (FLOOR_PCT - or0(m->sol_dram_pct)) /
-								 FLOOR_PCT + 0.05))) {
+	    (f = add(out, "narrow_loads", "vector-access",
+		     0.6 * (FLOOR_PCT - or0(m->sol_dram_pct)) / FLOOR_PCT + 0.05))) {
 		say(f->text,
 		    "%.1f sectors per global load request: each thread loads %s per "
 		    "instruction, so a warp asks for %.0f bytes at a time",
@@ -213,21 +214,21 @@ static void rule_occupancy(const struct profile_metrics *m, struct profile_findi
 			    "%.0f registers per thread, %.0f threads per block)",
 			    th, w >= 0 ? NAMES[w] : "the launch", w >= 0 ? lim[w] : 0,
 			    or0(m->regs_per_thread), or0(m->block_size));
-			say(f->try_,
-			    "raise occupancy: %s (kforge://guides/occupancy)",
-			    w == 0	? "cap registers with __launch_bounds__ or split the work"
+			say(f->try_, "raise occupancy: %s (kforge://guides/occupancy)",
+			    w == 0   ? "cap registers with __launch_bounds__ or split the work"
 			    : w == 1 ? "use less shared memory per block or smaller tiles"
 				     : "use larger blocks or fewer per SM");
 		}
 	}
 	if (ach < 0.7 * th && (f = add(out, "occupancy_not_reached", "grid-sizing",
-					(latency ? 0.5 : 0.2) * (1 - ach / th)))) {
+				       (latency ? 0.5 : 0.2) * (1 - ach / th)))) {
 		say(f->text,
 		    "achieved occupancy %.0f%% of a theoretical %.0f%%: %.0f blocks make %.2f "
 		    "waves; too few blocks, or blocks that end at different times",
 		    ach, th, or0(m->grid_size), or0(m->waves_per_sm));
-		say(f->try_, "give every SM enough resident warps: more, smaller blocks or a "
-			     "grid-stride loop sized to the SM count (kforge://guides/grid-sizing)");
+		say(f->try_,
+		    "give every SM enough resident warps: more, smaller blocks or a "
+		    "grid-stride loop sized to the SM count (kforge://guides/grid-sizing)");
 	}
 }
 
@@ -272,7 +273,8 @@ static void stall_advice(const char *r, const char **guide, const char **what)
 		 "fixed-latency dependencies: more independent work per thread (unroll)"},
 		{"membar", "atomics-determinism", "memory fences: fewer fences or atomics"},
 		{"branch_resolving", "reading-sass", "branches: fewer divergent branches"},
-		{"no_instruction", "reading-sass", "instruction cache misses: smaller unrolled code"},
+		{"no_instruction", "reading-sass",
+		 "instruction cache misses: smaller unrolled code"},
 		{"tex_throttle", "latency-hiding", "the texture/L1 pipe is saturated"},
 		{"dispatch_stall", "reading-sass", "the dispatcher stalled"},
 		{"drain", "latency-hiding", "warps wait for their stores to drain at exit"},
@@ -325,8 +327,7 @@ static void rule_stalls(const struct profile_metrics *m, struct profile_findings
 		    a->name, 100 * share, m->stalls[top[1]].name,
 		    100 * m->stalls[top[1]].per_inst / total, total);
 	else
-		say(f->text, "warp stalls: %s %.0f%% of stalled warp cycles", a->name,
-		    100 * share);
+		say(f->text, "warp stalls: %s %.0f%% of stalled warp cycles", a->name, 100 * share);
 	if (*what)
 		say(f->try_, "%s (kforge://guides/%s)", what, guide);
 }

@@ -22,7 +22,7 @@
 /* Every command table, in the order `kforge --help` lists them. */
 static const struct cli_cmd *const TABLES[] = {
 	CLI_CORE, CLI_SETUP, CLI_DEMO,	CLI_OPS,     CLI_KB,   CLI_COMPILE, CLI_RUNS,
-	CLI_GPU,  CLI_EXEC,  CLI_MODEL, CLI_DATASET, CLI_EVAL, CLI_TORCH, CLI_PROFILE,
+	CLI_GPU,  CLI_EXEC,  CLI_MODEL, CLI_DATASET, CLI_EVAL, CLI_TORCH,   CLI_PROFILE,
 };
 
 #define TABLES_LEN		(sizeof(TABLES) / sizeof(TABLES[0]))

@@ -48,7 +48,8 @@ static json_t *stalls_json(const struct profile_metrics *m)
 {
 	double total = 0;
 	for (size_t i = 0; i < m->stalls_len; i++)
-		if (strcmp(m->stalls[i].name, "selected") && strcmp(m->stalls[i].name, "not_selected"))
+		if (strcmp(m->stalls[i].name, "selected") &&
+		    strcmp(m->stalls[i].name, "not_selected"))
 			total += m->stalls[i].per_inst;
 	int used[PROFILE_STALLS_MAX] = {0};
 	json_t *a = json_array();
@@ -62,10 +63,10 @@ static json_t *stalls_json(const struct profile_metrics *m)
 		if (best < 0 || !(m->stalls[best].per_inst > 0) || total <= 0)
 			break;
 		used[best] = 1;
-		json_array_append_new(a, json_pack("{s:s, s:o, s:o}", "reason",
-						   m->stalls[best].name, "share_pct",
-						   num(100 * m->stalls[best].per_inst / total),
-						   "cycles_per_inst", num(m->stalls[best].per_inst)));
+		json_array_append_new(
+			a, json_pack("{s:s, s:o, s:o}", "reason", m->stalls[best].name, "share_pct",
+				     num(100 * m->stalls[best].per_inst / total), "cycles_per_inst",
+				     num(m->stalls[best].per_inst)));
 	}
 	return a;
 }
@@ -100,23 +101,24 @@ static json_t *kernel_json(const struct profile_metrics *m, const struct profile
 		"s:{s:o, s:o}, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:o}, "
 		"s:{s:o, s:o}, s:{s:o, s:o, s:o, s:o}}",
 		"program", m->program, "name", m->kernel, "bound", fs->bound, "verdict",
-		fs->verdict, "duration_us", num(m->duration_ns / 1e3), "speed_of_light_pct",
-		"dram", num(m->sol_dram_pct), "l2", num(m->sol_l2_pct), "l1_shared",
-		num(m->sol_l1_pct), "compute", num(m->sol_compute_pct), "memory",
-		num(m->sol_memory_pct), "occupancy_pct", "achieved", num(m->occ_achieved_pct),
-		"theoretical", num(m->occ_theoretical_pct), "limiter", lim, "registers_per_thread",
+		fs->verdict, "duration_us", num(m->duration_ns / 1e3), "speed_of_light_pct", "dram",
+		num(m->sol_dram_pct), "l2", num(m->sol_l2_pct), "l1_shared", num(m->sol_l1_pct),
+		"compute", num(m->sol_compute_pct), "memory", num(m->sol_memory_pct),
+		"occupancy_pct", "achieved", num(m->occ_achieved_pct), "theoretical",
+		num(m->occ_theoretical_pct), "limiter", lim, "registers_per_thread",
 		num(m->regs_per_thread), "local_memory_sectors", "load", num(m->local_ld_sectors),
 		"store", num(m->local_st_sectors), "stalls", stalls_json(m), "hit_rate_pct", "l1",
 		num(m->l1_hit_pct), "l2", num(m->l2_hit_pct), "shared_bank_conflicts", "count",
 		num(m->shared_ld_conflicts + m->shared_st_conflicts), "per_wavefront",
 		ratio(m->shared_ld_conflicts + m->shared_st_conflicts,
 		      m->shared_ld_wavefronts + m->shared_st_wavefronts),
-		"global_sectors_per_request", "load", ratio(m->gld_sectors, m->gld_requests), "store",
-		ratio(m->gst_sectors, m->gst_requests), "load_bytes_used_pct",
+		"global_sectors_per_request", "load", ratio(m->gld_sectors, m->gld_requests),
+		"store", ratio(m->gst_sectors, m->gst_requests), "load_bytes_used_pct",
 		num(m->gld_bytes_used_pct), "tensor_pipe_pct", "wgmma", num(m->gmma_pct), "hmma",
 		num(m->hmma_pct), "dram_bytes", "read", num(m->dram_read_bytes), "write",
-		num(m->dram_write_bytes), "cost_model", cost_bytes > 0 ? num(cost_bytes) : json_null(),
-		"moved_vs_cost", cost_bytes > 0 ? ratio(moved, cost_bytes) : json_null());
+		num(m->dram_write_bytes), "cost_model",
+		cost_bytes > 0 ? num(cost_bytes) : json_null(), "moved_vs_cost",
+		cost_bytes > 0 ? ratio(moved, cost_bytes) : json_null());
 	if (!k)
 		return NULL;
 	json_object_set_new(k, "launch",
@@ -154,8 +156,8 @@ static void summary_text(const struct profile_result *res, char *buf, size_t cap
 	}
 }
 
-static const char *const REASONS[] = {"", "no_gpu", "no_ncu", "counters_denied",
-				      "profiler_library_missing", "profiler_failed"};
+static const char *const REASONS[] = {
+	"", "no_gpu", "no_ncu", "counters_denied", "profiler_library_missing", "profiler_failed"};
 
 /* The answer, or NULL when there is none (an error result is built). */
 static json_t *profile_json(const struct profile_result *res, int rc, const char *msg)
@@ -199,10 +201,10 @@ static json_t *profile_json(const struct profile_result *res, int rc, const char
 		return NULL;
 	}
 	if (res->device.present)
-		json_object_set_new(o, "device", json_pack("{s:s, s:i, s:i}", "name",
-							   res->device.name, "cc_major",
-							   res->device.cc_major, "cc_minor",
-							   res->device.cc_minor));
+		json_object_set_new(o, "device",
+				    json_pack("{s:s, s:i, s:i}", "name", res->device.name,
+					      "cc_major", res->device.cc_major, "cc_minor",
+					      res->device.cc_minor));
 	if (res->baseline_error[0])
 		json_object_set_new(o, "baseline_unavailable", json_string(res->baseline_error));
 	if (res->report_id[0]) {
@@ -210,11 +212,11 @@ static json_t *profile_json(const struct profile_result *res, int rc, const char
 		snprintf(uri, sizeof uri, PROFILE_URI "%s", res->report_id);
 		json_object_set_new(o, "raw_report", json_string(uri));
 	}
-	json_object_set_new(o, "method",
-			    json_pack("{s:s, s:s, s:s, s:s}", "ncu", res->ncu_path,
-				      "clock_control", "none", "cache_control",
-				      "all (flushed before every replay pass)", "durations",
-				      "under replay: explain with them, time with benchmark_kernel"));
+	json_object_set_new(
+		o, "method",
+		json_pack("{s:s, s:s, s:s, s:s}", "ncu", res->ncu_path, "clock_control", "none",
+			  "cache_control", "all (flushed before every replay pass)", "durations",
+			  "under replay: explain with them, time with benchmark_kernel"));
 	if (res->dropped[0]) {
 		json_t *d = json_array();
 		char buf[sizeof res->dropped], *save = NULL;
@@ -283,7 +285,8 @@ static int profiles_read(struct app *app, const char *uri, json_t **contents, st
 	if (!text)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");
 	text[n] = 0;
-	*contents = json_pack("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", "text/csv", "text", text);
+	*contents =
+		json_pack("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", "text/csv", "text", text);
 	free(text);
 	return *contents ? 0 : kf_err_set(err, KF_ENOMEM, "out of memory");
 }
@@ -304,9 +307,10 @@ static const struct tool_def PROFILE_TOOLS[] = {
 	{
 		.name = "profile_kernel",
 		.title = "Profile a kernel with Nsight Compute",
-		.description = "Why a kernel is slow: ncu counters at one size (speed of light, "
-			       "occupancy, stalls, coalescing, bank conflicts, DRAM bytes vs cost), "
-			       "findings with guides, what to try.",
+		.description =
+			"Why a kernel is slow: ncu counters at one size (speed of light, "
+			"occupancy, stalls, coalescing, bank conflicts, DRAM bytes vs cost), "
+			"findings with guides, what to try.",
 		.input_schema = PROFILE_INPUT,
 		.output_schema = PROFILE_OUTPUT,
 		.annotations = TOOL_TASK,

@@ -43,8 +43,8 @@ START_TEST(csv_reads_the_recorded_report_with_units_and_separators)
 	ck_assert_uint_eq(rep.kernels_len, 1);
 	const struct profile_metrics *m = &rep.kernels[0];
 	ck_assert_str_eq(m->kernel, "rmsnorm_plain");
-	ck_assert_double_eq_tol(m->dram_read_bytes, 33.62e6, 1); /* Mbyte */
-	ck_assert_double_eq_tol(m->duration_ns, 51230, 0.01);	 /* usecond */
+	ck_assert_double_eq_tol(m->dram_read_bytes, 33.62e6, 1);     /* Mbyte */
+	ck_assert_double_eq_tol(m->duration_ns, 51230, 0.01);	     /* usecond */
 	ck_assert_double_eq_tol(m->shared_static_bytes, 1020, 0.01); /* Kbyte/block */
 	ck_assert_double_eq(m->gld_requests, 1052672);		     /* "1,052,672" */
 	ck_assert_double_eq(m->grid_size, 4096);
@@ -118,8 +118,8 @@ static void guides_exist(const struct profile_findings *fs)
 	for (size_t i = 0; i < fs->len; i++) {
 		char p[1024];
 		snprintf(p, sizeof p, "%s/knowledge/guides/%s.md", src ? src : ".", fs->f[i].guide);
-		ck_assert_msg(access(p, R_OK) == 0, "finding %s names guide %s: no %s",
-			      fs->f[i].id, fs->f[i].guide, p);
+		ck_assert_msg(access(p, R_OK) == 0, "finding %s names guide %s: no %s", fs->f[i].id,
+			      fs->f[i].guide, p);
 	}
 }
 
@@ -231,8 +231,9 @@ END_TEST
 START_TEST(ncu_words_are_sorted_into_reasons)
 {
 	ck_assert_int_eq(
-		profile_ncu_error("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
-				  "to access NVIDIA GPU Performance Counters on the target device 0."),
+		profile_ncu_error(
+			"==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+			"to access NVIDIA GPU Performance Counters on the target device 0."),
 		PROFILE_COUNTERS_DENIED);
 	ck_assert_int_eq(profile_ncu_error("==ERROR== LibraryNotLoaded"), PROFILE_LIBRARY_MISSING);
 	ck_assert_int_eq(profile_ncu_error("==PROF== Disconnected from process 1"),
