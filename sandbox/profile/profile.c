@@ -201,6 +201,9 @@ static int plan_size(const json_t *spec, const struct profile_opts *o, struct pr
 	if ((rc = spec_bind(s, res->vals, &lim, where, &b, err)))
 		goto out;
 	res->cost_bytes = b.cost_bytes;
+	/* the warm-up: at least 3 launch lists and 20 ms, per program */
+	res->timeout_ms = o->timeout_ms ? o->timeout_ms
+					: check_work_timeout_ms(&b, 8u * (o->baseline ? 2u : 1u));
 	uint64_t need = b.device_bytes * (o->baseline ? 2u : 1u);
 	if (need > PROFILE_MAX_DEVICE_BYTES) {
 		char st[160];
@@ -324,7 +327,7 @@ static int ncu_run(struct pctx *c, const char *harness, int gpu, const volatile 
 			      "report.jsonl",
 			      NULL};
 	struct jail_bind binds[] = {{harness, NULL}, {ncu_dir, NULL}};
-	unsigned to = c->o->timeout_ms ? c->o->timeout_ms : PROFILE_DEFAULT_TIMEOUT_MS;
+	unsigned to = c->res->timeout_ms;
 	struct jail_job jj = {
 		.argv = argv,
 		.job_dir = c->dir,
@@ -398,7 +401,7 @@ static int profile_job(void *arg, int gpu, const volatile int *stop, struct kf_e
 	json_t *sizes = json_array();
 	for (size_t k = 0; k < c->res->vars_len; k++)
 		json_array_append_new(sizes, json_integer(c->res->vals[k]));
-	unsigned to = c->o->timeout_ms ? c->o->timeout_ms : PROFILE_DEFAULT_TIMEOUT_MS;
+	unsigned to = c->res->timeout_ms;
 	json_t *job = json_pack("{s:s, s:i, s:s, s:o, s:s, s:f, s:i}", "mode", "profile", "device",
 				gpu, "module", "cand.cubin", "sizes", sizes, "seed", seed,
 				"warmup_ms", 20.0, "row_timeout_ms", (int)to);
@@ -432,7 +435,7 @@ static int profile_job(void *arg, int gpu, const volatile int *stop, struct kf_e
 static int kernel_verdict(struct pctx *c, struct kf_err *err)
 {
 	struct profile_result *res = c->res;
-	unsigned to = c->o->timeout_ms ? c->o->timeout_ms : PROFILE_DEFAULT_TIMEOUT_MS;
+	unsigned to = c->res->timeout_ms;
 	const json_t *f = json_object_get(c->rep, "fault");
 	const char *herr = json_string_value(json_object_get(c->rep, "error"));
 	if (json_is_true(json_object_get(c->rep, "timeout"))) {

@@ -28,9 +28,9 @@
 #define PROFILE_TRY_MAX		 2   /* suggestions at the end of the answer */
 #define PROFILE_TEXT_BYTES	 400 /* one finding or suggestion */
 #define PROFILE_ID_BYTES	 17  /* a report id: 16 hex digits + NUL */
-/* The warm-up watchdog and the jail's limit on the whole profiler run. */
-#define PROFILE_DEFAULT_TIMEOUT_MS 60000u
-#define PROFILE_RUN_MAX_MS	   240000u
+/* Time the profiler run may take beyond the warm-up's watchdog: ncu's
+ * start and the replay passes. */
+#define PROFILE_RUN_MAX_MS 240000u
 
 /* One stall reason: warps stalled per issued instruction. */
 struct profile_stall {
@@ -125,7 +125,8 @@ void profile_rules(const struct profile_metrics *m, double cost_bytes,
 struct profile_opts {
 	int size_index;	     /* row of the spec's sizes; 0 = the first */
 	int baseline;	     /* 1: profile the baseline too */
-	unsigned timeout_ms; /* the kernel's limit in the warm-up; 0 = default */
+	unsigned timeout_ms; /* the kernel's limit in the warm-up; 0 = from the work
+			      * (check_work_timeout_ms) */
 	const volatile int *cancel;
 	check_progress_fn progress;
 	void *progress_arg;
@@ -152,6 +153,7 @@ struct profile_result {
 	int64_t vals[SPEC_MAX_VARS]; /* the profiled size */
 	int size_index;
 	double cost_bytes;	     /* the spec's cost model at that size */
+	unsigned timeout_ms;	     /* the warm-up's watchdog as used */
 	char fault[CHECK_MSG_BYTES]; /* the kernel faulted or hung: what happened */
 	int hung;		     /* 1: it did not finish within timeout_ms */
 	char baseline_error[256];    /* the baseline could not be profiled */

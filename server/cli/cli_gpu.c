@@ -37,7 +37,8 @@ static const char CHECK_USAGE[] =
 	"  --trials N         trials per size (1-20)\n"
 	"  --no-odd-size      only the sizes the spec lists\n"
 	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
-	"  --timeout-s N      per harness run (default 60)\n" META_HELP "\n" CLI_COMMON_HELP "\n"
+	"  --timeout-s N      per trial (default: from the work, at least 2 s)\n" META_HELP
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge check rmsnorm.json\n"
 	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
@@ -57,8 +58,8 @@ static const char BENCH_USAGE[] =
 	"  --target F        relative standard error target (default 0.005)\n"
 	"  --warmup-ms N     warm-up (default 50)\n"
 	"  --no-flush        keep the L2 warm between iterations\n"
-	"  --timeout-s N     per harness run (1-600, default 120)\n" META_HELP "\n" CLI_COMMON_HELP
-	"\n"
+	"  --timeout-s N     per size (1-600; default: from the work)\n" META_HELP
+	"\n" CLI_COMMON_HELP "\n"
 	"Example:\n"
 	"  kforge bench rmsnorm.json --size 0\n";
 

@@ -24,7 +24,7 @@ static const char PROFILE_USAGE[] =
 	"Options:\n"
 	"  --size I        index into the spec's sizes (default 0)\n"
 	"  --baseline      profile the spec's baseline too\n"
-	"  --timeout-s N   the kernel's limit in the warm-up (default 60)\n"
+	"  --timeout-s N   the kernel's limit in the warm-up (default: from the work)\n"
 	"\n" CLI_COMMON_HELP "\n"
 	"Needs a GPU and ncu (on PATH, in the CUDA toolkit or KFORGE_NCU). Exit: 0\n"
 	"profiled, 1 no counters or the kernel failed, 2 usage, 3 no GPU, 4 no ncu.\n"

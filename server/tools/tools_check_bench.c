@@ -156,7 +156,7 @@ static const char CHECK_INPUT[] =
 	"\"object\"}, \"seed\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 16}}, "
 	"\"description\": \"re-run one reported failing case\"}, "
 	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
-	"\"default\": 60}}}";
+	"\"description\": \"default: from the work, >= 2\"}}}";
 
 /* The output schemas name the members every answer has; the rest are
  * described in docs/check-and-bench.md (tools/list stays small). */
@@ -179,7 +179,7 @@ static const char BENCH_INPUT[] =
 	"\"default\": 50}, "
 	"\"flush_l2\": {\"type\": \"boolean\", \"default\": true}, "
 	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
-	"\"default\": 120}}}";
+	"\"description\": \"default: from the work, >= 2\"}}}";
 
 static const char BENCH_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"

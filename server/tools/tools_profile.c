@@ -296,8 +296,7 @@ static const char PROFILE_INPUT[] =
 	"\"properties\": {\"spec\": {\"type\": \"object\"}, "
 	"\"size\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 31, \"default\": 0}, "
 	"\"baseline\": {\"type\": \"boolean\", \"default\": false}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
-	"\"default\": 60}}}";
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600}}}";
 
 static const char PROFILE_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\", \"profiled\"], \"properties\": {"
