@@ -119,6 +119,12 @@ void cli_print_result(FILE *f, const json_t *result, int json);
  * not_found -> 4, busy/timeout -> 6, else 1). */
 int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args);
 
+/* cli_tool_run with the readable form of a successful result printed by
+ * print (result borrowed) instead of cli_print_result; --json and errors
+ * print as cli_tool_run does. print NULL = cli_tool_run. */
+int cli_tool_run_print(const struct cli_common *co, const char *tool, json_t *args,
+		       void (*print)(FILE *f, const json_t *result));
+
 /* Maps a KF_E* code to a CLI_EXIT_* code. */
 int cli_exit_code(int kf_code);
 
