@@ -11,6 +11,7 @@
  * The raw CSV is kept under <data_dir>/profiles/. */
 #include "sandbox/profile/profile.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@
 #include "sandbox/pool/gpu.h"
 #include "sandbox/pool/runner.h"
 
-#define NCU_RETRIES   4	    /* runs, each dropping the metrics ncu did not know */
+#define NCU_RETRIES   8	    /* runs, each dropping the metrics ncu did not know */
 #define NCU_OUT_BYTES 65536 /* ncu's stdout and stderr kept */
 #define METRICS_BYTES 8192
 
@@ -118,21 +119,51 @@ enum profile_unavailable profile_ncu_error(const char *text)
 	return PROFILE_AVAILABLE;
 }
 
-int profile_ncu_unknown_metric(const char *text, char *out, size_t cap)
+/* The first name of the comma-separated list that an ==ERROR== line of
+ * text names as a whole word, into out. */
+static int error_names(const char *text, const char *list, char *out, size_t cap)
+{
+	for (const char *e = strstr(text, "==ERROR=="); e; e = strstr(e + 1, "==ERROR==")) {
+		size_t ll = strcspn(e, "\r\n");
+		for (const char *m = list; m && *m;) {
+			size_t n = strcspn(m, ",");
+			for (const char *h = e;
+			     n && n < cap && (h = memmem(h, ll - (size_t)(h - e), m, n)); h++) {
+				char after = h[n];
+				int word = (h == e || !(isalnum((unsigned char)h[-1]) ||
+							h[-1] == '_' || h[-1] == '.')) &&
+					   !(isalnum((unsigned char)after) || after == '_' ||
+					     after == '.');
+				if (word) {
+					memcpy(out, m, n);
+					out[n] = 0;
+					return 0;
+				}
+			}
+			m += n;
+			if (*m == ',')
+				m++;
+		}
+	}
+	return -1;
+}
+
+int profile_ncu_unknown_metric(const char *text, const char *list, char *out, size_t cap)
 {
 	static const char key[] = "Failed to find metric ";
 	const char *p = text ? strstr(text, key) : NULL;
-	if (!p)
-		return -1;
-	p += sizeof key - 1;
-	while (*p == ' ' || *p == '\'' || *p == '"')
-		p++;
-	size_t n = strcspn(p, " '\"\r\n,");
-	if (!n || n >= cap)
-		return -1;
-	memcpy(out, p, n);
-	out[n] = 0;
-	return 0;
+	if (p) {
+		p += sizeof key - 1;
+		while (*p == ' ' || *p == '\'' || *p == '"')
+			p++;
+		size_t n = strcspn(p, " '\"\r\n,");
+		if (n && n < cap) {
+			memcpy(out, p, n);
+			out[n] = 0;
+			return 0;
+		}
+	}
+	return text && list ? error_names(text, list, out, cap) : -1;
 }
 
 /* The last line of ncu's output that says ==ERROR==, or its last line. */
@@ -419,8 +450,10 @@ static int profile_job(void *arg, int gpu, const volatile int *stop, struct kf_e
 				       "running the kernel under Nsight Compute");
 		if ((rc = ncu_run(c, harness, gpu, stop, err)))
 			break;
+		/* ncu says so on its output or, with --log-file, in the log */
 		char unknown[160];
-		if (profile_ncu_unknown_metric(c->ncu_out, unknown, sizeof unknown) ||
+		if ((profile_ncu_unknown_metric(c->ncu_out, c->metrics, unknown, sizeof unknown) &&
+		     profile_ncu_unknown_metric(c->csv, c->metrics, unknown, sizeof unknown)) ||
 		    drop_metric(c->metrics, unknown))
 			break;
 		size_t dl = strlen(c->res->dropped);

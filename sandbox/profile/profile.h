@@ -199,9 +199,11 @@ int profile_ncu_find(char *out, size_t cap, struct kf_err *err) __attribute__((w
  * PROFILE_AVAILABLE when it names neither. */
 enum profile_unavailable profile_ncu_error(const char *text);
 
-/* The metric ncu said it does not know ("Failed to find metric X"), written
- * to out (cap bytes); 0 when found, -1 when text names none. */
-int profile_ncu_unknown_metric(const char *text, char *out, size_t cap);
+/* The metric ncu refused, written to out (cap bytes): the name after
+ * "Failed to find metric", else the first metric of list (comma-separated,
+ * borrowed; may be NULL) that an ==ERROR== line of text names. 0 when
+ * found, -1 when text (may be NULL) names none. */
+int profile_ncu_unknown_metric(const char *text, const char *list, char *out, size_t cap);
 
 /* The host path of report id (16 hex digits) under data_dir, into out.
  * Returns 0, or KF_EINVAL for a malformed id. */

@@ -98,6 +98,16 @@ check "a kernel that hangs is killed in the warm-up" hang "$NCU/ncu" 1 \
 	--timeout-s 1
 check "a kernel that faults is reported like a check" fault "$NCU/ncu" 1 \
 	"not r['profiled'] and r['safeguard'] == 'fault' and 'faulted' in r['summary']"
+python3 - "$T/axpb.json" "$T/bad.json" <<'EOS'
+import sys, json
+spec = json.load(open(sys.argv[1]))
+spec["source"] = spec["source"] + "\nthis is not CUDA;\n"
+json.dump(spec, open(sys.argv[2], "w"))
+EOS
+cp "$T/axpb.json" "$T/good.json"; cp "$T/bad.json" "$T/axpb.json"
+check "a candidate that does not compile: the compiler's words" ok "$NCU/ncu" 1 \
+	"not r['profiled'] and r['stage'] == 'compile' and r['error']['code'] == 'compile_error'"
+cp "$T/good.json" "$T/axpb.json"
 check "an unknown size index names the sizes" ok "$NCU/ncu" 1 \
 	"'size: index 5, the spec has' in r['summary']" --size 5
 LIBS=/nonexistent check "no GPU: said why" ok "$NCU/ncu" 3 \

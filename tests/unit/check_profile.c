@@ -241,10 +241,18 @@ START_TEST(ncu_words_are_sorted_into_reasons)
 	char name[128];
 	ck_assert_int_eq(profile_ncu_unknown_metric("==ERROR== Failed to find metric "
 						    "sm__foo.sum\n",
-						    name, sizeof name),
+						    NULL, name, sizeof name),
 			 0);
 	ck_assert_str_eq(name, "sm__foo.sum");
-	ck_assert_int_eq(profile_ncu_unknown_metric("all fine", name, sizeof name), -1);
+	/* another wording: the refused name found among those asked for */
+	static const char list[] = "dram__bytes_read.sum,sm__bar.avg,sm__bar.avg.pct";
+	ck_assert_int_eq(profile_ncu_unknown_metric("==PROF== sm__bar.avg fine\n"
+						    "==ERROR== Metric sm__bar.avg.pct is not "
+						    "supported on this chip\n",
+						    list, name, sizeof name),
+			 0);
+	ck_assert_str_eq(name, "sm__bar.avg.pct");
+	ck_assert_int_eq(profile_ncu_unknown_metric("all fine", list, name, sizeof name), -1);
 	char p[256];
 	struct kf_err err = {0};
 	ck_assert_int_eq(profile_report_path("/d", "0123456789abcdef", p, sizeof p, &err), 0);
