@@ -107,14 +107,26 @@ int profile_ncu_find(char *out, size_t cap, struct kf_err *err)
 
 /* --- ncu's words ------------------------------------------------------------ */
 
+/* 1 when one ==ERROR== line of text says what. */
+static int error_line_says(const char *text, const char *what)
+{
+	for (const char *e = strstr(text, "==ERROR=="); e; e = strstr(e + 1, "==ERROR==")) {
+		size_t n = strcspn(e, "\r\n");
+		const char *w = memmem(e, n, what, strlen(what));
+		if (w)
+			return 1;
+	}
+	return 0;
+}
+
 enum profile_unavailable profile_ncu_error(const char *text)
 {
 	if (!text)
 		return PROFILE_AVAILABLE;
 	if (strstr(text, "ERR_NVGPUCTRPERM"))
 		return PROFILE_COUNTERS_DENIED;
-	if (strstr(text, "LibraryNotLoaded") || strstr(text, "Failed to load injection") ||
-	    (strstr(text, "==ERROR==") && strstr(text, "cannot open shared object")))
+	if (strstr(text, "LibraryNotLoaded") || error_line_says(text, "Failed to load injection") ||
+	    error_line_says(text, "cannot open shared object"))
 		return PROFILE_LIBRARY_MISSING;
 	return PROFILE_AVAILABLE;
 }
@@ -627,7 +639,15 @@ static int run_profiler(struct check_env *env, const struct profile_opts *o, str
 			 json_is_string(be) ? json_string_value(be)
 					    : json_string_value(json_object_get(be, "error")),
 			 json_string_value(json_object_get(be, "during")));
-	if ((rc = kernel_verdict(c, err)) || (rc = read_metrics(c, err)))
+	if ((rc = kernel_verdict(c, err)))
+		goto out;
+	/* No report: the harness never ran its launches (it did not start
+	 * under ncu, or ncu ended it); whatever the log holds is not theirs. */
+	if (!c->rep) {
+		rc = no_metrics(c, "kforge-harness wrote no report under ncu", err);
+		goto out;
+	}
+	if ((rc = read_metrics(c, err)))
 		goto out;
 	res->answer = CHECK_ANSWER_VERDICT;
 out:

@@ -91,6 +91,8 @@ check "counters denied: said why" ok "$NCU/ncu-denied" 1 \
 	"not r['profiled'] and r['reason'] == 'counters_denied' and 'ERR_NVGPUCTRPERM' in r['summary']"
 check "the injection library missing: said why" ok "$NCU/ncu-nolib" 4 \
 	"not r['profiled'] and r['reason'] == 'profiler_library_missing'"
+check "a report without the harness's own is not taken" ok "$NCU/ncu-norun" 1 \
+	"not r['profiled'] and r['reason'] == 'profiler_failed' and 'wrote no report' in r['summary']"
 check "no ncu: said where it looked" ok /nonexistent/ncu 4 \
 	"not r['profiled'] and r['reason'] == 'no_ncu' and 'KFORGE_NCU' in r['summary']"
 check "a kernel that hangs is killed in the warm-up" hang "$NCU/ncu" 1 \
