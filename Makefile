@@ -253,13 +253,15 @@ test: deps-auto
 
 # tests/gpu/run.sh (kernels and check_kernel), tests/gpu_runner.py (the
 # GPU pool and run history through `kforge serve`), tests/gpu/torchop.py
-# (build_torch_op and the kernel-builder export) and tests/gpu/model.sh
-# (the torch ops and benchmark_model); each skips without a GPU.
+# (build_torch_op and the kernel-builder export), tests/gpu/model.sh
+# (the torch ops and benchmark_model) and tests/gpu/profile.sh
+# (profile_kernel under ncu); each skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
 		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
 		python3 tests/gpu/torchop.py --bin $(BIN) || fail=1; \
-		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; exit $$fail
+		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; \
+		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; exit $$fail
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb
