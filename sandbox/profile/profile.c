@@ -500,8 +500,7 @@ static int kernel_verdict(struct pctx *c, struct kf_err *err)
 			 json_string_value(json_object_get(f, "error")),
 			 json_string_value(json_object_get(f, "during")),
 			 json_string_value(json_object_get(f, "message")));
-	} else if (herr) {
-		snprintf(res->fault, sizeof res->fault, "%s", herr);
+	} else if (herr) { /* the spec at this size, not the kernel: no verdict */
 		return kf_err_set(err, KF_EINVAL, "%s", herr);
 	} else {
 		return 0;
@@ -514,7 +513,10 @@ static int no_metrics(struct pctx *c, const char *parse_msg, struct kf_err *err)
 {
 	struct profile_result *res = c->res;
 	char words[640];
-	ncu_last_words(c->ncu_out, words, sizeof words);
+	/* with --log-file ncu's own errors may be in its log */
+	int in_log = c->csv && strstr(c->csv, "==ERROR==") &&
+		     !(c->ncu_out && strstr(c->ncu_out, "==ERROR=="));
+	ncu_last_words(in_log ? c->csv : c->ncu_out, words, sizeof words);
 	enum profile_unavailable u = profile_ncu_error(c->ncu_out);
 	if (u == PROFILE_AVAILABLE)
 		u = profile_ncu_error(c->csv);
@@ -523,9 +525,10 @@ static int no_metrics(struct pctx *c, const char *parse_msg, struct kf_err *err)
 	case PROFILE_COUNTERS_DENIED:
 		snprintf(res->why, sizeof res->why,
 			 "the GPU's performance counters are restricted to administrators on "
-			 "this host (ERR_NVGPUCTRPERM): the driver needs "
-			 "NVreg_RestrictProfilingToAdminUsers=0, or the daemon the "
-			 "CAP_SYS_ADMIN capability; ncu said: %s",
+			 "this host (ERR_NVGPUCTRPERM): set the driver option "
+			 "NVreg_RestrictProfilingToAdminUsers=0 (the jail drops every "
+			 "capability, so an administrator's daemon is refused there too); ncu "
+			 "said: %s",
 			 words);
 		return kf_err_set(err, KF_EPERM, "%s", res->why);
 	case PROFILE_LIBRARY_MISSING:
