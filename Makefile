@@ -34,7 +34,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 # One static library per subsystem (a folder); MODULES lists them bottom-up
 # and DEPS_<m> names what each may use, so a call into an undeclared module
 # fails the link of that module's check (`make lint`, tests/lint/).
-MODULES := base kernels kb jail compile spec pool history exec dataset check torchop model mcp tools transport cli app
+MODULES := base kernels kb jail compile spec pool history exec dataset check torchop profile model mcp tools transport cli app
 SRC_base := $(wildcard base/*.c)
 SRC_kernels := $(wildcard kernels/*.c kernels/ref/*.c)
 SRC_kb := $(filter-out knowledge/kb_build_main.c,$(wildcard knowledge/*.c))
@@ -48,6 +48,7 @@ SRC_dataset := $(wildcard sandbox/dataset/*.c)
 SRC_check := $(wildcard sandbox/check/*.c)
 SRC_model := $(wildcard sandbox/model/*.c)
 SRC_torchop := $(wildcard sandbox/torchop/*.c)
+SRC_profile := $(wildcard sandbox/profile/*.c)
 SRC_mcp := $(wildcard server/mcp/*.c)
 SRC_tools := $(wildcard server/tools/*.c)
 SRC_transport := $(wildcard server/transport/*.c)
@@ -71,17 +72,18 @@ DEPS_spec := kernels base
 DEPS_compile := kb pool jail base
 DEPS_check := compile spec history pool jail kb kernels base
 DEPS_torchop := check compile spec pool jail kernels base
+DEPS_profile := check compile spec pool jail kernels base
 DEPS_model := pool jail base
 DEPS_mcp := base
-DEPS_tools := mcp torchop exec check model compile spec history pool kb kernels base
+DEPS_tools := mcp torchop profile exec check model compile spec history pool kb kernels base
 DEPS_transport := mcp base
 DEPS_app := tools transport mcp exec check compile history pool kb base
-DEPS_cli := app tools transport mcp torchop exec dataset check model compile spec history pool kb kernels base
+DEPS_cli := app tools transport mcp torchop profile exec dataset check model compile spec history pool kb kernels base
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 $(foreach m,$(MODULES),$(eval LIB_$(m) := $(B)/libkf_$(m).a))
 # Link order: dependents first.
-LINK_ORDER := cli app transport tools mcp dataset model torchop check exec history spec compile pool jail kb kernels base
+LINK_ORDER := cli app transport tools mcp dataset model torchop profile check exec history spec compile pool jail kb kernels base
 ALL_LIBS := $(foreach m,$(LINK_ORDER),$(LIB_$(m)))
 
 BIN := $(B)/kforge
@@ -251,13 +253,15 @@ test: deps-auto
 
 # tests/gpu/run.sh (kernels and check_kernel), tests/gpu_runner.py (the
 # GPU pool and run history through `kforge serve`), tests/gpu/torchop.py
-# (build_torch_op and the kernel-builder export) and tests/gpu/model.sh
-# (the torch ops and benchmark_model); each skips without a GPU.
+# (build_torch_op and the kernel-builder export), tests/gpu/model.sh
+# (the torch ops and benchmark_model) and tests/gpu/profile.sh
+# (profile_kernel under ncu); each skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
 		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
 		python3 tests/gpu/torchop.py --bin $(BIN) || fail=1; \
-		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; exit $$fail
+		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; \
+		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; exit $$fail
 
 # Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb

@@ -179,8 +179,8 @@ int app_tools_load(int fixtures, struct kf_err *err)
 	/* In the order tools/list shows them; the conformance fixtures last, so
 	 * n - 1 leaves them out. */
 	const struct tool_group *groups[] = {&TOOLS_KB,	     &TOOLS_COMPILE, &TOOLS_CHECK_BENCH,
-					     &TOOLS_MODEL,   &TOOLS_TORCH,   &TOOLS_RUNS,
-					     &TOOLS_PROMPTS, &TOOLS_FIXTURES};
+					     &TOOLS_PROFILE, &TOOLS_MODEL,   &TOOLS_TORCH,
+					     &TOOLS_RUNS,    &TOOLS_PROMPTS, &TOOLS_FIXTURES};
 	size_t n = sizeof(groups) / sizeof(groups[0]);
 
 	return tools_load_groups(groups, fixtures ? n : n - 1, err);

@@ -98,6 +98,19 @@ static void bench_not_run_after(struct bctx *c, size_t i, int ref)
 	}
 }
 
+/* The watchdog of one benchmark size from its work: the warm-up and the
+ * timing budget, plus twice check_work_timeout_ms over the launches a size
+ * takes beyond them (warm-up minimum, the minimum samples in batches, the
+ * verification; for each program) and the host's part (inputs twice,
+ * outputs back). */
+static unsigned bench_timeout(const struct bench_opts *o, const struct spec_bound *b, int have_base)
+{
+	double ms = (o->warmup_ms > 0 ? o->warmup_ms : BENCH_DEFAULT_WARMUP_MS) +
+		    (o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS) +
+		    2.0 * check_work_timeout_ms(b, 20u * (have_base ? 2u : 1u));
+	return ms >= CHECK_MAX_TIMEOUT_MS ? CHECK_MAX_TIMEOUT_MS : (unsigned)ms;
+}
+
 static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err *err)
 {
 	struct bctx *c = arg;
@@ -129,7 +142,7 @@ static int bench_job(void *arg, int gpu, const volatile int *stop, struct kf_err
 			o->budget_ms > 0 ? o->budget_ms : BENCH_DEFAULT_BUDGET_MS, "target_rel_se",
 			o->target_rel_se > 0 ? o->target_rel_se : BENCH_DEFAULT_TARGET, "min_reps",
 			10, "max_reps", 10000, "flush_l2", !o->no_flush);
-		unsigned to = o->timeout_ms ? o->timeout_ms : 120000;
+		unsigned to = o->timeout_ms ? o->timeout_ms : bench_timeout(o, &r->b, c->have_base);
 		json_object_set_new(job, "row_timeout_ms", json_integer(to));
 		if (c->have_base)
 			json_object_set_new(job, "baseline_module", json_string("base.mod"));

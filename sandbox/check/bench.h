@@ -27,7 +27,8 @@ struct bench_opts {
 	int size_index;	      /* -1 = every size of the spec; else that row */
 	int no_baseline;      /* 1: time the candidate alone */
 	int no_flush;	      /* 1: keep L2 warm between iterations */
-	unsigned timeout_ms;  /* per harness run; 0 = 120000 */
+	unsigned timeout_ms;  /* per size; 0 = from the work: warm-up, budget and
+			       * check_work_timeout_ms of its launches */
 	const volatile int *cancel;
 	check_progress_fn progress;
 	void *progress_arg;

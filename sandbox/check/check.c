@@ -174,6 +174,18 @@ int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 
 /* --- the check ----------------------------------------------------------- */
 
+unsigned check_work_timeout_ms(const struct spec_bound *b, unsigned launches)
+{
+	double floor_ms = b->cost_bytes > 0 ? b->cost_bytes / (CHECK_WATCHDOG_GBS * 1e6) : 0;
+	if (b->cost_flops > 0 && b->cost_flops / (CHECK_WATCHDOG_TFLOPS * 1e9) > floor_ms)
+		floor_ms = b->cost_flops / (CHECK_WATCHDOG_TFLOPS * 1e9);
+	double ms = CHECK_WATCHDOG_MULT * floor_ms * (launches ? launches : 1) +
+		    (double)b->device_bytes / CHECK_WATCHDOG_HOST_BPMS;
+	if (!(ms >= CHECK_MIN_TIMEOUT_MS))
+		return CHECK_MIN_TIMEOUT_MS;
+	return ms >= CHECK_MAX_TIMEOUT_MS ? CHECK_MAX_TIMEOUT_MS : (unsigned)ms;
+}
+
 void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap)
 {
 	size_t n = 0;
@@ -675,6 +687,21 @@ static void describe_check(const struct check_prep *p, struct check_job *gc,
 	gc->printf_out = NULL;
 }
 
+/* The watchdog of a check: the caller's, or the largest row's work (a
+ * trial runs the launch list twice plus the extra launches between). */
+static unsigned check_timeout(const struct check_opts *o, const struct row *rows, size_t n)
+{
+	if (o->timeout_ms)
+		return o->timeout_ms;
+	unsigned to = CHECK_MIN_TIMEOUT_MS;
+	for (size_t i = 0; i < n; i++) {
+		unsigned t = check_work_timeout_ms(&rows[i].b, 2 + CHECK_EXTRA_LAUNCHES);
+		if (t > to)
+			to = t;
+	}
+	return to;
+}
+
 int check_kernel(struct check_env *env, const json_t *spec, const struct check_opts *o,
 		 struct check_result *res, int *gpu, struct kf_err *err)
 {
@@ -701,8 +728,7 @@ int check_kernel(struct check_env *env, const json_t *spec, const struct check_o
 				.rows = rows,
 				.nrows = nrows,
 				.ref_rows = nrows,
-				.timeout_ms =
-					o->timeout_ms ? o->timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+				.timeout_ms = check_timeout(o, rows, nrows),
 				.o = o,
 				.gpu = -1,
 				.phases = &res->phases};

@@ -48,12 +48,43 @@ void check_env_init(struct check_env *env);
 /* Closes the jail env opened, if any. Call after the last job finished. */
 void check_env_fini(struct check_env *env);
 
+/* The first readable of: $env (as given), <exe dir>/rel1, <exe dir>/rel2
+ * (resolved with realpath; either may be NULL), into out (cap bytes).
+ * Returns 0, or -1 when none is. */
+int check_find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap);
+
+/* The process-wide jail for env's sandbox mode (opened on first use, owned
+ * by env until check_env_fini; thread-safe) in *out (borrowed): for jobs
+ * other modules run beside check's (the profiler). Returns 0 or the codes
+ * of jail_open / jail_usable. */
+int check_get_jail(struct check_env *env, struct jail **out, struct kf_err *err);
+
 #define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
 #define CHECK_DEFAULT_TRIALS	 3
 #define CHECK_MAX_TRIALS	 20
-#define CHECK_DEFAULT_TIMEOUT_MS 60000u
+#define CHECK_DEFAULT_TIMEOUT_MS 60000u	     /* the watchdog when the work is unknown */
 #define CHECK_REPORT_MAX_BYTES	 (16u << 20) /* harness report cap */
 #define CHECK_EXTRA_LAUNCHES	 8	     /* launches between the two compared runs */
+
+/* The default watchdog follows the work: a generous multiple of the
+ * size's roofline floor, computed with the peaks of a slow GPU (so it is
+ * generous on every GPU kforge supports), plus the host's part of a
+ * harness run (inputs from the seed, outputs back and compared), never
+ * under CHECK_MIN_TIMEOUT_MS. A hang then costs seconds, not a minute,
+ * while a correct slow kernel keeps a wide margin. */
+#define CHECK_MIN_TIMEOUT_MS	 2000u
+#define CHECK_MAX_TIMEOUT_MS	 600000u  /* what timeout_s may ask for */
+#define CHECK_WATCHDOG_GBS	 300.0	  /* slow-GPU memory bandwidth, 1e9 B/s */
+#define CHECK_WATCHDOG_TFLOPS	 8.0	  /* slow-GPU throughput, 1e12 FLOP/s */
+#define CHECK_WATCHDOG_MULT	 100.0	  /* floors allowed per launch */
+#define CHECK_WATCHDOG_HOST_BPMS 100000.0 /* host bytes handled per ms, slow */
+
+/* The watchdog for one harness run of `launches` launch lists at the size
+ * bound in b (borrowed): CHECK_WATCHDOG_MULT times the roofline floor of
+ * each launch (cost bytes and FLOPs at the slow peaks above) plus the
+ * host's time for the tensors' bytes, at least CHECK_MIN_TIMEOUT_MS and at
+ * most CHECK_MAX_TIMEOUT_MS. Pure. */
+unsigned check_work_timeout_ms(const struct spec_bound *b, unsigned launches);
 
 /* Progress: called with a growing progress value and a message. */
 typedef void (*check_progress_fn)(void *arg, double progress, double total, const char *message);
@@ -62,7 +93,7 @@ struct check_opts {
 	int trials;	      /* 0 = CHECK_DEFAULT_TRIALS */
 	int no_odd_size;      /* 1: only the spec's sizes */
 	const json_t *replay; /* {"size": {var: v}, "seed": "hex"} or NULL */
-	unsigned timeout_ms;  /* per harness run; 0 = default */
+	unsigned timeout_ms;  /* per trial; 0 = from the work (check_work_timeout_ms) */
 	const volatile int *cancel;
 	check_progress_fn progress;
 	void *progress_arg;

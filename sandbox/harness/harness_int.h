@@ -104,6 +104,7 @@ int harness_parse_seed(const json_t *v, uint64_t *out);
 int harness_mode_check(struct harness *h);
 int harness_mode_bench(struct harness *h);
 int harness_mode_calibrate(struct harness *h);
+int harness_mode_profile(struct harness *h);
 
 double harness_now_ms(void);
 

@@ -1,12 +1,14 @@
 /* kforge-harness: runs a kernel spec's launch list on the GPU for the daemon.
- * Usage: kforge-harness --job DIR --report-fd N
+ * Usage: kforge-harness --job DIR (--report-fd N | --report-file PATH)
  * DIR holds spec.json (the expanded spec), job.json (mode, sizes, seeds,
  * module paths) and the modules; candidate outputs are written there as raw
  * files. The structured report goes to fd N, never stdout (kernel printf
  * lands there, captured and capped by the jail). This file: job loading,
  * modules and launches, the report line writer, the watchdog and main;
  * buffers with guard bands are in buffers.c, the check mode in check.c,
- * the benchmark mode in timing.c, calibration in calib.c. */
+ * the benchmark mode in timing.c, calibration in calib.c, the profile mode
+ * (run under ncu, which starts the harness itself: the report goes to a
+ * file there) in profile.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -408,9 +410,12 @@ int main(int argc, char **argv)
 			dir = argv[i + 1];
 		else if (strcmp(argv[i], "--report-fd") == 0)
 			fd = (int)strtol(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--report-file") == 0)
+			fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	}
 	if (!dir || fd < 0) {
-		fprintf(stderr, "usage: kforge-harness --job DIR --report-fd N\n");
+		fprintf(stderr,
+			"usage: kforge-harness --job DIR (--report-fd N | --report-file PATH)\n");
 		return 2;
 	}
 	/* Kernel printf and anything else on stdout stays away from the report. */
@@ -483,6 +488,9 @@ run:
 		harness_watchdog_arm(0);
 		rc = harness_mode_bench(&h);
 		harness_watchdog_disarm();
+	} else if (strcmp(mode, "profile") == 0) {
+		watchdog_start(&h); /* armed for the warm-up only */
+		rc = harness_mode_profile(&h);
 	} else if (strcmp(mode, "calibrate") == 0)
 		rc = harness_mode_calibrate(&h);
 	else {

@@ -28,7 +28,7 @@
  * by time as strings. */
 static const char B32[] = "0123456789abcdefghjkmnpqrstvwxyz";
 
-static const char *const KIND_NAMES[] = {"compile", "check", "bench", "calibrate"};
+static const char *const KIND_NAMES[] = {"compile", "check", "bench", "calibrate", "profile"};
 static const char *const STATUS_NAMES[] = {"ok", "failed", "error"};
 
 /* Each step migrates from version i to i + 1. Never edit a shipped step:
@@ -82,6 +82,36 @@ static const char *const MIGRATIONS[HISTORY_SCHEMA_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN notes TEXT;"
 	"ALTER TABLE runs ADD COLUMN parent TEXT;"
 	"ALTER TABLE runs ADD COLUMN env TEXT;"
+	"CREATE INDEX runs_parent ON runs(parent);"
+	"CREATE INDEX runs_source ON runs(source_hash, id);",
+	/* 4 -> 5: profile runs (profile_kernel). The kind's CHECK lives in the
+	 * table definition, so the table is rebuilt with its rows and indexes */
+	"CREATE TABLE runs_v5 ("
+	" id TEXT PRIMARY KEY,"
+	" kind TEXT NOT NULL CHECK (kind IN ('compile','check','bench','calibrate','profile')),"
+	" created_ms INTEGER NOT NULL,"
+	" status TEXT NOT NULL CHECK (status IN ('ok','failed','error')),"
+	" kernels TEXT NOT NULL DEFAULT '',"
+	" source_hash TEXT,"
+	" spec TEXT,"
+	" device_name TEXT,"
+	" device_uuid TEXT,"
+	" summary TEXT NOT NULL DEFAULT '',"
+	" result TEXT,"
+	" duration_ms INTEGER NOT NULL DEFAULT 0,"
+	" description TEXT,"
+	" notes TEXT,"
+	" parent TEXT,"
+	" env TEXT"
+	") WITHOUT ROWID;"
+	"INSERT INTO runs_v5 (id, kind, created_ms, status, kernels, source_hash, spec,"
+	" device_name, device_uuid, summary, result, duration_ms, description, notes, parent, env)"
+	" SELECT id, kind, created_ms, status, kernels, source_hash, spec, device_name,"
+	" device_uuid, summary, result, duration_ms, description, notes, parent, env FROM runs;"
+	"DROP TABLE runs;"
+	"ALTER TABLE runs_v5 RENAME TO runs;"
+	"CREATE INDEX runs_kind ON runs(kind, id);"
+	"CREATE INDEX runs_status ON runs(status, id);"
 	"CREATE INDEX runs_parent ON runs(parent);"
 	"CREATE INDEX runs_source ON runs(source_hash, id);",
 };
@@ -142,7 +172,7 @@ static int id_valid(const char *id)
 
 const char *history_kind_name(int kind)
 {
-	return kind >= 0 && kind <= HISTORY_CALIBRATE ? KIND_NAMES[kind] : "?";
+	return kind >= 0 && kind <= HISTORY_PROFILE ? KIND_NAMES[kind] : "?";
 }
 
 const char *history_status_name(int status)
@@ -152,7 +182,7 @@ const char *history_status_name(int status)
 
 int history_kind_parse(const char *name)
 {
-	for (int i = 0; name && i <= HISTORY_CALIBRATE; i++)
+	for (int i = 0; name && i <= HISTORY_PROFILE; i++)
 		if (strcmp(name, KIND_NAMES[i]) == 0)
 			return i;
 	return KF_EINVAL;
@@ -558,10 +588,11 @@ int history_add(struct history *h, struct history_run *run, struct kf_err *err)
 	int64_t created;
 	int rc;
 
-	if ((int)run->kind < 0 || run->kind > HISTORY_CALIBRATE)
-		return kf_err_set(err, KF_EINVAL,
-				  "history: kind %d is not one of compile, check, bench, calibrate",
-				  (int)run->kind);
+	if ((int)run->kind < 0 || run->kind > HISTORY_PROFILE)
+		return kf_err_set(
+			err, KF_EINVAL,
+			"history: kind %d is not one of compile, check, bench, calibrate, profile",
+			(int)run->kind);
 	if ((int)run->status < 0 || run->status > HISTORY_ERROR)
 		return kf_err_set(err, KF_EINVAL,
 				  "history: status %d is not one of ok, failed, error",
@@ -732,10 +763,11 @@ int history_list(struct history *h, const struct history_filter *f, struct histo
 	int rc = 0, step, bind = 1;
 
 	memset(page, 0, sizeof(*page));
-	if (f->kind < -1 || f->kind > HISTORY_CALIBRATE)
-		return kf_err_set(err, KF_EINVAL,
-				  "kind: %d is not one of compile, check, bench, calibrate",
-				  f->kind);
+	if (f->kind < -1 || f->kind > HISTORY_PROFILE)
+		return kf_err_set(
+			err, KF_EINVAL,
+			"kind: %d is not one of compile, check, bench, calibrate, profile",
+			f->kind);
 	if (f->status < -1 || f->status > HISTORY_ERROR)
 		return kf_err_set(err, KF_EINVAL, "status: %d is not one of ok, failed, error",
 				  f->status);

@@ -15,7 +15,7 @@
 
 #include "base/kf_err.h"
 
-#define HISTORY_SCHEMA_VERSION 4
+#define HISTORY_SCHEMA_VERSION 5
 #define HISTORY_ID_BYTES       24	  /* "r" + 15 base32 chars + NUL, padded */
 #define HISTORY_LIST_MAX       500	  /* cap on one history_list page */
 #define HISTORY_TEXT_MAX       4096	  /* cap on kernels, summary, device fields */
@@ -28,7 +28,8 @@ enum history_kind {
 	HISTORY_COMPILE = 0,
 	HISTORY_CHECK = 1,
 	HISTORY_BENCH = 2,
-	HISTORY_CALIBRATE = 3
+	HISTORY_CALIBRATE = 3,
+	HISTORY_PROFILE = 4 /* profile_kernel: ncu's metrics and findings */
 };
 
 enum history_status {
@@ -140,7 +141,7 @@ void history_run_fini(struct history_run *run);
 /* Frees a page's rows and zeroes it. NULL ok. */
 void history_page_fini(struct history_page *page);
 
-/* Names: "compile", "check", "bench", "calibrate" / "ok", "failed",
+/* Names: "compile", "check", "bench", "calibrate", "profile" / "ok", "failed",
  * "error". Return static strings ("?" when out of range). */
 const char *history_kind_name(int kind);
 const char *history_status_name(int status);

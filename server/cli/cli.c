@@ -23,7 +23,7 @@
 /* Every command table, in the order `kforge --help` lists them. */
 static const struct cli_cmd *const TABLES[] = {
 	CLI_CORE, CLI_SETUP, CLI_DEMO,	CLI_OPS,     CLI_KB,   CLI_COMPILE, CLI_RUNS,
-	CLI_GPU,  CLI_EXEC,  CLI_MODEL, CLI_DATASET, CLI_EVAL, CLI_TORCH,
+	CLI_GPU,  CLI_EXEC,  CLI_MODEL, CLI_DATASET, CLI_EVAL, CLI_TORCH,   CLI_PROFILE,
 };
 
 #define TABLES_LEN		(sizeof(TABLES) / sizeof(TABLES[0]))
@@ -322,6 +322,12 @@ void cli_print_result(FILE *f, const json_t *result, int json)
 
 int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args)
 {
+	return cli_tool_run_print(co, tool, args, NULL);
+}
+
+int cli_tool_run_print(const struct cli_common *co, const char *tool, json_t *args,
+		       void (*print)(FILE *f, const json_t *result))
+{
 	struct kf_err err = {0};
 	struct app *app = NULL;
 	json_t *result = NULL;
@@ -340,7 +346,10 @@ int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args)
 		app_close(app);
 		return cli_exit_code(rc);
 	}
-	cli_print_result(is_error && !co->json ? stderr : stdout, result, co->json);
+	if (print && !is_error && !co->json)
+		print(stdout, result);
+	else
+		cli_print_result(is_error && !co->json ? stderr : stdout, result, co->json);
 	if (is_error) {
 		const char *code = json_string_value(
 			json_object_get(json_object_get(result, "error"), "code"));

@@ -67,7 +67,8 @@ extern const struct cli_cmd CLI_DATASET[]; /* cli_dataset.c: dataset */
 extern const struct cli_cmd CLI_EVAL[];	   /* cli_eval.c: eval */
 /* cli_dataset.c: GET /v1/dataset.jsonl, the export streamed over HTTP */
 extern const struct http_stream CLI_DATASET_STREAM;
-extern const struct cli_cmd CLI_TORCH[]; /* cli_torch.c: torch-op, export */
+extern const struct cli_cmd CLI_TORCH[];   /* cli_torch.c: torch-op, export */
+extern const struct cli_cmd CLI_PROFILE[]; /* cli_profile.c: profile */
 
 /* The options every command that opens the app accepts. */
 struct cli_common {
@@ -131,6 +132,12 @@ void cli_print_result(FILE *f, const json_t *result, int json);
  * code matching the outcome (a tool error's "error.code" no_gpu -> 3,
  * not_found -> 4, busy/timeout -> 6, else 1). */
 int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args);
+
+/* cli_tool_run with the readable form of a successful result printed by
+ * print (result borrowed) instead of cli_print_result; --json and errors
+ * print as cli_tool_run does. print NULL = cli_tool_run. */
+int cli_tool_run_print(const struct cli_common *co, const char *tool, json_t *args,
+		       void (*print)(FILE *f, const json_t *result));
 
 /* Maps a KF_E* code to a CLI_EXIT_* code. */
 int cli_exit_code(int kf_code);

@@ -14,5 +14,6 @@ extern const struct tool_group TOOLS_RUNS;	  /* tools_runs.c: the run history */
 extern const struct tool_group TOOLS_TORCH;	  /* tools_torch.c: build_torch_op */
 extern const struct tool_group TOOLS_PROMPTS;	  /* tools_prompts.c: optimize, integrate */
 extern const struct tool_group TOOLS_MODEL;	  /* tools_model.c: benchmark_model */
+extern const struct tool_group TOOLS_PROFILE;	  /* tools_profile.c: profile_kernel */
 
 #endif

@@ -149,8 +149,7 @@ static const char CHECK_INPUT[] =
 	"\"required\": [\"size\", \"seed\"], \"properties\": {\"size\": {\"type\": "
 	"\"object\"}, \"seed\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 16}}, "
 	"\"description\": \"pass back a failure's replay to re-run it\"}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
-	"\"default\": 60}}}";
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600}}}";
 
 /* The output schemas name the members every answer has; the rest are
  * described in docs/check-and-bench.md (tools/list stays small). */
@@ -171,8 +170,7 @@ static const char BENCH_INPUT[] =
 	"\"warmup_ms\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 10000, "
 	"\"default\": 50}, "
 	"\"flush_l2\": {\"type\": \"boolean\", \"default\": true}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
-	"\"default\": 120}}}";
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600}}}";
 
 static const char BENCH_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
@@ -183,8 +181,8 @@ static const struct tool_def GPU_TOOLS[] = {
 		.name = "check_kernel",
 		.title = "Check a kernel",
 		.description =
-			"Runs a kernel spec on the GPU against its reference: every size plus an odd "
-			"one, trials of fresh secret inputs, anti-cheat safeguards "
+			"A kernel spec against its reference on the GPU: every size plus an odd one, "
+			"fresh secret inputs per trial, anti-cheat safeguards "
 			"(kforge://guides/eval-cheats).",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
@@ -195,10 +193,9 @@ static const struct tool_def GPU_TOOLS[] = {
 		.name = "benchmark_kernel",
 		.title = "Benchmark a kernel",
 		.description =
-			"Times a check_kernel spec on the GPU interleaved with a baseline (kforge's "
-			"kernel for an op, else the reference) until target_rel_se or budget_ms: "
-			"median us, speedup with 95% interval, GB/s, TFLOP/s, % of peak, roofline "
-			"floor; outputs checked after timing (kforge://guides/measuring).",
+			"Times a check_kernel spec interleaved with a baseline (kforge's op kernel, "
+			"else the reference): median, speedup with 95% interval, % of peak, roofline "
+			"floor (kforge://guides/measuring).",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
 		.annotations = TOOL_TASK,

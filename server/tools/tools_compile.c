@@ -232,11 +232,10 @@ static int art_complete(struct app *app, const char *var, const char *prefix, js
 static const struct tool_def COMPILE_TOOLS[] = {
 	{
 		.name = "compile_kernel",
-		.title = "Compile a CUDA kernel",
+		.title = "Compile a kernel",
 		.description =
-			"Compiles CUDA device code in a sandbox (nvcc/NVRTC, cached by content): "
-			"diagnostics; per kernel registers, shared/local memory, spills, occupancy; "
-			"warnings to act on.",
+			"Compiles CUDA device code in a sandbox (cached): diagnostics; per kernel "
+			"registers, shared/local memory, spills, occupancy.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"source\"], "
 			"\"properties\": {"

@@ -669,18 +669,16 @@ static const char READ_OUT[] =
 	"\"markdown\":{\"type\":\"string\"},\"checked\":{\"type\":\"string\"}}}";
 
 static const struct tool_def KB_TOOLS[] = {
-	{"get_gpu_specs", "GPU specifications",
-	 "Sourced NVIDIA GPU facts: gpu (h100, 'rtx 4090', sm_90; 'local' = this host), "
-	 "compare or list. Brief (~2 KB): key figures, usable features, source ids; detail "
-	 "'full' (~15 KB): every figure, formulas, notes. null = unconfirmed.",
+	{"get_gpu_specs", "GPU specs",
+	 "Sourced NVIDIA GPU facts: gpu (h100, 'rtx 4090', sm_90, 'local'), compare or "
+	 "list; detail 'full' (~15 KB) for every figure and formula. null = unconfirmed.",
 	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
-	{"search_guides", "Search CUDA guides",
+	{"search_guides", "Search guides",
 	 "Ranked search of kforge's CUDA optimization guides: ids, titles and snippets for "
 	 "read_guide.",
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
-	 "One guide as Markdown, with its sources, tags, related guides and checked: what its "
-	 "advice was checked on.",
+	 "One guide as Markdown with its sources, related guides and what it was checked on.",
 	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 

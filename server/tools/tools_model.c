@@ -105,9 +105,9 @@ static const struct tool_def MODEL_TOOLS[] = {
 	{
 		.name = "benchmark_model",
 		.title = "Benchmark a model",
-		.description = "kforge's ops patched into a random-weight model vs the unpatched "
-			       "one: agreement, latency eager / torch.compile / CUDA graphs, "
-			       "per-op profile, memory. Minutes per call.",
+		.description = "kforge's ops patched into a random-weight model vs unpatched: "
+			       "agreement, latency eager/compile/CUDA graphs, per-op profile. "
+			       "Minutes.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
 		.annotations = 0,

@@ -653,7 +653,7 @@ static int runs_complete(struct app *app, const char *var, const char *prefix, j
 
 /* ---- the table --------------------------------------------------------- */
 
-#define KIND_ENUM     "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
+#define KIND_ENUM     "[\"compile\", \"check\", \"bench\", \"calibrate\", \"profile\"]"
 #define STATUS_ENUM   "[\"ok\", \"failed\", \"error\"]"
 #define RUN_ID_SCHEMA "{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16}"
 
@@ -662,8 +662,8 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "list_runs",
 		.title = "List runs",
 		.description =
-			"Run history, newest first. kernel: a substring; status failed = the kernel's "
-			"fault, error = could not run; since: 2026-11-30 or an age (6h, 7d).",
+			"Run history, newest first. kernel: a substring; status failed = the "
+			"kernel's fault, error = could not run; since: a date or an age (7d).",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 			"\"kind\": {\"type\": \"string\", \"enum\": " KIND_ENUM "},"
@@ -681,9 +681,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 	{
 		.name = "get_run",
 		.title = "Get a run",
-		.description =
-			"One run, whole (from list_runs or a result's run_id); large parts as resource "
-			"links.",
+		.description = "One run, whole; large parts as resource links.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
 			"\"id\": " RUN_ID_SCHEMA "}}",
@@ -695,11 +693,10 @@ static const struct tool_def RUNS_TOOLS[] = {
 	},
 	{
 		.name = "compare_runs",
-		.title = "Compare two runs",
+		.title = "Compare runs",
 		.description =
-			"Run b against run a, same kind: the speedup with its 95% interval (or \"no "
-			"measurable difference\"), the resources and spills that changed, or the "
-			"verdicts and failing cases.",
+			"Run b against run a, same kind: speedup with its 95% interval, changed "
+			"resources and spills, or verdicts and failing cases.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
 			"\"a\": " RUN_ID_SCHEMA ", \"b\": " RUN_ID_SCHEMA "}}",

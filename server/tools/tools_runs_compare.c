@@ -446,6 +446,11 @@ int tools_runs_compare_detail(const struct history_run *a, const struct history_
 	case HISTORY_COMPILE: compare_compile(a, b, out, detail, cap); return 0;
 	case HISTORY_CHECK: compare_check(a, b, out, detail, cap); return 0;
 	case HISTORY_CALIBRATE: compare_calibrate(a, b, out, detail, cap); return 0;
+	case HISTORY_PROFILE:
+		/* Profiles explain rather than time: their verdicts side by side. */
+		snprintf(detail, cap, "a: %.300s; b: %.300s", a->summary ? a->summary : "",
+			 b->summary ? b->summary : "");
+		return 0;
 	}
 	return kf_err_set(err, KF_EINTERNAL, "run %s has an unknown kind", a->id);
 }

@@ -85,9 +85,8 @@ static const struct tool_def TORCH_TOOLS[] = {
 		.name = "build_torch_op",
 		.title = "Build a PyTorch op",
 		.description =
-			"Builds a passing check's run (its run_id) or a spec as a PyTorch op and "
-			"verifies opcheck, the reference, torch.compile(fullgraph=True) and a CUDA "
-			"graph; answers with the import line.",
+			"A passing check (run_id) or spec as a PyTorch op, verified with opcheck, "
+			"the reference, torch.compile and a CUDA graph; answers the import line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT,

@@ -81,6 +81,8 @@ static const struct rest_route ROUTES[] = {
 	 "Check a kernel spec against its reference on the GPU (check_kernel)", {{0}}},
 	{"POST", "/v1/bench", REST_TOOL, "benchmark_kernel", NULL, 1,
 	 "Benchmark a kernel spec and its baseline on the GPU (benchmark_kernel)", {{0}}},
+	{"POST", "/v1/profile", REST_TOOL, "profile_kernel", NULL, 1,
+	 "Profile a kernel spec under Nsight Compute at one size (profile_kernel)", {{0}}},
 	{"POST", "/v1/model-bench", REST_TOOL, "benchmark_model", NULL, 1,
 	 "Time a model with kforge's ops swapped in against eager, torch.compile and CUDA graphs "
 	 "(benchmark_model; body = its arguments)",
@@ -97,7 +99,7 @@ static const struct rest_route ROUTES[] = {
 	 "Build a passing check run (or a spec) as a PyTorch op and verify it (build_torch_op)", {{0}}},
 	{"GET", "/v1/runs", REST_TOOL, "list_runs", NULL, 0,
 	 "The run history, newest first (list_runs)",
-	 {{"kind", "kind", RP_STR, 0, "compile, check, bench or calibrate"},
+	 {{"kind", "kind", RP_STR, 0, "compile, check, bench, calibrate or profile"},
 	  {"kernel", "kernel", RP_STR, 0, "substring of a kernel name"},
 	  {"status", "status", RP_STR, 0, "ok, failed or error"},
 	  {"since", "since", RP_STR, 0, "a date or an age like 6h"},

@@ -102,6 +102,10 @@ check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_AD
 HUNG="[t['safeguards'][0]['name'] for s in r['sizes'] for t in s['trials']] == ['timeout', 'not_run', 'not_run'] and 'did not finish at N=100000' in r['sizes'][2]['trials'][0]['safeguards'][0]['message'] and r['sizes'][2]['odd_size']"
 HANG_TIME="phased(r) and r['phases']['module_load_ms'] + r['phases']['upload_ms'] + r['phases']['kernel_runs_ms'] >= 1990 and r['phases']['harness_start_ms'] < r['phases']['kernel_runs_ms']"
 check hang check 1 "'timeout' in r['safeguards_fired'] and 'did not finish' in r['summary'] and $HUNG and $HANG_TIME" --timeout-s 2 --trials 1
+# Without timeout_s the watchdog follows the work: this small spec gets the
+# 2 s floor, not a minute.
+check hang check 1 "'within 2000 ms' in r['summary'] and $HUNG" --trials 1
+check hang bench 1 "'timeout' in r['safeguards_fired'] and r['phases']['total_ms'] < 20000" --size 0
 # A hung CUDA reference: the sizes after it are compared against nothing,
 # and say why, instead of waiting for the reference's watchdog each.
 check refhang check 1 "[t['safeguards'][-1]['message'] for s in r['sizes'] for t in s['trials']] == ['the reference could not be computed: the CUDA reference did not finish within 2000 ms: the harness was killed'] + ['the reference could not be computed: not run: the CUDA reference did not finish at N=100000'] * 2 and r['phases']['reference_ms'] >= 1990" --timeout-s 2 --trials 1

@@ -221,8 +221,8 @@ def test_daemon_migrates_an_older_history():
           "parent: no run r0000000000zzzzz" in structured(r).get("summary", ""), r)
     s.close(timeout=30)
     db = sqlite3.connect(os.path.join(data, "state.db"))
-    check("state.db is at the current schema (4)",
-          db.execute("PRAGMA user_version").fetchone()[0] == 4)
+    check("state.db is at the current schema (5)",
+          db.execute("PRAGMA user_version").fetchone()[0] == 5)
     db.close()
 
 

@@ -49,10 +49,13 @@ cp "$SRC/tests/sdk/model_driver_double.py" "$M/root/sandbox/model/model_bench.py
 printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$M" "$ABS_HARNESS" >"$M/harness"
 # One command for every client's stdio server: some clients pass the server
 # only a few environment variables.
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" KFORGE_HARNESS="%s" KFORGE_ROOT="%s" exec "%s" serve --data-dir "%s" --sandbox=none --log-level warn\n' \
-	"$M" "$M/harness" "$M/root" "$ABS_BIN" "$DATA/tour" >"$M/kforge"
+# profile_kernel runs the stand-in ncu (tests/data/ncu/ncu: the recorded report).
+NCU="$(cd "$SRC" && pwd)/tests/data/ncu/ncu"
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" KFORGE_HARNESS="%s" KFORGE_ROOT="%s" KFORGE_NCU="%s" exec "%s" serve --data-dir "%s" --sandbox=none --log-level warn\n' \
+	"$M" "$M/harness" "$M/root" "$NCU" "$ABS_BIN" "$DATA/tour" >"$M/kforge"
 chmod +x "$M/harness" "$M/kforge"
-LD_LIBRARY_PATH="$M" KFORGE_HARNESS="$M/harness" KFORGE_ROOT="$M/root" "$ABS_BIN" serve --http 127.0.0.1:0 \
+LD_LIBRARY_PATH="$M" KFORGE_HARNESS="$M/harness" KFORGE_ROOT="$M/root" KFORGE_NCU="$NCU" \
+	"$ABS_BIN" serve --http 127.0.0.1:0 \
 	--port-file "$DATA/port" --data-dir "$DATA/tour-http" --sandbox=none --log-level warn \
 	2>"$DATA/http.log" &
 PID=$!

@@ -130,6 +130,9 @@ def clear_started():
         os.unlink(f)
 
 
+# A held job waits before its harness starts; the calls that hold one give
+# timeout_s, since the default watchdog follows the (tiny) work and the
+# jail's limit on a harness process follows the watchdog.
 def hold(on):
     if on:
         open(f"{T}/hold", "w").close()
@@ -240,7 +243,7 @@ def test_cancel_and_hangup():
     sess = StdioSession(BIN, data, "cancel-test", cmd=serve_args(data), stderr=log)
     hold(True)
     clear_started()
-    mcp_call(sess, 5, {"spec": SPEC, "trials": 1})
+    mcp_call(sess, 5, {"spec": SPEC, "trials": 1, "timeout_s": 60})
     wait_for(started, "the job to start on the node")
     sess.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                "params": {"requestId": 5, "reason": "test"}})
@@ -252,7 +255,7 @@ def test_cancel_and_hangup():
     check("the cancelled call is one run, an error", len(rows) == 1 and rows[0][0] == "error",
           rows)
     clear_started()
-    mcp_call(sess, 6, {"spec": SPEC, "trials": 1})
+    mcp_call(sess, 6, {"spec": SPEC, "trials": 1, "timeout_s": 60})
     wait_for(started, "the second job to start on the node")
     sess.close()  # the client hangs up: end of stdin
     jobs = db_rows(data, "SELECT slurm_id, state FROM exec_jobs ORDER BY key")
@@ -267,8 +270,8 @@ def test_slurmd_killed(srv, data):
     hold(True)
     clear_started()
     out = {}
-    th = threading.Thread(target=lambda: out.update(r=srv.post("/v1/check",
-                                                                {"spec": SPEC, "trials": 1})))
+    args = {"spec": SPEC, "trials": 1, "timeout_s": 60}
+    th = threading.Thread(target=lambda: out.update(r=srv.post("/v1/check", args)))
     th.start()
     wait_for(started, "the job to start before slurmd is killed")
     pid = int(open(f"{T}/slurmd.pid").read())
@@ -304,7 +307,7 @@ def test_daemon_restarted(srv, data):
     before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
     def call():
         try:
-            srv.post("/v1/check", {"spec": SPEC, "trials": 1})
+            srv.post("/v1/check", {"spec": SPEC, "trials": 1, "timeout_s": 60})
         except OSError:
             pass  # the daemon is killed under it
 

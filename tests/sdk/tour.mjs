@@ -160,6 +160,9 @@ check("build_torch_op says the run did not pass", /did not pass|not_found/.test(
 isError("build_torch_op unknown run", await c("build_torch_op", { run: NOT_A_RUN }), "not_found");
 isSuccess("benchmark_kernel", await c("benchmark_kernel", { spec, budget_ms: 50, size: 1 }));
 isError("benchmark_kernel wrong kernel name", await c("benchmark_kernel", { spec: wrongSpec, budget_ms: 50, size: 1 }));
+const prof = isSuccess("profile_kernel", await c("profile_kernel", { spec }));
+check("profile_kernel ends with what to try", Array.isArray(prof.try) && prof.profiled === true, prof);
+isError("profile_kernel unknown size", await c("profile_kernel", { spec, size: 9 }), "invalid");
 const mb = isSuccess("benchmark_model", await c("benchmark_model",
   { recipe: "dit", shapes: [{ kind: "prefill", batch: 1, seq: 64 }], iters: 3 }));
 check("benchmark_model answers speedups", Array.isArray(mb.speedups), mb);

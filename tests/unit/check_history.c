@@ -421,6 +421,20 @@ START_TEST(opening_a_version_2_database_adds_description_notes_and_parent)
 	ck_assert_str_eq(got.notes, "float4 loads");
 	ck_assert_str_eq(got.parent, "r00000000v000002");
 	history_run_fini(&got);
+	/* the rebuilt table takes the profile kind and keeps the old rows */
+	struct history_run prof = {.kind = HISTORY_PROFILE, .status = HISTORY_OK};
+	struct history_filter f;
+	struct history_page page;
+	ck_assert_msg(history_add(h, &prof, &err) == 0, "%s", err.msg);
+	history_filter_init(&f);
+	f.kind = HISTORY_PROFILE;
+	ck_assert_int_eq(history_list(h, &f, &page, NULL), 0);
+	ck_assert_uint_eq(page.len, 1);
+	ck_assert_str_eq(history_kind_name(page.runs[0].kind), "profile");
+	history_page_fini(&page);
+	ck_assert_int_eq(history_get(h, "r00000000v000002", &got, NULL), 0);
+	ck_assert_str_eq(got.summary, "from v2");
+	history_run_fini(&got);
 	history_close(h);
 }
 END_TEST

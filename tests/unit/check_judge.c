@@ -326,6 +326,31 @@ START_TEST(flag_set_replaces_in_place_when_asked)
 }
 END_TEST
 
+/* The default watchdog follows the work: the skill's RMSNorm gets the
+ * floor, a large GEMM minutes, the cap holds, the host's bytes count. */
+START_TEST(watchdog_follows_the_work_with_a_floor_and_a_cap)
+{
+	struct spec_bound b = {0};
+	b.cost_bytes = 2.0 * 4096 * 4096 * 2; /* RMSNorm T=4096, D=4096 bf16 */
+	b.cost_flops = -1;
+	b.device_bytes = (uint64_t)b.cost_bytes;
+	ck_assert_uint_eq(check_work_timeout_ms(&b, 10), CHECK_MIN_TIMEOUT_MS);
+	memset(&b, 0, sizeof b);
+	b.cost_flops = 2.0 * 8192 * 8192 * 8192; /* GEMM: 137 ms at 8 TFLOP/s */
+	b.cost_bytes = 3.0 * 8192 * 8192 * 2;
+	unsigned t = check_work_timeout_ms(&b, 10);
+	ck_assert_uint_gt(t, 100000); /* 100 floors per launch, 10 launches */
+	ck_assert_uint_lt(t, CHECK_MAX_TIMEOUT_MS);
+	ck_assert_uint_eq(check_work_timeout_ms(&b, 1000), CHECK_MAX_TIMEOUT_MS);
+	memset(&b, 0, sizeof b);
+	b.cost_flops = -1;
+	b.device_bytes = 4ull << 30; /* the host's part alone: 43 s */
+	t = check_work_timeout_ms(&b, 10);
+	ck_assert_uint_gt(t, 40000);
+	ck_assert_uint_lt(t, 50000);
+}
+END_TEST
+
 static Suite *judge_suite(void)
 {
 	Suite *s = suite_create("check_judge");
@@ -343,6 +368,9 @@ static Suite *judge_suite(void)
 	TCase *ph = tcase_create("phases");
 	tcase_add_test(ph, phases_add_the_harness_own_and_the_rest_as_its_start);
 	suite_add_tcase(s, ph);
+	TCase *wd = tcase_create("watchdog");
+	tcase_add_test(wd, watchdog_follows_the_work_with_a_floor_and_a_cap);
+	suite_add_tcase(s, wd);
 	TCase *fi = tcase_create("format_index");
 	tcase_add_test(fi, format_index_writes_row_major_coordinates);
 	suite_add_tcase(s, fi);
