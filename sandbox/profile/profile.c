@@ -50,17 +50,18 @@ static int usable(const char *p, char *out, size_t cap)
 	return 0;
 }
 
-/* The newest /opt/nvidia/nsight-compute/<version>/ncu (version names sort). */
-static int opt_ncu(char *out, size_t cap)
+/* The newest <root>/<prefix><version>/ncu (version names sort). */
+static int newest_ncu(const char *root, const char *prefix, char *out, size_t cap)
 {
-	static const char root[] = "/opt/nvidia/nsight-compute";
 	DIR *d = opendir(root);
 	if (!d)
 		return -1;
 	char best[256] = "";
+	size_t np = strlen(prefix);
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0)
+		if (e->d_name[0] != '.' && !strncmp(e->d_name, prefix, np) &&
+		    strcmp(e->d_name, best) > 0)
 			snprintf(best, sizeof best, "%s", e->d_name);
 	closedir(d);
 	char p[PATH_MAX];
@@ -68,12 +69,50 @@ static int opt_ncu(char *out, size_t cap)
 	return best[0] ? usable(p, out, cap) : -1;
 }
 
+/* 1 when ncu is a Nsight Compute installation's own binary: its target/
+ * folder (the injection libraries) lies next to it. */
+static int real_install(const char *ncu)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	const char *slash = strrchr(ncu, '/');
+	if (!slash)
+		return 0;
+	snprintf(p, sizeof p, "%.*s/target", (int)(slash - ncu), ncu);
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The CUDA toolkit's bin/ncu is a launcher script that runs the real one
+ * from <toolkit>/nsight-compute-<version>/ or /opt/nvidia/nsight-compute/
+ * <version>/. The jail binds only ncu's own folder, so the real one is what
+ * must run there: out becomes it when one is found, else stays. */
+static void settle(char *out, size_t cap)
+{
+	char root[PATH_MAX], real[PATH_MAX];
+	if (real_install(out))
+		return;
+	snprintf(root, sizeof root, "%s", out);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(root, '/');
+		if (!slash)
+			return;
+		*slash = 0;
+	}
+	if ((*root && newest_ncu(root, "nsight-compute", real, sizeof real) == 0 &&
+	     real_install(real)) ||
+	    (newest_ncu("/opt/nvidia/nsight-compute", "", real, sizeof real) == 0 &&
+	     real_install(real)))
+		snprintf(out, cap, "%s", real);
+}
+
 int profile_ncu_find(char *out, size_t cap, struct kf_err *err)
 {
 	const char *env = getenv("KFORGE_NCU");
 	if (env && *env) {
-		if (usable(env, out, cap) == 0)
+		if (usable(env, out, cap) == 0) {
+			settle(out, cap);
 			return 0;
+		}
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "ncu (Nsight Compute) not found: KFORGE_NCU names %.200s, which "
 				  "is not an executable",
@@ -86,19 +125,26 @@ int profile_ncu_find(char *out, size_t cap, struct kf_err *err)
 		size_t n = c ? (size_t)(c - p) : strlen(p);
 		if (n && n < sizeof dir - 8) {
 			snprintf(dir, sizeof dir, "%.*s/ncu", (int)n, p);
-			if (usable(dir, out, cap) == 0)
+			if (usable(dir, out, cap) == 0) {
+				settle(out, cap);
 				return 0;
+			}
 		}
 		p = c ? c + 1 : p + n;
 	}
 	const char *home = getenv("CUDA_HOME");
 	if (home && *home) {
 		snprintf(dir, sizeof dir, "%.200s/bin/ncu", home);
-		if (usable(dir, out, cap) == 0)
+		if (usable(dir, out, cap) == 0) {
+			settle(out, cap);
 			return 0;
+		}
 	}
-	if (usable("/usr/local/cuda/bin/ncu", out, cap) == 0 || opt_ncu(out, cap) == 0)
+	if (usable("/usr/local/cuda/bin/ncu", out, cap) == 0 ||
+	    newest_ncu("/opt/nvidia/nsight-compute", "", out, cap) == 0) {
+		settle(out, cap);
 		return 0;
+	}
 	return kf_err_set(err, KF_ENOTFOUND,
 			  "ncu (Nsight Compute) not found on PATH, in $CUDA_HOME/bin, "
 			  "/usr/local/cuda/bin or /opt/nvidia/nsight-compute: install Nsight "

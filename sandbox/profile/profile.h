@@ -190,8 +190,11 @@ int profile_kernel(struct check_env *env, const json_t *spec, const struct profi
 
 /* The ncu to run, into out (cap bytes): $KFORGE_NCU when set (only it),
  * else ncu on PATH, $CUDA_HOME/bin/ncu, /usr/local/cuda/bin/ncu, the newest
- * /opt/nvidia/nsight-compute/<version>/ncu. Symlinks are resolved. Returns
- * 0, or KF_ENOTFOUND saying where it looked. */
+ * /opt/nvidia/nsight-compute/<version>/ncu. Symlinks are resolved, and a
+ * launcher script (the CUDA toolkit's bin/ncu) is replaced by the
+ * installation it starts, <toolkit>/nsight-compute-<version>/ncu or
+ * /opt/nvidia/nsight-compute/<version>/ncu, since only ncu's own folder is
+ * bound into the jail. Returns 0, or KF_ENOTFOUND saying where it looked. */
 int profile_ncu_find(char *out, size_t cap, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Sorts ncu's output text (borrowed) into why the counters could not be

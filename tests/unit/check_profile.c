@@ -5,10 +5,12 @@
  * size index, a size over the replay cap, no GPU. The run itself is
  * tests/proto/proto_profile.sh (mock libcuda and a stand-in ncu). */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandbox/profile/profile.h"
@@ -346,6 +348,45 @@ START_TEST(no_ncu_names_where_it_looked)
 }
 END_TEST
 
+/* A toolkit layout: bin/ncu a launcher script, the real ncu with its
+ * target/ folder in nsight-compute-<version>/; the newest version wins. */
+START_TEST(a_launcher_resolves_to_its_installation)
+{
+	char root[] = "/tmp/kforge-ncu-XXXXXX", p[PATH_MAX], want[PATH_MAX];
+	struct kf_err err = {0};
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	const char *dirs[] = {"bin", "nsight-compute-2025.1.0", "nsight-compute-2025.3.1",
+			      "nsight-compute-2025.1.0/target", "nsight-compute-2025.3.1/target"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	const char *exes[] = {"bin/ncu", "nsight-compute-2025.1.0/ncu", "nsight-compute-2025.3.1/ncu"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof p, "%s/%s", root, exes[i]);
+		FILE *f = fopen(p, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs("#!/bin/sh\n", f);
+		fclose(f);
+		ck_assert_int_eq(chmod(p, 0755), 0);
+	}
+	snprintf(p, sizeof p, "%s/bin/ncu", root);
+	setenv("KFORGE_NCU", p, 1);
+	ck_assert_int_eq(profile_ncu_find(p, sizeof p, &err), 0);
+	snprintf(want, sizeof want, "%s/nsight-compute-2025.3.1/ncu", root);
+	ck_assert_str_eq(p, want);
+	/* an installation's own ncu stays as it is */
+	snprintf(p, sizeof p, "%s/nsight-compute-2025.1.0/ncu", root);
+	setenv("KFORGE_NCU", p, 1);
+	ck_assert_int_eq(profile_ncu_find(p, sizeof p, &err), 0);
+	ck_assert_ptr_nonnull(strstr(p, "nsight-compute-2025.1.0/ncu"));
+	unsetenv("KFORGE_NCU");
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
 	Suite *s = suite_create("profile");
@@ -363,6 +404,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(c, bad_requests_are_refused_before_any_gpu_work);
 	tcase_add_test(c, no_gpu_is_said_in_words);
 	tcase_add_test(c, no_ncu_names_where_it_looked);
+	tcase_add_test(c, a_launcher_resolves_to_its_installation);
 	suite_add_tcase(s, c);
 	return s;
 }
