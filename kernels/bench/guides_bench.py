@@ -134,7 +134,7 @@ def inputs(shape, seed=0):
     return x, w, b
 
 
-def gn_rows(cuda, rows, accuracy):
+def gn_rows(cuda, rows, accuracy, save):
     for shape, where in SHAPES:
         x, w, b = inputs(shape)
         xc = x.contiguous(memory_format=torch.channels_last)
@@ -168,6 +168,7 @@ def gn_rows(cuda, rows, accuracy):
         for k, (med, lo, hi) in timed(v).items():
             rows.append({"shape": list(shape), "where": where, "variant": k, "us": med,
                          "us_min": lo, "us_max": hi, "GBps_floor_bytes": nbytes / med / 1e3})
+        save()
         print(f"[{time.time() - T0:.0f} s] GN {shape} done", flush=True)
 
 
@@ -184,7 +185,7 @@ def kernels_of(fn):
         return [(f"profiler: {ex!r}", 0.0)]
 
 
-def conv_rows(rows, kernels):
+def conv_rows(rows, kernels, save):
     torch.backends.cudnn.benchmark = True
     for shape in [(2, 320, 128, 128), (1, 512, 256, 256)]:
         x, w, b = inputs(shape)
@@ -211,6 +212,7 @@ def conv_rows(rows, kernels):
             for k in ("conv3x3 NCHW", "conv3x3 channels_last", "GN+SiLU+conv eager NCHW",
                       "GN+SiLU+conv eager channels_last"):
                 kernels[f"{k} {shape}"] = kernels_of(v[k])
+        save()
         print(f"[{time.time() - T0:.0f} s] conv {shape} done", flush=True)
 
 
@@ -364,18 +366,20 @@ def main():
             torch.cuda.nvtx.range_pop()
         return
     rows, accuracy, kernels = [], [], {}
-    gn_rows(cuda, rows, accuracy)
-    conv_rows(rows, kernels)
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-            "iters": ITERS, "seconds": time.time() - T0}
-    with open(os.path.join(OUT, "gn.json"), "w") as f:
-        json.dump({"meta": meta, "rows": rows, "accuracy": accuracy, "kernels": kernels}, f,
-                  indent=1)
-    text = json.dumps(meta) + "\n\n" + md(rows, accuracy)
-    with open(os.path.join(OUT, "gn.md"), "w") as f:
-        f.write(text)
-    print(text)
+
+    def save():  # after every shape, so a run cut short keeps what it measured
+        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                "iters": ITERS, "seconds": time.time() - T0}
+        with open(os.path.join(OUT, "gn.json"), "w") as f:
+            json.dump({"meta": meta, "rows": rows, "accuracy": accuracy, "kernels": kernels},
+                      f, indent=1)
+        with open(os.path.join(OUT, "gn.md"), "w") as f:
+            f.write(json.dumps(meta) + "\n\n" + md(rows, accuracy))
+    gn_rows(cuda, rows, accuracy, save)
+    conv_rows(rows, kernels, save)
+    with open(os.path.join(OUT, "gn.md")) as f:
+        print(f.read())
     for k, ks in kernels.items():
         print(k)
         for name, t in ks:
