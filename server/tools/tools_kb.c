@@ -671,7 +671,7 @@ static const char READ_OUT[] =
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specs",
 	 "Sourced NVIDIA GPU facts: gpu (h100, 'rtx 4090', sm_90, 'local'), compare or "
-	 "list; detail 'full' (~15 KB) for every figure and formula. null = unconfirmed.",
+	 "list; detail 'full' (~15 KB): every figure, formula. null = unconfirmed.",
 	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
 	{"search_guides", "Search guides",
 	 "Ranked search of kforge's CUDA optimization guides: ids, titles and snippets for "

@@ -681,7 +681,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 	{
 		.name = "get_run",
 		.title = "Get a run",
-		.description = "One run, whole; large parts as resource links.",
+		.description = "One run, whole, from its run_id; large parts as resource links.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
 			"\"id\": " RUN_ID_SCHEMA "}}",
