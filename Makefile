@@ -277,7 +277,7 @@ bench-compile: $(BENCH_COMPILE) $(NVRTC_HELPER)
 # Protocol overhead: tools/list and a trivial tool call over HTTP (wrk,
 # many connections) and stdio -> docs/bench-protocol.md.
 BENCH_STDIO := $(B)/tests/bench/bench_stdio
-$(BENCH_STDIO): $(B)/tests/bench/bench_stdio.o
+$(BENCH_STDIO): $(B)/tests/bench/bench_stdio.o $(LIB_base)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
 bench-protocol: $(BIN) $(BENCH_STDIO)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "knowledge/kb.h" /* kb */
+#include "base/fs.h"
 #include "base/log.h"
 #include "sandbox/compile/compile.h" /* compile */
 #include "sandbox/exec/exec.h"	     /* exec */
@@ -86,8 +87,6 @@ static void resolve_kb(struct app_priv *p)
 {
 	char exe[PATH_MAX], cand[2][PATH_MAX];
 	const char *env = getenv("KFORGE_KB");
-	ssize_t n;
-	char *slash;
 
 	if (p->app.cfg.kb_path && *p->app.cfg.kb_path)
 		return;
@@ -96,16 +95,11 @@ static void resolve_kb(struct app_priv *p)
 		p->app.cfg.kb_path = p->kb_path;
 		return;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
+	if (fs_exe_dir(exe, sizeof(exe)) != 0) {
 		snprintf(p->kb_path, sizeof(p->kb_path), "knowledge.db");
 		p->app.cfg.kb_path = p->kb_path;
 		return;
 	}
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
 	snprintf(cand[0], sizeof(cand[0]), "%.*s/knowledge.db", PATH_MAX - 16, exe);
 	snprintf(cand[1], sizeof(cand[1]), "%.*s/../share/kforge/knowledge.db", PATH_MAX - 32, exe);
 	snprintf(p->kb_path, sizeof(p->kb_path), "%s", cand[0]);

@@ -5,7 +5,6 @@
  * built ops library kept for the next run, and the driver's errors mapped
  * to KF_E* codes with their messages. */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/jail/jail.h"
 #include "sandbox/model/model.h"
 #include "sandbox/pool/runner.h"
@@ -62,15 +62,11 @@ static int find_root(char out[PATH_MAX], struct kf_err *err)
 	if (e && *e) {
 		snprintf(p, sizeof p, "%s", e);
 	} else {
-		ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
-		if (n <= 0)
+		if (fs_exe_dir(p, sizeof p) != 0)
 			return kf_err_set(err, KF_ENOTFOUND, "cannot read /proc/self/exe");
-		p[n] = 0;
-		for (int up = 0; up < 2; up++) {
-			char *slash = strrchr(p, '/');
-			if (slash)
-				*slash = 0;
-		}
+		char *slash = strrchr(p, '/');
+		if (slash)
+			*slash = 0;
 	}
 	snprintf(probe, sizeof probe, "%s/sandbox/model/model_bench.py", p);
 	if (access(probe, R_OK) != 0 || !realpath(p, out))
@@ -94,19 +90,6 @@ static int mkdirs(const char *path)
 		*s = '/';
 	}
 	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* Removes the job directory and everything in it (symlinks not followed). */
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Reads path into a new NUL-terminated buffer of at most cap bytes. */
@@ -352,6 +335,6 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 	}
 out:
 	jail_result_fini(&c.res);
-	rm_rf(dir);
+	fs_rm_tree(dir);
 	return rc;
 }

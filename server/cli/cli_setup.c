@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "server/cli/cli.h"
 #include "server/cli/cli_toml.h"
 
@@ -23,15 +24,6 @@
 #define MAX_SKILL_FILES	     512
 
 /* ---- mcp-config ---------------------------------------------------------- */
-
-static int self_path(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0 || (size_t)n >= len - 1)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
 
 /* Prints s as a TOML/JSON basic string body (both escape the same way for
  * the characters a path or URL can hold). */
@@ -247,17 +239,12 @@ static int write_atomically(const char *path, const char *text, size_t len, mode
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
 	if (fd < 0)
 		return -1;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n <= 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			errno = e;
-			return -1;
-		}
-		off += (size_t)n;
+	if (fs_write_all(fd, text, len) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
 	}
 	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
 		int e = errno;
@@ -326,7 +313,7 @@ static int run_mcp_config(int argc, char **argv)
 	int rc = mcp_parse(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (self_path(o.exe, sizeof(o.exe)) != 0) {
+	if (fs_exe_path(o.exe, sizeof(o.exe)) != 0) {
 		fprintf(stderr, "kforge mcp-config: cannot resolve this binary's path: %s\n",
 			strerror(errno));
 		return CLI_EXIT_ENV;
@@ -441,12 +428,8 @@ static int find_skill_source(char *out, size_t len)
 
 	if (env && *env)
 		return fits(snprintf(out, len, "%s", env), len);
-	if (self_path(exe, sizeof(exe)) != 0)
+	if (fs_exe_dir(exe, sizeof(exe)) != 0)
 		return -1;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
 	snprintf(probe, sizeof(probe), "%s/../SKILL.md", exe);
 	if (stat(probe, &st) == 0)
 		return fits(snprintf(out, len, "%s/..", exe), len);

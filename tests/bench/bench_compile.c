@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/jail/jail.h"
 
@@ -138,11 +139,8 @@ int main(int argc, char **argv)
 	}
 	char nvcc[PATH_MAX + 16], helper[PATH_MAX + 32], lib[PATH_MAX + 32], exe[PATH_MAX];
 	snprintf(nvcc, sizeof nvcc, "%s/bin/nvcc", jail_cuda_home(jl));
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = 0;
-	char *sl = strrchr(exe, '/');
-	if (sl)
-		*sl = 0;
+	if (fs_exe_dir(exe, sizeof exe) != 0)
+		exe[0] = 0;
 	snprintf(helper, sizeof helper, "%s/../kforge-nvrtc", exe);
 	snprintf(lib, sizeof lib, "%s/lib64/libnvrtc.so", jail_cuda_home(jl));
 

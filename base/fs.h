@@ -1,0 +1,37 @@
+/* fs: the file-system helpers every layer needs, one copy each: writing a
+ * whole buffer, removing a directory tree without following links, and
+ * where the running binary is (data files are found next to it). */
+#ifndef KF_FS_H
+#define KF_FS_H
+
+#include <stddef.h>
+
+/* Writes all len bytes of data to fd, retrying short writes and EINTR.
+ * Returns 0, or KF_EIO when a write fails (fd stays open: the caller's).
+ * data: borrowed. */
+int fs_write_all(int fd, const void *data, size_t len) __attribute__((warn_unused_result));
+
+/* Creates or truncates path (mode 0644, never through a symlink at path) and
+ * writes len bytes of data to it. Returns 0, or KF_EIO when the open, a
+ * write or the close fails. path, data: borrowed. */
+int fs_write_file(const char *path, const void *data, size_t len)
+	__attribute__((warn_unused_result));
+
+/* Removes name (relative to the directory fd parent, or AT_FDCWD) and, when
+ * it is a directory, everything below it. Symlinks are removed, never
+ * followed. Best effort: what cannot be removed stays. name: borrowed. */
+void fs_rm_tree_at(int parent, const char *name);
+
+/* fs_rm_tree_at(AT_FDCWD, path). path: borrowed. */
+void fs_rm_tree(const char *path);
+
+/* Writes the absolute path of the running executable (/proc/self/exe) into
+ * buf. Returns 0, KF_EIO when it cannot be read, KF_ETOOBIG when it does not
+ * fit in cap bytes; on failure buf is "" (cap > 0). */
+int fs_exe_path(char *buf, size_t cap) __attribute__((warn_unused_result));
+
+/* As fs_exe_path, but the directory holding the executable (no trailing
+ * '/'): "build" for the daemon in a checkout. */
+int fs_exe_dir(char *buf, size_t cap) __attribute__((warn_unused_result));
+
+#endif
