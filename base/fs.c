@@ -6,7 +6,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/kf_err.h"
@@ -35,6 +37,66 @@ int fs_write_file(const char *path, const void *data, size_t len)
 	int rc = fs_write_all(fd, data, len);
 	if (close(fd) != 0 && rc == 0)
 		rc = KF_EIO;
+	return rc;
+}
+
+int fs_read_file(const char *path, size_t cap, int flags, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (flags & FS_UNTRUSTED ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return KF_EIO;
+	int rc = 0;
+	size_t n = 0;
+	char *buf = NULL;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		rc = KF_EIO;
+		goto out;
+	}
+	if ((flags & FS_UNTRUSTED) && !S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		rc = KF_EIO;
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > cap) {
+		rc = KF_ETOOBIG;
+		goto out;
+	}
+	/* A regular file: the size it had when opened; anything else (a pipe)
+	 * up to one byte past cap, which shows it is over. */
+	size_t limit = S_ISREG(st.st_mode) ? (size_t)st.st_size : cap + 1;
+	buf = malloc(limit + 1);
+	if (!buf) {
+		rc = KF_ENOMEM;
+		goto out;
+	}
+	while (n < limit) {
+		ssize_t r = read(fd, buf + n, limit - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = KF_EIO;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > cap) {
+		rc = KF_ETOOBIG;
+		goto out;
+	}
+	buf[n] = 0;
+	*out = buf;
+	buf = NULL;
+	if (len)
+		*len = n;
+out:
+	free(buf);
+	close(fd);
 	return rc;
 }
 

@@ -17,6 +17,20 @@ int fs_write_all(int fd, const void *data, size_t len) __attribute__((warn_unuse
 int fs_write_file(const char *path, const void *data, size_t len)
 	__attribute__((warn_unused_result));
 
+enum {
+	FS_UNTRUSTED = 1 /* fs_read_file: refuse a symlink at path and anything
+			  * but a regular file (a job directory's outputs) */
+};
+
+/* Reads all of path into *out, a new NUL-terminated buffer (free with
+ * free()), its length without the NUL in *len (may be NULL); a regular file
+ * as far as the size it had when opened. Returns 0;
+ * KF_ETOOBIG when path holds more than cap bytes; KF_ENOMEM; KF_EIO when it
+ * cannot be opened or read (errno says why; EINVAL for a FS_UNTRUSTED path
+ * that is not a regular file). *out is NULL on error. path: borrowed. */
+int fs_read_file(const char *path, size_t cap, int flags, char **out, size_t *len)
+	__attribute__((warn_unused_result));
+
 /* Removes name (relative to the directory fd parent, or AT_FDCWD) and, when
  * it is a directory, everything below it. Symlinks are removed, never
  * followed. Best effort: what cannot be removed stays. name: borrowed. */

@@ -593,9 +593,12 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 	char path[PATH_MAX + 16];
 	size_t plen = 0;
 	snprintf(path, sizeof path, "%s/kernel.ptx", dir);
-	compile_read_file(path, PTX_READ_CAP, &ptx, &plen);
+	/* Missing or over the cap, either stays NULL and the result lacks it. */
+	if (fs_read_file(path, PTX_READ_CAP, FS_UNTRUSTED, &ptx, &plen) != 0)
+		ptx = NULL;
 	snprintf(path, sizeof path, "%s/kernel.cubin", dir);
-	compile_read_file(path, PTX_READ_CAP, &cubin, &cubin_len);
+	if (fs_read_file(path, PTX_READ_CAP, FS_UNTRUSTED, &cubin, &cubin_len) != 0)
+		cubin = NULL;
 	in.ptx = ptx;
 	in.cubin = (const unsigned char *)cubin;
 	in.cubin_len = cubin_len;

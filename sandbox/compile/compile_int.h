@@ -93,10 +93,6 @@ json_t *compile_sass_json(struct compiler *cc, const char *id);
 /* The artifact file name for a kind ("ptx" -> "kernel.ptx"), or NULL. */
 const char *compile_artifact_file(const char *kind);
 
-/* Reads up to cap bytes of path (new buffer, NUL-terminated; -1 on error or
- * over cap). */
-int compile_read_file(const char *path, size_t cap, char **data, size_t *len);
-
 struct cache *compile_cache(struct compiler *cc);
 const char *compile_cuobjdump(const struct compiler *cc);
 

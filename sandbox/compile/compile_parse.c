@@ -35,35 +35,6 @@ struct kinfo {
 
 /* --- small helpers ------------------------------------------------------- */
 
-int compile_read_file(const char *path, size_t cap, char **data, size_t *len)
-{
-	*data = NULL;
-	*len = 0;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > cap) {
-		close(fd);
-		return -1;
-	}
-	char *b = malloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (b && got < (size_t)st.st_size) {
-		ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (!b)
-		return -1;
-	b[got] = 0;
-	*data = b;
-	*len = got;
-	return 0;
-}
-
 const char *compile_artifact_file(const char *kind)
 {
 	static const char *const map[][2] = {

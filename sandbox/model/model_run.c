@@ -95,21 +95,13 @@ static int mkdirs(const char *path)
 /* Reads path into a new NUL-terminated buffer of at most cap bytes. */
 static int read_capped(const char *path, size_t cap, char **out, struct kf_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	*out = NULL;
-	if (!f)
-		return kf_err_set(err, KF_EIO, "cannot open %s: %s", path, strerror(errno));
-	char *buf = malloc(cap + 1);
-	size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
-	fclose(f);
-	if (!buf)
-		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	if (n > cap) {
-		free(buf);
-		return kf_err_set(err, KF_ETOOBIG, "%s is over %zu bytes", path, cap);
-	}
-	buf[n] = 0;
-	*out = buf;
+	int rc = fs_read_file(path, cap, 0, out, NULL);
+	if (rc == KF_ETOOBIG)
+		return kf_err_set(err, rc, "%s is over %zu bytes", path, cap);
+	if (rc == KF_ENOMEM)
+		return kf_err_set(err, rc, "out of memory");
+	if (rc)
+		return kf_err_set(err, rc, "cannot open %s: %s", path, strerror(errno));
 	return 0;
 }
 

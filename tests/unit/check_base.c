@@ -1,7 +1,7 @@
 /* check_base: the shared helpers of base/ that every layer uses: whole
- * writes and files (fs_write_all, fs_write_file), tree removal that never
- * follows a link out of the tree (fs_rm_tree), the executable's path
- * (fs_exe_path, fs_exe_dir) and str_replace_all. */
+ * writes and reads (fs_write_all, fs_write_file, fs_read_file), tree
+ * removal that never follows a link out of the tree (fs_rm_tree), the
+ * executable's path (fs_exe_path, fs_exe_dir) and str_replace_all. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +79,45 @@ START_TEST(write_file_writes_truncates_and_refuses_a_symlink)
 	ck_assert_str_eq(buf, "short");
 	snprintf(q, sizeof q, "%s/no/such/dir", tmp);
 	ck_assert_int_eq(fs_write_file(q, "x", 1), KF_EIO);
+}
+END_TEST
+
+START_TEST(read_file_reads_whole_files_under_the_cap_only)
+{
+	char p[PATH_MAX + 16], q[PATH_MAX + 16], *buf = (char *)1;
+	size_t len = 99;
+	snprintf(p, sizeof p, "%s/f", tmp);
+	ck_assert_int_eq(fs_write_file(p, "hello", 5), 0);
+	ck_assert_int_eq(fs_read_file(p, 5, 0, &buf, &len), 0);
+	ck_assert_str_eq(buf, "hello");
+	ck_assert_uint_eq(len, 5);
+	free(buf);
+	ck_assert_int_eq(fs_read_file(p, 4, 0, &buf, &len), KF_ETOOBIG);
+	ck_assert_ptr_null(buf);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_int_eq(fs_write_file(p, "", 0), 0);
+	ck_assert_int_eq(fs_read_file(p, 0, FS_UNTRUSTED, &buf, NULL), 0);
+	ck_assert_str_eq(buf, "");
+	free(buf);
+	snprintf(q, sizeof q, "%s/missing", tmp);
+	ck_assert_int_eq(fs_read_file(q, 10, 0, &buf, NULL), KF_EIO);
+	ck_assert_int_eq(errno, ENOENT);
+	/* Untrusted: a link is followed only when the caller allows it. */
+	snprintf(q, sizeof q, "%s/link", tmp);
+	ck_assert_int_eq(symlink(p, q), 0);
+	ck_assert_int_eq(fs_read_file(q, 10, 0, &buf, NULL), 0);
+	free(buf);
+	ck_assert_int_eq(fs_read_file(q, 10, FS_UNTRUSTED, &buf, NULL), KF_EIO);
+	ck_assert_int_eq(fs_read_file(tmp, 10, FS_UNTRUSTED, &buf, NULL), KF_EIO);
+	ck_assert_int_eq(errno, EINVAL);
+	/* A pipe has no size: one byte past the cap shows it is over. */
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	ck_assert_int_eq(fs_write_all(fd[1], "abcdef", 6), 0);
+	close(fd[1]);
+	snprintf(q, sizeof q, "/proc/self/fd/%d", fd[0]);
+	ck_assert_int_eq(fs_read_file(q, 5, 0, &buf, NULL), KF_ETOOBIG);
+	close(fd[0]);
 }
 END_TEST
 
@@ -166,6 +205,7 @@ static Suite *base_suite(void)
 	TCase *f = tcase_create("fs");
 	tcase_add_checked_fixture(f, setup, teardown);
 	tcase_add_test(f, write_file_writes_truncates_and_refuses_a_symlink);
+	tcase_add_test(f, read_file_reads_whole_files_under_the_cap_only);
 	tcase_add_test(f, write_all_writes_everything_and_fails_on_a_closed_pipe);
 	tcase_add_test(f, rm_tree_removes_nested_dirs_but_not_what_a_link_points_at);
 	tcase_add_test(f, exe_path_and_dir_name_this_test_binary);
