@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -98,6 +100,35 @@ out:
 	free(buf);
 	close(fd);
 	return rc;
+}
+
+int fs_mkdir_p(const char *path, unsigned mode, char *failed, size_t failed_cap)
+{
+	char p[PATH_MAX];
+	if (failed && failed_cap)
+		failed[0] = 0;
+	if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
+		errno = ENAMETOOLONG;
+		return KF_ETOOBIG;
+	}
+	if (!p[0]) {
+		errno = ENOENT;
+		return KF_EIO;
+	}
+	for (char *s = p + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+			if (failed && failed_cap)
+				snprintf(failed, failed_cap, "%s", p);
+			return KF_EIO;
+		}
+		if (!c)
+			return 0;
+		*s = c;
+	}
 }
 
 void fs_rm_tree_at(int parent, const char *name)

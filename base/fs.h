@@ -31,6 +31,14 @@ enum {
 int fs_read_file(const char *path, size_t cap, int flags, char **out, size_t *len)
 	__attribute__((warn_unused_result));
 
+/* mkdir -p: creates path and every missing folder above it with mode
+ * (existing ones are kept as they are). Returns 0; KF_ETOOBIG when path is
+ * PATH_MAX or longer; KF_EIO when a mkdir fails (errno says why), with the
+ * folder that could not be made copied into failed (failed_cap bytes; NULL
+ * allowed) so the caller's message can name it. path: borrowed. */
+int fs_mkdir_p(const char *path, unsigned mode, char *failed, size_t failed_cap)
+	__attribute__((warn_unused_result));
+
 /* Removes name (relative to the directory fd parent, or AT_FDCWD) and, when
  * it is a directory, everything below it. Symlinks are removed, never
  * followed. Best effort: what cannot be removed stays. name: borrowed. */

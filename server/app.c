@@ -38,21 +38,14 @@ struct app_priv {
 /* mkdir -p with mode 0700 for the parts it creates. */
 static int make_dirs(const char *path, struct kf_err *err)
 {
-	char buf[PATH_MAX];
+	char failed[PATH_MAX];
 	size_t n = strlen(path);
 
-	if (n == 0 || n >= sizeof(buf))
+	if (n == 0 || n >= sizeof(failed))
 		return kf_err_set(err, KF_EINVAL, "data dir '%s': empty or too long", path);
-	memcpy(buf, path, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s", buf,
-					  strerror(errno));
-		buf[i] = i == n ? '\0' : '/';
-	}
+	if (fs_mkdir_p(path, 0700, failed, sizeof(failed)) != 0)
+		return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s", failed,
+				  strerror(errno));
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
 		return kf_err_set(err, KF_EIO, "data dir '%s' is not a directory", path);

@@ -155,23 +155,6 @@ int cache_id_valid(const char *id)
 	return i == CACHE_ID_LEN;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof tmp, "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int cache_open(const char *root, unsigned long long cap_bytes, struct cache **out,
 	       struct kf_err *err)
 {
@@ -183,7 +166,7 @@ int cache_open(const char *root, unsigned long long cap_bytes, struct cache **ou
 		free(c);
 		return kf_err_set(err, KF_EINVAL, "cache: directory path too long");
 	}
-	if (mkdir_p(c->root) != 0) {
+	if (fs_mkdir_p(c->root, 0755, NULL, 0) != 0) {
 		int rc = kf_err_set(err, KF_EIO, "cache: cannot create '%s': %s", root,
 				    strerror(errno));
 		free(c);

@@ -77,21 +77,6 @@ static int find_root(char out[PATH_MAX], struct kf_err *err)
 	return 0;
 }
 
-static int mkdirs(const char *path)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* Reads path into a new NUL-terminated buffer of at most cap bytes. */
 static int read_capped(const char *path, size_t cap, char **out, struct kf_err *err)
 {
@@ -182,7 +167,7 @@ static void keep_lib(const char *dir, const char *cache, const json_t *res)
 	if (!slash)
 		return;
 	*slash = 0;
-	if (mkdirs(d))
+	if (fs_mkdir_p(d, 0755, NULL, 0))
 		return;
 	char tmp[sizeof dst + 16];
 	snprintf(tmp, sizeof tmp, "%s.tmp", dst);
@@ -281,7 +266,7 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 		return rc;
 	snprintf(cache, sizeof cache, "%s/torch-ops", base);
 	snprintf(dir, sizeof dir, "%s/jobs", base);
-	if (mkdirs(dir) || mkdirs(cache))
+	if (fs_mkdir_p(dir, 0755, NULL, 0) || fs_mkdir_p(cache, 0755, NULL, 0))
 		return kf_err_set(err, KF_EIO, "cannot create %s or %s: %s", dir, cache,
 				  strerror(errno));
 	snprintf(dir, sizeof dir, "%s/jobs/model-XXXXXX", base);

@@ -201,7 +201,6 @@ static void print_mcp_json(FILE *f, const struct mcp_opts *o)
 	fputs("    }\n  }\n}\n", f);
 }
 
-static int mkdirs(const char *path);
 static int read_file(const char *path, unsigned char **out, size_t *len);
 
 /* Codex's config file: $CODEX_HOME/config.toml, else ~/.codex/config.toml,
@@ -291,7 +290,8 @@ static int write_codex(const struct mcp_opts *o)
 		rc = CLI_EXIT_OK;
 		goto out;
 	}
-	if (mkdirs(dir) != 0 || write_atomically(path, out, out_len, mode) != 0) {
+	if (fs_mkdir_p(dir, 0755, NULL, 0) != 0 ||
+	    write_atomically(path, out, out_len, mode) != 0) {
 		fprintf(stderr, "kforge mcp-config: cannot write %s: %s\n", path, strerror(errno));
 		goto out;
 	}
@@ -439,21 +439,6 @@ static int find_skill_source(char *out, size_t len)
 	return -1;
 }
 
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* Lists the files the manifest in dest records, with their hashes at install
  * time. Returns the count, 0 when there is no manifest, -1 on a bad one. */
 static int read_manifest(const char *dest, struct skill_file *files, size_t max)
@@ -593,7 +578,7 @@ static int skill_copy_one(const char *src, const char *dest, const struct skill_
 	}
 	char *slash = strrchr(to, '/');
 	*slash = '\0';
-	int ok = mkdirs(to) == 0;
+	int ok = fs_mkdir_p(to, 0755, NULL, 0) == 0;
 	*slash = '/';
 	FILE *f = ok ? fopen(to, "wb") : NULL;
 	ok = f && fwrite(buf, 1, len, f) == len;
@@ -614,7 +599,7 @@ static int skill_copy(const char *src, const char *dest)
 {
 	char mpath[PATH_MAX + 64];
 	snprintf(mpath, sizeof(mpath), "%s/%s", dest, MANIFEST);
-	if (mkdirs(dest) != 0) {
+	if (fs_mkdir_p(dest, 0755, NULL, 0) != 0) {
 		fprintf(stderr, "kforge skill: cannot create %s: %s\n", dest, strerror(errno));
 		return -1;
 	}

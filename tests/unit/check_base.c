@@ -121,6 +121,34 @@ START_TEST(read_file_reads_whole_files_under_the_cap_only)
 }
 END_TEST
 
+START_TEST(mkdir_p_makes_every_missing_folder_and_names_the_one_it_cannot)
+{
+	char p[PATH_MAX + 64], failed[PATH_MAX] = "junk";
+	struct stat st;
+	snprintf(p, sizeof p, "%s/a/b/c", tmp);
+	ck_assert_int_eq(fs_mkdir_p(p, 0700, failed, sizeof failed), 0);
+	ck_assert_str_eq(failed, "");
+	ck_assert(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 0777, 0700);
+	ck_assert_int_eq(fs_mkdir_p(p, 0700, NULL, 0), 0); /* exists: fine */
+	snprintf(p, sizeof p, "%s/a/b/c/", tmp);	   /* a trailing slash */
+	ck_assert_int_eq(fs_mkdir_p(p, 0700, NULL, 0), 0);
+	/* A file in the way: the first folder that could not be made is named. */
+	char f[PATH_MAX + 16], want[PATH_MAX + 32];
+	snprintf(f, sizeof f, "%s/file", tmp);
+	ck_assert_int_eq(fs_write_file(f, "x", 1), 0);
+	snprintf(p, sizeof p, "%s/file/sub/deeper", tmp);
+	ck_assert_int_eq(fs_mkdir_p(p, 0755, failed, sizeof failed), KF_EIO);
+	snprintf(want, sizeof want, "%s/sub", f);
+	ck_assert_str_eq(failed, want);
+	ck_assert_int_eq(errno, ENOTDIR);
+	ck_assert_int_eq(fs_mkdir_p("", 0755, failed, sizeof failed), KF_EIO);
+	static char longp[PATH_MAX + 8];
+	memset(longp, 'a', sizeof longp - 1);
+	ck_assert_int_eq(fs_mkdir_p(longp, 0755, NULL, 0), KF_ETOOBIG);
+}
+END_TEST
+
 START_TEST(write_all_writes_everything_and_fails_on_a_closed_pipe)
 {
 	int fd[2];
@@ -206,6 +234,7 @@ static Suite *base_suite(void)
 	tcase_add_checked_fixture(f, setup, teardown);
 	tcase_add_test(f, write_file_writes_truncates_and_refuses_a_symlink);
 	tcase_add_test(f, read_file_reads_whole_files_under_the_cap_only);
+	tcase_add_test(f, mkdir_p_makes_every_missing_folder_and_names_the_one_it_cannot);
 	tcase_add_test(f, write_all_writes_everything_and_fails_on_a_closed_pipe);
 	tcase_add_test(f, rm_tree_removes_nested_dirs_but_not_what_a_link_points_at);
 	tcase_add_test(f, exe_path_and_dir_name_this_test_binary);
