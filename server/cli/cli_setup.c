@@ -345,39 +345,15 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
  * buffer in *out (free with free), -1 with errno set. */
 static int read_file(const char *path, unsigned char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	size_t n = 0, cap = 0;
+	char *buf = NULL;
+	int rc = fs_read_file(path, MAX_SKILL_FILE_BYTES, 0, &buf, len);
 
-	if (!f)
-		return -1;
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_SKILL_FILE_BYTES) {
-				errno = EFBIG;
-				goto fail;
-			}
-			cap = cap ? cap * 2 : 8192;
-			unsigned char *nb = realloc(buf, cap);
-			if (!nb)
-				goto fail;
-			buf = nb;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f))
-		goto fail;
-	fclose(f);
-	*out = buf;
-	*len = n;
-	return 0;
-fail:
-	free(buf);
-	fclose(f);
-	return -1;
+	if (rc == KF_ETOOBIG)
+		errno = EFBIG;
+	else if (rc == KF_ENOMEM)
+		errno = ENOMEM;
+	*out = (unsigned char *)buf;
+	return rc ? -1 : 0;
 }
 
 struct skill_file {
