@@ -263,29 +263,40 @@ test-gpu: all
 		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; \
 		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; exit $$fail
 
-# Knowledge base: in-process lookup and search medians -> docs/bench-kb.md.
+# Benchmarks write their reports under build/bench/, never into tracked
+# files: the curated docs/bench-*.md are copied from them by hand, with
+# date, machine and commit (tests/README.md).
+BENCH_OUT := $(B)/bench
+BENCH_COMMIT = $$(git describe --always --dirty 2>/dev/null || echo unknown)
+# Knowledge base: in-process lookup and search medians -> bench-kb.md.
 BENCH_KB := $(B)/tests/bench/bench_kb
 $(BENCH_KB): $(B)/tests/bench/bench_kb.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-kb: $(BENCH_KB) $(KB_DB)
-	$(Q)$(BENCH_KB) $(KB_DB) docs/bench-kb.md
+	$(Q)mkdir -p $(BENCH_OUT) && BENCH_COMMIT=$(BENCH_COMMIT) \
+		$(BENCH_KB) $(KB_DB) $(BENCH_OUT)/bench-kb.md; rc=$$?; \
+		echo "bench-kb: report in $(BENCH_OUT)/bench-kb.md"; exit $$rc
 # Compile: cold nvcc -c vs nvcc --cubin vs NVRTC vs kforge's jailed
-# compile, and cache-hit latency -> docs/bench-compile.md.
+# compile, and cache-hit latency -> bench-compile.md.
 BENCH_COMPILE := $(B)/tests/bench/bench_compile
 $(BENCH_COMPILE): $(B)/tests/bench/bench_compile.o $(ALL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_BASE) $(LDFLAGS)
 bench-compile: $(BENCH_COMPILE) $(NVRTC_HELPER)
-	$(Q)$(BENCH_COMPILE) docs/bench-compile.md
+	$(Q)mkdir -p $(BENCH_OUT) && BENCH_COMMIT=$(BENCH_COMMIT) \
+		$(BENCH_COMPILE) $(BENCH_OUT)/bench-compile.md; rc=$$?; \
+		echo "bench-compile: report in $(BENCH_OUT)/bench-compile.md"; exit $$rc
 # Protocol overhead: tools/list and a trivial tool call over HTTP (wrk,
-# many connections) and stdio -> docs/bench-protocol.md.
+# many connections) and stdio -> bench-protocol.md.
 BENCH_STDIO := $(B)/tests/bench/bench_stdio
-$(BENCH_STDIO): $(B)/tests/bench/bench_stdio.o
+$(BENCH_STDIO): $(B)/tests/bench/bench_stdio.o $(LIB_base)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
 bench-protocol: $(BIN) $(BENCH_STDIO)
-	$(Q)KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) sh tests/bench/bench_protocol.sh docs/bench-protocol.md
+	$(Q)mkdir -p $(BENCH_OUT) && KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) \
+		sh tests/bench/bench_protocol.sh $(BENCH_OUT)/bench-protocol.md; rc=$$?; \
+		echo "bench-protocol: report in $(BENCH_OUT)/bench-protocol.md"; exit $$rc
 bench: bench-kb bench-compile bench-protocol
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).

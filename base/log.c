@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
+
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int log_level = LOG_INFO;
 
@@ -78,13 +80,9 @@ void log_vwrite(int level, const char *module, const char *fmt, va_list ap)
 	}
 	line[n++] = '\n';
 	pthread_mutex_lock(&log_lock);
-	for (size_t off = 0; off < n;) {
-		ssize_t w = write(STDERR_FILENO, line + off, n - off);
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
+	int rc = fs_write_all(STDERR_FILENO, line, n);
 	pthread_mutex_unlock(&log_lock);
+	(void)rc; /* a failed write is ignored: stderr is the only channel */
 }
 
 void log_write(int level, const char *module, const char *fmt, ...)

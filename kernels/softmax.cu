@@ -20,7 +20,7 @@
 #include "kernels/kf_cuda.cuh"
 #include "kernels/softmax.h"
 
-namespace kf_sm
+namespace kf_softmax
 {
 
 using namespace kf;
@@ -197,18 +197,18 @@ template <typename T> __device__ __forceinline__ void body(T *y, const T *x, int
 	row_dispatch<T>(op, D, vec_ok);
 }
 
-} /* namespace kf_sm */
+} /* namespace kf_softmax */
 
-#define KF_SM_KERNELS(SUF, T)                                       \
+#define KF_SOFTMAX_KERNELS(SUF, T)                                  \
 	extern "C" __global__ void __launch_bounds__(1024)          \
 		kf_softmax_##SUF(T *y, const T *x, int rows, int D) \
 	{                                                           \
-		kf_sm::body<T>(y, x, rows, D);                      \
+		kf_softmax::body<T>(y, x, rows, D);                 \
 	}
 
-KF_SM_KERNELS(f32, float)
-KF_SM_KERNELS(f16, __half)
-KF_SM_KERNELS(bf16, __nv_bfloat16)
+KF_SOFTMAX_KERNELS(f32, float)
+KF_SOFTMAX_KERNELS(f16, __half)
+KF_SOFTMAX_KERNELS(bf16, __nv_bfloat16)
 
 /* Block (tx, ty) from kf::row_block (row in registers, 64 bytes a
  * thread), grid ceil_div(T, ty), 256 bytes of static shared memory. */

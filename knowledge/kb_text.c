@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/fs.h"
 #include "knowledge/kb_int.h"
 
 void kb_norm_name(const char *in, char *out, size_t cap)
@@ -36,34 +37,14 @@ void kb_norm_name(const char *in, char *out, size_t cap)
 
 int kb_read_file(const char *path, size_t cap, char **out, size_t *len, struct kf_err *err)
 {
-	int rc = 0;
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return kf_err_set(err, KF_EIO, "%s: cannot open: %s", path, strerror(errno));
-	buf = malloc(cap + 1);
-	if (!buf) {
-		rc = kf_err_set(err, KF_ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	n = fread(buf, 1, cap + 1, f);
-	if (ferror(f)) {
-		rc = kf_err_set(err, KF_EIO, "%s: read error", path);
-		goto out;
-	}
-	if (n > cap) {
-		rc = kf_err_set(err, KF_ETOOBIG, "%s: larger than %zu bytes", path, cap);
-		goto out;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return rc;
+	int rc = fs_read_file(path, cap, 0, out, len);
+	if (rc == KF_ETOOBIG)
+		return kf_err_set(err, rc, "%s: larger than %zu bytes", path, cap);
+	if (rc == KF_ENOMEM)
+		return kf_err_set(err, rc, "%s: out of memory", path);
+	if (rc)
+		return kf_err_set(err, rc, "%s: cannot read: %s", path, strerror(errno));
+	return 0;
 }
 
 /* Grows *arr (elements of size sz) to hold at least need elements. */

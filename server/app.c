@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "knowledge/kb.h" /* kb */
+#include "base/fs.h"
 #include "base/log.h"
 #include "sandbox/compile/compile.h" /* compile */
 #include "sandbox/exec/exec.h"	     /* exec */
@@ -37,21 +38,14 @@ struct app_priv {
 /* mkdir -p with mode 0700 for the parts it creates. */
 static int make_dirs(const char *path, struct kf_err *err)
 {
-	char buf[PATH_MAX];
+	char failed[PATH_MAX];
 	size_t n = strlen(path);
 
-	if (n == 0 || n >= sizeof(buf))
+	if (n == 0 || n >= sizeof(failed))
 		return kf_err_set(err, KF_EINVAL, "data dir '%s': empty or too long", path);
-	memcpy(buf, path, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s", buf,
-					  strerror(errno));
-		buf[i] = i == n ? '\0' : '/';
-	}
+	if (fs_mkdir_p(path, 0700, failed, sizeof(failed)) != 0)
+		return kf_err_set(err, KF_EIO, "data dir: cannot create '%s': %s", failed,
+				  strerror(errno));
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
 		return kf_err_set(err, KF_EIO, "data dir '%s' is not a directory", path);
@@ -86,8 +80,6 @@ static void resolve_kb(struct app_priv *p)
 {
 	char exe[PATH_MAX], cand[2][PATH_MAX];
 	const char *env = getenv("KFORGE_KB");
-	ssize_t n;
-	char *slash;
 
 	if (p->app.cfg.kb_path && *p->app.cfg.kb_path)
 		return;
@@ -96,16 +88,11 @@ static void resolve_kb(struct app_priv *p)
 		p->app.cfg.kb_path = p->kb_path;
 		return;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
+	if (fs_exe_dir(exe, sizeof(exe)) != 0) {
 		snprintf(p->kb_path, sizeof(p->kb_path), "knowledge.db");
 		p->app.cfg.kb_path = p->kb_path;
 		return;
 	}
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
 	snprintf(cand[0], sizeof(cand[0]), "%.*s/knowledge.db", PATH_MAX - 16, exe);
 	snprintf(cand[1], sizeof(cand[1]), "%.*s/../share/kforge/knowledge.db", PATH_MAX - 32, exe);
 	snprintf(p->kb_path, sizeof(p->kb_path), "%s", cand[0]);

@@ -75,25 +75,19 @@ static int bench_ref_run(struct bctx *c, struct brow *r, int gpu, const char *vh
 	return hung;
 }
 
-/* A hang decides the verdict: the rows after row i are not run (the
- * candidate hung) or run without the reference (the reference hung),
- * rather than each waiting for the timeout. */
+/* The rows after row i are not run (the candidate hung) or run without
+ * the reference (the reference hung): check_not_run_reason. */
 static void bench_not_run_after(struct bctx *c, size_t i, int ref)
 {
-	char st[160];
-	check_sizes_text(c->p->s, c->rows[i].vals, st, sizeof st);
 	for (size_t j = i + 1; j < c->nrows; j++) {
 		struct brow *r = &c->rows[j];
 		if (ref) {
 			r->ref_rc = KF_EFAULT;
-			snprintf(r->ref_err, sizeof r->ref_err,
-				 "not run: the CUDA reference did not finish at %s", st);
+			check_not_run_reason(c->p->s, c->rows[i].vals, 0, 1, r->ref_err,
+					     sizeof r->ref_err);
 		} else {
 			r->not_run = 1;
-			snprintf(r->err, sizeof r->err,
-				 "not run: the kernel did not finish at %s, which decides the "
-				 "verdict",
-				 st);
+			check_not_run_reason(c->p->s, c->rows[i].vals, 0, 0, r->err, sizeof r->err);
 		}
 	}
 }

@@ -195,6 +195,19 @@ void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size
 				      vals[k]);
 }
 
+void check_not_run_reason(const struct spec *s, const int64_t *vals, int odd, int is_ref, char *buf,
+			  size_t cap)
+{
+	char st[160];
+	check_sizes_text(s, vals, st, sizeof st);
+	if (is_ref)
+		snprintf(buf, cap, "not run: the CUDA reference did not finish at %s", st);
+	else
+		snprintf(buf, cap,
+			 "not run: the kernel did not finish at %s%s, which decides the verdict",
+			 odd ? "odd size " : "", st);
+}
+
 struct row {
 	int64_t vals[SPEC_MAX_VARS];
 	int odd;
@@ -274,25 +287,21 @@ static int take_lines(struct check_job *c, const json_t *lines, size_t next, siz
 	return stopped;
 }
 
-/* A hang decides the verdict: the rows after row hung (of n) are not run,
- * rather than each waiting for its own watchdog, and the reference runs
- * only for the rows before it. */
+/* The rows after row hung (of n) are not run (check_not_run_reason), and
+ * the reference runs only for the rows before it. */
 static void not_run_after(struct check_job *c, size_t hung, size_t n, int is_ref)
 {
-	char st[160];
-	check_sizes_text(c->p->s, c->rows[hung].vals, st, sizeof st);
+	const struct row *h = &c->rows[hung];
 	for (size_t i = hung + 1; i < n; i++) {
 		struct row *r = &c->rows[i];
 		if (is_ref) {
 			r->ref_rc = KF_EFAULT;
-			snprintf(r->ref_err, sizeof r->ref_err,
-				 "not run: the CUDA reference did not finish at %s", st);
+			check_not_run_reason(c->p->s, h->vals, h->odd, 1, r->ref_err,
+					     sizeof r->ref_err);
 		} else {
 			r->not_run = 1;
-			snprintf(r->cand_err, sizeof r->cand_err,
-				 "not run: the kernel did not finish at %s%s, which decides the "
-				 "verdict",
-				 c->rows[hung].odd ? "odd size " : "", st);
+			check_not_run_reason(c->p->s, h->vals, h->odd, 0, r->cand_err,
+					     sizeof r->cand_err);
 		}
 	}
 	if (!is_ref)

@@ -443,6 +443,14 @@ void check_limits(struct spec_limits *lim);
 /* One size of s as "N=4097, D=512" into buf (cap bytes, cut to fit). */
 void check_sizes_text(const struct spec *s, const int64_t *vals, char *buf, size_t cap);
 
+/* Why a row after a hang is not run, into buf (cap bytes, cut to fit): the
+ * kernel (is_ref 0) or the CUDA reference (1) did not finish at the sizes
+ * vals of s (odd: the row that hung is the odd size). A hang decides the
+ * verdict, so check and benchmark skip the later rows instead of waiting
+ * for the watchdog on each. */
+void check_not_run_reason(const struct spec *s, const int64_t *vals, int odd, int is_ref, char *buf,
+			  size_t cap);
+
 /* Random 64-bit seed from the kernel (getrandom). */
 uint64_t check_new_seed(void);
 

@@ -5,9 +5,9 @@
 #include "sandbox/check/check.h"
 #include "sandbox/check/check_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,24 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/jail/jail.h"
 
 /* --- paths, jail ---------------------------------------------- */
-
-static int exe_dir(char *buf, size_t cap)
-{
-	char p[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
-	if (n <= 0)
-		return -1;
-	p[n] = 0;
-	char *slash = strrchr(p, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	snprintf(buf, cap, "%s", p);
-	return 0;
-}
 
 /* The first existing of: $env, <exe dir>/rel1, <exe dir>/rel2. */
 int check_find_file(const char *env, const char *rel1, const char *rel2, char *out, size_t cap)
@@ -44,7 +30,7 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
 		return 0;
 	}
 	char d[PATH_MAX];
-	if (exe_dir(d, sizeof d))
+	if (fs_exe_dir(d, sizeof d))
 		return -1;
 	const char *rels[] = {rel1, rel2};
 	for (int i = 0; i < 2; i++) {
@@ -96,31 +82,10 @@ int check_get_jail(struct check_env *env, struct jail **out, struct kf_err *err)
 
 /* --- job directories ---------------------------------------------------- */
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		struct stat st;
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			rm_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 void check_jobdir_remove(const char *dir)
 {
 	if (dir && *dir && !getenv("KFORGE_KEEP_JOBS"))
-		rm_tree(dir);
+		fs_rm_tree(dir);
 }
 
 int check_jobdir_new(struct check_env *env, const struct spec *s, char *dir, size_t cap,

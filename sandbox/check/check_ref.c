@@ -20,17 +20,6 @@
 
 /* --- references ---------------------------------------------------------- */
 
-static int64_t tensor_init_max(const struct spec *s, size_t t, const int64_t *vals)
-{
-	int64_t v = 0;
-	if (s->tensors[t].init_max_expr) {
-		struct expr_env env = spec_env(s, vals);
-		if (expr_eval(s->tensors[t].init_max_expr, &env, &v, NULL))
-			v = 1;
-	}
-	return v;
-}
-
 /* Regenerates input t exactly as the harness did; returns it as float64. */
 static int regen_input(const struct spec *s, const struct spec_bound *b, size_t t,
 		       const int64_t *vals, uint64_t seed, double **out, struct kf_err *err)
@@ -43,7 +32,7 @@ static int regen_input(const struct spec *s, const struct spec_bound *b, size_t 
 		free(d);
 		return kf_err_set(err, KF_ENOMEM, "out of memory regenerating inputs");
 	}
-	spec_fill(T, t, seed, tensor_init_max(s, t, vals), raw, b->elems[t]);
+	spec_fill(T, t, seed, spec_init_max(s, t, vals), raw, b->elems[t]);
 	for (uint64_t i = 0; i < b->elems[t]; i++)
 		d[i] = dtype_load(T->dtype, raw, (size_t)i);
 	free(raw);
@@ -282,7 +271,7 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 				rc = kf_err_set(err, KF_ENOMEM, "out of memory");
 				break;
 			}
-			spec_fill(T, t, seeds[k], tensor_init_max(s, t, vals), raw, b->elems[t]);
+			spec_fill(T, t, seeds[k], spec_init_max(s, t, vals), raw, b->elems[t]);
 			char file[128], path[PATH_MAX + 140];
 			snprintf(file, sizeof file, "torch.in.t%d.%s.bin", k, T->name);
 			snprintf(path, sizeof path, "%s/%s", dir, file);

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
+
 #define DEFAULT_CAP (1ull << 30)
 
 struct cache {
@@ -115,30 +117,6 @@ void cache_sha256_final_hex(struct cache_sha256 *s, char hex[CACHE_ID_LEN + 1])
 
 /* --- files --------------------------------------------------------------- */
 
-/* Removes dir fd-relative, recursively, without following symlinks. */
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (unlinkat(fd, e->d_name, 0) != 0 && (errno == EISDIR || errno == EPERM))
-			rm_tree_at(fd, e->d_name);
-	}
-	closedir(d);
-	unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 static unsigned long long tree_bytes_at(int parent, const char *name, int depth)
 {
 	unsigned long long sum = 0;
@@ -177,23 +155,6 @@ int cache_id_valid(const char *id)
 	return i == CACHE_ID_LEN;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof tmp, "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int cache_open(const char *root, unsigned long long cap_bytes, struct cache **out,
 	       struct kf_err *err)
 {
@@ -205,7 +166,7 @@ int cache_open(const char *root, unsigned long long cap_bytes, struct cache **ou
 		free(c);
 		return kf_err_set(err, KF_EINVAL, "cache: directory path too long");
 	}
-	if (mkdir_p(c->root) != 0) {
+	if (fs_mkdir_p(c->root, 0755, NULL, 0) != 0) {
 		int rc = kf_err_set(err, KF_EIO, "cache: cannot create '%s': %s", root,
 				    strerror(errno));
 		free(c);
@@ -220,7 +181,7 @@ int cache_open(const char *root, unsigned long long cap_bytes, struct cache **ou
 		if (cache_id_valid(e->d_name))
 			c->total += tree_bytes_at(rfd, e->d_name, 0);
 		else if (!strncmp(e->d_name, ".trash-", 7) || !strncmp(e->d_name, ".stage-", 7))
-			rm_tree_at(rfd, e->d_name); /* left by a crash */
+			fs_rm_tree_at(rfd, e->d_name); /* left by a crash */
 	}
 	if (d)
 		closedir(d);
@@ -349,17 +310,10 @@ int cache_write(struct cache *c, const char *id, const char *name, const void *d
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return kf_err_set(err, KF_EIO, "cache: cannot write %s: %s", name, strerror(errno));
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	close(fd);
-	if (off != len || rename(tmp, dst) != 0) {
+	int wrc = fs_write_all(fd, data, len);
+	if (close(fd) != 0 && wrc == 0)
+		wrc = KF_EIO;
+	if (wrc != 0 || rename(tmp, dst) != 0) {
 		unlink(tmp);
 		return kf_err_set(err, KF_EIO, "cache: cannot write %s", name);
 	}
@@ -388,7 +342,7 @@ int cache_stage(struct cache *c, char *buf, size_t cap, struct kf_err *err)
 void cache_discard(struct cache *c, const char *staging)
 {
 	(void)c;
-	rm_tree_at(AT_FDCWD, staging);
+	fs_rm_tree(staging);
 }
 
 struct entry {
@@ -445,7 +399,7 @@ static void evict(struct cache *c, const char *keep)
 		char trash[96];
 		snprintf(trash, sizeof trash, ".trash-%ld-%lu", (long)getpid(), ++c->seq);
 		if (renameat(rfd, v[i].id, rfd, trash) == 0) {
-			rm_tree_at(rfd, trash);
+			fs_rm_tree_at(rfd, trash);
 			total -= v[i].bytes;
 		}
 	}

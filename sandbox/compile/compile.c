@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile_int.h"
 #include "sandbox/compile/compile_queue.h"
@@ -53,19 +54,6 @@ static long long now_ms(void)
 
 /* --- open / close -------------------------------------------------------- */
 
-static int exe_dir(char *buf, size_t cap)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *s = strrchr(buf, '/');
-	if (!s)
-		return -1;
-	*s = 0;
-	return 0;
-}
-
 static void find_helper(struct compiler *cc)
 {
 	char dir[PATH_MAX], p[PATH_MAX + 32];
@@ -75,7 +63,7 @@ static void find_helper(struct compiler *cc)
 			realpath(cc->cfg.nvrtc_helper, cc->nvrtc_helper)
 				? (void)0
 				: (void)(cc->nvrtc_helper[0] = 0);
-	} else if (exe_dir(dir, sizeof dir) == 0) {
+	} else if (fs_exe_dir(dir, sizeof dir) == 0) {
 		const char *cands[] = {"%s/kforge-nvrtc", "%s/../kforge-nvrtc",
 				       "%s/../lib/kforge/kforge-nvrtc"};
 		for (size_t i = 0; i < 3 && !cc->nvrtc_helper[0]; i++) {
@@ -282,23 +270,6 @@ static void slot_give(struct compiler *cc, const struct compile_req *req)
 
 /* --- the compile --------------------------------------------------------- */
 
-static int write_all(const char *path, const void *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	return close(fd) == 0 && off == len ? 0 : -1;
-}
-
 static void compute_key(const struct compiler *cc, const struct compile_req *req, const char *arch,
 			char id[COMPILE_ID_LEN + 1])
 {
@@ -419,7 +390,7 @@ static void rm_job_junk(const char *dir)
 	struct stat st;
 	if (lstat(from, &st) == 0 && S_ISREG(st.st_mode))
 		rename(from, to);
-	compile_rm_tree(p);
+	fs_rm_tree(p);
 }
 
 /* Refuses a request that cannot be compiled: no source, empty, over the
@@ -480,13 +451,14 @@ static int store_result(struct compiler *cc, const struct compile_parse_in *in, 
 	char *clean = compile_clean_log(in);
 	char lp[PATH_MAX + 16];
 	snprintf(lp, sizeof lp, "%s/log.txt", dir);
-	if (clean)
-		write_all(lp, clean, strlen(clean));
+	/* The log is a copy for reading; result.json below is what must land. */
+	int lrc = clean ? fs_write_file(lp, clean, strlen(clean)) : 0;
+	(void)lrc;
 	free(clean);
 	json_object_set_new(*base, "artifact_id", json_string(id));
 	char *txt = json_dumps(*base, JSON_COMPACT);
 	snprintf(lp, sizeof lp, "%s/result.json", dir);
-	if (!txt || write_all(lp, txt, strlen(txt)) != 0) {
+	if (!txt || fs_write_file(lp, txt, strlen(txt)) != 0) {
 		free(txt);
 		return kf_err_set(err, KF_EIO, "compile: cannot write result.json");
 	}
@@ -533,7 +505,7 @@ static int stage_job(struct compiler *cc, const struct compile_req *req, char *d
 	}
 	char src_path[PATH_MAX + 16];
 	snprintf(src_path, sizeof src_path, "%s/" SRC_NAME, dir);
-	if (write_all(src_path, req->source, req->source_len) != 0) {
+	if (fs_write_file(src_path, req->source, req->source_len) != 0) {
 		slot_give(cc, req);
 		return kf_err_set(err, KF_EIO, "compile: cannot write the source: %s",
 				  strerror(errno));
@@ -621,9 +593,12 @@ int compile_kernel(struct compiler *cc, const struct compile_req *req, struct co
 	char path[PATH_MAX + 16];
 	size_t plen = 0;
 	snprintf(path, sizeof path, "%s/kernel.ptx", dir);
-	compile_read_file(path, PTX_READ_CAP, &ptx, &plen);
+	/* Missing or over the cap, either stays NULL and the result lacks it. */
+	if (fs_read_file(path, PTX_READ_CAP, FS_UNTRUSTED, &ptx, &plen) != 0)
+		ptx = NULL;
 	snprintf(path, sizeof path, "%s/kernel.cubin", dir);
-	compile_read_file(path, PTX_READ_CAP, &cubin, &cubin_len);
+	if (fs_read_file(path, PTX_READ_CAP, FS_UNTRUSTED, &cubin, &cubin_len) != 0)
+		cubin = NULL;
 	in.ptx = ptx;
 	in.cubin = (const unsigned char *)cubin;
 	in.cubin_len = cubin_len;

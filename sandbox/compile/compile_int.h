@@ -93,11 +93,6 @@ json_t *compile_sass_json(struct compiler *cc, const char *id);
 /* The artifact file name for a kind ("ptx" -> "kernel.ptx"), or NULL. */
 const char *compile_artifact_file(const char *kind);
 
-/* Small file helpers: read up to cap bytes (new buffer, NUL-terminated;
- * -1 on error or over cap), remove a tree. */
-int compile_read_file(const char *path, size_t cap, char **data, size_t *len);
-void compile_rm_tree(const char *path);
-
 struct cache *compile_cache(struct compiler *cc);
 const char *compile_cuobjdump(const struct compiler *cc);
 

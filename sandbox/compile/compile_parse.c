@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/str.h"
 #include "knowledge/kb.h"
-#include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile_int.h"
 
 #define MAX_DIAGS    50
@@ -35,40 +35,6 @@ struct kinfo {
 
 /* --- small helpers ------------------------------------------------------- */
 
-int compile_read_file(const char *path, size_t cap, char **data, size_t *len)
-{
-	*data = NULL;
-	*len = 0;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > cap) {
-		close(fd);
-		return -1;
-	}
-	char *b = malloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (b && got < (size_t)st.st_size) {
-		ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (!b)
-		return -1;
-	b[got] = 0;
-	*data = b;
-	*len = got;
-	return 0;
-}
-
-void compile_rm_tree(const char *path)
-{
-	cache_discard(NULL, path);
-}
-
 const char *compile_artifact_file(const char *kind)
 {
 	static const char *const map[][2] = {
@@ -81,33 +47,6 @@ const char *compile_artifact_file(const char *kind)
 		if (!strcmp(kind, map[i][0]))
 			return map[i][1];
 	return NULL;
-}
-
-/* Replaces every occurrence of from with to in s (new string). */
-static char *replace_all(const char *s, const char *from, const char *to)
-{
-	size_t fl = strlen(from), tl = strlen(to), n = 0;
-	if (!fl)
-		return strdup(s);
-	for (const char *p = s; (p = strstr(p, from)); p += fl)
-		n++;
-	char *out = malloc(strlen(s) + n * (tl > fl ? tl - fl : 0) + 1);
-	if (!out)
-		return NULL;
-	char *w = out;
-	for (const char *p = s;;) {
-		const char *q = strstr(p, from);
-		if (!q) {
-			memcpy(w, p, strlen(p) + 1);
-			break;
-		}
-		memcpy(w, p, (size_t)(q - p));
-		w += q - p;
-		memcpy(w, to, tl);
-		w += tl;
-		p = q + fl;
-	}
-	return out;
 }
 
 /* Drops nvcc's temporary prefixes: /tmp/tmpxft_0000a1b2_00000000-6_kernel.ptx
@@ -134,10 +73,10 @@ char *compile_rewrite_paths(const char *text, const char *job_dir, const char *c
 	char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
 	snprintf(jd, sizeof jd, "%s/", job_dir ? job_dir : "/nonexistent-kf");
 	snprintf(ch, sizeof ch, "%s/", cuda_home ? cuda_home : "/nonexistent-kf");
-	a = replace_all(text ? text : "", jd, "");
-	b = a ? replace_all(a, "/job/", "") : NULL;
-	c = b ? replace_all(b, ch, "cuda/") : NULL;
-	d = c ? replace_all(c, "/usr/local/cuda/", "cuda/") : NULL;
+	a = str_replace_all(text ? text : "", jd, "");
+	b = a ? str_replace_all(a, "/job/", "") : NULL;
+	c = b ? str_replace_all(b, ch, "cuda/") : NULL;
+	d = c ? str_replace_all(c, "/usr/local/cuda/", "cuda/") : NULL;
 	if (d)
 		strip_tmpxft(d);
 	free(a);

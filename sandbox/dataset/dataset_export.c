@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/version.h"
 #include "sandbox/dataset/dataset.h"
 #include "sandbox/dataset/dataset_int.h"
@@ -273,20 +274,12 @@ static int dir_entries(const char *dir, size_t *n, int *is_dir)
 
 static int mkdir_p(const char *path, struct kf_err *err)
 {
-	char buf[PATH_CAP];
+	char failed[PATH_CAP];
+	int rc = fs_mkdir_p(path, 0755, failed, sizeof(failed));
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return kf_err_set(err, KF_EIO, "cannot create %s: %s", buf,
-					  strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return kf_err_set(err, KF_EIO, "cannot create %s: %s", buf, strerror(errno));
+	if (rc)
+		return kf_err_set(err, rc, "cannot create %s: %s", failed[0] ? failed : path,
+				  strerror(errno));
 	return 0;
 }
 

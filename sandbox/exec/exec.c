@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
+
 #define EXEC_MAX_PER_CLIENT_DEFAULT 16
 #define EXEC_POLL_MS_DEFAULT	    1000
 
@@ -148,8 +150,9 @@ int exec_open(const struct exec_config *cfg, struct history *history, struct exe
 		if (cfg->kforge_path)
 			x->cfg.kforge_path = keep(x->kforge, sizeof(x->kforge), cfg->kforge_path);
 		else {
-			ssize_t n = readlink("/proc/self/exe", x->kforge, sizeof(x->kforge) - 1);
-			x->kforge[n > 0 ? n : 0] = '\0';
+			/* On failure x->kforge is "", which slurm_word refuses. */
+			int erc = fs_exe_path(x->kforge, sizeof(x->kforge));
+			(void)erc;
 			x->cfg.kforge_path = x->kforge;
 			rc = slurm_word("kforge's path", x->kforge, sizeof(x->kforge), "/_-.+",
 					err);

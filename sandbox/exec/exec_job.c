@@ -5,9 +5,9 @@
 #include "sandbox/exec/exec.h"
 #include "sandbox/exec/exec_int.h"
 
+#include "base/fs.h"
 #include "base/log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -316,23 +316,9 @@ int exec_job_close(struct exec *x, const char *key, struct kf_err *err)
 
 void exec_job_done(const struct exec_job_result *res, int rc)
 {
-	char p[PATH_MAX + 300];
-	DIR *d;
-	struct dirent *e;
-
 	if (rc || !res->dir[0] || getenv("KFORGE_KEEP_JOBS"))
 		return;
-	d = opendir(res->dir);
-	if (!d)
-		return;
-	/* Only what a job directory holds: files, no subdirectories. */
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(p, sizeof(p), "%s/%s", res->dir, e->d_name);
-			unlink(p);
-		}
-	closedir(d);
-	rmdir(res->dir);
+	fs_rm_tree(res->dir);
 }
 
 /* --- recovery ---------------------------------------------------------- */

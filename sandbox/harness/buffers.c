@@ -47,18 +47,6 @@ void harness_bufs_free(struct harness *h, struct harness_buf *bufs)
 	}
 }
 
-static int64_t init_max_of(struct harness *h, size_t t)
-{
-	const struct spec_tensor *T = &h->s->tensors[t];
-	int64_t v = 0;
-	if (T->init_max_expr) {
-		struct expr_env env = spec_env(h->s, h->vals);
-		if (expr_eval(T->init_max_expr, &env, &v, NULL))
-			v = 1;
-	}
-	return v;
-}
-
 int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64_t seed)
 {
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
@@ -72,7 +60,7 @@ int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64
 					    json_string("out of host memory filling inputs"));
 			return KF_ENOMEM;
 		}
-		spec_fill(T, t, seed, init_max_of(h, t), bufs[t].host, h->b.elems[t]);
+		spec_fill(T, t, seed, spec_init_max(h->s, t, h->vals), bufs[t].host, h->b.elems[t]);
 		CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
 		if (r != CUDA_SUCCESS)
 			return harness_cuda_fail(h, r, "uploading inputs");

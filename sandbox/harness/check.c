@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "sandbox/harness/harness_int.h"
 
 /* --- check mode -------------------------------------------------------- */
@@ -58,7 +59,7 @@ static int compare_runs(struct harness *h, size_t t, const void *first, const vo
 	int rc = 0;
 	char file[300];
 	snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);
-	if (harness_write_file(file, first, h->b.bytes[t])) {
+	if (fs_write_file(file, first, h->b.bytes[t])) {
 		json_object_set_new(h->report, "error",
 				    json_string("cannot write outputs to the job directory"));
 		rc = KF_EIO;

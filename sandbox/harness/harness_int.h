@@ -94,9 +94,6 @@ void harness_send_line(struct harness *h, const json_t *obj);
 void harness_watchdog_arm(long row);
 void harness_watchdog_disarm(void);
 
-/* Writes len bytes to job-dir-relative path. */
-int harness_write_file(const char *path, const void *data, uint64_t len);
-
 /* Reads a hex seed string. */
 int harness_parse_seed(const json_t *v, uint64_t *out);
 

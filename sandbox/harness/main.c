@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/harness/harness_int.h"
 
 double harness_now_ms(void)
@@ -98,26 +99,6 @@ int harness_cuda_fail(struct harness *h, CUresult r, const char *what)
 					      "code", (int)r, "message", msg ? msg : "", "during",
 					      what));
 	return KF_EFAULT;
-}
-
-int harness_write_file(const char *path, const void *data, uint64_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return KF_EIO;
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len > (1u << 30) ? (1u << 30) : (size_t)len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return KF_EIO;
-		}
-		p += n;
-		len -= (uint64_t)n;
-	}
-	return close(fd) ? KF_EIO : 0;
 }
 
 int harness_parse_seed(const json_t *v, uint64_t *out)
@@ -284,19 +265,6 @@ static json_t *load_json(const char *path, json_t *report)
 
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
 void harness_send_line(struct harness *h, const json_t *obj)
 {
 	char *text = json_dumps(obj, JSON_COMPACT);
@@ -305,9 +273,12 @@ void harness_send_line(struct harness *h, const json_t *obj)
 	size_t len = strlen(text);
 	text[len++] = '\n'; /* json_dumps leaves room: replace the NUL */
 	pthread_mutex_lock(&send_mu);
-	write_all(h->report_fd, text, len);
+	/* A failed write cuts the report short, which the daemon reports; the
+	 * harness has no other channel to say so. */
+	int rc = fs_write_all(h->report_fd, text, len);
 	pthread_mutex_unlock(&send_mu);
 	free(text);
+	(void)rc;
 }
 
 /* The watchdog: a check trial (or a whole benchmark size) that runs past
@@ -342,7 +313,8 @@ static void *watchdog(void *arg)
 					 PHASE_NAMES[1], ms[1], PHASE_NAMES[2], ms[2],
 					 PHASE_NAMES[3], ms[3]);
 			pthread_mutex_lock(&send_mu);
-			write_all(wd.fd, line, (size_t)n);
+			int rc = fs_write_all(wd.fd, line, (size_t)n);
+			(void)rc; /* exiting either way: a cut line reads as a crash */
 			_exit(0);
 		}
 	}

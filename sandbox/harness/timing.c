@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "sandbox/harness/harness_int.h"
 
 #define BATCH	    8
@@ -206,7 +207,7 @@ static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
 			}
 		char file[300];
 		snprintf(file, sizeof file, "verify.%s.bin", T->name);
-		int wr = harness_write_file(file, o, h->b.bytes[t]);
+		int wr = fs_write_file(file, o, h->b.bytes[t]);
 		free(o);
 		if (wr) {
 			json_object_set_new(

@@ -5,7 +5,6 @@
  * built ops library kept for the next run, and the driver's errors mapped
  * to KF_E* codes with their messages. */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/jail/jail.h"
 #include "sandbox/model/model.h"
 #include "sandbox/pool/runner.h"
@@ -62,15 +62,11 @@ static int find_root(char out[PATH_MAX], struct kf_err *err)
 	if (e && *e) {
 		snprintf(p, sizeof p, "%s", e);
 	} else {
-		ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
-		if (n <= 0)
+		if (fs_exe_dir(p, sizeof p) != 0)
 			return kf_err_set(err, KF_ENOTFOUND, "cannot read /proc/self/exe");
-		p[n] = 0;
-		for (int up = 0; up < 2; up++) {
-			char *slash = strrchr(p, '/');
-			if (slash)
-				*slash = 0;
-		}
+		char *slash = strrchr(p, '/');
+		if (slash)
+			*slash = 0;
 	}
 	snprintf(probe, sizeof probe, "%s/sandbox/model/model_bench.py", p);
 	if (access(probe, R_OK) != 0 || !realpath(p, out))
@@ -81,52 +77,16 @@ static int find_root(char out[PATH_MAX], struct kf_err *err)
 	return 0;
 }
 
-static int mkdirs(const char *path)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* Removes the job directory and everything in it (symlinks not followed). */
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* Reads path into a new NUL-terminated buffer of at most cap bytes. */
 static int read_capped(const char *path, size_t cap, char **out, struct kf_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	*out = NULL;
-	if (!f)
-		return kf_err_set(err, KF_EIO, "cannot open %s: %s", path, strerror(errno));
-	char *buf = malloc(cap + 1);
-	size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
-	fclose(f);
-	if (!buf)
-		return kf_err_set(err, KF_ENOMEM, "out of memory");
-	if (n > cap) {
-		free(buf);
-		return kf_err_set(err, KF_ETOOBIG, "%s is over %zu bytes", path, cap);
-	}
-	buf[n] = 0;
-	*out = buf;
+	int rc = fs_read_file(path, cap, 0, out, NULL);
+	if (rc == KF_ETOOBIG)
+		return kf_err_set(err, rc, "%s is over %zu bytes", path, cap);
+	if (rc == KF_ENOMEM)
+		return kf_err_set(err, rc, "out of memory");
+	if (rc)
+		return kf_err_set(err, rc, "cannot open %s: %s", path, strerror(errno));
 	return 0;
 }
 
@@ -207,7 +167,7 @@ static void keep_lib(const char *dir, const char *cache, const json_t *res)
 	if (!slash)
 		return;
 	*slash = 0;
-	if (mkdirs(d))
+	if (fs_mkdir_p(d, 0755, NULL, 0))
 		return;
 	char tmp[sizeof dst + 16];
 	snprintf(tmp, sizeof tmp, "%s.tmp", dst);
@@ -306,7 +266,7 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 		return rc;
 	snprintf(cache, sizeof cache, "%s/torch-ops", base);
 	snprintf(dir, sizeof dir, "%s/jobs", base);
-	if (mkdirs(dir) || mkdirs(cache))
+	if (fs_mkdir_p(dir, 0755, NULL, 0) || fs_mkdir_p(cache, 0755, NULL, 0))
 		return kf_err_set(err, KF_EIO, "cannot create %s or %s: %s", dir, cache,
 				  strerror(errno));
 	snprintf(dir, sizeof dir, "%s/jobs/model-XXXXXX", base);
@@ -352,6 +312,6 @@ int model_run(const struct model_env *env, const json_t *job, const struct model
 	}
 out:
 	jail_result_fini(&c.res);
-	rm_rf(dir);
+	fs_rm_tree(dir);
 	return rc;
 }

@@ -246,6 +246,13 @@ int spec_odd_size(const struct spec *s, const struct spec_limits *lim, uint64_t 
 void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, int64_t init_max,
 	       void *buf, uint64_t elems);
 
+/* The init_max spec_fill takes for tensor t of s at sizes vals: its
+ * init_max_expr's value (1 when it cannot be evaluated; spec_bind has
+ * refused such sizes already), or 0 without one. Every process that fills
+ * inputs (harness, references, torch-op verification) uses this, so they
+ * draw the same values. */
+int64_t spec_init_max(const struct spec *s, size_t t, const int64_t *vals);
+
 /* splitmix64 step, exposed for seeds and tests. */
 uint64_t spec_mix64(uint64_t x);
 

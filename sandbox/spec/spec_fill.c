@@ -90,6 +90,17 @@ static void *fill_thread(void *arg)
 #define FILL_THREADS_MAX  8
 #define FILL_PARALLEL_MIN (1u << 20) /* elements */
 
+int64_t spec_init_max(const struct spec *s, size_t t, const int64_t *vals)
+{
+	int64_t v = 0;
+	if (s->tensors[t].init_max_expr) {
+		struct expr_env env = spec_env(s, vals);
+		if (expr_eval(s->tensors[t].init_max_expr, &env, &v, NULL))
+			v = 1;
+	}
+	return v;
+}
+
 void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, int64_t init_max,
 	       void *buf, uint64_t elems)
 {

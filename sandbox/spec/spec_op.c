@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
 #include "sandbox/spec/spec.h"
 
 /* Whether jansson failed for memory: it says so, or it failed before
@@ -15,30 +16,6 @@ static int oom(const json_error_t *je)
 }
 
 /* --- op shorthand ------------------------------------------------------ */
-
-static char *replace_all(const char *s, const char *from, const char *to)
-{
-	size_t n = 0, fl = strlen(from), tl = strlen(to);
-	for (const char *p = strstr(s, from); p; p = strstr(p + fl, from))
-		n++;
-	size_t len = strlen(s) + n * (tl > fl ? tl - fl : 0) + 1;
-	char *o = malloc(len), *w = o;
-	if (!o)
-		return NULL;
-	for (const char *p = s;;) {
-		const char *q = strstr(p, from);
-		if (!q) {
-			memcpy(w, p, strlen(p) + 1);
-			break;
-		}
-		memcpy(w, p, (size_t)(q - p));
-		w += q - p;
-		memcpy(w, to, tl);
-		w += tl;
-		p = q + fl;
-	}
-	return o;
-}
 
 int spec_expand_op(const json_t *in, const struct op_template *(*find)(const char *name),
 		   json_t **out, struct kf_err *err)
@@ -72,8 +49,8 @@ int spec_expand_op(const json_t *in, const struct op_template *(*find)(const cha
 	 * that depend on the bytes a thread moves) */
 	char esize[24];
 	snprintf(esize, sizeof esize, "%zu", dtype_bytes((enum kf_dtype)dtype_parse(dts)));
-	char *named = replace_all(t->spec_json, "$dtype", dts);
-	char *text = named ? replace_all(named, "$esize", esize) : NULL;
+	char *named = str_replace_all(t->spec_json, "$dtype", dts);
+	char *text = named ? str_replace_all(named, "$esize", esize) : NULL;
 	free(named);
 	if (!text)
 		return kf_err_set(err, KF_ENOMEM, "out of memory");

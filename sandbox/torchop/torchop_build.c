@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
 
@@ -175,18 +176,11 @@ static void build_key(const struct torchop_gen *g, const char *arch, const struc
 
 static int mkdir_p(const char *path, struct kf_err *err)
 {
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s", path);
-	for (char *q = p + 1; *q; q++)
-		if (*q == '/') {
-			*q = '\0';
-			if (mkdir(p, 0700) && errno != EEXIST)
-				return kf_err_set(err, KF_EIO, "cannot create %s: %s", p,
-						  strerror(errno));
-			*q = '/';
-		}
-	if (mkdir(p, 0700) && errno != EEXIST)
-		return kf_err_set(err, KF_EIO, "cannot create %s: %s", p, strerror(errno));
+	char failed[PATH_MAX];
+	int rc = fs_mkdir_p(path, 0700, failed, sizeof failed);
+	if (rc)
+		return kf_err_set(err, rc, "cannot create %s: %s", failed[0] ? failed : path,
+				  strerror(errno));
 	return 0;
 }
 

@@ -121,6 +121,20 @@ static void shape_text(const struct spec_tensor *T, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, "]");
 }
 
+/* The expressions e[0..n) as "e0, e1, ..." (python: in Python), then "1"
+ * for each missing entry up to pad: grids, blocks and shapes. */
+static void emit_exprs(struct torchop_sb *b, const struct spec *s, struct expr *const *e, size_t n,
+		       size_t pad, int python)
+{
+	for (size_t d = 0; d < n || d < pad; d++) {
+		torchop_sb_printf(b, "%s", d ? ", " : "");
+		if (d < n)
+			torchop_sb_expr(b, s, expr_text(e[d]), python);
+		else
+			torchop_sb_printf(b, "1");
+	}
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static void emit_schema(struct torchop_sb *b, const struct spec *s, const struct sig *g,
@@ -158,16 +172,20 @@ static void emit_schema(struct torchop_sb *b, const struct spec *s, const struct
 
 /* ---- the kernel file: source + launcher --------------------------------- */
 
+/* The spec's expression functions (ceil_div, min, max) over int64, for the
+ * launcher and the binding alike. */
+#define EXPR_FUNCS_CXX                                                                                    \
+	"[[maybe_unused]] inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n" \
+	"[[maybe_unused]] inline int64_t kf_min(int64_t a) { return a; }\n"                               \
+	"[[maybe_unused]] inline int64_t kf_max(int64_t a) { return a; }\n"                               \
+	"template <typename... R> [[maybe_unused]] int64_t kf_min(int64_t a, int64_t b, R... r)\n"        \
+	"{ return kf_min(a < b ? a : b, static_cast<int64_t>(r)...); }\n"                                 \
+	"template <typename... R> [[maybe_unused]] int64_t kf_max(int64_t a, int64_t b, R... r)\n"        \
+	"{ return kf_max(a > b ? a : b, static_cast<int64_t>(r)...); }\n"
+
 static const char CU_HELPERS[] =
 	"namespace {\n"
-	"/* The spec's expression functions, over int64. */\n"
-	"[[maybe_unused]] inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
-	"[[maybe_unused]] inline int64_t kf_min(int64_t a) { return a; }\n"
-	"[[maybe_unused]] inline int64_t kf_max(int64_t a) { return a; }\n"
-	"template <typename... R> [[maybe_unused]] int64_t kf_min(int64_t a, int64_t b, R... r)\n"
-	"{ return kf_min(a < b ? a : b, static_cast<int64_t>(r)...); }\n"
-	"template <typename... R> [[maybe_unused]] int64_t kf_max(int64_t a, int64_t b, R... r)\n"
-	"{ return kf_max(a > b ? a : b, static_cast<int64_t>(r)...); }\n"
+	"/* The spec's expression functions, over int64. */\n" EXPR_FUNCS_CXX
 	"[[maybe_unused]] inline uint16_t kf_f16_bits(double v)\n"
 	"{ __half h = __float2half(static_cast<float>(v)); uint16_t u; memcpy(&u, &h, 2); "
 	"return u; }\n"
@@ -198,21 +216,9 @@ static void emit_launch(struct torchop_sb *b, const struct spec *s, size_t i)
 		torchop_sb_printf(b, ")\n");
 	}
 	torchop_sb_printf(b, "\tdo {\n\t\tconst int64_t g[3] = {");
-	for (size_t d = 0; d < 3; d++) {
-		torchop_sb_printf(b, "%s", d ? ", " : "");
-		if (d < l->grid_len)
-			torchop_sb_expr(b, s, expr_text(l->grid[d]), 0);
-		else
-			torchop_sb_printf(b, "1");
-	}
+	emit_exprs(b, s, l->grid, l->grid_len, 3, 0);
 	torchop_sb_printf(b, "};\n\t\tconst int64_t bl[3] = {");
-	for (size_t d = 0; d < 3; d++) {
-		torchop_sb_printf(b, "%s", d ? ", " : "");
-		if (d < l->block_len)
-			torchop_sb_expr(b, s, expr_text(l->block[d]), 0);
-		else
-			torchop_sb_printf(b, "1");
-	}
+	emit_exprs(b, s, l->block, l->block_len, 3, 0);
 	torchop_sb_printf(b, "};\n\t\tconst int64_t sh = ");
 	torchop_sb_expr(b, s, expr_text(l->shared_bytes), 0);
 	torchop_sb_printf(
@@ -383,14 +389,7 @@ static void emit_checks(struct torchop_sb *b, const struct spec *s, const struct
 }
 
 static const char CPP_HELPERS[] =
-	"namespace {\n"
-	"[[maybe_unused]] inline int64_t kf_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }\n"
-	"[[maybe_unused]] inline int64_t kf_min(int64_t a) { return a; }\n"
-	"[[maybe_unused]] inline int64_t kf_max(int64_t a) { return a; }\n"
-	"template <typename... R> [[maybe_unused]] int64_t kf_min(int64_t a, int64_t b, R... r)\n"
-	"{ return kf_min(a < b ? a : b, static_cast<int64_t>(r)...); }\n"
-	"template <typename... R> [[maybe_unused]] int64_t kf_max(int64_t a, int64_t b, R... r)\n"
-	"{ return kf_max(a > b ? a : b, static_cast<int64_t>(r)...); }\n\n"
+	"namespace {\n" EXPR_FUNCS_CXX "\n"
 	"/* The op takes exactly what the kernel was checked with: no silent copy\n"
 	" * or cast, so a wrong tensor is an error that says how to fix it. */\n"
 	"void kf_check_tensor(const at::Tensor &t, const char *name, at::ScalarType dt, int64_t "
@@ -444,10 +443,7 @@ static void emit_binding_fn(struct torchop_sb *b, const struct spec *s, const st
 		/* at::IntArrayRef spelled out: a bare {} would be ambiguous for
 		 * a rank-0 output */
 		torchop_sb_printf(b, "\tat::Tensor %s = at::empty(at::IntArrayRef{", T->name);
-		for (size_t d = 0; d < T->rank; d++) {
-			torchop_sb_printf(b, "%s", d ? ", " : "");
-			torchop_sb_expr(b, s, expr_text(T->shape[d]), 0);
-		}
+		emit_exprs(b, s, T->shape, T->rank, 0, 0);
 		torchop_sb_printf(b, "}, at::TensorOptions().dtype(%s).device(dev));\n",
 				  at_type(T->dtype));
 	}
@@ -520,7 +516,10 @@ static const char PY_HELPERS[] =
 	"def _kf_max(*a):\n    r = a[0]\n    for v in a[1:]:\n        r = torch.sym_max(r, v)\n"
 	"    return r\n";
 
-static void emit_py_params(struct torchop_sb *b, const struct spec *s, const struct sig *g)
+/* The Python function's parameters (defaults: the scalars' "=value"), or
+ * without defaults the arguments that pass them on. */
+static void emit_py_params(struct torchop_sb *b, const struct spec *s, const struct sig *g,
+			   int defaults)
 {
 	char def[64];
 	const char *sep = "";
@@ -530,8 +529,11 @@ static void emit_py_params(struct torchop_sb *b, const struct spec *s, const str
 		if (g->src_t[k] < 0)
 			torchop_sb_printf(b, "%s%s", sep, s->vars[k]);
 	for (size_t k = 0; k < s->scalars_len; k++, sep = ", ") {
-		scalar_default(&s->scalars[k], def, sizeof def);
-		torchop_sb_printf(b, "%s%s=%s", sep, s->scalars[k].name, def);
+		torchop_sb_printf(b, "%s%s", sep, s->scalars[k].name);
+		if (defaults) {
+			scalar_default(&s->scalars[k], def, sizeof def);
+			torchop_sb_printf(b, "=%s", def);
+		}
 	}
 }
 
@@ -540,7 +542,7 @@ static void emit_py_params(struct torchop_sb *b, const struct spec *s, const str
 static void emit_fake(struct torchop_sb *b, const struct spec *s, const struct sig *g)
 {
 	torchop_sb_printf(b, "\n\n@torch.library.register_fake(QUALNAME)\ndef _fake(");
-	emit_py_params(b, s, g);
+	emit_py_params(b, s, g, 1);
 	torchop_sb_printf(b, "):\n");
 	for (size_t k = 0; k < s->vars_len; k++) {
 		if (g->src_t[k] >= 0)
@@ -561,10 +563,7 @@ static void emit_fake(struct torchop_sb *b, const struct spec *s, const struct s
 	for (size_t o = 0; o < g->outs_len; o++) {
 		const struct spec_tensor *T = &s->tensors[g->outs[o]];
 		torchop_sb_printf(b, "%storch.empty((", o ? ", " : "");
-		for (size_t d = 0; d < T->rank; d++) {
-			torchop_sb_printf(b, "%s", d ? ", " : "");
-			torchop_sb_expr(b, s, expr_text(T->shape[d]), 1);
-		}
+		emit_exprs(b, s, T->shape, T->rank, 0, 1);
 		torchop_sb_printf(b, "%s), dtype=%s, device=dev)", T->rank == 1 ? "," : "",
 				  py_type(T->dtype));
 	}
@@ -603,16 +602,9 @@ static void emit_init_py(struct torchop_sb *b, const struct spec *s, const struc
 	torchop_sb_printf(b, "%s", PY_HELPERS);
 	emit_fake(b, s, g);
 	torchop_sb_printf(b, "\n\ndef %s(", name);
-	emit_py_params(b, s, g);
+	emit_py_params(b, s, g, 1);
 	torchop_sb_printf(b, "):\n    \"\"\"%s\"\"\"\n    return op(", schema);
-	const char *sep = "";
-	for (size_t a = 0; a < g->args_len; a++, sep = ", ")
-		torchop_sb_printf(b, "%s%s", sep, s->tensors[g->args[a]].name);
-	for (size_t k = 0; k < s->vars_len; k++, sep = ", ")
-		if (g->src_t[k] < 0)
-			torchop_sb_printf(b, "%s%s", sep, s->vars[k]);
-	for (size_t k = 0; k < s->scalars_len; k++, sep = ", ")
-		torchop_sb_printf(b, "%s%s", sep, s->scalars[k].name);
+	emit_py_params(b, s, g, 0);
 	torchop_sb_printf(b, ")\n\n\n__all__ = [\"%s\", \"op\", \"QUALNAME\"]\n", name);
 }
 

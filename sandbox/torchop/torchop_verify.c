@@ -61,17 +61,6 @@ struct vjob {
 	char tail[600]; /* the end of its output when it gave none */
 };
 
-static int64_t init_max_of(const struct spec *s, size_t t, const int64_t *vals)
-{
-	int64_t v = 0;
-	if (s->tensors[t].init_max_expr) {
-		struct expr_env env = spec_env(s, vals);
-		if (expr_eval(s->tensors[t].init_max_expr, &env, &v, NULL))
-			v = 1;
-	}
-	return v;
-}
-
 static json_t *tensor_entry(const struct spec *s, const struct spec_bound *b, size_t t,
 			    const char *file)
 {
@@ -103,7 +92,7 @@ static int write_row(const struct spec *s, struct vrow *r, size_t k, json_t *row
 		void *raw = malloc(r->b.bytes[t] ? r->b.bytes[t] : 1);
 		if (!raw)
 			return kf_err_set(err, KF_ENOMEM, "out of memory for input %s", T->name);
-		spec_fill(T, t, r->seed, init_max_of(s, t, r->vals), raw, r->b.elems[t]);
+		spec_fill(T, t, r->seed, spec_init_max(s, t, r->vals), raw, r->b.elems[t]);
 		snprintf(file, sizeof file, "in.%s.bin", T->name);
 		int rc = torchop_write_file(r->dir, file, raw, r->b.bytes[t], err);
 		free(raw);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "server/cli/cli.h"
 
 #define DEMO_LINE_MAX	     (8u << 20)
@@ -61,11 +62,9 @@ static int child_start(struct child *c, int argc, char **argv)
 {
 	int to[2], from[2];
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	if (n <= 0)
+	if (fs_exe_path(exe, sizeof(exe)) != 0)
 		return -1;
-	exe[n] = '\0';
 	if (pipe(to) != 0)
 		return -1;
 	if (pipe(from) != 0) {

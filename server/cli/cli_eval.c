@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "kernels/op.h"
 #include "server/cli/cli_eval.h"
 #include "server/mcp/mcp.h"
@@ -62,21 +63,8 @@ static const struct cli_opts EVAL_BENCH_OPTS = {"benchmark_kernel", EVAL_BENCH_O
 
 static char *read_small(const char *path, size_t cap)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	size_t n;
-
-	if (!f)
-		return NULL;
-	buf = malloc(cap + 1);
-	n = buf ? fread(buf, 1, cap + 1, f) : 0;
-	fclose(f);
-	if (!buf || n > cap) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	return buf;
+	char *buf = NULL;
+	return fs_read_file(path, cap, 0, &buf, NULL) == 0 ? buf : NULL;
 }
 
 /* For an op task: the op's tensors, scalars, constraints and sizes, which

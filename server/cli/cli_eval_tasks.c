@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "kernels/op.h"
 #include "server/cli/cli_eval.h"
 
@@ -18,19 +19,13 @@
  * beside build/kforge, or share/kforge/eval beside an installed bin/. */
 int cli_eval_tasks_dir(const char *given, char *out, size_t cap)
 {
-	char exe[1024], probe[1200], *slash;
+	char exe[1024], probe[1200];
 	const char *env = getenv("KFORGE_EVAL_TASKS");
-	ssize_t n;
 
 	if (given || env)
 		return snprintf(out, cap, "%s", given ? given : env) < (int)cap ? 0 : -1;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (fs_exe_dir(exe, sizeof(exe)) != 0)
 		return -1;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
 	snprintf(probe, sizeof(probe), "%s/../kernels/eval", exe);
 	if (access(probe, R_OK) == 0)
 		return snprintf(out, cap, "%s", probe) < (int)cap ? 0 : -1;

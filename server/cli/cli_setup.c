@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "server/cli/cli.h"
 #include "server/cli/cli_toml.h"
 
@@ -23,15 +24,6 @@
 #define MAX_SKILL_FILES	     512
 
 /* ---- mcp-config ---------------------------------------------------------- */
-
-static int self_path(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0 || (size_t)n >= len - 1)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
 
 /* Prints s as a TOML/JSON basic string body (both escape the same way for
  * the characters a path or URL can hold). */
@@ -209,7 +201,6 @@ static void print_mcp_json(FILE *f, const struct mcp_opts *o)
 	fputs("    }\n  }\n}\n", f);
 }
 
-static int mkdirs(const char *path);
 static int read_file(const char *path, unsigned char **out, size_t *len);
 
 /* Codex's config file: $CODEX_HOME/config.toml, else ~/.codex/config.toml,
@@ -247,17 +238,12 @@ static int write_atomically(const char *path, const char *text, size_t len, mode
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
 	if (fd < 0)
 		return -1;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n <= 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			errno = e;
-			return -1;
-		}
-		off += (size_t)n;
+	if (fs_write_all(fd, text, len) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
 	}
 	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
 		int e = errno;
@@ -304,7 +290,8 @@ static int write_codex(const struct mcp_opts *o)
 		rc = CLI_EXIT_OK;
 		goto out;
 	}
-	if (mkdirs(dir) != 0 || write_atomically(path, out, out_len, mode) != 0) {
+	if (fs_mkdir_p(dir, 0755, NULL, 0) != 0 ||
+	    write_atomically(path, out, out_len, mode) != 0) {
 		fprintf(stderr, "kforge mcp-config: cannot write %s: %s\n", path, strerror(errno));
 		goto out;
 	}
@@ -326,7 +313,7 @@ static int run_mcp_config(int argc, char **argv)
 	int rc = mcp_parse(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (self_path(o.exe, sizeof(o.exe)) != 0) {
+	if (fs_exe_path(o.exe, sizeof(o.exe)) != 0) {
 		fprintf(stderr, "kforge mcp-config: cannot resolve this binary's path: %s\n",
 			strerror(errno));
 		return CLI_EXIT_ENV;
@@ -358,39 +345,15 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
  * buffer in *out (free with free), -1 with errno set. */
 static int read_file(const char *path, unsigned char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	size_t n = 0, cap = 0;
+	char *buf = NULL;
+	int rc = fs_read_file(path, MAX_SKILL_FILE_BYTES, 0, &buf, len);
 
-	if (!f)
-		return -1;
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_SKILL_FILE_BYTES) {
-				errno = EFBIG;
-				goto fail;
-			}
-			cap = cap ? cap * 2 : 8192;
-			unsigned char *nb = realloc(buf, cap);
-			if (!nb)
-				goto fail;
-			buf = nb;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f))
-		goto fail;
-	fclose(f);
-	*out = buf;
-	*len = n;
-	return 0;
-fail:
-	free(buf);
-	fclose(f);
-	return -1;
+	if (rc == KF_ETOOBIG)
+		errno = EFBIG;
+	else if (rc == KF_ENOMEM)
+		errno = ENOMEM;
+	*out = (unsigned char *)buf;
+	return rc ? -1 : 0;
 }
 
 struct skill_file {
@@ -441,12 +404,8 @@ static int find_skill_source(char *out, size_t len)
 
 	if (env && *env)
 		return fits(snprintf(out, len, "%s", env), len);
-	if (self_path(exe, sizeof(exe)) != 0)
+	if (fs_exe_dir(exe, sizeof(exe)) != 0)
 		return -1;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
 	snprintf(probe, sizeof(probe), "%s/../SKILL.md", exe);
 	if (stat(probe, &st) == 0)
 		return fits(snprintf(out, len, "%s/..", exe), len);
@@ -454,21 +413,6 @@ static int find_skill_source(char *out, size_t len)
 	if (stat(probe, &st) == 0)
 		return fits(snprintf(out, len, "%s/../share/kforge/skill", exe), len);
 	return -1;
-}
-
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 /* Lists the files the manifest in dest records, with their hashes at install
@@ -610,7 +554,7 @@ static int skill_copy_one(const char *src, const char *dest, const struct skill_
 	}
 	char *slash = strrchr(to, '/');
 	*slash = '\0';
-	int ok = mkdirs(to) == 0;
+	int ok = fs_mkdir_p(to, 0755, NULL, 0) == 0;
 	*slash = '/';
 	FILE *f = ok ? fopen(to, "wb") : NULL;
 	ok = f && fwrite(buf, 1, len, f) == len;
@@ -631,7 +575,7 @@ static int skill_copy(const char *src, const char *dest)
 {
 	char mpath[PATH_MAX + 64];
 	snprintf(mpath, sizeof(mpath), "%s/%s", dest, MANIFEST);
-	if (mkdirs(dest) != 0) {
+	if (fs_mkdir_p(dest, 0755, NULL, 0) != 0) {
 		fprintf(stderr, "kforge skill: cannot create %s: %s\n", dest, strerror(errno));
 		return -1;
 	}

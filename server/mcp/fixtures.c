@@ -31,7 +31,7 @@ static json_t *text_block(const char *text)
 
 static int content_only(struct tool_ctx *ctx, json_t *content)
 {
-	tool_ctx_set_content(ctx, content);
+	mcp_call_set_content(ctx, content);
 	return 0;
 }
 
@@ -93,11 +93,11 @@ static int t_logging(struct tool_ctx *ctx, const json_t *args, json_t **out, str
 	(void)args;
 	(void)out;
 	(void)err;
-	tool_ctx_log(ctx, "info", "Tool execution started");
+	mcp_call_log(ctx, "info", "Tool execution started");
 	sleep_ms(50);
-	tool_ctx_log(ctx, "info", "Tool processing data");
+	mcp_call_log(ctx, "info", "Tool processing data");
 	sleep_ms(50);
-	tool_ctx_log(ctx, "info", "Tool execution completed");
+	mcp_call_log(ctx, "info", "Tool execution completed");
 	return content_only(
 		ctx, json_pack("[o]", text_block("Tool with logging executed successfully")));
 }
@@ -107,9 +107,9 @@ static int t_progress(struct tool_ctx *ctx, const json_t *args, json_t **out, st
 	(void)args;
 	(void)out;
 	for (int step = 0; step <= 2; step++) {
-		if (*tool_ctx_cancel_flag(ctx))
+		if (*mcp_call_cancel_flag(ctx))
 			return kf_err_set(err, KF_ECANCELED, "cancelled at step %d", step);
-		tool_ctx_progress(ctx, step * 50.0, 100.0, NULL);
+		mcp_call_progress(ctx, step * 50.0, 100.0, NULL);
 		/* After the last one too: the TypeScript SDK runs notification
 		 * handlers a microtask late, so a response read in the same
 		 * chunk would otherwise retire the progress handler first. */
@@ -123,7 +123,7 @@ static int t_error(struct tool_ctx *ctx, const json_t *args, json_t **out, struc
 {
 	(void)args;
 	(void)out;
-	tool_ctx_set_content(
+	mcp_call_set_content(
 		ctx, json_pack("[o]",
 			       text_block("This tool intentionally returns an error for testing")));
 	return kf_err_set(err, KF_EINVAL, "This tool intentionally returns an error for testing");
@@ -137,10 +137,10 @@ static int t_sampling(struct tool_ctx *ctx, const json_t *args, json_t **out, st
 	int rc;
 
 	(void)out;
-	if (!tool_ctx_client_supports(ctx, "sampling"))
+	if (!mcp_call_client_supports(ctx, "sampling"))
 		return kf_err_set(err, KF_EPERM,
 				  "the client did not declare the sampling capability");
-	rc = tool_ctx_request(ctx, "sampling/createMessage",
+	rc = mcp_call_request(ctx, "sampling/createMessage",
 			      json_pack("{s:[{s:s,s:{s:s,s:s}}],s:i}", "messages", "role", "user",
 					"content", "type", "text", "text", prompt, "maxTokens",
 					100),
@@ -164,12 +164,12 @@ static int elicit(struct tool_ctx *ctx, const char *message, json_t *schema, con
 	char buf[2048];
 	int rc;
 
-	if (!tool_ctx_client_supports(ctx, "elicitation")) {
+	if (!mcp_call_client_supports(ctx, "elicitation")) {
 		json_decref(schema);
 		return kf_err_set(err, KF_EPERM,
 				  "the client did not declare the elicitation capability");
 	}
-	rc = tool_ctx_request(ctx, "elicitation/create",
+	rc = mcp_call_request(ctx, "elicitation/create",
 			      json_pack("{s:s,s:o}", "message", message, "requestedSchema", schema),
 			      CLIENT_TIMEOUT_MS, &res, err);
 	if (rc)
@@ -308,9 +308,9 @@ static int t_slow_compute(struct tool_ctx *ctx, const json_t *args, json_t **out
 
 	(void)out;
 	for (int ms = 0; ms < (int)(secs * 1000); ms += 50) {
-		if (*tool_ctx_cancel_flag(ctx))
+		if (*mcp_call_cancel_flag(ctx))
 			return kf_err_set(err, KF_ECANCELED, "cancelled after %d ms", ms);
-		tool_ctx_progress(ctx, ms, secs * 1000, "computing");
+		mcp_call_progress(ctx, ms, secs * 1000, "computing");
 		sleep_ms(50);
 	}
 	snprintf(buf, sizeof(buf), "Computed %.100s after %g s",
@@ -323,7 +323,7 @@ static int t_failing_job(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	(void)args;
 	(void)out;
 	sleep_ms(1000);
-	if (*tool_ctx_cancel_flag(ctx))
+	if (*mcp_call_cancel_flag(ctx))
 		return kf_err_set(err, KF_ECANCELED, "cancelled");
 	return kf_err_set(err, KF_EINVAL, "failing_job always fails (a tool-level error)");
 }

@@ -524,17 +524,17 @@ void mcp_call_drain(struct mcp_session *s)
 
 /* --- tool_ctx ------------------------------------------------------------------- */
 
-struct app *tool_ctx_app(struct tool_ctx *ctx)
+struct app *mcp_call_app(struct tool_ctx *ctx)
 {
 	return ctx->app;
 }
 
-const volatile int *tool_ctx_cancel_flag(struct tool_ctx *ctx)
+const volatile int *mcp_call_cancel_flag(struct tool_ctx *ctx)
 {
 	return &ctx->cancelled;
 }
 
-void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, const char *message)
+void mcp_call_progress(struct tool_ctx *ctx, double progress, double total, const char *message)
 {
 	json_t *p;
 	size_t len;
@@ -557,7 +557,7 @@ void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, cons
 	mcp_send_text(ctx->s, ctx->tcall, 0, NULL, text, len);
 }
 
-void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
+void mcp_call_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 {
 	char msg[1024];
 	int li = mcp_log_level_index(level), want;
@@ -588,7 +588,7 @@ void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 	mcp_send_text(ctx->s, ctx->tcall, 0, NULL, text, len);
 }
 
-void tool_ctx_set_content(struct tool_ctx *ctx, json_t *content)
+void mcp_call_set_content(struct tool_ctx *ctx, json_t *content)
 {
 	json_decref(ctx->content);
 	ctx->content = json_is_array(content) ? content : NULL;
@@ -596,7 +596,7 @@ void tool_ctx_set_content(struct tool_ctx *ctx, json_t *content)
 		json_decref(content);
 }
 
-int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
+int mcp_call_client_supports(struct tool_ctx *ctx, const char *name)
 {
 	int yes;
 
@@ -608,7 +608,7 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name)
 	return yes;
 }
 
-int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
+int mcp_call_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
 		     json_t **result, struct kf_err *err)
 {
 	struct mcp_session *s = ctx->s;

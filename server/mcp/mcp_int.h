@@ -70,7 +70,7 @@ struct tool_ctx {
 	int slot; /* holds one of MCP_SESSION_MAX_CALLS (under s->lock) */
 	const struct tool_def *tool;
 	json_t *args;		/* owned */
-	json_t *content;	/* owned: set by tool_ctx_set_content */
+	json_t *content;	/* owned: set by mcp_call_set_content */
 	struct mcp_task *task;	/* set: runs as this task (s is NULL) */
 	json_t *caps;		/* owned: a stateless request's client capabilities, or
 			* NULL (the session's, from initialize) */

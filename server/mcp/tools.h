@@ -110,32 +110,32 @@ struct tool_group {
 
 /* The app the call runs in (knowledge base, compiler, runner, history).
  * Returns borrowed, valid for the call. */
-struct app *tool_ctx_app(struct tool_ctx *ctx);
+struct app *mcp_call_app(struct tool_ctx *ctx);
 
 /* Reports progress to the client (notifications/progress) when it sent a
  * progressToken; otherwise does nothing. total <= 0 means unknown. */
-void tool_ctx_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
+void mcp_call_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
 
 /* Returns a pointer to a flag that becomes nonzero once the client cancels
  * the request or the session ends. Borrowed, valid for the call. Pass it down
  * to long-running domain calls (jail, runner), which poll it and kill their
  * job. */
-const volatile int *tool_ctx_cancel_flag(struct tool_ctx *ctx);
+const volatile int *mcp_call_cancel_flag(struct tool_ctx *ctx);
 
 /* Sends a notifications/message log line to the client at level
  * ("debug", "info", "warning", "error") if the session's level allows it. */
-void tool_ctx_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
+void mcp_call_log(struct tool_ctx *ctx, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Replaces the one text block the server builds from structuredContent
  * with these MCP content blocks (image, audio, embedded resource...) for
  * the call's result. content: taken (a JSON array). A handler that sets
  * content may leave *out NULL: the result then has no structuredContent. */
-void tool_ctx_set_content(struct tool_ctx *ctx, json_t *content);
+void mcp_call_set_content(struct tool_ctx *ctx, json_t *content);
 
 /* 1 when the client declared capability name ("sampling", "elicitation",
  * "roots") in initialize; 0 otherwise and outside a session. */
-int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
+int mcp_call_client_supports(struct tool_ctx *ctx, const char *name);
 
 /* Sends a request (e.g. "sampling/createMessage", "elicitation/create")
  * to the client and waits up to timeout_ms for its answer. params: taken.
@@ -143,7 +143,7 @@ int tool_ctx_client_supports(struct tool_ctx *ctx, const char *name);
  * KF_ENOTFOUND when there is no client session (REST, CLI), KF_ETIMEOUT,
  * KF_ECANCELED (request cancelled or session ended), KF_EINVAL when the
  * client answered with an error (its message in err). */
-int tool_ctx_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
+int mcp_call_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
 		     json_t **result, struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Who the call comes from: "session-<n>", one per MCP session for the

@@ -53,7 +53,7 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 
 static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
 		return tools_exec_forward(ctx, "check_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
@@ -67,7 +67,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.replay = json_object_get(args, "replay"),
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};
@@ -91,7 +91,7 @@ static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
 		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
@@ -108,7 +108,7 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.no_flush = json_is_false(json_object_get(args, "flush_l2")),
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};

@@ -99,7 +99,7 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			       struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	int rc = need_cc(app, err);
 	if (rc)
 		return refused(app, args, rc, err, out);
@@ -134,10 +134,10 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 		.flags_len = nflags,
 		.want_ptx = json_is_true(json_object_get(args, "want_ptx")),
 		.want_sass = json_is_true(json_object_get(args, "want_sass")),
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.client = mcp_call_client(ctx),
 	};
-	tool_ctx_progress(ctx, 0, 1, "compiling");
+	mcp_call_progress(ctx, 0, 1, "compiling");
 	struct compile_result res;
 	rc = compile_kernel(app->cc, &req, &res, err);
 	compile_flags_free(split);
@@ -164,12 +164,12 @@ static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t 
 						   "kernel.ptx", "mimeType", "text/plain", "size",
 						   json_object_get(ptx, "bytes")));
 			free(txt);
-			tool_ctx_set_content(ctx, content);
+			mcp_call_set_content(ctx, content);
 		}
 		*out = answer;
 	}
 	compile_result_fini(&res);
-	tool_ctx_progress(ctx, 1, 1, rc == 0 ? "compiled" : "done");
+	mcp_call_progress(ctx, 1, 1, rc == 0 ? "compiled" : "done");
 	return rc;
 }
 

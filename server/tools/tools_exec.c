@@ -117,13 +117,13 @@ static void to_client(void *arg, double progress, const char *message)
 {
 	struct fwd_progress *p = arg;
 
-	tool_ctx_progress(p->ctx, progress, 0, message);
+	mcp_call_progress(p->ctx, progress, 0, message);
 }
 
 int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *args, json_t **out,
 		       struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	int64_t t0 = tools_runs_now_ms();
 	int i = gpu_tool(tool), code, rc;
 	struct exec_job_result res;
@@ -138,7 +138,7 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 		.args = args,
 		.client = mcp_call_client(ctx),
 		.exclusive = GPU_TOOLS[i].exclusive,
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = to_client,
 		.progress_arg = &pr,
 	};

@@ -516,7 +516,7 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			   struct kf_err *err)
 {
 	struct kb *kb = NULL;
-	int rc = tools_kb_need(tool_ctx_app(ctx), &kb, err);
+	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
 	if (rc)
 		return rc;
 	const char *gpu = json_string_value(json_object_get(args, "gpu"));
@@ -537,7 +537,7 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			      : specs_list(kb, out);
 	if (cmp)
 		rc = specs_compare(kb, cmp, brief, out, err);
-	else if (strcmp(gpu, "local") == 0 && exec_is_remote(tool_ctx_app(ctx)->exec))
+	else if (strcmp(gpu, "local") == 0 && exec_is_remote(mcp_call_app(ctx)->exec))
 		return tools_exec_forward(ctx, "get_gpu_specs", args, out, err); /* a node's */
 	else if (strcmp(gpu, "local") == 0)
 		rc = specs_local(kb, brief, out, err);
@@ -557,7 +557,7 @@ static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			   struct kf_err *err)
 {
 	struct kb *kb = NULL;
-	int rc = tools_kb_need(tool_ctx_app(ctx), &kb, err);
+	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
 	if (rc)
 		return rc;
 	struct kb_search q = {
@@ -607,7 +607,7 @@ static json_t *guide_json(const struct kb_guide *g)
 static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct kb *kb = NULL;
-	int rc = tools_kb_need(tool_ctx_app(ctx), &kb, err);
+	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
 	if (rc)
 		return rc;
 	struct kb_guide *g = NULL;

@@ -40,7 +40,7 @@ static void add_kernels(json_t *out, const json_t *job)
 
 static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	int64_t t0 = tools_runs_now_ms();
 	json_t *job = NULL;
 	int gpu = -1;
@@ -51,8 +51,8 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 					.runner = app->runner};
 		struct model_opts o = {.timeout_s = (unsigned)json_integer_value(
 					       json_object_get(args, "timeout_s")),
-				       .cancel = tool_ctx_cancel_flag(ctx)};
-		tool_ctx_progress(ctx, 0, 0, "building the model and the ops on the GPU host");
+				       .cancel = mcp_call_cancel_flag(ctx)};
+		mcp_call_progress(ctx, 0, 0, "building the model and the ops on the GPU host");
 		rc = model_run(&env, job, &o, out, &gpu, err);
 	}
 	if (rc) { /* summary first, then what the run left (the model's classes) */

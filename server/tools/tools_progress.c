@@ -8,6 +8,6 @@ void tools_progress_forward(void *arg, double progress, double total, const char
 	if (progress <= p->last)
 		progress = p->last + 0.01;
 	p->last = progress;
-	tool_ctx_progress(p->ctx, progress, total > progress ? total : 0, message);
+	mcp_call_progress(p->ctx, progress, total > progress ? total : 0, message);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -265,7 +265,7 @@ int tools_runs_record_meta(struct app *app, enum history_kind kind, const json_t
 
 static struct history *hist(struct tool_ctx *ctx, struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 
 	if (!app || !app->history) {
 		kf_err_set(err, KF_EINTERNAL, "run history is not open");

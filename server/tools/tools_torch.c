@@ -32,7 +32,7 @@ static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct
 
 static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	const json_t *run = json_object_get(args, "run");
 	json_t *spec = json_incref(json_object_get(args, "spec"));
 	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
@@ -41,7 +41,7 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.no_verify = json_is_false(json_object_get(args, "verify")),
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};

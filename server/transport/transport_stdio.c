@@ -11,6 +11,7 @@
 
 #include "server/app.h"
 #include "server/mcp/jsonrpc.h"
+#include "base/fs.h"
 #include "base/log.h"
 #include "server/mcp/mcp.h"
 #include "server/transport/transport.h"
@@ -21,20 +22,6 @@ struct out {
 	int fd;
 	volatile int broken; /* set once a write failed */
 };
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* The session serializes calls, so writes never interleave. */
 static void send_line(void *arg, void *call, int final, const char *json, size_t len)
@@ -50,7 +37,7 @@ static void send_line(void *arg, void *call, int final, const char *json, size_t
 		log_error("stdio", "refusing to write a message containing a newline");
 		return;
 	}
-	if (write_all(o->fd, json, len) || write_all(o->fd, "\n", 1)) {
+	if (fs_write_all(o->fd, json, len) || fs_write_all(o->fd, "\n", 1)) {
 		log_error("stdio", "cannot write to stdout: %s", strerror(errno));
 		o->broken = 1;
 	}

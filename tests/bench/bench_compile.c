@@ -3,7 +3,9 @@
  * (device only), the kforge-nvrtc helper, kforge's cold compile through the
  * jail with each backend (a fresh source each time, so never a cache hit),
  * and a cache hit. Medians of several runs; writes a Markdown report.
- * Usage: bench_compile [REPORT.md] (default docs/bench-compile.md). */
+ * Usage: bench_compile [REPORT.md] (default build/bench/bench-compile.md);
+ * $BENCH_COMMIT names the commit measured. The curated
+ * docs/bench-compile.md is copied from the report by hand. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/jail/jail.h"
 
@@ -123,7 +126,7 @@ static double time_kforge(struct compiler *cc, int base, unsigned *backend_ok)
 
 int main(int argc, char **argv)
 {
-	const char *report = argc > 1 ? argv[1] : "docs/bench-compile.md";
+	const char *report = argc > 1 ? argv[1] : "build/bench/bench-compile.md";
 	char dir[] = "/tmp/kf-bench-compile-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -138,12 +141,10 @@ int main(int argc, char **argv)
 	}
 	char nvcc[PATH_MAX + 16], helper[PATH_MAX + 32], lib[PATH_MAX + 32], exe[PATH_MAX];
 	snprintf(nvcc, sizeof nvcc, "%s/bin/nvcc", jail_cuda_home(jl));
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = 0;
-	char *sl = strrchr(exe, '/');
-	if (sl)
-		*sl = 0;
-	snprintf(helper, sizeof helper, "%s/../kforge-nvrtc", exe);
+	if (fs_exe_dir(exe, sizeof exe) != 0)
+		exe[0] = 0;
+	/* build/tests/bench/bench_compile -> build/kforge-nvrtc */
+	snprintf(helper, sizeof helper, "%s/../../kforge-nvrtc", exe);
 	snprintf(lib, sizeof lib, "%s/lib64/libnvrtc.so", jail_cuda_home(jl));
 
 	char *nvcc_c[] = {nvcc, "-c", "-arch=sm_90", "-o", "k.o", "k.cu", NULL};
@@ -158,7 +159,12 @@ int main(int argc, char **argv)
 	char data[PATH_MAX];
 	snprintf(data, sizeof data, "%s/data", dir);
 	struct compiler *c_nvcc = NULL, *c_auto = NULL;
-	struct compile_config cfg = {.data_dir = data, .jail = jl, .force_nvcc = 1};
+	/* The helper is named: compile_open looks beside the running binary,
+	 * which is not build/ here. */
+	struct compile_config cfg = {.data_dir = data,
+				     .jail = jl,
+				     .force_nvcc = 1,
+				     .nvrtc_helper = access(helper, X_OK) == 0 ? helper : NULL};
 	if (compile_open(&cfg, &c_nvcc, &err) != 0) {
 		fprintf(stderr, "bench_compile: %s\n", err.msg);
 		return 1;
@@ -201,12 +207,14 @@ int main(int argc, char **argv)
 	}
 	fprintf(f,
 		"# Compile benchmark\n\n"
-		"Written by `make bench` (tests/bench/bench_compile.c) on %s: %ld CPUs, nvcc %s,\n"
+		"Written by `make bench-compile` (tests/bench/bench_compile.c) on %s at commit %s;\n"
+		"docs/bench-compile.md is copied from it by hand. %ld CPUs, nvcc %s,\n"
 		"sandbox %s. One small kernel (axpy, sm_90), median of %d runs each; the\n"
 		"kforge rows compile a fresh variant of the source every run (never a\n"
 		"cache hit) and include the bubblewrap jail, parsing and storing the\n"
 		"artifact. Wall-clock times on a shared machine: compare rows, not runs.\n\n",
-		when, ncpu, compile_compiler_version(c_auto), jail_mode_name(jl), RUNS);
+		when, getenv("BENCH_COMMIT") ? getenv("BENCH_COMMIT") : "unknown", ncpu,
+		compile_compiler_version(c_auto), jail_mode_name(jl), RUNS);
 	fprintf(f, "| what | median ms | vs `nvcc -c` |\n| --- | ---: | ---: |\n");
 	fprintf(f, "| `nvcc -c` (host + device object), no jail | %.0f | 1.00 |\n", t_c);
 	fprintf(f, "| `nvcc --cubin -Xptxas -v`, no jail | %.0f | %.2f |\n", t_cubin,

@@ -1,7 +1,9 @@
 /* bench_kb: in-process timings of the knowledge base (knowledge/kb.h):
  * GPU lookups, derived figures, occupancy and guide searches, each call
  * timed alone; prints median and p90 and writes them as Markdown.
- * usage: bench_kb KNOWLEDGE_DB [OUT.md] [ITERATIONS] */
+ * usage: bench_kb KNOWLEDGE_DB [OUT.md] [ITERATIONS]; $BENCH_COMMIT names the
+ * commit measured. `make bench-kb` writes build/bench/bench-kb.md; the
+ * curated docs/bench-kb.md is copied from it by hand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,14 +199,17 @@ int main(int argc, char **argv)
 		}
 		fprintf(f,
 			"# Knowledge base benchmark (in-process)\n\n"
-			"Written by `make bench` (tests/bench/bench_kb.c); do not edit by hand.\n\n"
-			"- when: %s\n- machine: %s, %ld CPUs online (shared with other jobs)\n"
+			"Written by `make bench-kb` (tests/bench/bench_kb.c); docs/bench-kb.md "
+			"is copied from it by hand.\n\n"
+			"- when: %s\n- commit: %s\n"
+			"- machine: %s, %ld CPUs online (shared with other jobs)\n"
 			"- knowledge base: %zu GPUs, %zu guides\n"
 			"- method: each call timed alone with CLOCK_MONOTONIC, %d iterations "
 			"after 50 warm-up calls, one thread\n"
 			"- target (issue 3): lookups and searches under 1 ms median: **%s**\n\n"
 			"| operation | median (us) | p90 (us) |\n|---|---:|---:|\n",
-			date, host, sysconf(_SC_NPROCESSORS_ONLN), ngpus, nguides, iters,
+			date, getenv("BENCH_COMMIT") ? getenv("BENCH_COMMIT") : "unknown", host,
+			sysconf(_SC_NPROCESSORS_ONLN), ngpus, nguides, iters,
 			over ? "missed" : "met");
 		for (int i = 0; i < nres; i++)
 			fprintf(f, "| %s | %.2f | %.2f |\n", res[i].name, res[i].median_us,

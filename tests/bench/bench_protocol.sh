@@ -1,12 +1,14 @@
 #!/bin/sh
 # make bench-protocol: requests/s and p50/p99 latency of MCP over HTTP
 # (wrk, 2 threads, C connections spread over C sessions made beforehand)
-# and over stdio (tests/bench/bench_stdio.c), written to OUT.md.
+# and over stdio (tests/bench/bench_stdio.c), written to OUT.md (default
+# build/bench/bench-protocol.md; docs/bench-protocol.md is copied from it
+# by hand).
 # usage: KFORGE_BIN=... BENCH_STDIO=... sh tests/bench/bench_protocol.sh OUT.md
 # BENCH_SECONDS (default 10) sets each wrk run's length; BENCH_CONNS
 # (default "8 64") the connection counts.
 set -eu
-OUT=${1:-docs/bench-protocol.md}
+OUT=${1:-build/bench/bench-protocol.md}
 BIN=${KFORGE_BIN:-build/kforge}
 STDIO=${BENCH_STDIO:-build/tests/bench/bench_stdio}
 SECS=${BENCH_SECONDS:-10}

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
+
 #define LINE_MAX_BYTES (1u << 20)
 
 struct conn {
@@ -33,20 +35,6 @@ static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 /* Returns the next line (NUL-terminated, borrowed until the next call) or
@@ -83,7 +71,7 @@ static int send_msg(struct conn *c, const char *fmt, long id)
 	char msg[1024];
 	int n = snprintf(msg, sizeof(msg), fmt, id);
 	msg[n++] = '\n';
-	return write_all(c->in, msg, (size_t)n);
+	return fs_write_all(c->in, msg, (size_t)n);
 }
 
 static void run(struct conn *c, const char *name, const char *fmt, long n, long window)

@@ -15,27 +15,21 @@
 #include "sandbox/compile/cache.h"
 #include "sandbox/dataset/dataset.h"
 #include "sandbox/history/history.h"
+#include "tests/unit/fixture.h"
 
 static char dir[256];
 static struct history *h;
 
 static void setup(void)
 {
-	char path[320];
-
-	snprintf(dir, sizeof(dir), "/tmp/kf-dataset-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/state.db", dir);
-	ck_assert_int_eq(history_open(path, &h, NULL), 0);
+	fixture_dir_new(dir, sizeof(dir), "dataset");
+	h = fixture_history_open(dir);
 }
 
 static void teardown(void)
 {
-	char cmd[400];
-
 	history_close(h);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(dir);
 }
 
 static const char SRC[] =

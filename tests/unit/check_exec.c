@@ -15,6 +15,7 @@
 
 #include "sandbox/exec/exec.h"
 #include "sandbox/history/history.h"
+#include "tests/unit/fixture.h"
 
 static char dir[256];
 static char old_path[4096];
@@ -22,24 +23,16 @@ static struct history *hist;
 
 static void setup(void)
 {
-	struct kf_err err = {0};
-	char p[400];
-
-	snprintf(dir, sizeof(dir), "/tmp/kf-exec-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(p, sizeof(p), "%s/state.db", dir);
-	ck_assert_msg(history_open(p, &hist, &err) == 0, "%s", err.msg);
+	fixture_dir_new(dir, sizeof(dir), "exec");
+	hist = fixture_history_open(dir);
 	snprintf(old_path, sizeof(old_path), "%s", getenv("PATH") ? getenv("PATH") : "");
 }
 
 static void teardown(void)
 {
-	char cmd[400];
-
 	history_close(hist);
 	setenv("PATH", old_path, 1);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(dir);
 }
 
 /* A stand-in Slurm command in <dir>/bin running body under /bin/sh. */

@@ -16,32 +16,25 @@
 #include <unistd.h>
 
 #include "sandbox/history/history.h"
+#include "tests/unit/fixture.h"
 
 static char dir[256];
 static char path[320];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/kf-history-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	fixture_dir_new(dir, sizeof(dir), "history");
 	snprintf(path, sizeof(path), "%s/state.db", dir);
 }
 
 static void teardown(void)
 {
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(dir);
 }
 
 static struct history *open_ok(void)
 {
-	struct history *h = NULL;
-	struct kf_err err = {0};
-
-	ck_assert_msg(history_open(path, &h, &err) == 0, "%s", err.msg);
-	return h;
+	return fixture_history_open(dir);
 }
 
 static void add_ok(struct history *h, enum history_kind kind, enum history_status status,

@@ -218,7 +218,7 @@ static int t_fail_detail(struct tool_ctx *ctx, const json_t *args, json_t **out,
 
 static int t_slow(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
-	const volatile int *cancel = tool_ctx_cancel_flag(ctx);
+	const volatile int *cancel = mcp_call_cancel_flag(ctx);
 
 	(void)args;
 	for (int i = 0; i < 500; i++) {
@@ -226,7 +226,7 @@ static int t_slow(struct tool_ctx *ctx, const json_t *args, json_t **out, struct
 			slow_saw_cancel = 1;
 			return kf_err_set(err, KF_ECANCELED, "stopped after %d steps", i);
 		}
-		tool_ctx_progress(ctx, i, 500, "working");
+		mcp_call_progress(ctx, i, 500, "working");
 		usleep(10000);
 	}
 	*out = json_pack("{s:s}", "summary", "finished");
@@ -237,10 +237,10 @@ static int t_log(struct tool_ctx *ctx, const json_t *args, json_t **out, struct 
 {
 	(void)args;
 	(void)err;
-	tool_ctx_log(ctx, "debug", "d");
-	tool_ctx_log(ctx, "info", "i");
-	tool_ctx_log(ctx, "warning", "w");
-	tool_ctx_log(ctx, "error", "e");
+	mcp_call_log(ctx, "debug", "d");
+	mcp_call_log(ctx, "info", "i");
+	mcp_call_log(ctx, "warning", "w");
+	mcp_call_log(ctx, "error", "e");
 	*out = json_pack("{s:s}", "summary", "logged");
 	return 0;
 }
@@ -250,13 +250,13 @@ static int t_ask(struct tool_ctx *ctx, const json_t *args, json_t **out, struct 
 	json_t *res = NULL;
 	int rc;
 
-	rc = tool_ctx_request(ctx, "sampling/createMessage", json_pack("{s:i}", "maxTokens", 5),
+	rc = mcp_call_request(ctx, "sampling/createMessage", json_pack("{s:i}", "maxTokens", 5),
 			      (int)json_integer_value(json_object_get(args, "timeout_ms")), &res,
 			      err);
 	if (rc)
 		return rc;
 	*out = json_pack("{s:s,s:o,s:b}", "summary", "asked", "answer", res, "sampling",
-			 tool_ctx_client_supports(ctx, "sampling"));
+			 mcp_call_client_supports(ctx, "sampling"));
 	return 0;
 }
 

@@ -582,6 +582,23 @@ START_TEST(odd_size_near_int64_max_stays_in_range)
 }
 END_TEST
 
+START_TEST(init_max_is_its_expression_at_the_row_sizes)
+{
+	json_t *j = base_json();
+	struct spec *s = NULL;
+	struct kf_err err = {0};
+	ck_assert_msg(spec_parse(j, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	int ids = spec_tensor_index(s, "ids"), x = spec_tensor_index(s, "x");
+	ck_assert(ids >= 0 && x >= 0);
+	/* ids: init_max "M"; rows {N 1000, M 4} and {N 7, M 2} */
+	ck_assert_int_eq(spec_init_max(s, (size_t)ids, &s->sizes[0]), 4);
+	ck_assert_int_eq(spec_init_max(s, (size_t)ids, &s->sizes[s->vars_len]), 2);
+	ck_assert_int_eq(spec_init_max(s, (size_t)x, &s->sizes[0]), 0); /* none */
+	spec_free(s);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(fill_is_deterministic_per_seed_and_tensor)
 {
 	struct spec_tensor t = {.name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL};
@@ -882,6 +899,7 @@ static Suite *spec_suite(void)
 	TCase *b = tcase_create("bind");
 	tcase_add_test(b, odd_size_satisfies_constraints_and_is_not_listed);
 	tcase_add_test(b, odd_size_near_int64_max_stays_in_range);
+	tcase_add_test(b, init_max_is_its_expression_at_the_row_sizes);
 	tcase_add_test(b, fill_is_deterministic_per_seed_and_tensor);
 	tcase_add_test(b, default_tolerances_are_per_dtype);
 	tcase_add_test(b, parallel_fill_of_large_tensors_matches_element_by_element);

@@ -19,6 +19,7 @@
 #include "server/app.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
+#include "tests/unit/fixture.h"
 
 static char *read_text(const char *path)
 {
@@ -262,30 +263,18 @@ END_TEST
 /* ---- through the tool, with a history -------------------------------------- */
 
 static struct app *app;
-static char dir[] = "/tmp/kforge-torchop-XXXXXX";
+static char dir[PATH_MAX];
 
 static void app_setup(void)
 {
-	setenv("KFORGE_NO_GPU", "1", 1);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	struct app_config cfg = {.data_dir = dir,
-				 .sandbox = APP_SANDBOX_NONE,
-				 .max_message_bytes = 8u << 20,
-				 .log_level = LOG_ERROR};
-	log_set_level(LOG_ERROR);
-	struct kf_err err = {0};
-	ck_assert_msg(app_tools_load(0, &err) == 0, "%s", err.msg);
-	ck_assert_msg(app_open(&cfg, &app, &err) == 0, "%s", err.msg);
+	fixture_dir_new(dir, sizeof dir, "torchop");
+	app = fixture_app_open(dir);
 }
 
 static void app_teardown(void)
 {
 	app_close(app);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+	fixture_dir_remove(dir);
 }
 
 static void add_run(enum history_kind kind, enum history_status st, const json_t *spec,

@@ -1,0 +1,64 @@
+/* fixture: the state the suites set up the same way: a fresh temporary
+ * folder, a state.db in it, and the daemon's app on it as the tool suites
+ * run it (no GPU, no sandbox). Header-only (static inline, so a suite
+ * pays only for what it calls); every helper fails the test rather than
+ * return an error. */
+#ifndef KF_TESTS_FIXTURE_H
+#define KF_TESTS_FIXTURE_H
+
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/log.h"
+#include "sandbox/history/history.h"
+#include "server/app.h"
+
+/* Makes a new empty folder /tmp/kf-<name>-XXXXXX; its path into dir (cap
+ * bytes). */
+static inline void fixture_dir_new(char *dir, size_t cap, const char *name)
+{
+	ck_assert_int_lt(snprintf(dir, cap, "/tmp/kf-%s-XXXXXX", name), (int)cap);
+	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s failed", dir);
+}
+
+/* Removes dir and everything in it. */
+static inline void fixture_dir_remove(const char *dir)
+{
+	fs_rm_tree(dir);
+	ck_assert_msg(access(dir, F_OK) != 0, "could not remove %s", dir);
+}
+
+/* Opens (creating) <dir>/state.db. Returns new (history_close). */
+static inline struct history *fixture_history_open(const char *dir)
+{
+	char path[PATH_MAX];
+	struct history *h = NULL;
+	struct kf_err err = {0};
+	ck_assert_int_lt(snprintf(path, sizeof path, "%s/state.db", dir), (int)sizeof path);
+	ck_assert_msg(history_open(path, &h, &err) == 0, "%s", err.msg);
+	return h;
+}
+
+/* The daemon as the tool suites run it: every tool group loaded, no GPU
+ * (KFORGE_NO_GPU=1 forces that on a GPU machine too), no sandbox, errors
+ * only in the log, its data under dir. Returns new (app_close). */
+static inline struct app *fixture_app_open(const char *dir)
+{
+	struct app *app = NULL;
+	struct kf_err err = {0};
+	setenv("KFORGE_NO_GPU", "1", 1);
+	struct app_config cfg = {.data_dir = dir,
+				 .sandbox = APP_SANDBOX_NONE,
+				 .max_message_bytes = 8u << 20,
+				 .log_level = LOG_ERROR};
+	log_set_level(LOG_ERROR);
+	ck_assert_msg(app_tools_load(0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(app_open(&cfg, &app, &err) == 0, "%s", err.msg);
+	return app;
+}
+
+#endif
