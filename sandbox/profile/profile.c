@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "kernels/op.h"
 #include "sandbox/jail/jail.h"
 #include "sandbox/pool/gpu.h"
@@ -327,30 +328,6 @@ struct pctx {
 	int gpu;
 };
 
-static int read_file(const char *path, size_t cap, char **out, size_t *len)
-{
-	*out = NULL;
-	*len = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return KF_ENOTFOUND;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
-		fclose(f);
-		return KF_ENOMEM;
-	}
-	size_t n = fread(buf, 1, cap + 1, f);
-	fclose(f);
-	if (n > cap) {
-		free(buf);
-		return KF_ETOOBIG;
-	}
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 /* The harness's report file: JSON lines; the final object wins, else the
  * last line (a watchdog's timeout line). */
 static json_t *read_report(const char *dir)
@@ -358,7 +335,7 @@ static json_t *read_report(const char *dir)
 	char p[PATH_MAX + 32], *text = NULL;
 	size_t len;
 	snprintf(p, sizeof p, "%s/report.jsonl", dir);
-	if (read_file(p, CHECK_REPORT_MAX_BYTES, &text, &len))
+	if (fs_read_file(p, CHECK_REPORT_MAX_BYTES, FS_UNTRUSTED, &text, &len))
 		return NULL;
 	json_t *last = NULL;
 	for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
@@ -448,7 +425,7 @@ static int ncu_run(struct pctx *c, const char *harness, int gpu, const volatile 
 	json_decref(c->rep);
 	c->rep = read_report(c->dir);
 	free(c->csv);
-	int frc = read_file(p, PROFILE_CSV_MAX_BYTES, &c->csv, &c->csv_len);
+	int frc = fs_read_file(p, PROFILE_CSV_MAX_BYTES, FS_UNTRUSTED, &c->csv, &c->csv_len);
 	if (frc == KF_ETOOBIG)
 		return kf_err_set(err, KF_ETOOBIG, "the ncu report exceeded %u bytes",
 				  PROFILE_CSV_MAX_BYTES);

@@ -39,7 +39,8 @@ static const struct cli_opt CHECK_OPT_TABLE[] = {
 	{"--replay-seed", "replay.seed", CLI_OPT_VALUE, "HEX",
 	 "with --replay-size: re-run one reported case exactly"},
 	{"--replay-size", NULL, CLI_OPT_OWN, "VAR=N,..", "the reported case's sizes"},
-	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N", "watchdog per run, seconds (default: from the work, at least 2)"},
+	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N",
+	 "watchdog per run, seconds (default: from the work, at least 2)"},
 	META_OPTS,
 	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
 };
@@ -53,7 +54,8 @@ static const struct cli_opt BENCH_OPT_TABLE[] = {
 	{"--target", "target_rel_se", CLI_OPT_VALUE, "F", "relative standard error target"},
 	{"--warmup-ms", "warmup_ms", CLI_OPT_VALUE, "N", "warm-up, milliseconds"},
 	{"--no-flush", "flush_l2", CLI_OPT_FALSE, NULL, "keep the L2 warm between iterations"},
-	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N", "watchdog per run, seconds (default: from the work, at least 2)"},
+	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N",
+	 "watchdog per run, seconds (default: from the work, at least 2)"},
 	META_OPTS,
 	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
 };

@@ -234,7 +234,7 @@ static json_t *profile_json(const struct profile_result *res, int rc, const char
 static int profile_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 			   struct kf_err *err)
 {
-	struct app *app = tool_ctx_app(ctx);
+	struct app *app = mcp_call_app(ctx);
 	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
@@ -243,7 +243,7 @@ static int profile_handler(struct tool_ctx *ctx, const json_t *args, json_t **ou
 		.baseline = json_is_true(json_object_get(args, "baseline")),
 		.timeout_ms =
 			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
-		.cancel = tool_ctx_cancel_flag(ctx),
+		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
 		.progress_arg = &pr,
 	};

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "sandbox/profile/profile.h"
 
 static char *slurp(const char *rel, size_t *len)
@@ -361,7 +362,8 @@ START_TEST(a_launcher_resolves_to_its_installation)
 		snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
 		ck_assert_int_eq(mkdir(p, 0755), 0);
 	}
-	const char *exes[] = {"bin/ncu", "nsight-compute-2025.1.0/ncu", "nsight-compute-2025.3.1/ncu"};
+	const char *exes[] = {"bin/ncu", "nsight-compute-2025.1.0/ncu",
+			      "nsight-compute-2025.3.1/ncu"};
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(p, sizeof p, "%s/%s", root, exes[i]);
 		FILE *f = fopen(p, "w");
@@ -381,9 +383,7 @@ START_TEST(a_launcher_resolves_to_its_installation)
 	ck_assert_int_eq(profile_ncu_find(p, sizeof p, &err), 0);
 	ck_assert_ptr_nonnull(strstr(p, "nsight-compute-2025.1.0/ncu"));
 	unsetenv("KFORGE_NCU");
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-	ck_assert_int_eq(system(cmd), 0);
+	fs_rm_tree(root);
 }
 END_TEST
 
