@@ -23,17 +23,27 @@ static const json_t *spec_of(const json_t *args)
 
 /* The GPU tools a cluster runs. Benchmarks take the node to themselves so
  * their timings are their own (a GPU of their own is not enough: another
- * job's host traffic and clocks share the node). get_gpu_specs local reads
- * a node's GPUs (the ones this partition gives) and records no run. */
+ * job's host traffic and clocks share the node); benchmark_model times a
+ * whole model, so it does too. get_gpu_specs local reads a node's GPUs
+ * (the ones this partition gives) and build_torch_op builds on the node
+ * where its op is verified; like their local handlers, they record no run.
+ *
+ * Another GPU tool joins with a row here and, first in its handler, the
+ * two lines of tools_exec.h (after the checks that need no GPU, so a bad
+ * request is refused without a Slurm job). Arguments that name the
+ * daemon's own state (a run id of its history) are resolved by the
+ * handler before it forwards: the node has its own state.db. */
 #define NO_RUN (-1)
 static const struct {
 	const char *tool;
 	int kind; /* enum history_kind, or NO_RUN */
 	int exclusive;
 } GPU_TOOLS[] = {
-	{"check_kernel", HISTORY_CHECK, 0},
-	{"benchmark_kernel", HISTORY_BENCH, 1},
-	{"get_gpu_specs", NO_RUN, 0},
+	{"check_kernel", HISTORY_CHECK, 0},	/* sandbox/check */
+	{"benchmark_kernel", HISTORY_BENCH, 1}, /* sandbox/check (bench.c) */
+	{"get_gpu_specs", NO_RUN, 0},		/* "local": the node's GPUs */
+	{"benchmark_model", HISTORY_BENCH, 1},	/* sandbox/model */
+	{"build_torch_op", NO_RUN, 0},		/* sandbox/torchop */
 };
 
 /* Records the job's run (or closes a no-run tool's row); then its

@@ -2,7 +2,9 @@
 brings up the one-node cluster and exports SLURM_CONF, T, the mock harness
 and the node data dir): refusals at start, checks and benchmarks through
 sbatch over REST, a kernel that fails, jobs Slurm refuses, cancellation
-and a client hanging up (scancel), slurmd killed mid-job (a clear failure,
+and a client hanging up (scancel), benchmark_model and build_torch_op on
+the node (its clear "no torch" error; a driver double's answer; a
+cancelled model job scancel'd), slurmd killed mid-job (a clear failure,
 then the next job passes), the daemon killed and restarted mid-job (the
 run is recorded once), and 50 calls at once (all answered with their own
 results, each run recorded once, never more of the client's jobs at
@@ -163,6 +165,7 @@ def test_refused_at_start():
 def test_check_bench_and_failures(srv, data):
     st, r = srv.post("/v1/check", {"spec": SPEC})
     ex = r.get("executor", {})
+    passed_run = r.get("run_id")
     check("a check through Slurm passes", st == 200 and r.get("passed") is True,
           f"{st} {r.get('summary')}")
     check("the answer names the Slurm job and node",
@@ -200,6 +203,7 @@ def test_check_bench_and_failures(srv, data):
           r.get("summary"))
     rows = db_rows(data, "SELECT status FROM runs WHERE id = ?", (r.get("run_id"),))
     check("the failed check is recorded as failed", rows == [("failed",)], rows)
+    return passed_run, r.get("run_id")
 
 
 def test_refused_jobs():
@@ -228,9 +232,102 @@ def test_refused_jobs():
     srv.stop()
 
 
-def mcp_call(sess, i, args):
+def mcp_call(sess, i, args, tool="check_kernel"):
     sess.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-               "params": {"name": "check_kernel", "arguments": args}})
+               "params": {"name": tool, "arguments": args}})
+
+
+def exec_jobs(data):
+    return db_rows(data, "SELECT key, tool, state, run_id FROM exec_jobs ORDER BY key")
+
+
+def test_model_and_torch_op(srv, data, check_run, failed_run):
+    """benchmark_model and build_torch_op run on the node; this host has no
+    torch, so the node's own clear error comes back through the job
+    directory (the real model_bench.py, the real torch probe)."""
+    jobs = len(exec_jobs(data))
+    st, r = srv.post("/v1/model-bench", {"recipe": "qwen3"})
+    err, ex = r.get("error", {}), r.get("executor", {})
+    check("benchmark_model runs on the node and says torch is missing there",
+          err.get("code") == "not_found" and "torch not available" in err.get("message", "") and
+          ex.get("node") == "kfnode", r)
+    check("benchmark_model asks Slurm for the node to itself",
+          "OverSubscribe=NO" in scontrol_job(ex.get("job_id")), scontrol_job(ex.get("job_id")))
+    rows = db_rows(data, "SELECT r.kind, r.status, r.kernels FROM runs r JOIN exec_jobs j "
+                   "ON j.run_id = r.id WHERE j.slurm_id = ?", (ex.get("job_id"),))
+    check("the model benchmark is one run in state.db (bench, error)",
+          len(rows) == 1 and rows[0][:2] == ("bench", "error") and "model:qwen3" in rows[0][2],
+          rows)
+    jobs += 1
+    st, r = srv.post("/v1/model-bench", {"recipe": "qwen3", "patch": {"Qwen3MLP": "fast"}})
+    check("a bad model request is refused by the daemon, without a Slurm job",
+          r.get("error", {}).get("code") == "invalid" and "executor" not in r and
+          len(exec_jobs(data)) == jobs, (r, exec_jobs(data)[jobs:]))
+    runs = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    st, r = srv.post("/v1/torch-op", {"spec": SPEC})
+    err, ex = r.get("error", {}), r.get("executor", {})
+    check("build_torch_op runs on the node and says python3 cannot import torch there",
+          err.get("code") == "not_found" and "import torch" in err.get("message", "") and
+          "torch" in err.get("message", "") and ex.get("node") == "kfnode", r)
+    check("build_torch_op records no run and closes its job",
+          db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs and
+          exec_jobs(data)[-1][1:3] == ("build_torch_op", "recorded"), exec_jobs(data)[-1])
+    jobs += 1
+    st, r = srv.post("/v1/torch-op", {"run": check_run, "name": "axpb"})
+    err = r.get("error", {})
+    check("build_torch_op of a run: the daemon's run becomes the node's spec",
+          "import torch" in err.get("message", "") and r.get("run") == check_run and
+          r.get("executor", {}).get("node") == "kfnode", r)
+    jobs += 1
+    st, r = srv.post("/v1/torch-op", {"run": failed_run})
+    check("build_torch_op of a failed check is refused by the daemon, without a Slurm job",
+          "did not pass" in r.get("error", {}).get("message", "") and
+          len(exec_jobs(data)) == jobs, (r, exec_jobs(data)[jobs:]))
+
+
+MODEL_SHIM = """import os, runpy, sys, time
+open("{t}/started-model-%d" % os.getpid(), "w").close()
+while os.path.exists("{t}/hold"):
+    time.sleep(0.1)
+runpy.run_path("{double}", run_name="__main__")
+"""
+
+
+def test_model_answer_and_cancel():
+    """benchmark_model's answer and its cancellation through Slurm, with the
+    driver double (tests/sdk/model_driver_double.py) behind a hold."""
+    root = f"{T}/model-root"
+    os.makedirs(f"{root}/sandbox/model", exist_ok=True)
+    with open(f"{root}/sandbox/model/model_bench.py", "w") as f:
+        f.write(MODEL_SHIM.format(t=T, double=f"{SRC}/tests/sdk/model_driver_double.py"))
+    data = f"{T}/d-model"
+    os.makedirs(data, exist_ok=True)
+    log = open(f"{data}.log", "ab")
+    sess = StdioSession(BIN, data, "model-test", cmd=serve_args(data), stderr=log,
+                        env={**os.environ, "KFORGE_ROOT": root})
+    hold(True)
+    clear_started()
+    mcp_call(sess, 5, {"recipe": "qwen3"}, tool="benchmark_model")
+    wait_for(started, "the model job to start on the node")
+    sess.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 5, "reason": "test"}})
+    wait_for(lambda: [j[2] for j in exec_jobs(data)] == ["recorded"],
+             "the cancelled model call to be recorded")
+    job = db_rows(data, "SELECT slurm_id FROM exec_jobs")[0][0]
+    check("a cancelled benchmark_model scancels its Slurm job", cancelled(job), squeue(job))
+    hold(False)
+    mcp_call(sess, 6, {"recipe": "qwen3"}, tool="benchmark_model")
+    r = (sess.wait(6, timeout=300) or {}).get("result", {})
+    sc = r.get("structuredContent", {})
+    check("benchmark_model answers through Slurm with the node's result",
+          not r.get("isError") and sc.get("speedups") and sc.get("test_double") is True and
+          sc.get("executor", {}).get("node") == "kfnode", r)
+    rows = db_rows(data, "SELECT r.kind, r.status FROM runs r JOIN exec_jobs j "
+                   "ON j.run_id = r.id ORDER BY j.key")
+    check("each model call is one run: the cancelled one an error, the answered one ok",
+          rows == [("bench", "error"), ("bench", "ok")], rows)
+    sess.close()
+    log.close()
 
 
 def test_cancel_and_hangup():
@@ -371,11 +468,12 @@ def main():
     test_refused_at_start()
     test_refused_jobs()
     test_cancel_and_hangup()
+    test_model_answer_and_cancel()
     data = f"{T}/d-main"
     os.makedirs(data, exist_ok=True)
     srv = Http(data, "--max-jobs-per-client", "4")
     try:
-        test_check_bench_and_failures(srv, data)
+        test_model_and_torch_op(srv, data, *test_check_bench_and_failures(srv, data))
         test_slurmd_killed(srv, data)
         srv = test_daemon_restarted(srv, data)
         test_fifty_at_once(srv, data)
