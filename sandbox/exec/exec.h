@@ -9,7 +9,10 @@
  * row in state.db (history_job) from before submission until its run is
  * recorded, so a restarted daemon follows its jobs again (exec_recover)
  * and each run is recorded once. A job lost to a node failure or
- * preemption is resubmitted once, away from that node. Thread-safe. */
+ * preemption is resubmitted once, away from that node. Calls of one
+ * client that queue together go to Slurm as one job array, each element
+ * still its own job to the caller (row, directory, answer, retry).
+ * Thread-safe. */
 #ifndef KF_EXEC_H
 #define KF_EXEC_H
 

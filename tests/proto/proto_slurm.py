@@ -422,16 +422,38 @@ def test_daemon_restarted(srv, data):
     return srv2
 
 
+def corrupt_one_queued(data, keys_before):
+    """Once the client's 4 slots are taken (held jobs end no slot), breaks
+    the call.json of one of the calls still queued in the daemon (or
+    pending at Slurm): its element fails on the node, alone. Returns its
+    key."""
+    def ids():
+        return dict(db_rows(data, "SELECT key, slurm_id FROM exec_jobs"))
+
+    wait_for(lambda: len(exec_jobs(data)) >= keys_before + 50, "the 50 calls' rows")
+    wait_for(lambda: sum(1 for k, *_ in exec_jobs(data)[keys_before:] if ids()[k]) >= 4,
+             "the client's 4 slots to be taken")
+    rows = exec_jobs(data)[keys_before:]
+    ids = ids()
+    queued = [k for k, *_ in rows if not ids[k]]
+    pending = [k for k, *_ in rows if ids[k] and squeue(ids[k]).startswith("PENDING")]
+    key = (queued or pending)[-1]
+    with open(f"{SHARED}/jobs/{key}/call.json", "w") as f:
+        f.write("{}")
+    return key
+
+
 def test_fifty_at_once(srv, data):
     before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    keys_before = len(exec_jobs(data))
     results = [None] * 50
     seen_max = [0]
     done = threading.Event()
 
     def watch():
         while not done.is_set():
-            out = subprocess.run(["squeue", "-h", "-p", "gpu", "-t", "PD,R", "-o", "%j"], capture_output=True,
-                                 text=True).stdout.split()
+            out = subprocess.run(["squeue", "-h", "-r", "-p", "gpu", "-t", "R", "-o", "%j"],
+                                 capture_output=True, text=True).stdout.split()
             seen_max[0] = max(seen_max[0], sum(1 for j in out if j.startswith("kforge-")))
             time.sleep(0.1)
 
@@ -439,26 +461,43 @@ def test_fifty_at_once(srv, data):
         results[i] = srv.post("/v1/check", {"spec": spec_n(1000 + i), "trials": 1,
                                             "odd_size": False}, timeout=900)
 
+    hold(True)
+    clear_started()
     w = threading.Thread(target=watch)
     w.start()
     ths = [threading.Thread(target=one, args=(i,)) for i in range(50)]
     for t in ths:
         t.start()
+    broken = corrupt_one_queued(data, keys_before)
+    hold(False)
     for t in ths:
         t.join()
     done.set()
     w.join()
+    rows = exec_jobs(data)[keys_before:]
+    ids = dict(db_rows(data, "SELECT key, slurm_id FROM exec_jobs"))
+    run_of = {k: run for k, _, _, run in rows}
+    bad = [i for i, x in enumerate(results) if x and x[1].get("run_id") == run_of.get(broken)]
     ok = [i for i, x in enumerate(results) if x and x[1].get("passed") is True]
-    check("50 calls at once: all pass", len(ok) == 50,
+    check("50 calls at once: all but the broken one pass", len(ok) == 49 and bad and bad[0] not in ok,
           [x[1].get("summary") if x else None for x in results if not x or not x[1].get("passed")][:3])
+    err = results[bad[0]][1].get("error", {}) if bad else {}
+    check("the broken element fails alone, with its state and its own log's last words",
+          err.get("code") == "fault" and f"{ids[broken]} FAILED" in err.get("message", "") and
+          "is not a call" in err.get("message", ""), err)
     own = [i for i, x in enumerate(results)
            if x and x[1].get("sizes", [{}])[0].get("sizes", {}).get("N") == 1000 + i]
-    check("50 calls at once: each answer is its own call's", len(own) == 50, len(own))
-    ids = {x[1].get("run_id") for x in results if x}
+    check("50 calls at once: each answer is its own call's", len(own) == 49, len(own))
+    subs = {ids[k].split("_")[0] for k, *_ in rows}
+    elements = [k for k, *_ in rows if "_" in ids[k]]
+    check("50 calls at once: submitted as job arrays, not one sbatch each",
+          len(subs) < 50 and len(elements) >= 40 and "_" in ids[broken],
+          f"{len(subs)} submissions, {len(elements)} array elements")
+    ids_seen = {x[1].get("run_id") for x in results if x}
     after = db_rows(data, "SELECT count(*) FROM runs")[0][0]
     check("50 calls at once: 50 runs, none lost or doubled",
-          len(ids) == 50 and after == before + 50, f"{len(ids)} ids, {before} -> {after}")
-    check("50 calls at once: the client never had more than its limit at Slurm",
+          len(ids_seen) == 50 and after == before + 50, f"{len(ids_seen)} ids, {before} -> {after}")
+    check("50 calls at once: never more than the client's limit running at Slurm",
           0 < seen_max[0] <= 4, seen_max[0])
     pending = db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'")
     check("50 calls at once: no job left unrecorded", pending == [(0,)], pending)
