@@ -194,6 +194,18 @@ void exec_close(struct exec *x)
 	free(x);
 }
 
+int exec_gpu_types(struct exec *x, char (*types)[EXEC_GPU_TYPE_BYTES], int cap, struct kf_err *err)
+{
+	char out[EXEC_CMD_OUT_BYTES];
+	int rc;
+
+	if (!exec_is_remote(x))
+		return 0;
+	if ((rc = exec_slurm_gres(x->cfg.partition, out, sizeof(out), err)))
+		return rc;
+	return exec_slurm_gres_types(out, types, cap);
+}
+
 void exec_job_result_fini(struct exec_job_result *res)
 {
 	if (!res)
@@ -226,6 +238,12 @@ static void wait_cv(struct exec *x, int ms)
 	pthread_cond_timedwait(&x->cv, &x->mu, &ts);
 }
 
+static int alike(const struct exec_waiter *a, const struct exec_waiter *b)
+{
+	return a->exclusive == b->exclusive &&
+	       (a->gres && b->gres ? strcmp(a->gres, b->gres) == 0 : a->gres == b->gres);
+}
+
 /* The head w of c's line takes itself and the calls alike queued behind
  * it (x->mu held, a slot free): alone, one slot; together, a batch with
  * the slots free, up to one per element. Returns 0 or KF_ENOMEM. */
@@ -234,8 +252,7 @@ static int admit(struct exec *x, struct exec_client *c, struct exec_waiter *w)
 	struct exec_waiter *e;
 	struct exec_batch *b;
 	int n = 0, free_slots = x->cfg.max_per_client - c->running;
-
-	for (e = w; e && e->exclusive == w->exclusive && n < EXEC_ARRAY_MAX; e = e->next)
+	for (e = w; e && alike(e, w) && n < EXEC_ARRAY_MAX; e = e->next)
 		n++;
 	if (n == 1) {
 		c->running++;
@@ -369,7 +386,7 @@ int exec_batch_submit(struct exec *x, struct exec_waiter *w, char *said, size_t 
 
 		snprintf(script, sizeof(script), "%s/array.sh", w->job->dir);
 		rc = exec_slurm_write_array(&x->cfg, x->cfg.kforge_path, script, b->jobs, b->n,
-					    b->slots, w->exclusive, &e);
+					    b->slots, w->exclusive, w->gres, &e);
 		if (!rc)
 			rc = exec_slurm_submit(script, NULL, id, sizeof(id), b->said,
 					       sizeof(b->said), &e);

@@ -10,9 +10,9 @@
 #include "sandbox/exec/exec.h"
 
 #define EXEC_ARRAY_MAX 1000 /* elements of one array (Slurm's MaxArraySize is 1001) */
-#define EXEC_GATHER_MS \
-	100 /* how long the head of a line waits for more calls to join
-			     * its array: nothing next to Slurm's seconds of scheduling */
+/* How long the head of a line waits for more calls to join its array:
+ * little next to the poll interval and Slurm's seconds of scheduling. */
+#define EXEC_GATHER_MS 200
 
 /* Calls of one client that reached the head of its line together,
  * submitted as one sbatch --array=0-(n-1)%slots: Slurm itself then runs at
@@ -39,7 +39,8 @@ struct exec_batch {
 struct exec_waiter {
 	struct exec_waiter *next;
 	struct history_job *job;  /* its row and directory, ready to submit */
-	int exclusive;		  /* only calls alike share an array */
+	int exclusive;		  /* only calls alike (exclusive, gres) share an array */
+	const char *gres;	  /* the job's --gres, NULL = the executor's */
 	struct exec_batch *batch; /* admitted as element index of batch; NULL:
 				   * admitted alone (one slot) */
 	int index;
@@ -116,7 +117,7 @@ int exec_on_path(const char *prog);
  * <dir>/slurm-%j.out, --exclusive when exclusive) and the line that runs
  * kforge exec-job on dir. Returns 0 or KF_EIO. */
 int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, const char *dir,
-			    const char *key, int exclusive, struct kf_err *err);
+			    const char *key, int exclusive, const char *gres, struct kf_err *err);
 
 /* The state, reason and nodes of element id of batch b (as
  * exec_slurm_query), from a listing of the whole array at most poll_ms/2
@@ -138,7 +139,7 @@ int exec_slurm_list_array(const char *array_id, char *out, size_t cap);
  * words). Returns 0 or KF_EIO. */
 int exec_slurm_write_array(const struct exec_config *cfg, const char *kforge, const char *script,
 			   struct history_job *const *jobs, int n, int throttle, int exclusive,
-			   struct kf_err *err);
+			   const char *gres, struct kf_err *err);
 
 /* sbatch --parsable [--exclude=exclude] script. Returns 0 with the job id
  * in id, or KF_EINVAL with sbatch's words in said (Slurm refused), KF_EIO
@@ -159,6 +160,10 @@ int exec_slurm_find(const char *key, char *id, size_t id_cap);
 
 /* scancel id (best effort: the job may have ended). */
 void exec_slurm_cancel(const char *id);
+
+/* sinfo -h -p partition -o %G (the partition's gres, a line per node
+ * group) into out. Returns 0, or KF_EIO with sinfo's words. */
+int exec_slurm_gres(const char *partition, char *out, size_t cap, struct kf_err *err);
 
 /* The partitions sinfo knows, comma-separated, into out. Returns 0 or
  * KF_EIO with sinfo's words (the controller unreachable...). */

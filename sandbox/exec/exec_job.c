@@ -250,15 +250,15 @@ static int prepare_dir(struct exec *x, const struct exec_job_req *req, struct hi
 	if (mkdir(job->dir, 0700))
 		return kf_err_set(err, KF_EIO, "cannot create %s: %s", job->dir, strerror(errno));
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
-	call = json_pack("{s:s, s:O, s:s}", "tool", req->tool, "arguments", req->args, "key",
-			 job->key);
+	call = json_pack("{s:s, s:O, s:s, s:O*}", "tool", req->tool, "arguments", req->args, "key",
+			 job->key, "daemon", req->keep);
 	rc = call && json_dump_file(call, p, JSON_COMPACT) == 0
 		     ? 0
 		     : kf_err_set(err, KF_EIO, "cannot write %s", p);
 	json_decref(call);
 	if (!rc)
 		rc = exec_slurm_write_script(&x->cfg, x->cfg.kforge_path, job->dir, job->key,
-					     req->exclusive, err);
+					     req->exclusive, req->gres, err);
 	return rc;
 }
 
@@ -324,6 +324,7 @@ int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job
 	save(x, &job);
 	w.job = &job;
 	w.exclusive = req->exclusive;
+	w.gres = req->gres;
 	rc = exec_client_enter(x, client, req->cancel, &w, &c);
 	if (rc) {
 		rc = kf_err_set(err, rc,

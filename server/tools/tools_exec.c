@@ -38,26 +38,40 @@ static const struct {
 	const char *tool;
 	int kind; /* enum history_kind, or NO_RUN */
 	int exclusive;
+	int meta; /* records description, notes, parent (tools_runs_meta) */
 } GPU_TOOLS[] = {
-	{"check_kernel", HISTORY_CHECK, 0},	/* sandbox/check */
-	{"benchmark_kernel", HISTORY_BENCH, 1}, /* sandbox/check (bench.c) */
-	{"get_gpu_specs", NO_RUN, 0},		/* "local": the node's GPUs */
-	{"benchmark_model", HISTORY_BENCH, 1},	/* sandbox/model */
-	{"build_torch_op", NO_RUN, 0},		/* sandbox/torchop */
+	{"check_kernel", HISTORY_CHECK, 0, 1},	   /* sandbox/check */
+	{"benchmark_kernel", HISTORY_BENCH, 1, 1}, /* sandbox/check (bench.c) */
+	{"get_gpu_specs", NO_RUN, 0, 0},	   /* "local": the node's GPUs */
+	{"benchmark_model", HISTORY_BENCH, 1, 0},  /* sandbox/model */
+	{"build_torch_op", NO_RUN, 0, 0},	   /* sandbox/torchop */
 };
+
+/* What a run means, from the call's arguments and the "daemon" part of
+ * its call.json (keep): description and notes travel to the node too;
+ * parent names a run of this daemon's history, which the node lacks, so
+ * it stays here. Pointers borrowed from args and keep. */
+static void meta_of(const json_t *args, const json_t *keep, struct tools_runs_meta *m)
+{
+	m->description = json_string_value(json_object_get(args, "description"));
+	m->notes = json_string_value(json_object_get(args, "notes"));
+	m->parent = json_string_value(json_object_get(keep, "parent"));
+}
 
 /* Records the job's run (or closes a no-run tool's row); then its
  * directory goes. */
-static void record(struct app *app, int i, const char *key, const json_t *args, json_t *out,
-		   int code, const char *msg, int64_t duration_ms,
+static void record(struct app *app, int i, const char *key, const json_t *args, const json_t *keep,
+		   json_t *out, int code, const char *msg, int64_t duration_ms,
 		   const struct exec_job_result *res, int rc)
 {
 	struct kf_err e = {0};
+	struct tools_runs_meta m;
+	meta_of(args, keep, &m);
 	int r = GPU_TOOLS[i].kind == NO_RUN
 			? exec_job_close(app->exec, key, &e)
 			: tools_runs_record_job(app, key, (enum history_kind)GPU_TOOLS[i].kind,
 						spec_of(args), out, code, msg, -1, duration_ms,
-						NULL);
+						GPU_TOOLS[i].meta ? &m : NULL, NULL);
 
 	if (r == 0)
 		exec_job_done(res, rc);
@@ -143,9 +157,24 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 	*out = NULL;
 	if (i < 0)
 		return kf_err_set(err, KF_EINVAL, "%s is not a GPU tool the cluster runs", tool);
+	json_t *node_args = json_copy((json_t *)args), *keep = NULL;
+	if (!node_args)
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	if (GPU_TOOLS[i].meta) { /* a parent is checked against this history */
+		struct tools_runs_meta m;
+		if ((rc = tools_runs_meta_from_args(app, args, &m, err))) {
+			json_decref(node_args);
+			return rc;
+		}
+		if (m.parent) {
+			keep = json_pack("{s:s}", "parent", m.parent);
+			json_object_del(node_args, "parent");
+		}
+	}
 	struct exec_job_req req = {
 		.tool = tool,
-		.args = args,
+		.args = node_args,
+		.keep = keep,
 		.client = mcp_call_client(ctx),
 		.exclusive = GPU_TOOLS[i].exclusive,
 		.cancel = tool_ctx_cancel_flag(ctx),
@@ -156,8 +185,11 @@ int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *arg
 	rc = exec_job_run(app->exec, &req, &res, &e);
 	*out = answer_of(rc, &res, e.msg, &code, msg, sizeof(msg));
 	if (res.key[0] && rc != KF_EBUSY)
-		record(app, i, res.key, args, *out, code, msg, tools_runs_now_ms() - t0, &res, rc);
+		record(app, i, res.key, args, keep, *out, code, msg, tools_runs_now_ms() - t0, &res,
+		       rc);
 	exec_job_result_fini(&res);
+	json_decref(keep);
+	json_decref(node_args);
 	if (code)
 		kf_err_set(err, code, "%s", msg);
 	return code;
@@ -179,7 +211,8 @@ void tools_exec_recovered(void *arg, const struct history_job *job, int rc,
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
 	call = json_load_file(p, 0, NULL);
 	out = answer_of(rc, res, msg, &code, code_msg, sizeof(code_msg));
-	record(app, i, job->key, json_object_get(call, "arguments"), out, code, code_msg,
+	record(app, i, job->key, json_object_get(call, "arguments"),
+	       json_object_get(call, "daemon"), out, code, code_msg,
 	       (int64_t)time(NULL) * 1000 - job->created_ms, res, rc);
 	log_info("exec", "slurm job %s (%s) of a previous daemon ended: %s", job->slurm_id,
 		 job->tool, code ? code_msg : "ok");

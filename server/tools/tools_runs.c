@@ -246,9 +246,10 @@ int tools_runs_record(struct app *app, enum history_kind kind, const json_t *arg
 
 int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
 			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
-			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+			  int64_t duration_ms, const struct tools_runs_meta *meta,
+			  char id_out[HISTORY_ID_BYTES])
 {
-	return record_run(app, job_key, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+	return record_run(app, job_key, kind, args, result, rc, err_msg, gpu, duration_ms, meta,
 			  id_out);
 }
 

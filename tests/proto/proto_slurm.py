@@ -4,11 +4,13 @@ and the node data dir): refusals at start, checks and benchmarks through
 sbatch over REST, a kernel that fails, jobs Slurm refuses, cancellation
 and a client hanging up (scancel), benchmark_model and build_torch_op on
 the node (its clear "no torch" error; a driver double's answer; a
-cancelled model job scancel'd), slurmd killed mid-job (a clear failure,
+cancelled model job scancel'd), `kforge eval run --executor slurm` (its
+checks as job arrays, rows in task order), slurmd killed mid-job (a clear failure,
 then the next job passes), the daemon killed and restarted mid-job (the
-run is recorded once), and 50 calls at once (all answered with their own
-results, each run recorded once, never more of the client's jobs at
-Slurm than its limit)."""
+run is recorded once), and 50 calls at once (submitted as job arrays, a
+broken element failing alone, all others answered with their own results,
+each run recorded once, never more of the client's jobs running at Slurm
+than its limit)."""
 import glob
 import json
 import os
@@ -203,7 +205,20 @@ def test_check_bench_and_failures(srv, data):
           r.get("summary"))
     rows = db_rows(data, "SELECT status FROM runs WHERE id = ?", (r.get("run_id"),))
     check("the failed check is recorded as failed", rows == [("failed",)], rows)
-    return passed_run, r.get("run_id")
+    failed_run = r.get("run_id")
+    jobs = len(exec_jobs(data))
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1, "parent": passed_run,
+                                   "description": "axpb, again", "notes": "same kernel"})
+    rows = db_rows(data, "SELECT description, notes, parent FROM runs WHERE id = ?",
+                   (r.get("run_id"),))
+    check("a check's description, notes and parent (a run of the daemon's history) are kept",
+          r.get("passed") is True and rows == [("axpb, again", "same kernel", passed_run)],
+          (r.get("summary"), rows))
+    st, r = srv.post("/v1/check", {"spec": SPEC, "parent": "r0000000000000000"})
+    check("a parent the daemon's history lacks is refused without a Slurm job",
+          "parent" in r.get("error", {}).get("message", "") and
+          len(exec_jobs(data)) == jobs + 1, (r, exec_jobs(data)[jobs:]))
+    return passed_run, failed_run
 
 
 def test_refused_jobs():
@@ -503,11 +518,59 @@ def test_fifty_at_once(srv, data):
     check("50 calls at once: no job left unrecorded", pending == [(0,)], pending)
 
 
+def test_eval_as_arrays():
+    """`kforge eval run --executor slurm`: every task at once, the checks
+    as a job array, rows in task order, each with its own runs."""
+    ev = f"{T}/eval"
+    os.makedirs(f"{ev}/tasks", exist_ok=True)
+    os.makedirs(f"{ev}/sol", exist_ok=True)
+    spec = json.loads(json.dumps(SPEC))
+    src, launch = spec.pop("source"), spec.pop("launch")
+    ids = ["a_good", "b_nocompile", "c_good", "d_good", "e_good"]
+    tasks = [{"id": i, "level": 1, "description": f"Task {i}: y = s * x + w.",
+              "math": "y = s * x + w", "reference": spec["reference"], "spec": spec,
+              "baseline": {"kind": "source", "why": "the plain reference kernel"}} for i in ids]
+    json.dump({"tasks": tasks}, open(f"{ev}/tasks/t.json", "w"))
+    for i in ids:
+        open(f"{ev}/sol/{i}.cu", "w").write(src + ("\nthis is not C++;\n" if "nocompile" in i
+                                                    else ""))
+        json.dump({"launch": launch}, open(f"{ev}/sol/{i}.json", "w"))
+    data = f"{ev}/data"
+    p = subprocess.run([BIN, "eval", "run", f"{ev}/sol", "--tasks", f"{ev}/tasks", "--json",
+                        "--data-dir", data, "--sandbox=none", "--timeout-s", "30",
+                        "--budget-ms", "50", "--executor", "slurm", "--partition", "gpu",
+                        "--shared-dir", SHARED, "--slurm-poll-ms", "200"],
+                       capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        r = {}
+    rows = r.get("results", [])
+    check("eval under Slurm: every task scored, rows in task order",
+          p.returncode == 0 and [x.get("id") for x in rows] == ids, f"{p.returncode} {p.stderr[-300:]}")
+    good = [x for x in rows if x.get("id") != "b_nocompile"]
+    check("eval under Slurm: the correct solutions checked and benchmarked on the node",
+          r.get("correct") == 4 and all(x.get("correct") and x.get("bench_run") for x in good),
+          rows)
+    bad = rows[1] if len(rows) > 1 else {}
+    check("eval under Slurm: the solution that does not compile fails alone, with its reason",
+          bad.get("correct") is False and "error" in (bad.get("reason") or "").lower(), bad)
+    descs = dict(db_rows(data, "SELECT id, description FROM runs"))
+    check("eval under Slurm: each row's runs are its own task's",
+          all(f"Task {x.get('id')}:" in (descs.get(x.get("check_run")) or "") for x in rows),
+          [(x.get("id"), descs.get(x.get("check_run"))) for x in rows])
+    checks = [sid for tool, sid in db_rows(data, "SELECT tool, slurm_id FROM exec_jobs")
+              if tool == "check_kernel"]
+    check("eval under Slurm: its checks went together as job arrays",
+          len(checks) == 5 and len({c.split("_")[0] for c in checks}) < 5, checks)
+
+
 def main():
     test_refused_at_start()
     test_refused_jobs()
     test_cancel_and_hangup()
     test_model_answer_and_cancel()
+    test_eval_as_arrays()
     data = f"{T}/d-main"
     os.makedirs(data, exist_ok=True)
     srv = Http(data, "--max-jobs-per-client", "4")

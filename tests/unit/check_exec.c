@@ -391,6 +391,33 @@ START_TEST(a_node_failure_is_retried_once_elsewhere)
 }
 END_TEST
 
+START_TEST(gres_types_come_from_sinfo_lines)
+{
+	static const struct {
+		const char *sinfo;
+		int n;
+		const char *want[3];
+	} cases[] = {
+		{"gpu:h100:4(S:0-1)\ngpu:a100:8(S:0,1),mps:100\ngpu:h100:4\n", 2, {"h100", "a100"}},
+		{"gpu:2\n", 0, {NULL}},
+		{"(null)\n", 0, {NULL}},
+		{"gpu:tesla_v100:2,gpu:2\n", 1, {"tesla_v100"}},
+		{"gpu:bad$type:1\nmps:gpu:2\n", 0, {NULL}},
+		{"", 0, {NULL}},
+	};
+	char types[4][EXEC_GPU_TYPE_BYTES];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = exec_slurm_gres_types(cases[i].sinfo, types, 4);
+		ck_assert_msg(n == cases[i].n, "'%s': %d types", cases[i].sinfo, n);
+		for (int k = 0; k < n; k++)
+			ck_assert_str_eq(types[k], cases[i].want[k]);
+	}
+	/* no more than cap */
+	ck_assert_int_eq(exec_slurm_gres_types("gpu:a:1,gpu:b:1,gpu:c:1", types, 2), 2);
+}
+END_TEST
+
 /* One exec_job_run on its own thread. */
 struct call {
 	struct exec *x;
@@ -614,6 +641,7 @@ static Suite *exec_suite(void)
 	tcase_set_timeout(run, 30);
 	tcase_add_test(slurm, verdicts_follow_slurm_states);
 	tcase_add_test(slurm, squeue_lines_parse_and_bad_ones_are_refused);
+	tcase_add_test(slurm, gres_types_come_from_sinfo_lines);
 	tcase_add_test(rows, job_rows_round_trip_and_list_until_recorded);
 	tcase_add_test(rows, a_jobs_run_is_recorded_once);
 	tcase_add_test(run, open_refuses_what_cannot_work);
