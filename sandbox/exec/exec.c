@@ -24,6 +24,11 @@ const char *exec_kind_name(enum exec_kind k)
 	return k == EXEC_SLURM ? "slurm" : "local";
 }
 
+const char *exec_partition(const struct exec *x)
+{
+	return exec_is_remote(x) && x->cfg.partition ? x->cfg.partition : "";
+}
+
 int exec_is_remote(const struct exec *x)
 {
 	return x && x->cfg.kind != EXEC_LOCAL;

@@ -65,6 +65,9 @@ void exec_close(struct exec *x);
 /* 1 when GPU tool calls go to a cluster (x not NULL and not local). */
 int exec_is_remote(const struct exec *x);
 
+/* The Slurm partition (borrowed, valid until exec_close), "" when local. */
+const char *exec_partition(const struct exec *x);
+
 /* "local" or "slurm". Static. */
 const char *exec_kind_name(enum exec_kind k);
 
@@ -76,6 +79,9 @@ typedef void (*exec_progress_fn)(void *arg, double progress, const char *message
 struct exec_job_req {
 	const char *tool;	    /* "check_kernel", ...; borrowed */
 	const json_t *args;	    /* the tool's arguments; borrowed */
+	const json_t *seed;	    /* what the node adds to its data dir before it runs
+			     * the call (call.json's "seed": the daemon's
+			     * calibrations); borrowed, may be NULL */
 	const json_t *keep;	    /* what only the daemon needs back when it
 				     * records the run (call.json's "daemon"), so
 				     * a restarted daemon has it too; borrowed,

@@ -250,8 +250,8 @@ static int prepare_dir(struct exec *x, const struct exec_job_req *req, struct hi
 	if (mkdir(job->dir, 0700))
 		return kf_err_set(err, KF_EIO, "cannot create %s: %s", job->dir, strerror(errno));
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
-	call = json_pack("{s:s, s:O, s:s, s:O*}", "tool", req->tool, "arguments", req->args, "key",
-			 job->key, "daemon", req->keep);
+	call = json_pack("{s:s, s:O, s:s, s:O*, s:O*}", "tool", req->tool, "arguments", req->args,
+			 "key", job->key, "daemon", req->keep, "seed", req->seed);
 	rc = call && json_dump_file(call, p, JSON_COMPACT) == 0
 		     ? 0
 		     : kf_err_set(err, KF_EIO, "cannot write %s", p);

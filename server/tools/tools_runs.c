@@ -176,9 +176,11 @@ static int record_run(struct app *app, const char *job_key, enum history_kind ki
 		run.device_uuid = (char *)g->uuid;
 	} else if (result &&
 		   json_is_string(json_object_get(json_object_get(result, "device"), "name"))) {
-		/* Ran elsewhere (a cluster node): the device its answer names. */
-		run.device_name = (char *)json_string_value(
-			json_object_get(json_object_get(result, "device"), "name"));
+		/* Ran elsewhere (a cluster node): the device its answer names. */ run.device_name =
+			(char *)json_string_value(
+				json_object_get(json_object_get(result, "device"), "name"));
+		run.device_uuid = (char *)json_string_value(
+			json_object_get(json_object_get(result, "device"), "uuid"));
 	}
 	run.job_key = job_key;
 	/* A long summary is cut (at a character boundary) rather than the

@@ -56,14 +56,15 @@ def serve_args(data, *extra, partition="gpu"):
 class Http:
     """kforge serve --http on a free port."""
 
-    def __init__(self, data, *extra, partition="gpu"):
+    def __init__(self, data, *extra, partition="gpu", env=None):
         self.port_file = f"{data}.port"
         if os.path.exists(self.port_file):
             os.unlink(self.port_file)
         self.log = open(f"{data}.log", "ab")
         self.p = subprocess.Popen(
             serve_args(data, "--http", "127.0.0.1:0", "--port-file", self.port_file, *extra,
-                       partition=partition), stdout=self.log, stderr=self.log)
+                       partition=partition), stdout=self.log, stderr=self.log,
+            env={**os.environ, **(env or {})})
         self.port = wait_port_file(self.port_file, self.p)
 
     def post(self, path, body, timeout=300):
@@ -190,9 +191,17 @@ def test_check_bench_and_failures(srv, data):
           keys and not any(os.path.exists(f"{SHARED}/jobs/{k}") for (k,) in keys), keys)
     runs_before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
     st, r = srv.get("/v1/gpus/local")
-    check("get_gpu_specs local answers for a node of the partition",
-          st == 200 and [g.get("device", {}).get("name") for g in r.get("local", [])] ==
-          ["kforge mock GPU"] and r.get("executor", {}).get("node") == "kfnode", r)
+    local = r.get("local", [])
+    check("get_gpu_specs local answers for each GPU type of the partition, from a node of it",
+          st == 200 and sorted(g.get("gres_type", "") for g in local) == ["a100", "h100"] and
+          all(g.get("device", {}).get("name") == "kforge mock GPU" and g.get("node") == "kfnode"
+              for g in local) and
+          r.get("partition") == {"name": "gpu", "gpu_types": ["h100", "a100"]}, r)
+    jobs = db_rows(data, "SELECT slurm_id FROM exec_jobs WHERE tool = 'get_gpu_specs'")
+    check("one get_gpu_specs job per GPU type, each asking Slurm for that type",
+          sorted("gpu:a100:1" in scontrol_job(j) for (j,) in jobs) == [False, True] and
+          sorted("gpu:h100:1" in scontrol_job(j) for (j,) in jobs) == [False, True],
+          [scontrol_job(j) for (j,) in jobs])
     check("get_gpu_specs local records no run and leaves no job open",
           db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs_before and
           db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'") == [(0,)],
@@ -565,12 +574,59 @@ def test_eval_as_arrays():
           len(checks) == 5 and len({c.split("_")[0] for c in checks}) < 5, checks)
 
 
+def test_calibrate_per_type():
+    """kforge calibrate --executor slurm: one exclusive job per GPU type,
+    each calibration recorded and its ceilings stored in the daemon's
+    state.db."""
+    data = f"{T}/d-calib"
+    os.makedirs(data, exist_ok=True)
+    p = subprocess.run([BIN, "calibrate", "--json", "--data-dir", data, "--sandbox=none",
+                        "--executor", "slurm", "--partition", "gpu", "--shared-dir", SHARED,
+                        "--slurm-poll-ms", "200"],
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        r = {}
+    res = r.get("results", [])
+    check("calibrate under Slurm: one calibration per GPU type, measured on the node",
+          p.returncode == 0 and sorted(x.get("gres_type", "") for x in res) == ["a100", "h100"]
+          and all(x.get("gpu") == "kforge mock GPU" and x.get("copy_gbs", 0) > 0 and
+                  x.get("executor", {}).get("node") == "kfnode" for x in res),
+          f"{p.returncode} {p.stderr[-300:]} {r}")
+    ids = [x.get("executor", {}).get("job_id") for x in res]
+    check("each calibrate job asks for its GPU type and the node to itself",
+          all(f"gpu:{x.get('gres_type')}:1" in scontrol_job(j) and
+              "OverSubscribe=NO" in scontrol_job(j) for x, j in zip(res, ids)),
+          [scontrol_job(j) for j in ids])
+    runs = db_rows(data, "SELECT kind, status, device_name FROM runs")
+    ceil = db_rows(data, "SELECT device_name, copy_gbps FROM ceilings")
+    check("calibrate under Slurm: a calibrate run per type and the ceilings in state.db",
+          runs == [("calibrate", "ok", "kforge mock GPU")] * 2 and len(ceil) >= 1 and
+          ceil[0][0] == "kforge mock GPU" and ceil[0][1] > 0, (runs, ceil))
+    # a node with a fresh data dir (no calibration of its own) gets the
+    # daemon's for its GPU type with the benchmark
+    srv = Http(data, env={"KFORGE_NODE_DATA_DIR": f"{T}/node-fresh"})
+    st, b = srv.post("/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0})
+    srv.stop()
+    check("a benchmark on a node without its own calibration reports the daemon's for its type",
+          b.get("passed") is True and isinstance(b.get("ceilings"), dict) and
+          abs(b["ceilings"].get("copy_gbs", 0) - ceil[0][1]) < 1e-6 and
+          os.path.exists(f"{T}/node-fresh/state.db"), (b.get("summary"), b.get("ceilings")))
+    p = subprocess.run([BIN, "calibrate", "--device", "0", "--executor", "slurm",
+                        "--partition", "gpu", "--shared-dir", SHARED],
+                       capture_output=True, text=True, timeout=60)
+    check("--device with --executor slurm is a usage error",
+          p.returncode == 2 and "each GPU type is one job" in p.stderr, p.stderr)
+
+
 def main():
     test_refused_at_start()
     test_refused_jobs()
     test_cancel_and_hangup()
     test_model_answer_and_cancel()
     test_eval_as_arrays()
+    test_calibrate_per_type()
     data = f"{T}/d-main"
     os.makedirs(data, exist_ok=True)
     srv = Http(data, "--max-jobs-per-client", "4")
