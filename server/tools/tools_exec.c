@@ -377,6 +377,33 @@ int tools_exec_gpu_local(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return rc;
 }
 
+static const char *str_of(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+/* A node's calibration (calibrate's answer, borrowed) into app's history;
+ * an error answer is skipped. */
+static void store_ceilings(struct app *app, const json_t *ans)
+{
+	struct history_ceilings c = {0};
+	struct kf_err e = {0};
+
+	if (json_object_get(ans, "error") || !json_is_string(json_object_get(ans, "uuid")))
+		return;
+	snprintf(c.gpu_uuid, sizeof(c.gpu_uuid), "%s",
+		 json_string_value(json_object_get(ans, "uuid")));
+	snprintf(c.device_name, sizeof(c.device_name), "%s", str_of(ans, "gpu"));
+	snprintf(c.method, sizeof(c.method), "%s", str_of(ans, "method"));
+	c.copy_gbps = json_number_value(json_object_get(ans, "copy_gbs"));
+	c.bf16_tflops = json_number_value(json_object_get(ans, "bf16_tflops"));
+	c.fp32_tflops = json_number_value(json_object_get(ans, "fp32_tflops"));
+	if (history_set_ceilings(app->history, &c, &e))
+		log_warn("exec", "ceilings of %s: %s", c.gpu_uuid, e.msg);
+}
+
 int tools_exec_calibrate(struct app *app, json_t **out, struct kf_err *err)
 {
 	struct asker a = {0};
@@ -389,23 +416,8 @@ int tools_exec_calibrate(struct app *app, json_t **out, struct kf_err *err)
 	if (!answers)
 		return rc;
 	/* each type's ceilings in this daemon's history, beside its run */
-	json_array_foreach(answers, k, ans) {
-		struct history_ceilings c = {0};
-		struct kf_err e = {0};
-		if (json_object_get(ans, "error") || !json_is_string(json_object_get(ans, "uuid")))
-			continue;
-		snprintf(c.gpu_uuid, sizeof(c.gpu_uuid), "%s",
-			 json_string_value(json_object_get(ans, "uuid")));
-		snprintf(c.device_name, sizeof(c.device_name), "%s",
-			 json_string_value(json_object_get(ans, "gpu")));
-		snprintf(c.method, sizeof(c.method), "%s",
-			 json_string_value(json_object_get(ans, "method")));
-		c.copy_gbps = json_number_value(json_object_get(ans, "copy_gbs"));
-		c.bf16_tflops = json_number_value(json_object_get(ans, "bf16_tflops"));
-		c.fp32_tflops = json_number_value(json_object_get(ans, "fp32_tflops"));
-		if (history_set_ceilings(app->history, &c, &e))
-			log_warn("exec", "ceilings of %s: %s", c.gpu_uuid, e.msg);
-	}
+	json_array_foreach(answers, k, ans)
+		store_ceilings(app, ans);
 	*out = json_pack("{s:s, s:o, s:o}", "summary", "", "results", answers, "partition",
 			 partition_info(app, types));
 	char sum[512];
@@ -443,6 +455,8 @@ void tools_exec_recovered(void *arg, const struct history_job *job, int rc,
 	record(app, i, job->key, json_object_get(call, "arguments"),
 	       json_object_get(call, "daemon"), out, code, code_msg,
 	       (int64_t)time(NULL) * 1000 - job->created_ms, res, rc);
+	if (code == 0 && GPU_TOOLS[i].kind == HISTORY_CALIBRATE)
+		store_ceilings(app, out);
 	log_info("exec", "slurm job %s (%s) of a previous daemon ended: %s", job->slurm_id,
 		 job->tool, code ? code_msg : "ok");
 	json_decref(out);

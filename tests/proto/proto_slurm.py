@@ -613,6 +613,29 @@ def test_calibrate_per_type():
           b.get("passed") is True and isinstance(b.get("ceilings"), dict) and
           abs(b["ceilings"].get("copy_gbs", 0) - ceil[0][1]) < 1e-6 and
           os.path.exists(f"{T}/node-fresh/state.db"), (b.get("summary"), b.get("ceilings")))
+    # calibrate killed mid-job: a daemon on its data dir records both
+    # types' runs and ceilings when the jobs end
+    data2 = f"{T}/d-calib2"
+    os.makedirs(data2, exist_ok=True)
+    hold(True)
+    clear_started()
+    cal = subprocess.Popen([BIN, "calibrate", "--data-dir", data2, "--sandbox=none",
+                            "--executor", "slurm", "--partition", "gpu", "--shared-dir", SHARED,
+                            "--slurm-poll-ms", "200"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    wait_for(started, "a calibrate job to start on the node")
+    cal.kill()
+    cal.wait()
+    srv = Http(data2)
+    hold(False)
+    wait_for(lambda: [s for _, _, s, _ in exec_jobs(data2)] == ["recorded", "recorded"],
+             "the restarted daemon to record both calibrate jobs")
+    srv.stop()
+    check("calibrate jobs of a killed calibrate are recorded by the next daemon, ceilings too",
+          db_rows(data2, "SELECT kind, status FROM runs") == [("calibrate", "ok")] * 2 and
+          db_rows(data2, "SELECT count(*) FROM ceilings") == [(1,)],
+          (db_rows(data2, "SELECT kind, status, summary FROM runs"),
+           db_rows(data2, "SELECT count(*) FROM ceilings")))
     p = subprocess.run([BIN, "calibrate", "--device", "0", "--executor", "slurm",
                         "--partition", "gpu", "--shared-dir", SHARED],
                        capture_output=True, text=True, timeout=60)

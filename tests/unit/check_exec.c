@@ -474,8 +474,9 @@ static int submissions(void)
 	return n;
 }
 
-START_TEST(queued_calls_go_as_one_array_in_arrival_order)
+START_TEST(queued_calls_go_as_one_array_in_arrival_order_each_its_own)
 {
+	static volatile int zero, cancel4; /* element 2 (call 4) is cancelled */
 	struct exec *x = NULL;
 	struct kf_err err = {0};
 	struct call calls[7];
@@ -483,6 +484,7 @@ START_TEST(queued_calls_go_as_one_array_in_arrival_order)
 	json_t *args = json_pack("{s:{}}", "spec");
 	FILE *f;
 
+	cancel4 = 0;
 	fake_cluster();
 	/* sbatch answers every job in its own directory, naming it */
 	snprintf(body, sizeof(body),
@@ -498,22 +500,26 @@ START_TEST(queued_calls_go_as_one_array_in_arrival_order)
 	fake("sbatch", body);
 	/* the two first jobs run until <dir>/release exists; the array's
 	 * elements are followed through one listing of the whole array (asked
-	 * for alone, they would fail) */
+	 * for alone, they would fail); element 2 runs until it is cancelled */
 	snprintf(body, sizeof(body),
-		 "case \"$*\" in *' -r '*) for i in 0 1 2 3 4; do "
-		 "echo \"7_$i|COMPLETED|None|node7\"; done;; "
+		 "case \"$*\" in *' -r '*) for i in 0 1 3 4; do "
+		 "echo \"7_$i|COMPLETED|None|node7\"; done; echo '7_2|RUNNING|None|node7';; "
 		 "*' 7_'*) echo 'FAILED|None|node7';; *) "
 		 "if [ -f %s/release ]; then echo 'COMPLETED|None|node7'; "
 		 "else echo 'RUNNING|None|node7'; fi;; esac",
 		 dir);
 	fake("squeue", body);
+	snprintf(body, sizeof(body), "echo \"$@\" >> %s/scancel.args", dir);
+	fake("scancel", body);
 	struct exec_config c = slurm_cfg(shared, sizeof(shared));
 	c.max_per_client = 2;
 	ck_assert_msg(exec_open(&c, hist, &x, &err) == 0, "%s", err.msg);
 	for (int i = 0; i < 7; i++) {
 		calls[i] = (struct call){.x = x};
-		calls[i].req =
-			(struct exec_job_req){.tool = "check_kernel", .args = args, .client = "a"};
+		calls[i].req = (struct exec_job_req){.tool = "check_kernel",
+						     .args = args,
+						     .client = "a",
+						     .cancel = i == 4 ? &cancel4 : &zero};
 		ck_assert_int_eq(pthread_create(&calls[i].th, NULL, call_run, &calls[i]), 0);
 		/* the first two take the client's two slots, one at a time; the
 		 * other five queue, in this order */
@@ -527,14 +533,25 @@ START_TEST(queued_calls_go_as_one_array_in_arrival_order)
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
 	for (int i = 0; i < 7; i++)
-		pthread_join(calls[i].th, NULL);
+		if (i != 4)
+			pthread_join(calls[i].th, NULL);
+	cancel4 = 1; /* only its own element is cancelled */
+	pthread_join(calls[4].th, NULL);
+	ck_assert_int_eq(calls[4].rc, KF_ECANCELED);
+	snprintf(p, sizeof(p), "%s/scancel.args", dir);
+	f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fgets(body, sizeof(body), f) && strcmp(body, "7_2\n") == 0);
+	ck_assert(!fgets(body, sizeof(body), f));
+	fclose(f);
 	ck_assert_int_eq(submissions(), 3);
 	for (int i = 0; i < 7; i++) {
 		char want[32];
-		ck_assert_msg(calls[i].rc == 0, "%d: %s", i, calls[i].err.msg);
+		ck_assert_msg(calls[i].rc == (i == 4 ? KF_ECANCELED : 0), "%d: %s", i,
+			      calls[i].err.msg);
 		snprintf(want, sizeof(want), i < 2 ? "4%d" : "7_%d", i < 2 ? i : i - 2);
 		ck_assert_str_eq(calls[i].res.slurm_id, want);
-		if (i >= 2) /* each element its own answer */
+		if (i >= 2 && i != 4) /* each element its own answer */
 			ck_assert_str_eq(
 				json_string_value(json_object_get(
 					json_object_get(calls[i].res.answer, "result"), "dir")),
@@ -650,7 +667,7 @@ static Suite *exec_suite(void)
 	tcase_add_test(run, an_unreachable_controller_is_waited_out);
 	tcase_add_test(run, a_node_failure_is_retried_once_elsewhere);
 	tcase_add_test(run, a_previous_daemons_jobs_are_followed_to_their_end);
-	tcase_add_test(run, queued_calls_go_as_one_array_in_arrival_order);
+	tcase_add_test(run, queued_calls_go_as_one_array_in_arrival_order_each_its_own);
 	suite_add_tcase(s, slurm);
 	suite_add_tcase(s, rows);
 	suite_add_tcase(s, run);
