@@ -217,7 +217,8 @@ static void find_peaks(struct check_env *env, int gpu, enum kf_dtype dt, struct 
 			pk->tflops_kind = "fp32 (CUDA cores)";
 		}
 	}
-	if (env->history && history_get_ceilings(env->history, gi->uuid, &pk->ceil, NULL) == 0)
+	if (env->history &&
+	    history_get_ceilings_of(env->history, gi->uuid, gi->name, &pk->ceil, NULL) == 0)
 		pk->have_ceil = 1;
 }
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,20 @@ int cache_id_valid(const char *id)
 	return i == CACHE_ID_LEN;
 }
 
+/* Whether the process named by a staging or trash dir ("<pid>-...") is
+ * running: several kforge processes may share one cache (the jobs of a
+ * Slurm node share its data dir), and one starting must not remove
+ * another's compile in progress. */
+static int owner_alive(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	if (end == name || *end != '-' || pid <= 0)
+		return 0;
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
 int cache_open(const char *root, unsigned long long cap_bytes, struct cache **out,
 	       struct kf_err *err)
 {
@@ -180,7 +195,8 @@ int cache_open(const char *root, unsigned long long cap_bytes, struct cache **ou
 	while (d && (e = readdir(d))) {
 		if (cache_id_valid(e->d_name))
 			c->total += tree_bytes_at(rfd, e->d_name, 0);
-		else if (!strncmp(e->d_name, ".trash-", 7) || !strncmp(e->d_name, ".stage-", 7))
+		else if ((!strncmp(e->d_name, ".trash-", 7) || !strncmp(e->d_name, ".stage-", 7)) &&
+			 !owner_alive(e->d_name + 7))
 			fs_rm_tree_at(rfd, e->d_name); /* left by a crash */
 	}
 	if (d)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 
 #define EXEC_MAX_PER_CLIENT_DEFAULT 16
 #define EXEC_POLL_MS_DEFAULT	    1000
@@ -22,6 +23,11 @@
 const char *exec_kind_name(enum exec_kind k)
 {
 	return k == EXEC_SLURM ? "slurm" : "local";
+}
+
+const char *exec_partition(const struct exec *x)
+{
+	return exec_is_remote(x) && x->cfg.partition ? x->cfg.partition : "";
 }
 
 int exec_is_remote(const struct exec *x)
@@ -195,6 +201,18 @@ void exec_close(struct exec *x)
 	free(x);
 }
 
+int exec_gpu_types(struct exec *x, char (*types)[EXEC_GPU_TYPE_BYTES], int cap, struct kf_err *err)
+{
+	char out[EXEC_CMD_OUT_BYTES];
+	int rc;
+
+	if (!exec_is_remote(x))
+		return 0;
+	if ((rc = exec_slurm_gres(x->cfg.partition, out, sizeof(out), err)))
+		return rc;
+	return exec_slurm_gres_types(out, types, cap);
+}
+
 void exec_job_result_fini(struct exec_job_result *res)
 {
 	if (!res)
@@ -205,17 +223,90 @@ void exec_job_result_fini(struct exec_job_result *res)
 
 /* --- the per-client queue ---------------------------------------------- */
 
-/* Waits for a place among the client's max_per_client jobs, in arrival
- * order (a FIFO of waiters per client). Returns 0 with *out (pass to
- * client_leave), KF_ECANCELED, KF_EBUSY (closing) or KF_ENOMEM. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits on x->cv for at most ms (x->mu held). */
+static void wait_cv(struct exec *x, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ms * 1000000L;
+	while (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+}
+
+static int alike(const struct exec_waiter *a, const struct exec_waiter *b)
+{
+	return a->exclusive == b->exclusive &&
+	       (a->gres && b->gres ? strcmp(a->gres, b->gres) == 0 : a->gres == b->gres);
+}
+
+/* The head w of c's line takes itself and the calls alike queued behind
+ * it (x->mu held, a slot free): alone, one slot; together, a batch with
+ * the slots free, up to one per element. Returns 0 or KF_ENOMEM. */
+static int admit(struct exec *x, struct exec_client *c, struct exec_waiter *w)
+{
+	struct exec_waiter *e;
+	struct exec_batch *b;
+	int n = 0, free_slots = x->cfg.max_per_client - c->running;
+	for (e = w; e && alike(e, w) && n < EXEC_ARRAY_MAX; e = e->next)
+		n++;
+	if (n == 1) {
+		c->running++;
+		c->waiters = w->next;
+		w->admitted = 1;
+		return 0;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b) {
+		b->jobs = calloc((size_t)n, sizeof(*b->jobs));
+		b->listing = malloc(EXEC_LISTING_BYTES);
+	}
+	if (!b || !b->jobs || !b->listing) {
+		if (b) {
+			free(b->jobs);
+			free(b->listing);
+		}
+		free(b);
+		return KF_ENOMEM;
+	}
+	pthread_mutex_init(&b->list_mu, NULL);
+	b->n = b->remaining = n;
+	b->slots = n < free_slots ? n : free_slots;
+	c->running += b->slots;
+	e = w;
+	for (int i = 0; i < n; i++, e = e->next) {
+		b->jobs[i] = e->job;
+		e->batch = b;
+		e->index = i;
+		e->admitted = 1;
+	}
+	c->waiters = e;
+	return 0;
+}
+
 int exec_client_enter(struct exec *x, const char *name, const volatile int *cancel,
-		      struct exec_client **out)
+		      struct exec_waiter *w, struct exec_client **out)
 {
 	struct exec_client *c;
-	struct exec_waiter w = {0}, **pp;
+	struct exec_waiter **pp;
+	int64_t head_since = -1;
 	int rc = 0;
 
 	*out = NULL;
+	w->next = NULL;
+	w->batch = NULL;
+	w->admitted = 0;
 	pthread_mutex_lock(&x->mu);
 	for (c = x->clients; c && strcmp(c->name, name); c = c->next)
 		;
@@ -230,39 +321,134 @@ int exec_client_enter(struct exec *x, const char *name, const volatile int *canc
 	}
 	for (pp = &c->waiters; *pp; pp = &(*pp)->next)
 		;
-	*pp = &w;
-	while (c->waiters != &w || c->running >= x->cfg.max_per_client) {
-		struct timespec ts;
+	*pp = w;
+	while (!w->admitted) {
 		if (x->closing || (cancel && *cancel)) {
 			rc = x->closing ? KF_EBUSY : KF_ECANCELED;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+		if (c->waiters == w && c->running < x->cfg.max_per_client) {
+			/* The head with a slot: give the calls that arrive with
+			 * it a moment to join its array. */
+			if (head_since < 0)
+				head_since = now_ms();
+			if (now_ms() - head_since >= EXEC_GATHER_MS) {
+				rc = admit(x, c, w);
+				break;
+			}
+			wait_cv(x, EXEC_GATHER_MS);
+			continue;
 		}
-		pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+		head_since = -1;
+		wait_cv(x, 200);
 	}
-	for (pp = &c->waiters; *pp != &w; pp = &(*pp)->next)
-		;
-	*pp = w.next;
-	if (!rc) {
-		c->running++;
+	if (!w->admitted) {
+		for (pp = &c->waiters; *pp != w; pp = &(*pp)->next)
+			;
+		*pp = w->next;
+	} else {
 		*out = c;
+		rc = 0;
 	}
 	pthread_cond_broadcast(&x->cv);
 	pthread_mutex_unlock(&x->mu);
 	return rc;
 }
 
-void exec_client_leave(struct exec *x, struct exec_client *c)
+void exec_client_leave(struct exec *x, struct exec_client *c, struct exec_waiter *w)
 {
+	struct exec_batch *b = w->batch;
+
 	if (!c)
 		return;
 	pthread_mutex_lock(&x->mu);
-	c->running--;
+	if (!b)
+		c->running--;
+	else {
+		/* Slurm runs at most min(slots, remaining) of the array. */
+		if (--b->remaining < b->slots) {
+			b->slots--;
+			c->running--;
+		}
+		if (b->remaining == 0) {
+			pthread_mutex_destroy(&b->list_mu);
+			free(b->listing);
+			free(b->jobs);
+			free(b);
+		}
+	}
 	pthread_cond_broadcast(&x->cv);
 	pthread_mutex_unlock(&x->mu);
+}
+
+int exec_batch_submit(struct exec *x, struct exec_waiter *w, char *said, size_t said_cap,
+		      struct kf_err *err)
+{
+	struct exec_batch *b = w->batch;
+	int rc = 0;
+
+	if (w->index == 0) {
+		char script[PATH_MAX + 16], id[32];
+		struct kf_err e = {0};
+
+		snprintf(script, sizeof(script), "%s/array.sh", w->job->dir);
+		rc = exec_slurm_write_array(&x->cfg, x->cfg.kforge_path, script, b->jobs, b->n,
+					    b->slots, w->exclusive, w->gres, &e);
+		if (!rc)
+			rc = exec_slurm_submit(script, NULL, id, sizeof(id), b->said,
+					       sizeof(b->said), &e);
+		if (!rc && strlen(id) + 12 > sizeof(b->id))
+			rc = kf_err_set(&e, KF_EIO, "sbatch's job id '%s' is too long", id);
+		pthread_mutex_lock(&x->mu);
+		if (!rc) {
+			snprintf(b->id, sizeof(b->id), "%s", id);
+			/* Every row knows its id before any element follows it. */
+			for (int i = 0; i < b->n; i++) {
+				struct kf_err se = {0};
+				snprintf(b->jobs[i]->slurm_id, sizeof(b->jobs[i]->slurm_id),
+					 "%s_%d", id, i);
+				if (history_job_update(x->history, b->jobs[i], &se))
+					log_warn("exec", "job %s: %s", b->jobs[i]->key, se.msg);
+			}
+		} else if (!b->said[0])
+			snprintf(b->said, sizeof(b->said), "%s", e.msg);
+		b->rc = rc;
+		b->done = 1;
+		pthread_cond_broadcast(&x->cv);
+		pthread_mutex_unlock(&x->mu);
+	}
+	pthread_mutex_lock(&x->mu);
+	while (!b->done)
+		wait_cv(x, 200);
+	rc = b->rc;
+	snprintf(said, said_cap, "%s", rc ? b->said : "");
+	pthread_mutex_unlock(&x->mu);
+	if (rc)
+		return kf_err_set(err, rc, "slurm refused the job array: %s", said);
+	return 0;
+}
+
+int exec_batch_query(struct exec *x, struct exec_batch *b, const char *id, char *state,
+		     size_t state_cap, char *reason, size_t reason_cap, char *nodes,
+		     size_t nodes_cap)
+{
+	size_t k = strlen(id);
+	int rc = KF_ENOTFOUND;
+
+	pthread_mutex_lock(&b->list_mu);
+	if (!b->listed_ms || now_ms() - b->listed_ms >= x->cfg.poll_ms / 2) {
+		if (exec_slurm_list_array(b->id, b->listing, EXEC_LISTING_BYTES))
+			b->listing[0] = '\0';
+		b->listed_ms = now_ms();
+	}
+	for (const char *l = b->listing; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, id, k) == 0 && l[k] == '|') {
+			rc = exec_slurm_parse_line(l + k + 1, state, state_cap, reason, reason_cap,
+						   nodes, nodes_cap);
+			break;
+		}
+	pthread_mutex_unlock(&b->list_mu);
+	if (rc)
+		rc = exec_slurm_query(id, state, state_cap, reason, reason_cap, nodes, nodes_cap);
+	return rc;
 }

@@ -9,7 +9,10 @@
  * row in state.db (history_job) from before submission until its run is
  * recorded, so a restarted daemon follows its jobs again (exec_recover)
  * and each run is recorded once. A job lost to a node failure or
- * preemption is resubmitted once, away from that node. Thread-safe. */
+ * preemption is resubmitted once, away from that node. Calls of one
+ * client that queue together go to Slurm as one job array, each element
+ * still its own job to the caller (row, directory, answer, retry).
+ * Thread-safe. */
 #ifndef KF_EXEC_H
 #define KF_EXEC_H
 
@@ -62,6 +65,9 @@ void exec_close(struct exec *x);
 /* 1 when GPU tool calls go to a cluster (x not NULL and not local). */
 int exec_is_remote(const struct exec *x);
 
+/* The Slurm partition (borrowed, valid until exec_close), "" when local. */
+const char *exec_partition(const struct exec *x);
+
 /* "local" or "slurm". Static. */
 const char *exec_kind_name(enum exec_kind k);
 
@@ -73,8 +79,17 @@ typedef void (*exec_progress_fn)(void *arg, double progress, const char *message
 struct exec_job_req {
 	const char *tool;	    /* "check_kernel", ...; borrowed */
 	const json_t *args;	    /* the tool's arguments; borrowed */
+	const json_t *seed;	    /* what the node adds to its data dir before it runs
+			     * the call (call.json's "seed": the daemon's
+			     * calibrations); borrowed, may be NULL */
+	const json_t *keep;	    /* what only the daemon needs back when it
+				     * records the run (call.json's "daemon"), so
+				     * a restarted daemon has it too; borrowed,
+				     * may be NULL */
 	const char *client;	    /* per-client limit key; NULL = "rest" */
 	int exclusive;		    /* 1: the node to itself (benchmarks) */
+	const char *gres;	    /* --gres for this job ("gpu:h100:1": a GPU type of
+				     * the partition); NULL = the executor's */
 	const volatile int *cancel; /* polled; set: scancel; may be NULL */
 	exec_progress_fn progress;  /* may be NULL */
 	void *progress_arg;
@@ -114,6 +129,18 @@ int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job
  * KF_ENOTFOUND, KF_EDB. */
 int exec_job_close(struct exec *x, const char *key, struct kf_err *err)
 	__attribute__((warn_unused_result));
+
+/* The GPU types of the partition, from `sinfo -h -p P -o %G` (gres
+ * "gpu:h100:4(S:0-1),gpu:a100:2"): up to cap distinct types into types
+ * (each < EXEC_GPU_TYPE_BYTES), in sinfo's order. Untyped GPUs ("gpu:2")
+ * give none. Returns the count (0..cap), or KF_EIO when sinfo failed. */
+#define EXEC_GPU_TYPE_BYTES 32
+int exec_gpu_types(struct exec *x, char (*types)[EXEC_GPU_TYPE_BYTES], int cap, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* The GPU types named in sinfo's %G output (one node group a line), as
+ * exec_gpu_types. Exposed for tests. */
+int exec_slurm_gres_types(const char *sinfo_out, char (*types)[EXEC_GPU_TYPE_BYTES], int cap);
 
 /* Frees res->answer. */
 void exec_job_result_fini(struct exec_job_result *res);

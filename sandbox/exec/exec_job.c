@@ -131,8 +131,8 @@ static int finish(struct history_job *job, struct exec_job_result *res, const ch
 
 /* Follows job until it ends: resubmits once (attempt 1, excluding the
  * node) after a node failure or preemption; scancels on cancel. */
-static int follow(struct exec *x, struct history_job *job, const struct exec_job_req *req,
-		  struct exec_job_result *res, struct kf_err *err)
+static int follow(struct exec *x, struct history_job *job, struct exec_batch *b,
+		  const struct exec_job_req *req, struct exec_job_result *res, struct kf_err *err)
 {
 	char state[64] = "", reason[256] = "", nodes[128] = "", last[400] = "";
 	const volatile int *cancel = req ? req->cancel : NULL;
@@ -152,8 +152,10 @@ static int follow(struct exec *x, struct history_job *job, const struct exec_job
 					  "the daemon is stopping; slurm job %s "
 					  "continues and a restarted daemon records it",
 					  job->slurm_id);
-		int q = exec_slurm_query(job->slurm_id, state, sizeof(state), reason,
-					 sizeof(reason), nodes, sizeof(nodes));
+		int q = b ? exec_batch_query(x, b, job->slurm_id, state, sizeof(state), reason,
+					     sizeof(reason), nodes, sizeof(nodes))
+			  : exec_slurm_query(job->slurm_id, state, sizeof(state), reason,
+					     sizeof(reason), nodes, sizeof(nodes));
 		if (q == KF_EIO) {
 			/* The controller is away; the job is not lost. */
 			if (strcmp(last, "unreachable")) {
@@ -201,8 +203,11 @@ static int follow(struct exec *x, struct history_job *job, const struct exec_job
 			char old[32];
 			snprintf(old, sizeof(old), "%s", job->slurm_id);
 			struct kf_err se = {0};
-			rc = exec_slurm_submit(job->dir, nodes, job->slurm_id,
-					       sizeof(job->slurm_id), said, sizeof(said), &se);
+			char script[PATH_MAX];
+			/* alone, also an array's element: only it failed */
+			snprintf(script, sizeof(script), "%s/job.sh", job->dir);
+			rc = exec_slurm_submit(script, nodes, job->slurm_id, sizeof(job->slurm_id),
+					       said, sizeof(said), &se);
 			if (rc) {
 				snprintf(res->said, sizeof(res->said),
 					 "job %s: %.100s on %.60s; the retry was refused: %.200s",
@@ -211,6 +216,7 @@ static int follow(struct exec *x, struct history_job *job, const struct exec_job
 				return kf_err_set(err, KF_EFAULT, "slurm %s", res->said);
 			}
 			save(x, job);
+			b = NULL; /* a job of its own now */
 			last[0] = '\0';
 			continue;
 		}
@@ -244,15 +250,32 @@ static int prepare_dir(struct exec *x, const struct exec_job_req *req, struct hi
 	if (mkdir(job->dir, 0700))
 		return kf_err_set(err, KF_EIO, "cannot create %s: %s", job->dir, strerror(errno));
 	snprintf(p, sizeof(p), "%s/call.json", job->dir);
-	call = json_pack("{s:s, s:O, s:s}", "tool", req->tool, "arguments", req->args, "key",
-			 job->key);
+	call = json_pack("{s:s, s:O, s:s, s:O*, s:O*}", "tool", req->tool, "arguments", req->args,
+			 "key", job->key, "daemon", req->keep, "seed", req->seed);
 	rc = call && json_dump_file(call, p, JSON_COMPACT) == 0
 		     ? 0
 		     : kf_err_set(err, KF_EIO, "cannot write %s", p);
 	json_decref(call);
 	if (!rc)
 		rc = exec_slurm_write_script(&x->cfg, x->cfg.kforge_path, job->dir, job->key,
-					     req->exclusive, err);
+					     req->exclusive, req->gres, err);
+	return rc;
+}
+
+/* Submits job: alone (its job.sh), or as its batch's element. */
+static int submit(struct exec *x, struct exec_waiter *w, struct exec_job_result *res,
+		  struct kf_err *err)
+{
+	char script[PATH_MAX];
+	int rc;
+
+	if (w->batch)
+		return exec_batch_submit(x, w, res->said, sizeof(res->said), err);
+	snprintf(script, sizeof(script), "%s/job.sh", w->job->dir);
+	rc = exec_slurm_submit(script, NULL, w->job->slurm_id, sizeof(w->job->slurm_id), res->said,
+			       sizeof(res->said), err);
+	if (!rc)
+		save(x, w->job);
 	return rc;
 }
 
@@ -260,46 +283,56 @@ int exec_job_run(struct exec *x, const struct exec_job_req *req, struct exec_job
 		 struct kf_err *err)
 {
 	struct history_job job = {0};
+	struct exec_waiter w = {0};
 	struct exec_client *c = NULL;
+	const char *client = req->client ? req->client : "rest";
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (!exec_is_remote(x))
 		return kf_err_set(err, KF_EINVAL, "exec: the local executor runs no jobs here");
-	rc = exec_client_enter(x, req->client ? req->client : "rest", req->cancel, &c);
-	if (rc)
-		return kf_err_set(err, rc,
-				  rc == KF_ECANCELED ? "cancelled while queued"
-				  : rc == KF_EBUSY   ? "the daemon is stopping"
-						     : "out of memory");
 	snprintf(job.tool, sizeof(job.tool), "%s", req->tool);
-	snprintf(job.client, sizeof(job.client), "%s", req->client ? req->client : "rest");
+	snprintf(job.client, sizeof(job.client), "%s", client);
 	job.state = HISTORY_JOB_SUBMITTED;
 	if ((rc = history_job_add(x->history, &job, err)))
-		goto out;
+		return rc;
 	snprintf(res->key, sizeof(res->key), "%s", job.key);
+	/* Ready before it queues, so calls that reach the head of the line
+	 * together go to Slurm as one array. */
 	rc = prepare_dir(x, req, &job, err);
 	snprintf(res->dir, sizeof(res->dir), "%s", job.dir);
 	if (rc)
 		goto end;
 	save(x, &job);
+	w.job = &job;
+	w.exclusive = req->exclusive;
+	w.gres = req->gres;
+	rc = exec_client_enter(x, client, req->cancel, &w, &c);
+	if (rc) {
+		rc = kf_err_set(err, rc,
+				rc == KF_ECANCELED ? "cancelled while queued for Slurm"
+				: rc == KF_EBUSY   ? "the daemon is stopping"
+						   : "out of memory");
+		if (rc == KF_ECANCELED) {
+			snprintf(job.reason, sizeof(job.reason), "cancelled while queued");
+			fs_rm_tree(job.dir); /* never submitted: nothing to keep */
+		}
+		goto end;
+	}
 	res->attempts = 1;
-	rc = exec_slurm_submit(job.dir, NULL, job.slurm_id, sizeof(job.slurm_id), res->said,
-			       sizeof(res->said), err);
+	rc = submit(x, &w, res, err);
 	if (rc) {
 		snprintf(job.reason, sizeof(job.reason), "sbatch: %.240s", res->said);
 		goto end;
 	}
-	save(x, &job);
-	rc = follow(x, &job, req, res, err);
+	rc = follow(x, &job, w.batch, req, res, err);
 end:
 	/* The daemon stopping leaves the job SUBMITTED for the next one. */
 	if (rc != KF_EBUSY) {
 		job.state = HISTORY_JOB_ENDED;
 		save(x, &job);
 	}
-out:
-	exec_client_leave(x, c);
+	exec_client_leave(x, c, &w);
 	return rc;
 }
 
@@ -342,12 +375,12 @@ static void *recover_one(void *arg)
 		rc = read_answer(job->dir, &res.answer, &err);
 		if (rc == KF_ENOTFOUND)
 			rc = kf_err_set(&err, KF_EFAULT,
-					"the daemon stopped while submitting the job; Slurm has "
-					"no job named kforge-%s",
+					"the daemon stopped before the job reached Slurm (queued "
+					"or being submitted); Slurm has no job named kforge-%s",
 					job->key);
 	} else {
 		save(r->x, job);
-		rc = follow(r->x, job, NULL, &res, &err);
+		rc = follow(r->x, job, NULL, NULL, &res, &err);
 	}
 	if (rc != KF_EBUSY) {
 		job->state = HISTORY_JOB_ENDED;

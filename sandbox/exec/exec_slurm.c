@@ -128,19 +128,14 @@ static void one_line(const char *in, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, const char *dir,
-			    const char *key, int exclusive, struct kf_err *err)
+/* The #SBATCH lines every job of cfg has: name, partition, gres, account,
+ * time limit, --exclusive for a node to itself, --no-requeue. */
+static void sbatch_options(FILE *f, const struct exec_config *cfg, const char *name, int exclusive,
+			   const char *gres)
 {
-	char p[PATH_MAX];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/job.sh", dir);
-	f = fopen(p, "w");
-	if (!f)
-		return kf_err_set(err, KF_EIO, "cannot write %s: %s", p, strerror(errno));
-	fprintf(f, "#!/bin/sh\n#SBATCH --job-name=kforge-%s\n#SBATCH --partition=%s\n", key,
+	fprintf(f, "#!/bin/sh\n#SBATCH --job-name=%s\n#SBATCH --partition=%s\n", name,
 		cfg->partition);
-	fprintf(f, "#SBATCH --gres=%s\n", cfg->gres ? cfg->gres : "gpu:1");
+	fprintf(f, "#SBATCH --gres=%s\n", gres ? gres : cfg->gres ? cfg->gres : "gpu:1");
 	if (cfg->account)
 		fprintf(f, "#SBATCH --account=%s\n", cfg->account);
 	if (cfg->time_limit)
@@ -149,7 +144,22 @@ int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, c
 		fprintf(f, "#SBATCH --exclusive\n");
 	/* A node failure comes back to the daemon, which retries it once
 	 * elsewhere; Slurm's own requeue would run it again unseen. */
-	fprintf(f, "#SBATCH --no-requeue\n#SBATCH --output=%s/slurm-%%j.out\n", dir);
+	fprintf(f, "#SBATCH --no-requeue\n");
+}
+
+int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, const char *dir,
+			    const char *key, int exclusive, const char *gres, struct kf_err *err)
+{
+	char p[PATH_MAX], name[64];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/job.sh", dir);
+	f = fopen(p, "w");
+	if (!f)
+		return kf_err_set(err, KF_EIO, "cannot write %s: %s", p, strerror(errno));
+	snprintf(name, sizeof(name), "kforge-%s", key);
+	sbatch_options(f, cfg, name, exclusive, gres);
+	fprintf(f, "#SBATCH --output=%s/slurm-%%j.out\n", dir);
 	fprintf(f, "#SBATCH --chdir=%s\nexec '%s' exec-job '%s'%s\n", dir, kforge, dir,
 		cfg->sandbox_none ? " --sandbox=none" : "");
 	if (fclose(f))
@@ -157,15 +167,41 @@ int exec_slurm_write_script(const struct exec_config *cfg, const char *kforge, c
 	return 0;
 }
 
-int exec_slurm_submit(const char *dir, const char *exclude, char *id, size_t id_cap, char *said,
+int exec_slurm_write_array(const struct exec_config *cfg, const char *kforge, const char *script,
+			   struct history_job *const *jobs, int n, int throttle, int exclusive,
+			   const char *gres, struct kf_err *err)
+{
+	char name[64];
+	FILE *f = fopen(script, "w");
+
+	if (!f)
+		return kf_err_set(err, KF_EIO, "cannot write %s: %s", script, strerror(errno));
+	snprintf(name, sizeof(name), "kforge-array-%s", jobs[0]->key);
+	sbatch_options(f, cfg, name, exclusive, gres);
+	/* Each element writes its own log into its own directory; Slurm's
+	 * one --output pattern cannot name n directories. */
+	fprintf(f, "#SBATCH --array=0-%d%%%d\n#SBATCH --output=/dev/null\n", n - 1, throttle);
+	fprintf(f, "case \"$SLURM_ARRAY_TASK_ID\" in\n");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%d) d='%s' ;;\n", i, jobs[i]->dir);
+	fprintf(f, "*) echo \"kforge: no element $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n");
+	fprintf(f,
+		"exec >\"$d/slurm-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out\" 2>&1\n"
+		"cd \"$d\" && exec '%s' exec-job \"$d\"%s\n",
+		kforge, cfg->sandbox_none ? " --sandbox=none" : "");
+	if (fclose(f))
+		return kf_err_set(err, KF_EIO, "cannot write %s", script);
+	return 0;
+}
+
+int exec_slurm_submit(const char *script, const char *exclude, char *id, size_t id_cap, char *said,
 		      size_t said_cap, struct kf_err *err)
 {
-	char script[PATH_MAX], excl[300], out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
+	char excl[300], out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
 	const char *argv[5] = {"sbatch", "--parsable"};
 	int n = 2, status, rc;
 
 	said[0] = id[0] = '\0';
-	snprintf(script, sizeof(script), "%s/job.sh", dir);
 	if (exclude && *exclude) {
 		snprintf(excl, sizeof(excl), "--exclude=%s", exclude);
 		argv[n++] = excl;
@@ -232,6 +268,21 @@ int exec_slurm_query(const char *id, char *state, size_t state_cap, char *reason
 	return down ? KF_EIO : KF_ENOTFOUND;
 }
 
+int exec_slurm_list_array(const char *array_id, char *out, size_t cap)
+{
+	char errout[EXEC_CMD_OUT_BYTES];
+	const char *argv[] = {"squeue", "-h",	  "-r", "-t",	       "all",
+			      "-j",	array_id, "-o", "%i|%T|%r|%N", NULL};
+	struct kf_err e = {0};
+	int status;
+
+	if (exec_cmd(argv, out, cap, errout, sizeof(errout), &status, &e) || status) {
+		out[0] = '\0';
+		return KF_EIO;
+	}
+	return 0;
+}
+
 int exec_slurm_find(const char *key, char *id, size_t id_cap)
 {
 	char name[64], out[EXEC_CMD_OUT_BYTES], errout[EXEC_CMD_OUT_BYTES];
@@ -278,6 +329,61 @@ int exec_slurm_partitions(char *out, size_t cap, struct kf_err *err)
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
 		if (n + 2 < cap && !strstr(out, line))
 			n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", line);
+	return 0;
+}
+
+int exec_slurm_gres_types(const char *sinfo_out, char (*types)[EXEC_GPU_TYPE_BYTES], int cap)
+{
+	int n = 0;
+	const char *p = sinfo_out;
+
+	while (p && *p && n < cap) {
+		/* one entry: up to a ',' or newline outside parentheses */
+		size_t len = 0;
+		int depth = 0;
+		while (p[len] && p[len] != '\n' && (depth || p[len] != ',')) {
+			depth += p[len] == '(' ? 1 : p[len] == ')' && depth ? -1 : 0;
+			len++;
+		}
+		size_t core = strcspn(p, "(,\n");
+		if (core > len)
+			core = len;
+		const char *c1 = memchr(p, ':', core);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', core - (size_t)(c1 + 1 - p)) : NULL;
+		/* "gpu:TYPE:COUNT": typed; "gpu:COUNT" or another gres: not */
+		if (c1 && c2 && c1 - p == 3 && !strncmp(p, "gpu", 3) && c2 > c1 + 1 &&
+		    (size_t)(c2 - c1 - 1) < EXEC_GPU_TYPE_BYTES) {
+			char t[EXEC_GPU_TYPE_BYTES];
+			int ok = 1, seen = 0;
+			snprintf(t, sizeof(t), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+			for (const char *c = t; *c; c++)
+				ok &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+				      (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' ||
+				      *c == '.';
+			for (int i = 0; i < n; i++)
+				seen |= strcmp(types[i], t) == 0;
+			if (ok && !seen)
+				snprintf(types[n++], EXEC_GPU_TYPE_BYTES, "%s", t);
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	return n;
+}
+
+int exec_slurm_gres(const char *partition, char *out, size_t cap, struct kf_err *err)
+{
+	char errout[EXEC_CMD_OUT_BYTES], said[EXEC_SAID_BYTES];
+	const char *argv[] = {"sinfo", "-h", "-p", partition, "-o", "%G", NULL};
+	int status, rc = exec_cmd(argv, out, cap, errout, sizeof(errout), &status, err);
+
+	if (rc)
+		return rc;
+	if (status) {
+		one_line(errout, said, sizeof(said));
+		return kf_err_set(err, KF_EIO, "sinfo -p %s -o %%G failed: %s", partition, said);
+	}
 	return 0;
 }
 

@@ -174,6 +174,20 @@ int history_set_ceilings(struct history *h, const struct history_ceilings *c, st
 int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
 			 struct kf_err *err) __attribute__((warn_unused_result));
 
+/* history_get_ceilings for gpu_uuid, else the newest calibration of a GPU
+ * named device_name (another GPU of the same model: a cluster's nodes of
+ * one type share one calibration). Returns 0, KF_ENOTFOUND, KF_EDB. */
+int history_get_ceilings_of(struct history *h, const char *gpu_uuid, const char *device_name,
+			    struct history_ceilings *out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+#define HISTORY_CEILINGS_MAX 256 /* calibrations history_list_ceilings returns */
+
+/* Every calibration, oldest first (at most HISTORY_CEILINGS_MAX): *out
+ * (new, free()) and *n. Returns 0, KF_ENOMEM, KF_EDB. */
+int history_list_ceilings(struct history *h, struct history_ceilings **out, size_t *n,
+			  struct kf_err *err) __attribute__((warn_unused_result));
+
 /* --- exec jobs: GPU jobs handed to a cluster executor (sandbox/exec/) ----
  * One row per job from submission until its run is recorded, so a daemon
  * restarted mid-job finds its jobs again (history_jobs_pending) and records

@@ -165,6 +165,12 @@ int cli_main(int argc, char **argv);
 struct exec_config;
 int cli_exec_serve_opt(int argc, char **argv, int *i, struct exec_config *xc, struct kf_err *err);
 
+/* kforge calibrate on this host's GPU device (-1: the first free one),
+ * recorded as a calibrate run: *out (new) the calibration, or an error
+ * result. Returns bench_calibrate's code (cli_gpu.c; also what a Slurm
+ * node runs for the calibrate job). */
+int cli_calibrate_result(struct app *app, int device, json_t **out, struct kf_err *err);
+
 /* KF_EINVAL when Slurm options were given without --executor slurm. */
 int cli_exec_serve_check(const struct exec_config *xc, struct kf_err *err);
 

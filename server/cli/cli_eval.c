@@ -9,6 +9,7 @@
 #include "server/cli/cli.h"
 #include "server/cli/cli_opts.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "base/fs.h"
 #include "kernels/op.h"
+#include "sandbox/exec/exec.h"
 #include "server/cli/cli_eval.h"
 #include "server/mcp/mcp.h"
 
@@ -42,6 +44,10 @@ static const char EVAL_USAGE[] =
 	"  --only ID,ID    these tasks only\n"
 	"  --timeout-s N   per harness run (default 30)\n"
 	"  --budget-ms N   benchmark budget per size (default 500)\n"
+	"  --executor slurm --partition P --shared-dir DIR [--gres G] [--account A]\n"
+	"  [--time-limit T] [--max-jobs-per-client N]\n"
+	"                  score on a Slurm cluster, every task at once: the checks\n"
+	"                  (then the benchmarks) go as job arrays (docs/runs.md)\n"
 	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge eval prompt rmsnorm_bf16\n"
@@ -255,12 +261,60 @@ static int in_list(const char *list, const char *id)
 	return 0;
 }
 
+/* One task scored on its own thread (under a cluster executor). */
+struct scoring {
+	struct app *app;
+	const char *dir;
+	const json_t *task;
+	int timeout_s, budget_ms;
+	json_t *row;
+	pthread_t th;
+	int started;
+};
+
+static void *score_thread(void *arg)
+{
+	struct scoring *s = arg;
+
+	s->row = score(s->app, s->dir, s->task, s->timeout_s, s->budget_ms);
+	return NULL;
+}
+
+/* Scores every selected task at once, rows in task order: their checks
+ * queue together at the executor and go to Slurm as job arrays, then the
+ * correct ones' benchmarks. A task whose thread cannot start is scored
+ * here. */
+static void score_all(struct app *app, const char *dir, json_t *sel, int timeout_s, int budget_ms,
+		      json_t *rows)
+{
+	size_t n = json_array_size(sel), i;
+	struct scoring *s = calloc(n, sizeof(*s));
+
+	for (i = 0; s && i < n; i++) {
+		s[i] = (struct scoring){.app = app,
+					.dir = dir,
+					.task = json_array_get(sel, i),
+					.timeout_s = timeout_s,
+					.budget_ms = budget_ms};
+		s[i].started = pthread_create(&s[i].th, NULL, score_thread, &s[i]) == 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (s && s[i].started)
+			pthread_join(s[i].th, NULL);
+		json_array_append_new(rows, s && s[i].started
+						    ? s[i].row
+						    : score(app, dir, json_array_get(sel, i),
+							    timeout_s, budget_ms));
+	}
+	free(s);
+}
+
 static int run_main(const struct cli_common *co, const json_t *tasks, const char *dir,
 		    const char *only, int timeout_s, int budget_ms, const char *out)
 {
 	struct kf_err err = {0};
 	struct app *app = NULL;
-	json_t *rows = json_array(), *t, *res;
+	json_t *rows = json_array(), *sel = json_array(), *t, *res;
 	struct stat st;
 	size_t i, n = 0;
 	int rc;
@@ -269,6 +323,7 @@ static int run_main(const struct cli_common *co, const json_t *tasks, const char
 		return cli_usage_error("eval", "SOLUTIONS_DIR %s is not a directory", dir);
 	if ((rc = cli_app_open(co, &app, &err))) {
 		fprintf(stderr, "kforge: %s\n", err.msg);
+		json_decref(sel);
 		json_decref(rows);
 		return cli_exit_code(rc);
 	}
@@ -278,8 +333,14 @@ static int run_main(const struct cli_common *co, const json_t *tasks, const char
 			continue;
 		n++;
 		fprintf(stderr, "kforge eval: %s\n", id);
-		json_array_append_new(rows, score(app, dir, t, timeout_s, budget_ms));
+		if (exec_is_remote(app->exec))
+			json_array_append(sel, t);
+		else
+			json_array_append_new(rows, score(app, dir, t, timeout_s, budget_ms));
 	}
+	if (json_array_size(sel))
+		score_all(app, dir, sel, timeout_s, budget_ms, rows);
+	json_decref(sel);
 	app_close(app);
 	res = report(rows, n);
 	if (out && json_dump_file(res, out, JSON_INDENT(1)) != 0)
@@ -315,6 +376,7 @@ static int eval_main(int argc, char **argv)
 	int timeout_s = 30, budget_ms = 500, rc;
 	char dir[2048];
 	json_t *tasks = NULL;
+	struct exec_config xc = {.kind = EXEC_LOCAL};
 
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
@@ -333,7 +395,8 @@ static int eval_main(int argc, char **argv)
 			out = v;
 		else if (!missing &&
 			 ((rc = cli_opts_take(&EVAL_CHECK_OPTS, argc, argv, &i, limits, &err)) ||
-			  (rc = cli_opts_take(&EVAL_BENCH_OPTS, argc, argv, &i, limits, &err)))) {
+			  (rc = cli_opts_take(&EVAL_BENCH_OPTS, argc, argv, &i, limits, &err)) ||
+			  (rc = cli_exec_serve_opt(argc, argv, &i, &xc, &err)))) {
 			if (rc < 0) {
 				json_decref(limits);
 				return cli_usage_error("eval", "%s", err.msg);
@@ -350,6 +413,10 @@ static int eval_main(int argc, char **argv)
 	if (json_object_get(limits, "budget_ms"))
 		budget_ms = (int)json_number_value(json_object_get(limits, "budget_ms"));
 	json_decref(limits);
+	if (cli_exec_serve_check(&xc, &err))
+		return cli_usage_error("eval", "%s", err.msg);
+	xc.sandbox_none = co.sandbox == APP_SANDBOX_NONE;
+	co.exec = &xc;
 	if (strcmp(argv[1], "list") && !pos)
 		return cli_usage_error("eval", "%s needs %s", argv[1],
 				       strcmp(argv[1], "run") ? "TASK" : "SOLUTIONS_DIR");

@@ -11,8 +11,10 @@
 #include "server/cli/cli_opts.h"
 #include "server/mcp/mcp.h"
 #include "sandbox/check/bench.h"
+#include "sandbox/exec/exec.h"
 #include "sandbox/pool/gpu.h"
 #include "sandbox/spec/spec.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
 #define SPEC_FILE_MAX_BYTES (8u << 20)
@@ -99,11 +101,16 @@ static const char BENCH_USAGE_TAIL[] = "\n" CLI_COMMON_HELP "\n"
 
 static const char CALIBRATE_USAGE[] =
 	"usage: kforge calibrate [--device N] [--json]\n"
+	"       kforge calibrate --executor slurm --partition P --shared-dir DIR [--gres G]\n"
+	"                        [--account A] [--time-limit T] [--json]\n"
 	"\n"
 	"Measures this GPU's ceilings once: device-to-device copy bandwidth (read +\n"
 	"write bytes) and cuBLAS bf16 and fp32 matmul throughput, and stores them in\n"
 	"state.db; benchmarks then report % of these measured ceilings.\n"
 	"  --device N   the CUDA device ordinal (default: the first free GPU)\n"
+	"With --executor slurm: one exclusive job per GPU type of the partition (sinfo's\n"
+	"gres types; one job when untyped) calibrates a node of that type; each is\n"
+	"stored here per type and in the node's data dir (docs/runs.md).\n"
 	"\n" CLI_COMMON_HELP;
 
 /* A spec file may name its CUDA source as "source_file" (relative to the
@@ -576,19 +583,44 @@ static json_t *calibration_json(const struct bench_calibration *cal)
 				"method", hc->method);
 	if (out && cal->cublas)
 		json_object_set(out, "cublas", cal->cublas);
+	/* the device as check and benchmark answers name it (a node's run
+	 * is recorded with it) */
+	if (out)
+		json_object_set_new(
+			out, "device",
+			json_pack("{s:s, s:s}", "name", hc->device_name, "uuid", hc->gpu_uuid));
 	return out;
+}
+
+int cli_calibrate_result(struct app *app, int device, json_t **out, struct kf_err *err)
+{
+	struct bench_calibration cal;
+	int gpu = -1;
+	int64_t t0 = tools_runs_now_ms();
+	int rc = bench_calibrate(&app->check, device, NULL, &cal, &gpu, err);
+	json_t *args = json_pack("{s:i}", "device", device);
+	*out = rc ? NULL : calibration_json(&cal);
+	bench_calibration_fini(&cal);
+	if (rc)
+		*out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
+				 kf_err_name(rc), "message", err->msg);
+	tools_runs_record(app, HISTORY_CALIBRATE, args, *out, rc, err->msg, gpu,
+			  tools_runs_now_ms() - t0, NULL);
+	json_decref(args);
+	return rc;
 }
 
 static int calibrate_main(int argc, char **argv)
 {
 	struct cli_common co;
 	struct kf_err err = {0};
+	struct exec_config xc = {.kind = EXEC_LOCAL};
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("calibrate", "%s", err.msg);
 	int device = -1;
 	for (int i = 1; i < argc; i++) {
-		int missing = 0;
+		int missing = 0, r;
 		const char *v = cli_opt_value(argc, argv, &i, "--device", &missing);
 		double d = 0;
 		if (v) {
@@ -596,33 +628,33 @@ static int calibrate_main(int argc, char **argv)
 			if (rc)
 				return rc;
 			device = (int)d;
+		} else if (!missing && (r = cli_exec_serve_opt(argc, argv, &i, &xc, &err))) {
+			if (r < 0)
+				return cli_usage_error("calibrate", "%s", err.msg);
 		} else
 			return cli_usage_error("calibrate", "%s %s",
 					       missing ? "needs a value:" : "unknown option",
 					       argv[i]);
 	}
+	if (cli_exec_serve_check(&xc, &err))
+		return cli_usage_error("calibrate", "%s", err.msg);
+	if (xc.kind == EXEC_SLURM && device >= 0)
+		return cli_usage_error("calibrate", "--device picks a GPU of this host; with "
+						    "--executor slurm each GPU type is one job");
+	xc.sandbox_none = co.sandbox == APP_SANDBOX_NONE;
+	co.exec = &xc;
 	struct app *app = NULL;
 	int rc = cli_app_open(&co, &app, &err);
 	if (rc) {
 		fprintf(stderr, "kforge: %s\n", err.msg);
 		return CLI_EXIT_ENV;
 	}
-	struct bench_calibration cal;
-	int gpu = -1;
-	int64_t t0 = tools_runs_now_ms();
-	rc = bench_calibrate(&app->check, device, NULL, &cal, &gpu, &err);
-	json_t *args = json_pack("{s:i}", "device", device);
-	json_t *out = rc ? NULL : calibration_json(&cal);
-	bench_calibration_fini(&cal);
-	if (rc)
-		out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err.msg, "error", "code",
-				kf_err_name(rc), "message", err.msg);
-	tools_runs_record(app, HISTORY_CALIBRATE, args, out, rc, err.msg, gpu,
-			  tools_runs_now_ms() - t0, NULL);
-	json_decref(args);
+	json_t *out = NULL;
+	rc = exec_is_remote(app->exec) ? tools_exec_calibrate(app, &out, &err)
+				       : cli_calibrate_result(app, device, &out, &err);
 	if (rc)
 		fprintf(stderr, "kforge: %s\n", err.msg);
-	else
+	if (!rc || (out && exec_is_remote(app->exec)))
 		cli_print_result(stdout, out, co.json);
 	json_decref(out);
 	app_close(app);

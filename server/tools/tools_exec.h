@@ -26,6 +26,24 @@
 int tools_exec_forward(struct tool_ctx *ctx, const char *tool, const json_t *args, json_t **out,
 		       struct kf_err *err) __attribute__((warn_unused_result));
 
+/* get_gpu_specs {"gpu": "local"} under a cluster executor: one job per GPU
+ * type of the partition (sinfo's gres types, --gres gpu:TYPE:1, at once),
+ * "local" listing every type's GPUs with "gres_type" and "node", plus
+ * "partition": {"name", "gpu_types"}; untyped GPUs: one job, its node's
+ * answer. Returns 0 when a type answered, else the first error. */
+int tools_exec_gpu_local(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
+/* kforge calibrate under a cluster executor: one exclusive job per GPU
+ * type (or one, untyped) runs calibrate on a node of that type (its
+ * ceilings also stay in the node's data dir); each is recorded here as a
+ * calibrate run and its ceilings stored in app's history. *out (new):
+ * {"summary", "results": [each type's calibration, "gres_type"],
+ * "partition"}. Returns 0 when a type was calibrated, else the first
+ * error. */
+int tools_exec_calibrate(struct app *app, json_t **out, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 /* exec_recovered_fn for exec_recover: records the run of a job a previous
  * daemon submitted (arg: struct app *). */
 void tools_exec_recovered(void *arg, const struct history_job *job, int rc,

@@ -538,7 +538,7 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 	if (cmp)
 		rc = specs_compare(kb, cmp, brief, out, err);
 	else if (strcmp(gpu, "local") == 0 && exec_is_remote(mcp_call_app(ctx)->exec))
-		return tools_exec_forward(ctx, "get_gpu_specs", args, out, err); /* a node's */
+		return tools_exec_gpu_local(ctx, args, out, err); /* the partition's nodes' */
 	else if (strcmp(gpu, "local") == 0)
 		rc = specs_local(kb, brief, out, err);
 	else

@@ -3,12 +3,14 @@
  * kforge's torch ops by a patch map, timed against the unpatched model
  * eager, under torch.compile and with CUDA graphs. Every call, answered or
  * failed, is a run in the history (kind bench, kernels "model:<recipe>"
- * and the patch ops). */
+ * and the patch ops). Under a cluster executor the request is checked
+ * here and run on a compute node (tools_exec.h). */
 #include <string.h>
 
 #include "sandbox/model/model.h"
 #include "server/app.h"
 #include "server/tools/groups.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
 /* The result's "kernels": the model and the ops the patch maps use, so
@@ -45,6 +47,10 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	json_t *job = NULL;
 	int gpu = -1;
 	int rc = model_job_new(args, &job, err);
+	if (!rc && exec_is_remote(app->exec)) { /* checked here, run on a node */
+		json_decref(job);
+		return tools_exec_forward(ctx, "benchmark_model", args, out, err);
+	}
 	if (!rc) {
 		struct model_env env = {.data_dir = app->check.data_dir,
 					.sandbox_none = app->check.sandbox_none,

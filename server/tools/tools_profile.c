@@ -13,6 +13,7 @@
 #include "sandbox/profile/profile.h"
 #include "server/app.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_progress.h"
 #include "server/tools/tools_runs.h"
 
@@ -235,6 +236,8 @@ static int profile_handler(struct tool_ctx *ctx, const json_t *args, json_t **ou
 			   struct kf_err *err)
 {
 	struct app *app = mcp_call_app(ctx);
+	if (exec_is_remote(app->exec)) /* a node's ncu; its raw report stays there */
+		return tools_exec_forward(ctx, "profile_kernel", args, out, err);
 	int64_t t0 = tools_runs_now_ms();
 	const json_t *spec = json_object_get(args, "spec");
 	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);

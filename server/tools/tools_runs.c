@@ -176,9 +176,11 @@ static int record_run(struct app *app, const char *job_key, enum history_kind ki
 		run.device_uuid = (char *)g->uuid;
 	} else if (result &&
 		   json_is_string(json_object_get(json_object_get(result, "device"), "name"))) {
-		/* Ran elsewhere (a cluster node): the device its answer names. */
-		run.device_name = (char *)json_string_value(
-			json_object_get(json_object_get(result, "device"), "name"));
+		/* Ran elsewhere (a cluster node): the device its answer names. */ run.device_name =
+			(char *)json_string_value(
+				json_object_get(json_object_get(result, "device"), "name"));
+		run.device_uuid = (char *)json_string_value(
+			json_object_get(json_object_get(result, "device"), "uuid"));
 	}
 	run.job_key = job_key;
 	/* A long summary is cut (at a character boundary) rather than the
@@ -246,9 +248,10 @@ int tools_runs_record(struct app *app, enum history_kind kind, const json_t *arg
 
 int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
 			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
-			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES])
+			  int64_t duration_ms, const struct tools_runs_meta *meta,
+			  char id_out[HISTORY_ID_BYTES])
 {
-	return record_run(app, job_key, kind, args, result, rc, err_msg, gpu, duration_ms, NULL,
+	return record_run(app, job_key, kind, args, result, rc, err_msg, gpu, duration_ms, meta,
 			  id_out);
 }
 

@@ -41,13 +41,16 @@ int tools_runs_record(struct app *app, enum history_kind kind, const json_t *arg
 		      int rc, const char *err_msg, int gpu, int64_t duration_ms,
 		      char id_out[HISTORY_ID_BYTES]);
 
-/* tools_runs_record for a job a cluster ran (sandbox/exec/): job_key (borrowed)
- * makes the record exactly-once (history_add), and with gpu -1 the device
- * is the one result's "device" names. A job already recorded leaves the
- * history as it is and gives result the first run's id. */
+struct tools_runs_meta;
+
+/* tools_runs_record_meta for a job a cluster ran (sandbox/exec/): job_key
+ * (borrowed) makes the record exactly-once (history_add), and with gpu -1
+ * the device is the one result's "device" names. A job already recorded
+ * leaves the history as it is and gives result the first run's id. */
 int tools_runs_record_job(struct app *app, const char *job_key, enum history_kind kind,
 			  const json_t *args, json_t *result, int rc, const char *err_msg, int gpu,
-			  int64_t duration_ms, char id_out[HISTORY_ID_BYTES]);
+			  int64_t duration_ms, const struct tools_runs_meta *meta,
+			  char id_out[HISTORY_ID_BYTES]);
 
 /* What a check or benchmark means, from its call's arguments (every
  * pointer borrowed, NULL = not given): see history_run. */

@@ -1,7 +1,8 @@
 /* tools_torch: the build_torch_op MCP tool over sandbox/torchop/torchop.h.
  * Takes a passing check run from the history (its stored spec and source)
  * or a spec, builds the PyTorch op and answers every verification. A run
- * that is not a passing check is refused with the reason. */
+ * that is not a passing check is refused with the reason, here, also
+ * under a cluster executor, where a compute node builds and verifies. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "sandbox/torchop/torchop.h"
 #include "server/app.h"
 #include "server/mcp/tools.h"
+#include "server/tools/tools_exec.h"
 #include "server/tools/tools_progress.h"
 
 /* The spec of run id (new reference in *spec) when it is a passing check. */
@@ -27,6 +29,25 @@ static int torch_run_spec(struct app *app, const char *id, json_t **spec, struct
 	if (!rc)
 		*spec = json_incref(r.spec);
 	history_run_fini(&r);
+	return rc;
+}
+
+/* Under a cluster executor: the node builds and verifies; a run id is
+ * this daemon's, so the node gets the run's spec in its place. */
+static int torch_forward(struct tool_ctx *ctx, const json_t *args, json_t *spec, json_t **out,
+			 struct kf_err *err)
+{
+	json_t *node_args = json_copy((json_t *)args);
+	int rc;
+
+	if (node_args)
+		json_object_del(node_args, "run");
+	if (!node_args || json_object_set(node_args, "spec", spec)) {
+		json_decref(node_args);
+		return kf_err_set(err, KF_ENOMEM, "out of memory");
+	}
+	rc = tools_exec_forward(ctx, "build_torch_op", node_args, out, err);
+	json_decref(node_args);
 	return rc;
 }
 
@@ -54,7 +75,10 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	}
 	if (run && (rc = torch_run_spec(app, json_string_value(run), &spec, err)))
 		return rc;
-	rc = torchop_build_verify(&app->check, spec, &o, out, &gpu, err);
+	if (exec_is_remote(app->exec))
+		rc = torch_forward(ctx, args, spec, out, err);
+	else
+		rc = torchop_build_verify(&app->check, spec, &o, out, &gpu, err);
 	json_decref(spec);
 	if (rc && *out && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
 		json_object_set_new(

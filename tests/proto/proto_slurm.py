@@ -2,11 +2,15 @@
 brings up the one-node cluster and exports SLURM_CONF, T, the mock harness
 and the node data dir): refusals at start, checks and benchmarks through
 sbatch over REST, a kernel that fails, jobs Slurm refuses, cancellation
-and a client hanging up (scancel), slurmd killed mid-job (a clear failure,
+and a client hanging up (scancel), benchmark_model and build_torch_op on
+the node (its clear "no torch" error; a driver double's answer; a
+cancelled model job scancel'd), `kforge eval run --executor slurm` (its
+checks as job arrays, rows in task order), slurmd killed mid-job (a clear failure,
 then the next job passes), the daemon killed and restarted mid-job (the
-run is recorded once), and 50 calls at once (all answered with their own
-results, each run recorded once, never more of the client's jobs at
-Slurm than its limit)."""
+run is recorded once), and 50 calls at once (submitted as job arrays, a
+broken element failing alone, all others answered with their own results,
+each run recorded once, never more of the client's jobs running at Slurm
+than its limit)."""
 import glob
 import json
 import os
@@ -52,14 +56,15 @@ def serve_args(data, *extra, partition="gpu"):
 class Http:
     """kforge serve --http on a free port."""
 
-    def __init__(self, data, *extra, partition="gpu"):
+    def __init__(self, data, *extra, partition="gpu", env=None):
         self.port_file = f"{data}.port"
         if os.path.exists(self.port_file):
             os.unlink(self.port_file)
         self.log = open(f"{data}.log", "ab")
         self.p = subprocess.Popen(
             serve_args(data, "--http", "127.0.0.1:0", "--port-file", self.port_file, *extra,
-                       partition=partition), stdout=self.log, stderr=self.log)
+                       partition=partition), stdout=self.log, stderr=self.log,
+            env={**os.environ, **(env or {})})
         self.port = wait_port_file(self.port_file, self.p)
 
     def post(self, path, body, timeout=300):
@@ -166,6 +171,7 @@ def test_refused_at_start():
 def test_check_bench_and_failures(srv, data):
     st, r = srv.post("/v1/check", {"spec": SPEC})
     ex = r.get("executor", {})
+    passed_run = r.get("run_id")
     check("a check through Slurm passes", st == 200 and r.get("passed") is True,
           f"{st} {r.get('summary')}")
     check("the answer names the Slurm job and node",
@@ -188,9 +194,17 @@ def test_check_bench_and_failures(srv, data):
           keys and not any(os.path.exists(f"{SHARED}/jobs/{k}") for (k,) in keys), keys)
     runs_before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
     st, r = srv.get("/v1/gpus/local")
-    check("get_gpu_specs local answers for a node of the partition",
-          st == 200 and [g.get("device", {}).get("name") for g in r.get("local", [])] ==
-          ["kforge mock GPU"] and r.get("executor", {}).get("node") == "kfnode", r)
+    local = r.get("local", [])
+    check("get_gpu_specs local answers for each GPU type of the partition, from a node of it",
+          st == 200 and sorted(g.get("gres_type", "") for g in local) == ["a100", "h100"] and
+          all(g.get("device", {}).get("name") == "kforge mock GPU" and g.get("node") == "kfnode"
+              for g in local) and
+          r.get("partition") == {"name": "gpu", "gpu_types": ["h100", "a100"]}, r)
+    jobs = db_rows(data, "SELECT slurm_id FROM exec_jobs WHERE tool = 'get_gpu_specs'")
+    check("one get_gpu_specs job per GPU type, each asking Slurm for that type",
+          sorted("gpu:a100:1" in scontrol_job(j) for (j,) in jobs) == [False, True] and
+          sorted("gpu:h100:1" in scontrol_job(j) for (j,) in jobs) == [False, True],
+          [scontrol_job(j) for (j,) in jobs])
     check("get_gpu_specs local records no run and leaves no job open",
           db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs_before and
           db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'") == [(0,)],
@@ -203,6 +217,20 @@ def test_check_bench_and_failures(srv, data):
           r.get("summary"))
     rows = db_rows(data, "SELECT status FROM runs WHERE id = ?", (r.get("run_id"),))
     check("the failed check is recorded as failed", rows == [("failed",)], rows)
+    failed_run = r.get("run_id")
+    jobs = len(exec_jobs(data))
+    st, r = srv.post("/v1/check", {"spec": SPEC, "trials": 1, "parent": passed_run,
+                                   "description": "axpb, again", "notes": "same kernel"})
+    rows = db_rows(data, "SELECT description, notes, parent FROM runs WHERE id = ?",
+                   (r.get("run_id"),))
+    check("a check's description, notes and parent (a run of the daemon's history) are kept",
+          r.get("passed") is True and rows == [("axpb, again", "same kernel", passed_run)],
+          (r.get("summary"), rows))
+    st, r = srv.post("/v1/check", {"spec": SPEC, "parent": "r0000000000000000"})
+    check("a parent the daemon's history lacks is refused without a Slurm job",
+          "parent" in r.get("error", {}).get("message", "") and
+          len(exec_jobs(data)) == jobs + 1, (r, exec_jobs(data)[jobs:]))
+    return passed_run, failed_run
 
 
 def test_refused_jobs():
@@ -231,9 +259,113 @@ def test_refused_jobs():
     srv.stop()
 
 
-def mcp_call(sess, i, args):
+def mcp_call(sess, i, args, tool="check_kernel"):
     sess.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-               "params": {"name": "check_kernel", "arguments": args}})
+               "params": {"name": tool, "arguments": args}})
+
+
+def exec_jobs(data):
+    return db_rows(data, "SELECT key, tool, state, run_id FROM exec_jobs ORDER BY key")
+
+
+def test_model_and_torch_op(srv, data, check_run, failed_run):
+    """benchmark_model and build_torch_op run on the node; this host has no
+    torch, so the node's own clear error comes back through the job
+    directory (the real model_bench.py, the real torch probe)."""
+    jobs = len(exec_jobs(data))
+    st, r = srv.post("/v1/model-bench", {"recipe": "qwen3"})
+    err, ex = r.get("error", {}), r.get("executor", {})
+    check("benchmark_model runs on the node and says torch is missing there",
+          err.get("code") == "not_found" and "torch not available" in err.get("message", "") and
+          ex.get("node") == "kfnode", r)
+    check("benchmark_model asks Slurm for the node to itself",
+          "OverSubscribe=NO" in scontrol_job(ex.get("job_id")), scontrol_job(ex.get("job_id")))
+    rows = db_rows(data, "SELECT r.kind, r.status, r.kernels FROM runs r JOIN exec_jobs j "
+                   "ON j.run_id = r.id WHERE j.slurm_id = ?", (ex.get("job_id"),))
+    check("the model benchmark is one run in state.db (bench, error)",
+          len(rows) == 1 and rows[0][:2] == ("bench", "error") and "model:qwen3" in rows[0][2],
+          rows)
+    jobs += 1
+    st, r = srv.post("/v1/model-bench", {"recipe": "qwen3", "patch": {"Qwen3MLP": "fast"}})
+    check("a bad model request is refused by the daemon, without a Slurm job",
+          r.get("error", {}).get("code") == "invalid" and "executor" not in r and
+          len(exec_jobs(data)) == jobs, (r, exec_jobs(data)[jobs:]))
+    runs = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    st, r = srv.post("/v1/torch-op", {"spec": SPEC})
+    err, ex = r.get("error", {}), r.get("executor", {})
+    check("build_torch_op runs on the node and says python3 cannot import torch there",
+          err.get("code") == "not_found" and "import torch" in err.get("message", "") and
+          "torch" in err.get("message", "") and ex.get("node") == "kfnode", r)
+    check("build_torch_op records no run and closes its job",
+          db_rows(data, "SELECT count(*) FROM runs")[0][0] == runs and
+          exec_jobs(data)[-1][1:3] == ("build_torch_op", "recorded"), exec_jobs(data)[-1])
+    jobs += 1
+    st, r = srv.post("/v1/torch-op", {"run": check_run, "name": "axpb"})
+    err = r.get("error", {})
+    check("build_torch_op of a run: the daemon's run becomes the node's spec",
+          "import torch" in err.get("message", "") and r.get("run") == check_run and
+          r.get("executor", {}).get("node") == "kfnode", r)
+    jobs += 1
+    runs = db_rows(data, "SELECT count(*) FROM runs WHERE kind = 'profile'")[0][0]
+    st, r = srv.post("/v1/profile", {"spec": SPEC})
+    ex = r.get("executor", {})
+    check("profile_kernel runs on the node (exclusive) and says why there are no counters",
+          ex.get("node") == "kfnode" and r.get("profiled") is False and
+          r.get("reason") in ("no_ncu", "no_gpu") and
+          "OverSubscribe=NO" in scontrol_job(ex.get("job_id")), r)
+    check("the node's profile is one profile run in state.db",
+          db_rows(data, "SELECT count(*) FROM runs WHERE kind = 'profile'")[0][0] == runs + 1,
+          db_rows(data, "SELECT kind, status FROM runs WHERE kind = 'profile'"))
+    jobs += 1
+    st, r = srv.post("/v1/torch-op", {"run": failed_run})
+    check("build_torch_op of a failed check is refused by the daemon, without a Slurm job",
+          "did not pass" in r.get("error", {}).get("message", "") and
+          len(exec_jobs(data)) == jobs, (r, exec_jobs(data)[jobs:]))
+
+
+MODEL_SHIM = """import os, runpy, sys, time
+open("{t}/started-model-%d" % os.getpid(), "w").close()
+while os.path.exists("{t}/hold"):
+    time.sleep(0.1)
+runpy.run_path("{double}", run_name="__main__")
+"""
+
+
+def test_model_answer_and_cancel():
+    """benchmark_model's answer and its cancellation through Slurm, with the
+    driver double (tests/sdk/model_driver_double.py) behind a hold."""
+    root = f"{T}/model-root"
+    os.makedirs(f"{root}/sandbox/model", exist_ok=True)
+    with open(f"{root}/sandbox/model/model_bench.py", "w") as f:
+        f.write(MODEL_SHIM.format(t=T, double=f"{SRC}/tests/sdk/model_driver_double.py"))
+    data = f"{T}/d-model"
+    os.makedirs(data, exist_ok=True)
+    log = open(f"{data}.log", "ab")
+    sess = StdioSession(BIN, data, "model-test", cmd=serve_args(data), stderr=log,
+                        env={**os.environ, "KFORGE_ROOT": root})
+    hold(True)
+    clear_started()
+    mcp_call(sess, 5, {"recipe": "qwen3"}, tool="benchmark_model")
+    wait_for(started, "the model job to start on the node")
+    sess.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 5, "reason": "test"}})
+    wait_for(lambda: [j[2] for j in exec_jobs(data)] == ["recorded"],
+             "the cancelled model call to be recorded")
+    job = db_rows(data, "SELECT slurm_id FROM exec_jobs")[0][0]
+    check("a cancelled benchmark_model scancels its Slurm job", cancelled(job), squeue(job))
+    hold(False)
+    mcp_call(sess, 6, {"recipe": "qwen3"}, tool="benchmark_model")
+    r = (sess.wait(6, timeout=300) or {}).get("result", {})
+    sc = r.get("structuredContent", {})
+    check("benchmark_model answers through Slurm with the node's result",
+          not r.get("isError") and sc.get("speedups") and sc.get("test_double") is True and
+          sc.get("executor", {}).get("node") == "kfnode", r)
+    rows = db_rows(data, "SELECT r.kind, r.status FROM runs r JOIN exec_jobs j "
+                   "ON j.run_id = r.id ORDER BY j.key")
+    check("each model call is one run: the cancelled one an error, the answered one ok",
+          rows == [("bench", "error"), ("bench", "ok")], rows)
+    sess.close()
+    log.close()
 
 
 def test_cancel_and_hangup():
@@ -328,16 +460,38 @@ def test_daemon_restarted(srv, data):
     return srv2
 
 
+def corrupt_one_queued(data, keys_before):
+    """Once the client's 4 slots are taken (held jobs end no slot), breaks
+    the call.json of one of the calls still queued in the daemon (or
+    pending at Slurm): its element fails on the node, alone. Returns its
+    key."""
+    def ids():
+        return dict(db_rows(data, "SELECT key, slurm_id FROM exec_jobs"))
+
+    wait_for(lambda: len(exec_jobs(data)) >= keys_before + 50, "the 50 calls' rows")
+    wait_for(lambda: sum(1 for k, *_ in exec_jobs(data)[keys_before:] if ids()[k]) >= 4,
+             "the client's 4 slots to be taken")
+    rows = exec_jobs(data)[keys_before:]
+    ids = ids()
+    queued = [k for k, *_ in rows if not ids[k]]
+    pending = [k for k, *_ in rows if ids[k] and squeue(ids[k]).startswith("PENDING")]
+    key = (queued or pending)[-1]
+    with open(f"{SHARED}/jobs/{key}/call.json", "w") as f:
+        f.write("{}")
+    return key
+
+
 def test_fifty_at_once(srv, data):
     before = db_rows(data, "SELECT count(*) FROM runs")[0][0]
+    keys_before = len(exec_jobs(data))
     results = [None] * 50
     seen_max = [0]
     done = threading.Event()
 
     def watch():
         while not done.is_set():
-            out = subprocess.run(["squeue", "-h", "-p", "gpu", "-t", "PD,R", "-o", "%j"], capture_output=True,
-                                 text=True).stdout.split()
+            out = subprocess.run(["squeue", "-h", "-r", "-p", "gpu", "-t", "R", "-o", "%j"],
+                                 capture_output=True, text=True).stdout.split()
             seen_max[0] = max(seen_max[0], sum(1 for j in out if j.startswith("kforge-")))
             time.sleep(0.1)
 
@@ -345,40 +499,176 @@ def test_fifty_at_once(srv, data):
         results[i] = srv.post("/v1/check", {"spec": spec_n(1000 + i), "trials": 1,
                                             "odd_size": False}, timeout=900)
 
+    hold(True)
+    clear_started()
     w = threading.Thread(target=watch)
     w.start()
     ths = [threading.Thread(target=one, args=(i,)) for i in range(50)]
     for t in ths:
         t.start()
+    broken = corrupt_one_queued(data, keys_before)
+    hold(False)
     for t in ths:
         t.join()
     done.set()
     w.join()
+    rows = exec_jobs(data)[keys_before:]
+    ids = dict(db_rows(data, "SELECT key, slurm_id FROM exec_jobs"))
+    run_of = {k: run for k, _, _, run in rows}
+    bad = [i for i, x in enumerate(results) if x and x[1].get("run_id") == run_of.get(broken)]
     ok = [i for i, x in enumerate(results) if x and x[1].get("passed") is True]
-    check("50 calls at once: all pass", len(ok) == 50,
+    check("50 calls at once: all but the broken one pass", len(ok) == 49 and bad and bad[0] not in ok,
           [x[1].get("summary") if x else None for x in results if not x or not x[1].get("passed")][:3])
+    err = results[bad[0]][1].get("error", {}) if bad else {}
+    check("the broken element fails alone, with its state and its own log's last words",
+          err.get("code") == "fault" and f"{ids[broken]} FAILED" in err.get("message", "") and
+          "is not a call" in err.get("message", ""), err)
     own = [i for i, x in enumerate(results)
            if x and x[1].get("sizes", [{}])[0].get("sizes", {}).get("N") == 1000 + i]
-    check("50 calls at once: each answer is its own call's", len(own) == 50, len(own))
-    ids = {x[1].get("run_id") for x in results if x}
+    check("50 calls at once: each answer is its own call's", len(own) == 49, len(own))
+    subs = {ids[k].split("_")[0] for k, *_ in rows}
+    elements = [k for k, *_ in rows if "_" in ids[k]]
+    check("50 calls at once: submitted as job arrays, not one sbatch each",
+          len(subs) < 50 and len(elements) >= 40 and "_" in ids[broken],
+          f"{len(subs)} submissions, {len(elements)} array elements")
+    ids_seen = {x[1].get("run_id") for x in results if x}
     after = db_rows(data, "SELECT count(*) FROM runs")[0][0]
     check("50 calls at once: 50 runs, none lost or doubled",
-          len(ids) == 50 and after == before + 50, f"{len(ids)} ids, {before} -> {after}")
-    check("50 calls at once: the client never had more than its limit at Slurm",
+          len(ids_seen) == 50 and after == before + 50, f"{len(ids_seen)} ids, {before} -> {after}")
+    check("50 calls at once: never more than the client's limit running at Slurm",
           0 < seen_max[0] <= 4, seen_max[0])
     pending = db_rows(data, "SELECT count(*) FROM exec_jobs WHERE state != 'recorded'")
     check("50 calls at once: no job left unrecorded", pending == [(0,)], pending)
+
+
+def test_eval_as_arrays():
+    """`kforge eval run --executor slurm`: every task at once, the checks
+    as a job array, rows in task order, each with its own runs."""
+    ev = f"{T}/eval"
+    os.makedirs(f"{ev}/tasks", exist_ok=True)
+    os.makedirs(f"{ev}/sol", exist_ok=True)
+    spec = json.loads(json.dumps(SPEC))
+    src, launch = spec.pop("source"), spec.pop("launch")
+    ids = ["a_good", "b_nocompile", "c_good", "d_good", "e_good"]
+    tasks = [{"id": i, "level": 1, "description": f"Task {i}: y = s * x + w.",
+              "math": "y = s * x + w", "reference": spec["reference"], "spec": spec,
+              "baseline": {"kind": "source", "why": "the plain reference kernel"}} for i in ids]
+    json.dump({"tasks": tasks}, open(f"{ev}/tasks/t.json", "w"))
+    for i in ids:
+        open(f"{ev}/sol/{i}.cu", "w").write(src + ("\nthis is not C++;\n" if "nocompile" in i
+                                                    else ""))
+        json.dump({"launch": launch}, open(f"{ev}/sol/{i}.json", "w"))
+    data = f"{ev}/data"
+    p = subprocess.run([BIN, "eval", "run", f"{ev}/sol", "--tasks", f"{ev}/tasks", "--json",
+                        "--data-dir", data, "--sandbox=none", "--timeout-s", "30",
+                        "--budget-ms", "50", "--executor", "slurm", "--partition", "gpu",
+                        "--shared-dir", SHARED, "--slurm-poll-ms", "200"],
+                       capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        r = {}
+    rows = r.get("results", [])
+    check("eval under Slurm: every task scored, rows in task order",
+          p.returncode == 0 and [x.get("id") for x in rows] == ids, f"{p.returncode} {p.stderr[-300:]}")
+    good = [x for x in rows if x.get("id") != "b_nocompile"]
+    check("eval under Slurm: the correct solutions checked and benchmarked on the node",
+          r.get("correct") == 4 and all(x.get("correct") and x.get("bench_run") for x in good),
+          rows)
+    bad = rows[1] if len(rows) > 1 else {}
+    check("eval under Slurm: the solution that does not compile fails alone, with its reason",
+          bad.get("correct") is False and "error" in (bad.get("reason") or "").lower(), bad)
+    descs = dict(db_rows(data, "SELECT id, description FROM runs"))
+    check("eval under Slurm: each row's runs are its own task's",
+          all(f"Task {x.get('id')}:" in (descs.get(x.get("check_run")) or "") for x in rows),
+          [(x.get("id"), descs.get(x.get("check_run"))) for x in rows])
+    checks = [sid for tool, sid in db_rows(data, "SELECT tool, slurm_id FROM exec_jobs")
+              if tool == "check_kernel"]
+    check("eval under Slurm: its checks went together as job arrays",
+          len(checks) == 5 and len({c.split("_")[0] for c in checks}) < 5, checks)
+
+
+def test_calibrate_per_type():
+    """kforge calibrate --executor slurm: one exclusive job per GPU type,
+    each calibration recorded and its ceilings stored in the daemon's
+    state.db."""
+    data = f"{T}/d-calib"
+    os.makedirs(data, exist_ok=True)
+    p = subprocess.run([BIN, "calibrate", "--json", "--data-dir", data, "--sandbox=none",
+                        "--executor", "slurm", "--partition", "gpu", "--shared-dir", SHARED,
+                        "--slurm-poll-ms", "200"],
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        r = {}
+    res = r.get("results", [])
+    check("calibrate under Slurm: one calibration per GPU type, measured on the node",
+          p.returncode == 0 and sorted(x.get("gres_type", "") for x in res) == ["a100", "h100"]
+          and all(x.get("gpu") == "kforge mock GPU" and x.get("copy_gbs", 0) > 0 and
+                  x.get("executor", {}).get("node") == "kfnode" for x in res),
+          f"{p.returncode} {p.stderr[-300:]} {r}")
+    ids = [x.get("executor", {}).get("job_id") for x in res]
+    check("each calibrate job asks for its GPU type and the node to itself",
+          all(f"gpu:{x.get('gres_type')}:1" in scontrol_job(j) and
+              "OverSubscribe=NO" in scontrol_job(j) for x, j in zip(res, ids)),
+          [scontrol_job(j) for j in ids])
+    runs = db_rows(data, "SELECT kind, status, device_name FROM runs")
+    ceil = db_rows(data, "SELECT device_name, copy_gbps FROM ceilings")
+    check("calibrate under Slurm: a calibrate run per type and the ceilings in state.db",
+          runs == [("calibrate", "ok", "kforge mock GPU")] * 2 and len(ceil) >= 1 and
+          ceil[0][0] == "kforge mock GPU" and ceil[0][1] > 0, (runs, ceil))
+    # a node with a fresh data dir (no calibration of its own) gets the
+    # daemon's for its GPU type with the benchmark
+    srv = Http(data, env={"KFORGE_NODE_DATA_DIR": f"{T}/node-fresh"})
+    st, b = srv.post("/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0})
+    srv.stop()
+    check("a benchmark on a node without its own calibration reports the daemon's for its type",
+          b.get("passed") is True and isinstance(b.get("ceilings"), dict) and
+          abs(b["ceilings"].get("copy_gbs", 0) - ceil[0][1]) < 1e-6 and
+          os.path.exists(f"{T}/node-fresh/state.db"), (b.get("summary"), b.get("ceilings")))
+    # calibrate killed mid-job: a daemon on its data dir records both
+    # types' runs and ceilings when the jobs end
+    data2 = f"{T}/d-calib2"
+    os.makedirs(data2, exist_ok=True)
+    hold(True)
+    clear_started()
+    cal = subprocess.Popen([BIN, "calibrate", "--data-dir", data2, "--sandbox=none",
+                            "--executor", "slurm", "--partition", "gpu", "--shared-dir", SHARED,
+                            "--slurm-poll-ms", "200"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    wait_for(started, "a calibrate job to start on the node")
+    cal.kill()
+    cal.wait()
+    srv = Http(data2)
+    hold(False)
+    wait_for(lambda: [s for _, _, s, _ in exec_jobs(data2)] == ["recorded", "recorded"],
+             "the restarted daemon to record both calibrate jobs")
+    srv.stop()
+    check("calibrate jobs of a killed calibrate are recorded by the next daemon, ceilings too",
+          db_rows(data2, "SELECT kind, status FROM runs") == [("calibrate", "ok")] * 2 and
+          db_rows(data2, "SELECT count(*) FROM ceilings") == [(1,)],
+          (db_rows(data2, "SELECT kind, status, summary FROM runs"),
+           db_rows(data2, "SELECT count(*) FROM ceilings")))
+    p = subprocess.run([BIN, "calibrate", "--device", "0", "--executor", "slurm",
+                        "--partition", "gpu", "--shared-dir", SHARED],
+                       capture_output=True, text=True, timeout=60)
+    check("--device with --executor slurm is a usage error",
+          p.returncode == 2 and "each GPU type is one job" in p.stderr, p.stderr)
 
 
 def main():
     test_refused_at_start()
     test_refused_jobs()
     test_cancel_and_hangup()
+    test_model_answer_and_cancel()
+    test_eval_as_arrays()
+    test_calibrate_per_type()
     data = f"{T}/d-main"
     os.makedirs(data, exist_ok=True)
     srv = Http(data, "--max-jobs-per-client", "4")
     try:
-        test_check_bench_and_failures(srv, data)
+        test_model_and_torch_op(srv, data, *test_check_bench_and_failures(srv, data))
         test_slurmd_killed(srv, data)
         srv = test_daemon_restarted(srv, data)
         test_fifty_at_once(srv, data)

@@ -2,7 +2,8 @@
 # proto_slurm: the Slurm executor end to end on a one-node cluster brought
 # up here from Debian's slurm-wlm and munge: munged, slurmctld and slurmd
 # with a generated slurm.conf in a temporary directory (own ports, own
-# state, two fake GPUs as gres), torn down after. The real kforge serves
+# state, two fake GPUs as gres of two types, h100 and a100), torn down
+# after. The real kforge serves
 # with --executor slurm; the compute node's jobs run `kforge exec-job` with
 # the mock libcuda (tests/gpu/mock_cuda.c), unsandboxed as proto_gpu_mock.sh
 # is. The scenarios are in proto_slurm.py. Needs root (slurmd starts jobs
@@ -70,11 +71,11 @@ MinJobAge=300
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
-NodeName=kfnode NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2 State=UNKNOWN
+NodeName=kfnode NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:h100:1,gpu:a100:1 State=UNKNOWN
 PartitionName=gpu Nodes=kfnode Default=YES MaxTime=INFINITE State=UP
 PartitionName=short Nodes=kfnode MaxTime=1 State=UP
 EOF
-printf 'NodeName=kfnode Name=gpu File=%s/gpu0\nNodeName=kfnode Name=gpu File=%s/gpu1\n' "$T" "$T" >"$T/gres.conf"
+printf 'NodeName=kfnode Name=gpu Type=h100 File=%s/gpu0\nNodeName=kfnode Name=gpu Type=a100 File=%s/gpu1\n' "$T" "$T" >"$T/gres.conf"
 dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 2>/dev/null
 chmod 600 "$T/munge.key"
 export SLURM_CONF="$T/slurm.conf"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/compile/cache.h"
@@ -1034,6 +1035,35 @@ START_TEST(cache_evicts_least_recently_used_over_the_cap)
 }
 END_TEST
 
+/* Several processes share one cache (a Slurm node's jobs share its data
+ * dir): opening it removes the staging and trash dirs of processes that
+ * are gone, never those of one still compiling. */
+START_TEST(cache_open_keeps_a_live_processs_staging)
+{
+	char root[128], live[256], dead[256], trash[256];
+	struct cache *c;
+	pid_t gone = fork();
+
+	ck_assert_int_ge(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+	snprintf(root, sizeof root, "%s/shared-cache", data_dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	snprintf(live, sizeof live, "%s/.stage-%ld-1-1", root, (long)getppid());
+	snprintf(dead, sizeof dead, "%s/.stage-%ld-1-1", root, (long)gone);
+	snprintf(trash, sizeof trash, "%s/.trash-%ld-1", root, (long)gone);
+	ck_assert_int_eq(mkdir(live, 0755), 0);
+	ck_assert_int_eq(mkdir(dead, 0755), 0);
+	ck_assert_int_eq(mkdir(trash, 0755), 0);
+	ck_assert_int_eq(cache_open(root, 10000, &c, NULL), 0);
+	ck_assert_int_eq(access(live, F_OK), 0);
+	ck_assert_int_ne(access(dead, F_OK), 0);
+	ck_assert_int_ne(access(trash, F_OK), 0);
+	cache_close(c);
+}
+END_TEST
+
 static Suite *compile_suite(void)
 {
 	Suite *s = suite_create("compile");
@@ -1083,6 +1113,7 @@ static Suite *compile_suite(void)
 	tcase_set_timeout(tk, 30);
 	tcase_add_test(tk, sha256_matches_the_fips_vectors);
 	tcase_add_test(tk, cache_evicts_least_recently_used_over_the_cap);
+	tcase_add_test(tk, cache_open_keeps_a_live_processs_staging);
 	suite_add_tcase(s, tk);
 	return s;
 }

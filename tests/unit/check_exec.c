@@ -384,6 +384,187 @@ START_TEST(a_node_failure_is_retried_once_elsewhere)
 }
 END_TEST
 
+START_TEST(gres_types_come_from_sinfo_lines)
+{
+	static const struct {
+		const char *sinfo;
+		int n;
+		const char *want[3];
+	} cases[] = {
+		{"gpu:h100:4(S:0-1)\ngpu:a100:8(S:0,1),mps:100\ngpu:h100:4\n", 2, {"h100", "a100"}},
+		{"gpu:2\n", 0, {NULL}},
+		{"(null)\n", 0, {NULL}},
+		{"gpu:tesla_v100:2,gpu:2\n", 1, {"tesla_v100"}},
+		{"gpu:bad$type:1\nmps:gpu:2\n", 0, {NULL}},
+		{"", 0, {NULL}},
+	};
+	char types[4][EXEC_GPU_TYPE_BYTES];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = exec_slurm_gres_types(cases[i].sinfo, types, 4);
+		ck_assert_msg(n == cases[i].n, "'%s': %d types", cases[i].sinfo, n);
+		for (int k = 0; k < n; k++)
+			ck_assert_str_eq(types[k], cases[i].want[k]);
+	}
+	/* no more than cap */
+	ck_assert_int_eq(exec_slurm_gres_types("gpu:a:1,gpu:b:1,gpu:c:1", types, 2), 2);
+}
+END_TEST
+
+/* One exec_job_run on its own thread. */
+struct call {
+	struct exec *x;
+	struct exec_job_req req;
+	struct exec_job_result res;
+	struct kf_err err;
+	int rc;
+	pthread_t th;
+};
+
+static void *call_run(void *arg)
+{
+	struct call *c = arg;
+
+	c->rc = exec_job_run(c->x, &c->req, &c->res, &c->err);
+	return NULL;
+}
+
+/* Entries of <dir>/shared/jobs: job directories made so far. */
+static int job_dirs(void)
+{
+	char cmd[400];
+	int n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/shared/jobs | wc -l", dir);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+static void wait_until(int (*cond)(void), int want)
+{
+	for (int i = 0; i < 2000 && cond() < want; i++)
+		usleep(5000);
+	ck_assert_int_ge(cond(), want);
+}
+
+static int submissions(void)
+{
+	char p[400];
+	int n = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/nsub", dir);
+	f = fopen(p, "r");
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = 0;
+		fclose(f);
+	}
+	return n;
+}
+
+START_TEST(queued_calls_go_as_one_array_in_arrival_order_each_its_own)
+{
+	static volatile int zero, cancel4; /* element 2 (call 4) is cancelled */
+	struct exec *x = NULL;
+	struct kf_err err = {0};
+	struct call calls[7];
+	char shared[300], body[2000], p[400];
+	json_t *args = json_pack("{s:{}}", "spec");
+	FILE *f;
+
+	cancel4 = 0;
+	fake_cluster();
+	/* sbatch answers every job in its own directory, naming it */
+	snprintf(body, sizeof(body),
+		 "ans() { printf '{\"code\":\"ok\",\"result\":{\"dir\":\"%%s\"}}' \"$1\" "
+		 "> \"$1/answer.json\"; }; "
+		 "for a; do s=$a; done; n=$(cat %s/nsub 2>/dev/null || echo 0); "
+		 "echo $((n + 1)) > %s/nsub; "
+		 "if grep -q -- --array \"$s\"; then cp \"$s\" %s/array.sh; "
+		 "sed -n \"s/^[0-9]*) d='\\(.*\\)' ;;$/\\1/p\" \"$s\" | "
+		 "while read d; do ans \"$d\"; done; echo 7; "
+		 "else ans \"$(dirname \"$s\")\"; echo 4$n; fi",
+		 dir, dir, dir);
+	fake("sbatch", body);
+	/* the two first jobs run until <dir>/release exists; the array's
+	 * elements are followed through one listing of the whole array (asked
+	 * for alone, they would fail); element 2 runs until it is cancelled */
+	snprintf(body, sizeof(body),
+		 "case \"$*\" in *' -r '*) for i in 0 1 3 4; do "
+		 "echo \"7_$i|COMPLETED|None|node7\"; done; echo '7_2|RUNNING|None|node7';; "
+		 "*' 7_'*) echo 'FAILED|None|node7';; *) "
+		 "if [ -f %s/release ]; then echo 'COMPLETED|None|node7'; "
+		 "else echo 'RUNNING|None|node7'; fi;; esac",
+		 dir);
+	fake("squeue", body);
+	snprintf(body, sizeof(body), "echo \"$@\" >> %s/scancel.args", dir);
+	fake("scancel", body);
+	struct exec_config c = slurm_cfg(shared, sizeof(shared));
+	c.max_per_client = 2;
+	ck_assert_msg(exec_open(&c, hist, &x, &err) == 0, "%s", err.msg);
+	for (int i = 0; i < 7; i++) {
+		calls[i] = (struct call){.x = x};
+		calls[i].req = (struct exec_job_req){.tool = "check_kernel",
+						     .args = args,
+						     .client = "a",
+						     .cancel = i == 4 ? &cancel4 : &zero};
+		ck_assert_int_eq(pthread_create(&calls[i].th, NULL, call_run, &calls[i]), 0);
+		/* the first two take the client's two slots, one at a time; the
+		 * other five queue, in this order */
+		if (i < 2)
+			wait_until(submissions, i + 1);
+		else
+			wait_until(job_dirs, i + 1);
+	}
+	snprintf(p, sizeof(p), "%s/release", dir);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	for (int i = 0; i < 7; i++)
+		if (i != 4)
+			pthread_join(calls[i].th, NULL);
+	cancel4 = 1; /* only its own element is cancelled */
+	pthread_join(calls[4].th, NULL);
+	ck_assert_int_eq(calls[4].rc, KF_ECANCELED);
+	snprintf(p, sizeof(p), "%s/scancel.args", dir);
+	f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fgets(body, sizeof(body), f) && strcmp(body, "7_2\n") == 0);
+	ck_assert(!fgets(body, sizeof(body), f));
+	fclose(f);
+	ck_assert_int_eq(submissions(), 3);
+	for (int i = 0; i < 7; i++) {
+		char want[32];
+		ck_assert_msg(calls[i].rc == (i == 4 ? KF_ECANCELED : 0), "%d: %s", i,
+			      calls[i].err.msg);
+		snprintf(want, sizeof(want), i < 2 ? "4%d" : "7_%d", i < 2 ? i : i - 2);
+		ck_assert_str_eq(calls[i].res.slurm_id, want);
+		if (i >= 2 && i != 4) /* each element its own answer */
+			ck_assert_str_eq(
+				json_string_value(json_object_get(
+					json_object_get(calls[i].res.answer, "result"), "dir")),
+				calls[i].res.dir);
+		exec_job_result_fini(&calls[i].res);
+	}
+	/* five elements, at most two of them at once: the slots the client had */
+	snprintf(p, sizeof(p), "%s/array.sh", dir);
+	f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq((int)fread(body, 1, sizeof(body) - 1, f) > 0, 1);
+	fclose(f);
+	ck_assert_msg(strstr(body, "#SBATCH --array=0-4%2\n"), "%s", body);
+	ck_assert_msg(strstr(body, "slurm-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out"), "%s",
+		      body);
+	exec_close(x);
+	json_decref(args);
+}
+END_TEST
+
 /* What the recovery callback saw: calls, and per job (by key) its rc and
  * whether its answer passed. Recovery threads call it concurrently. */
 struct seen {
@@ -470,6 +651,7 @@ static Suite *exec_suite(void)
 	tcase_set_timeout(run, 30);
 	tcase_add_test(slurm, verdicts_follow_slurm_states);
 	tcase_add_test(slurm, squeue_lines_parse_and_bad_ones_are_refused);
+	tcase_add_test(slurm, gres_types_come_from_sinfo_lines);
 	tcase_add_test(rows, job_rows_round_trip_and_list_until_recorded);
 	tcase_add_test(rows, a_jobs_run_is_recorded_once);
 	tcase_add_test(run, open_refuses_what_cannot_work);
@@ -478,6 +660,7 @@ static Suite *exec_suite(void)
 	tcase_add_test(run, an_unreachable_controller_is_waited_out);
 	tcase_add_test(run, a_node_failure_is_retried_once_elsewhere);
 	tcase_add_test(run, a_previous_daemons_jobs_are_followed_to_their_end);
+	tcase_add_test(run, queued_calls_go_as_one_array_in_arrival_order_each_its_own);
 	suite_add_tcase(s, slurm);
 	suite_add_tcase(s, rows);
 	suite_add_tcase(s, run);

@@ -646,6 +646,40 @@ START_TEST(ceilings_round_trip_replace_and_report_missing)
 }
 END_TEST
 
+/* A cluster's nodes of one GPU model share a calibration: a GPU without
+ * its own gets the newest of its model's; the list has every one. */
+START_TEST(ceilings_of_a_model_stand_in_for_an_uncalibrated_gpu)
+{
+	struct history *h = open_ok();
+	struct history_ceilings c = {0}, got, *all = NULL;
+	struct kf_err err = {0};
+	size_t n = 0;
+
+	snprintf(c.device_name, sizeof(c.device_name), "NVIDIA H100");
+	for (int i = 0; i < 2; i++) { /* two H100s, the second measured later */
+		snprintf(c.gpu_uuid, sizeof(c.gpu_uuid), "GPU-h100-%d", i);
+		c.copy_gbps = 3000 + i;
+		c.measured_ms = 1700000000000 + i;
+		ck_assert_int_eq(history_set_ceilings(h, &c, &err), 0);
+	}
+	ck_assert_int_eq(history_get_ceilings_of(h, "GPU-h100-0", "NVIDIA H100", &got, &err), 0);
+	ck_assert(got.copy_gbps == 3000); /* its own first */
+	ck_assert_msg(history_get_ceilings_of(h, "GPU-h100-9", "NVIDIA H100", &got, &err) == 0,
+		      "%s", err.msg);
+	ck_assert(got.copy_gbps == 3001); /* the model's newest */
+	ck_assert_str_eq(got.gpu_uuid, "GPU-h100-1");
+	ck_assert_int_eq(history_get_ceilings_of(h, "GPU-a100-0", "NVIDIA A100", &got, &err),
+			 KF_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(err.msg, "no NVIDIA A100 has a calibration"));
+	ck_assert_int_eq(history_list_ceilings(h, &all, &n, &err), 0);
+	ck_assert_int_eq((int)n, 2);
+	ck_assert_str_eq(all[0].gpu_uuid, "GPU-h100-0");
+	ck_assert_str_eq(all[1].gpu_uuid, "GPU-h100-1");
+	free(all);
+	history_close(h);
+}
+END_TEST
+
 static void *writer_thread(void *arg)
 {
 	struct history *h = arg;
@@ -806,6 +840,7 @@ static Suite *history_suite(void)
 	tcase_add_test(rw, add_rejects_bad_kind_status_and_oversize_fields);
 	tcase_add_test(rw, names_parse_back);
 	tcase_add_test(rw, ceilings_round_trip_replace_and_report_missing);
+	tcase_add_test(rw, ceilings_of_a_model_stand_in_for_an_uncalibrated_gpu);
 	tcase_add_test(ls, list_filters_by_kind_status_kernel_and_since);
 	tcase_add_test(ls, cursor_pages_through_every_run_once);
 	tcase_add_test(ls, list_rejects_bad_kind_status_and_cursor);
