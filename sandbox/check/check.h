@@ -48,12 +48,21 @@ void check_env_init(struct check_env *env);
 /* Closes the jail env opened, if any. Call after the last job finished. */
 void check_env_fini(struct check_env *env);
 
-#define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
-#define CHECK_DEFAULT_TRIALS	 3
-#define CHECK_MAX_TRIALS	 20
-#define CHECK_DEFAULT_TIMEOUT_MS 60000u
-#define CHECK_REPORT_MAX_BYTES	 (16u << 20) /* harness report cap */
-#define CHECK_EXTRA_LAUNCHES	 8	     /* launches between the two compared runs */
+#define CHECK_FIRST_MAX		     5 /* first mismatches reported per output */
+#define CHECK_DEFAULT_TRIALS	     3
+#define CHECK_MAX_TRIALS	     20
+#define CHECK_DEFAULT_TIMEOUT_MS     60000u
+#define CHECK_REPORT_MAX_BYTES	     (16u << 20) /* harness report cap */
+#define CHECK_EXTRA_LAUNCHES	     8		 /* launches between the two compared runs */
+#define CHECK_HARNESS_MEM_DEFAULT_MB 16384	 /* host memory of one harness, MiB */
+#define CHECK_HARNESS_MEM_MIN_MB     256	 /* below it CUDA's own setup may fail */
+
+/* The host memory limit of each kforge-harness process (RLIMIT_DATA, which
+ * the CUDA driver tolerates where RLIMIT_AS does not): $KFORGE_HARNESS_MEM_MB
+ * MiB, else CHECK_HARNESS_MEM_DEFAULT_MB. Returns 0 and *bytes, or
+ * KF_EINVAL naming the variable's bad value and the range. */
+int check_harness_mem_bytes(unsigned long long *bytes, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* Progress: called with a growing progress value and a message. */
 typedef void (*check_progress_fn)(void *arg, double progress, double total, const char *message);

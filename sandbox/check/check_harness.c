@@ -214,6 +214,57 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
+int check_harness_mem_bytes(unsigned long long *bytes, struct kf_err *err)
+{
+	const char *v = getenv("KFORGE_HARNESS_MEM_MB");
+	unsigned long long mb = CHECK_HARNESS_MEM_DEFAULT_MB;
+	if (v && *v) {
+		char *end;
+		errno = 0;
+		mb = strtoull(v, &end, 10);
+		if (errno || *end || v[0] == '-' || mb < CHECK_HARNESS_MEM_MIN_MB ||
+		    mb > (1ull << 24))
+			return kf_err_set(err, KF_EINVAL,
+					  "KFORGE_HARNESS_MEM_MB: '%.32s' is not a count of MiB "
+					  "from %d to %llu (default %d)",
+					  v, CHECK_HARNESS_MEM_MIN_MB, 1ull << 24,
+					  CHECK_HARNESS_MEM_DEFAULT_MB);
+	}
+	*bytes = mb << 20;
+	return 0;
+}
+
+/* Why a harness ended without its final report, into err. */
+static int no_report(const struct jail_result *res, const struct reader *rd, unsigned long long mem,
+		     struct kf_err *err)
+{
+	char tail[160] = "";
+	if (res->errout_len) {
+		const char *t = res->errout;
+		if (res->errout_len > 150)
+			t += res->errout_len - 150;
+		snprintf(tail, sizeof tail, "%s", t);
+		for (char *c = tail; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+	}
+	if (rd->too_big)
+		return kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
+				  CHECK_REPORT_MAX_BYTES);
+	if (res->mem_limited)
+		return kf_err_set(err, KF_EFAULT,
+				  "host memory limit %llu MiB exceeded: the harness ran out of "
+				  "memory (raise KFORGE_HARNESS_MEM_MB in the daemon's "
+				  "environment)%s%s",
+				  mem >> 20, tail[0] ? ": " : "", tail);
+	if (res->term_signal)
+		return kf_err_set(err, KF_EFAULT,
+				  "the harness died of signal %d without a report%s%s",
+				  res->term_signal, tail[0] ? ": " : "", tail);
+	return kf_err_set(err, KF_EFAULT, "the harness exited with status %d without a report%s%s",
+			  res->exit_code, tail[0] ? ": " : "", tail);
+}
+
 int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop, json_t **report,
 		       char **stdout_text, struct kf_err *err)
@@ -226,12 +277,16 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 			    harness, sizeof harness))
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "kforge-harness not found next to kforge (set KFORGE_HARNESS)");
+	unsigned long long mem;
+	int rc = check_harness_mem_bytes(&mem, err);
+	if (rc)
+		return rc;
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof p, "%s/job.json", dir);
 	if (json_dump_file(job, p, JSON_COMPACT))
 		return kf_err_set(err, KF_EIO, "cannot write %s", p);
 	struct jail *j;
-	int rc = check_get_jail(env, &j, err);
+	rc = check_get_jail(env, &j, err);
 	if (rc)
 		return rc;
 	int fds[2];
@@ -256,6 +311,7 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 		.pass_fds_len = 1,
 		.wall_ms = timeout_ms ? timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
 		.fsize_bytes = 64ull << 30,
+		.data_bytes = mem,
 		.stdout_cap_bytes = 16384,
 		.stderr_cap_bytes = 16384,
 		.cancel = stop,
@@ -303,29 +359,8 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 		json_decref(rep);
 		rep = final;
 	}
-	if (rc == 0 && !final) {
-		char tail[160] = "";
-		if (res.errout_len) {
-			const char *t = res.errout;
-			if (res.errout_len > 150)
-				t += res.errout_len - 150;
-			snprintf(tail, sizeof tail, "%s", t);
-			for (char *c = tail; *c; c++)
-				if (*c == '\n')
-					*c = ' ';
-		}
-		if (rd.too_big)
-			rc = kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
-					CHECK_REPORT_MAX_BYTES);
-		else if (res.term_signal)
-			rc = kf_err_set(err, KF_EFAULT,
-					"the harness died of signal %d without a report%s%s",
-					res.term_signal, tail[0] ? ": " : "", tail);
-		else
-			rc = kf_err_set(err, KF_EFAULT,
-					"the harness exited with status %d without a report%s%s",
-					res.exit_code, tail[0] ? ": " : "", tail);
-	}
+	if (rc == 0 && !final)
+		rc = no_report(&res, &rd, mem, err);
 	*report = rep;
 	jail_result_fini(&res);
 	free(rd.buf);
