@@ -198,7 +198,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"safeguard that fired; a failure replays by its seed.",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT | TOOL_TASK,
+		.annotations = TOOL_IDEMPOTENT | TOOL_TASK | TOOL_GPU_JOB,
 		.handler = check_handler,
 	},
 	{
@@ -213,7 +213,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"outputs verified after timing.",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
-		.annotations = TOOL_TASK,
+		.annotations = TOOL_TASK | TOOL_GPU_JOB,
 		.handler = bench_handler,
 	},
 };

@@ -103,7 +103,7 @@ static const struct tool_def MODEL_TOOLS[] = {
 			       "memory. Minutes per call.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
-		.annotations = 0,
+		.annotations = TOOL_GPU_JOB,
 		.handler = model_handler,
 	},
 };

@@ -89,7 +89,7 @@ static const struct tool_def TORCH_TOOLS[] = {
 			"time, the import line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT,
+		.annotations = TOOL_IDEMPOTENT | TOOL_GPU_JOB,
 		.handler = build_handler,
 	},
 };
