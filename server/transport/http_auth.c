@@ -137,6 +137,7 @@ int http_auth_load(struct hsrv *srv, const char *token_env, const char *token_fi
 		   struct kf_err *err)
 {
 	char *text = NULL, *line, *nl;
+	size_t tlen;
 	unsigned ln = 0;
 	int rc = 0;
 
@@ -156,6 +157,7 @@ int http_auth_load(struct hsrv *srv, const char *token_env, const char *token_fi
 	if (!token_file)
 		return 0;
 	rc = read_token_file(token_file, &text, err);
+	tlen = text ? strlen(text) : 0; /* before the lines are cut at their ends */
 	for (line = text; !rc && line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');
 		if (nl)
@@ -169,7 +171,7 @@ int http_auth_load(struct hsrv *srv, const char *token_env, const char *token_fi
 				"--token-file %s: no tokens (one 'NAME SECRET' line each)",
 				token_file);
 	if (text) {
-		explicit_bzero(text, strlen(text));
+		explicit_bzero(text, tlen);
 		free(text);
 	}
 	return rc;
