@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "server/cli/cli_opts.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/schema.h"
 #include "server/mcp/tools.h"
@@ -787,11 +788,13 @@ static int cmd_version(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_CORE[] = {
-	{"serve", "run the MCP server (stdio by default, or --http)", SERVE_USAGE, cmd_serve},
-	{"tools", "list the MCP tools, or show one tool's input schema", TOOLS_USAGE, cmd_tools},
-	{"call", "call any MCP tool with JSON arguments", CALL_USAGE, cmd_call},
-	{"version", "print the version", VERSION_USAGE, cmd_version},
-	{NULL, NULL, NULL, NULL},
+	{"serve", "run the MCP server (stdio by default, or --http)", SERVE_USAGE, cmd_serve, NULL,
+	 NULL},
+	{"tools", "list the MCP tools, or show one tool's input schema", TOOLS_USAGE, cmd_tools,
+	 NULL, NULL},
+	{"call", "call any MCP tool with JSON arguments", CALL_USAGE, cmd_call, NULL, NULL},
+	{"version", "print the version", VERSION_USAGE, cmd_version, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* --- dispatch ---------------------------------------------------------------------- */
@@ -803,6 +806,20 @@ const struct cli_cmd *cli_find(const char *name)
 			if (strcmp(c->name, name) == 0)
 				return c;
 	return NULL;
+}
+
+int cli_cmd_help(FILE *f, const struct cli_cmd *c)
+{
+	struct kf_err err = {0};
+
+	fputs(c->usage, f);
+	if (c->opts && cli_opts_help(f, c->opts, &err)) {
+		fprintf(stderr, "kforge %s: %s\n", c->name, err.msg);
+		return CLI_EXIT_FAIL;
+	}
+	if (c->usage_tail)
+		fputs(c->usage_tail, f);
+	return CLI_EXIT_OK;
 }
 
 static void print_help(FILE *f)
@@ -847,8 +864,7 @@ int cli_main(int argc, char **argv)
 					argv[2]);
 				return CLI_EXIT_USAGE;
 			}
-			fputs(c->usage, stdout);
-			return CLI_EXIT_OK;
+			return cli_cmd_help(stdout, c);
 		}
 		print_help(stdout);
 		return CLI_EXIT_OK;
@@ -861,10 +877,8 @@ int cli_main(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0)
 			break;
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(c->usage, stdout);
-			return CLI_EXIT_OK;
-		}
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return cli_cmd_help(stdout, c);
 	}
 	return c->run(argc - 1, argv + 1);
 }

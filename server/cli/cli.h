@@ -3,7 +3,9 @@
  * ended by an entry whose name is NULL; server/cli/cli.c lists the tables (one
  * line per table). A command opens the app from the common options, calls
  * tools through mcp_tool_call (via cli_tool_run), and prints a readable
- * table, or the structuredContent JSON with --json. Logs go to stderr. */
+ * table, or the structuredContent JSON with --json. Logs go to stderr. The
+ * options that fill a tool's arguments are bound to its inputSchema
+ * (cli_opts.h), which gives their bounds, defaults and help lines. */
 #ifndef KF_CLI_H
 #define KF_CLI_H
 
@@ -30,12 +32,24 @@ enum {
 /* One subcommand. run gets argv with argv[0] = the command name; it returns
  * a CLI_EXIT_* code. `kforge CMD --help` and `kforge help CMD` print
  * "usage" without calling run, so run need not handle --help. */
+struct cli_opts;
 struct cli_cmd {
 	const char *name;    /* e.g. "specs" */
 	const char *summary; /* one line for `kforge --help` */
-	const char *usage;   /* full help: synopsis, options, examples */
+	const char *usage;   /* full help: synopsis, options, examples; with
+			      * opts, the part before the options */
 	int (*run)(int argc, char **argv);
+	/* NULL, or the options bound to the inputSchema of the tool the
+	 * command calls (cli_opts.h): --help lists them, with the schema's
+	 * bounds and defaults, between usage and usage_tail */
+	const struct cli_opts *opts;
+	const char *usage_tail; /* with opts: common options, examples */
 };
+
+/* Prints c's help to f: usage, then the options of c->opts, then
+ * usage_tail. Returns CLI_EXIT_OK, or CLI_EXIT_FAIL after saying on stderr
+ * that c's option table names a property its tool's schema lacks. */
+int cli_cmd_help(FILE *f, const struct cli_cmd *c);
 
 /* Subcommand tables, one per owner file, each ended by {NULL}.
  * Declared here, defined there; cli.c lists those that exist. */

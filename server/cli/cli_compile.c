@@ -8,8 +8,24 @@
 #include <string.h>
 
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 #include "server/mcp/mcp.h"
 #include "sandbox/compile/compile.h"
+
+/* compile's options, each a compile_kernel argument whose schema gives the
+ * lengths and description (cli_opts.h). */
+static const struct cli_opt COMPILE_OPT_TABLE[] = {
+	{"--arch", "arch", CLI_OPT_VALUE, "ARCH", NULL},
+	{"--flags", "flags", CLI_OPT_VALUE, "FLAGS",
+	 "nvcc flags from the allowlist, split on blanks (e.g. \"-O3 --use_fast_math "
+	 "-maxrregcount=64 -D TILE=32\")"},
+	{"--ptx", "want_ptx", CLI_OPT_TRUE, NULL,
+	 "keep the PTX; prints its kforge://artifacts/ID/ptx link"},
+	{"--sass", "want_sass", CLI_OPT_TRUE, NULL, "SASS summary (where cuobjdump exists)"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts COMPILE_OPTS = {"compile_kernel", COMPILE_OPT_TABLE};
 
 static const char COMPILE_USAGE[] =
 	"usage: kforge compile FILE.cu [--arch sm_XX[a]] [--flags \"FLAGS\"] [--ptx] [--sass] [options]\n"
@@ -20,11 +36,9 @@ static const char COMPILE_USAGE[] =
 	"occupancy) and warnings. Results are cached by content. FILE '-' reads\n"
 	"standard input. Exit status: 0 compiled, 1 compile error, 2 usage.\n"
 	"\n"
-	"  --arch ARCH      sm_80, sm_90, sm_90a, ... (default: the local GPU, else sm_90)\n"
-	"  --flags FLAGS    nvcc flags from the allowlist, split on blanks\n"
-	"                   (e.g. \"-O3 --use_fast_math -maxrregcount=64 -D TILE=32\")\n"
-	"  --ptx            keep the PTX; prints its kforge://artifacts/ID/ptx link\n"
-	"  --sass           SASS summary (where cuobjdump exists)\n"
+	"Options (from compile_kernel's input schema):\n";
+
+static const char COMPILE_USAGE_TAIL[] =
 	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge compile rmsnorm.cu --arch sm_90a\n"
@@ -158,49 +172,49 @@ static int compile_main(int argc, char **argv)
 {
 	struct cli_common co;
 	struct kf_err err = {0};
-	const char *file = NULL, *arch = NULL, *flags = NULL;
-	int want_ptx = 0, want_sass = 0;
+	const char *file = NULL;
+	json_t *args;
 
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("compile", "%s", err.msg);
+	args = json_object();
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int missing = 0;
-		if ((v = cli_opt_value(argc, argv, &i, "--arch", &missing))) {
-			arch = v;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--flags", &missing))) {
-			flags = v;
-		} else if (missing) {
-			return cli_usage_error("compile", "%s needs a value", a);
-		} else if (!strcmp(a, "--ptx")) {
-			want_ptx = 1;
-		} else if (!strcmp(a, "--sass")) {
-			want_sass = 1;
-		} else if (a[0] == '-' && a[1]) {
-			return cli_usage_error("compile", "unknown option '%s'", a);
-		} else if (file) {
-			return cli_usage_error(
-				"compile", "one source file at a time ('%s' and '%s')", file, a);
-		} else {
+		const char *a = argv[i];
+		int rc = cli_opts_take(&COMPILE_OPTS, argc, argv, &i, args, &err);
+		if (rc > 0)
+			continue;
+		if (rc < 0)
+			rc = cli_usage_error("compile", "%s", err.msg);
+		else if (a[0] == '-' && a[1])
+			rc = cli_usage_error("compile", "unknown option '%s'", a);
+		else if (file)
+			rc = cli_usage_error("compile", "one source file at a time ('%s' and '%s')",
+					     file, a);
+		else
 			file = a;
+		if (rc) {
+			json_decref(args);
+			return rc;
 		}
 	}
-	if (!file)
+	if (!file) {
+		json_decref(args);
 		return cli_usage_error("compile", "missing FILE.cu");
+	}
 	size_t len = 0;
 	int too_big = 0;
 	char *src = read_source(file, &len, &too_big);
-	if (!src) {
-		fprintf(stderr, "kforge compile: cannot read '%s'\n", file);
-		return CLI_EXIT_FAIL;
-	}
-	if (too_big) {
+	if (!src || too_big) {
+		json_decref(args);
 		free(src);
-		fprintf(stderr, "kforge compile: '%s' is over the 1 MiB source cap\n", file);
+		if (too_big)
+			fprintf(stderr, "kforge compile: '%s' is over the 1 MiB source cap\n",
+				file);
+		else
+			fprintf(stderr, "kforge compile: cannot read '%s'\n", file);
 		return CLI_EXIT_FAIL;
 	}
-	json_t *args = json_object();
 	json_object_set_new(args, "source", json_stringn(src, len));
 	free(src);
 	if (!json_object_get(args, "source")) {
@@ -208,14 +222,6 @@ static int compile_main(int argc, char **argv)
 		fprintf(stderr, "kforge compile: '%s' is not UTF-8 text\n", file);
 		return CLI_EXIT_FAIL;
 	}
-	if (arch)
-		json_object_set_new(args, "arch", json_string(arch));
-	if (flags)
-		json_object_set_new(args, "flags", json_string(flags));
-	if (want_ptx)
-		json_object_set_new(args, "want_ptx", json_true());
-	if (want_sass)
-		json_object_set_new(args, "want_sass", json_true());
 	if (co.json)
 		return cli_tool_run(&co, "compile_kernel", args);
 
@@ -244,6 +250,6 @@ static int compile_main(int argc, char **argv)
 
 const struct cli_cmd CLI_COMPILE[] = {
 	{"compile", "compile CUDA device code in the sandbox: diagnostics, resources, occupancy",
-	 COMPILE_USAGE, compile_main},
-	{NULL, NULL, NULL, NULL},
+	 COMPILE_USAGE, compile_main, &COMPILE_OPTS, COMPILE_USAGE_TAIL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

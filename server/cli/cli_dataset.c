@@ -248,6 +248,6 @@ const struct http_stream CLI_DATASET_STREAM = {
 
 const struct cli_cmd CLI_DATASET[] = {
 	{"dataset", "export verified kernels of the run history as a dataset", DATASET_USAGE,
-	 dataset_main},
-	{NULL, NULL, NULL, NULL},
+	 dataset_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

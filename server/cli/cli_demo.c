@@ -359,6 +359,6 @@ out:
 
 const struct cli_cmd CLI_DEMO[] = {
 	{"demo", "walk through the whole workflow on a bundled kernel over a real MCP session",
-	 DEMO_USAGE, run_demo},
-	{NULL, NULL, NULL, NULL},
+	 DEMO_USAGE, run_demo, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

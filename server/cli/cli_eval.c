@@ -7,6 +7,7 @@
  * solution is correct and at least p times faster than the task's baseline
  * (KernelBench's metric); a task without a baseline counts only for p = 0. */
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,14 +46,19 @@ static const char EVAL_USAGE[] =
 	"  kforge eval prompt rmsnorm_bf16\n"
 	"  kforge eval run my-model-solutions --out results.json\n";
 
-/* v as an integer in [lo, hi], or -1. */
-static int int_opt(const char *v, long lo, long hi)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-
-	return *end || end == v || n < lo || n > hi ? -1 : (int)n;
-}
+/* --timeout-s goes to check_kernel and benchmark_kernel alike (the same
+ * bounds), --budget-ms to benchmark_kernel: their schemas check the values
+ * (cli_opts.h); eval's own defaults (30 s, 500 ms) are in EVAL_USAGE. */
+static const struct cli_opt EVAL_CHECK_OPT_TABLE[] = {
+	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N", "per harness run"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+static const struct cli_opt EVAL_BENCH_OPT_TABLE[] = {
+	{"--budget-ms", "budget_ms", CLI_OPT_VALUE, "N", "benchmark budget per size"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+static const struct cli_opts EVAL_CHECK_OPTS = {"check_kernel", EVAL_CHECK_OPT_TABLE};
+static const struct cli_opts EVAL_BENCH_OPTS = {"benchmark_kernel", EVAL_BENCH_OPT_TABLE};
 
 static char *read_small(const char *path, size_t cap)
 {
@@ -328,6 +334,7 @@ static int eval_main(int argc, char **argv)
 	if (argc < 2 ||
 	    (strcmp(argv[1], "list") && strcmp(argv[1], "prompt") && strcmp(argv[1], "run")))
 		return cli_usage_error("eval", "want a subcommand: list, prompt or run");
+	json_t *limits = json_object(); /* --timeout-s and --budget-ms, checked */
 	for (int i = 2; i < argc; i++) {
 		int missing = 0;
 		if ((v = cli_opt_value(argc, argv, &i, "--tasks", &missing)))
@@ -336,17 +343,25 @@ static int eval_main(int argc, char **argv)
 			only = v;
 		else if (!missing && (v = cli_opt_value(argc, argv, &i, "--out", &missing)))
 			out = v;
-		else if (!missing && (v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing)))
-			timeout_s = int_opt(v, 1, 600);
-		else if (!missing && (v = cli_opt_value(argc, argv, &i, "--budget-ms", &missing)))
-			budget_ms = int_opt(v, 10, 60000);
-		else if (missing || argv[i][0] == '-' || pos)
+		else if (!missing &&
+			 ((rc = cli_opts_take(&EVAL_CHECK_OPTS, argc, argv, &i, limits, &err)) ||
+			  (rc = cli_opts_take(&EVAL_BENCH_OPTS, argc, argv, &i, limits, &err)))) {
+			if (rc < 0) {
+				json_decref(limits);
+				return cli_usage_error("eval", "%s", err.msg);
+			}
+		} else if (missing || argv[i][0] == '-' || pos) {
+			json_decref(limits);
 			return cli_usage_error("eval", "unexpected '%s'", argv[i]);
-		else
+		} else {
 			pos = argv[i];
-		if (timeout_s < 0 || budget_ms < 0)
-			return cli_usage_error("eval", "%s: out of range", argv[i]);
+		}
 	}
+	if (json_object_get(limits, "timeout_s"))
+		timeout_s = (int)json_integer_value(json_object_get(limits, "timeout_s"));
+	if (json_object_get(limits, "budget_ms"))
+		budget_ms = (int)json_number_value(json_object_get(limits, "budget_ms"));
+	json_decref(limits);
 	if (strcmp(argv[1], "list") && !pos)
 		return cli_usage_error("eval", "%s needs %s", argv[1],
 				       strcmp(argv[1], "run") ? "TASK" : "SOLUTIONS_DIR");
@@ -371,6 +386,6 @@ static int eval_main(int argc, char **argv)
 
 const struct cli_cmd CLI_EVAL[] = {
 	{"eval", "score kernel solutions on the eval task set (correctness, fast_p)", EVAL_USAGE,
-	 eval_main},
-	{NULL, NULL, NULL, NULL},
+	 eval_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -164,6 +164,6 @@ static int cmd_exec_job(int argc, char **argv)
 
 const struct cli_cmd CLI_EXEC[] = {
 	{"exec-job", "run one GPU job of a Slurm executor (on the compute node)", EXEC_JOB_USAGE,
-	 cmd_exec_job},
-	{NULL, NULL, NULL, NULL},
+	 cmd_exec_job, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

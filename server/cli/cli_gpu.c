@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cli/cli_opts.h"
 #include "server/mcp/mcp.h"
 #include "sandbox/check/bench.h"
 #include "sandbox/pool/gpu.h"
@@ -17,11 +18,47 @@
 #define SPEC_FILE_MAX_BYTES (8u << 20)
 
 /* What a run means, stored with it and exported as data (README "Building
- * a dataset"). */
-#define META_HELP                                                                 \
-	"  --description TEXT what the kernel computes: words and math\n"         \
-	"  --notes TEXT       your reasoning: what was tried, why it is faster\n" \
-	"  --parent RUN_ID    the run this one improves on (must exist)\n"
+ * a dataset"). The schema keeps these bare strings (tools/list stays
+ * small), so their help lines are here. */
+/* clang-format off */
+#define META_OPTS                                                                 \
+	{"--description", "description", CLI_OPT_VALUE, "TEXT",                   \
+	 "what the kernel computes: words and math"},                              \
+	{"--notes", "notes", CLI_OPT_VALUE, "TEXT",                               \
+	 "your reasoning: what was tried, why it is faster"},                      \
+	{"--parent", "parent", CLI_OPT_VALUE, "RUN_ID",                           \
+	 "the run this one improves on (must exist)"}
+/* clang-format on */
+
+/* check's options: each bound to a check_kernel argument, whose schema
+ * gives the type, bounds and default (cli_opts.h); --replay-size is the
+ * replay.size object written as VAR=N,VAR=N. */
+static const struct cli_opt CHECK_OPT_TABLE[] = {
+	{"--trials", "trials", CLI_OPT_VALUE, "N", "trials per size, fresh inputs each"},
+	{"--no-odd-size", "odd_size", CLI_OPT_FALSE, NULL, "only the sizes the spec lists"},
+	{"--replay-seed", "replay.seed", CLI_OPT_VALUE, "HEX",
+	 "with --replay-size: re-run one reported case exactly"},
+	{"--replay-size", NULL, CLI_OPT_OWN, "VAR=N,..", "the reported case's sizes"},
+	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N", "per harness run, seconds"},
+	META_OPTS,
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts CHECK_OPTS = {"check_kernel", CHECK_OPT_TABLE};
+
+static const struct cli_opt BENCH_OPT_TABLE[] = {
+	{"--size", "size", CLI_OPT_VALUE, "I", NULL},
+	{"--no-baseline", "baseline", CLI_OPT_FALSE, NULL, "time the candidate alone"},
+	{"--budget-ms", "budget_ms", CLI_OPT_VALUE, "N", NULL},
+	{"--target", "target_rel_se", CLI_OPT_VALUE, "F", "relative standard error target"},
+	{"--warmup-ms", "warmup_ms", CLI_OPT_VALUE, "N", "warm-up, milliseconds"},
+	{"--no-flush", "flush_l2", CLI_OPT_FALSE, NULL, "keep the L2 warm between iterations"},
+	{"--timeout-s", "timeout_s", CLI_OPT_VALUE, "N", "per harness run, seconds"},
+	META_OPTS,
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts BENCH_OPTS = {"benchmark_kernel", BENCH_OPT_TABLE};
 
 static const char CHECK_USAGE[] =
 	"usage: kforge check SPEC.json [--trials N] [--no-odd-size]\n"
@@ -34,10 +71,11 @@ static const char CHECK_USAGE[] =
 	"poisoned outputs, guard bands, input and determinism checks. Exit 0 when it\n"
 	"passes, 1 when the kernel fails (the summary says which safeguard fired and\n"
 	"how to replay it), 3 without a GPU.\n"
-	"  --trials N         trials per size (1-20)\n"
-	"  --no-odd-size      only the sizes the spec lists\n"
-	"  --replay-seed HEX  with --replay-size: re-run one reported case exactly\n"
-	"  --timeout-s N      per harness run (default 60)\n" META_HELP "\n" CLI_COMMON_HELP "\n"
+	"\n"
+	"Options (bounds and defaults from check_kernel's input schema):\n";
+
+static const char CHECK_USAGE_TAIL[] =
+	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge check rmsnorm.json\n"
 	"  kforge check rmsnorm.json --replay-size T=7,D=1000 --replay-seed 9f2c01d4e5a6b7c8\n";
@@ -49,18 +87,13 @@ static const char BENCH_USAGE[] =
 	"\n"
 	"Benchmarks a kernel spec (and its baseline, interleaved) with CUDA events,\n"
 	"the L2 flushed before each timed run, until the median's standard error is\n"
-	"under the target (default 0.005 = 0.5%) or the budget ends; then verifies\n"
-	"a run after timing.\n"
-	"  --size I          only sizes[I] of the spec (default every size)\n"
-	"  --no-baseline     time the candidate alone\n"
-	"  --budget-ms N     timing budget per size (10-60000, default 1000)\n"
-	"  --target F        relative standard error target (default 0.005)\n"
-	"  --warmup-ms N     warm-up (default 50)\n"
-	"  --no-flush        keep the L2 warm between iterations\n"
-	"  --timeout-s N     per harness run (1-600, default 120)\n" META_HELP "\n" CLI_COMMON_HELP
+	"under the target or the budget ends; then verifies a run after timing.\n"
 	"\n"
-	"Example:\n"
-	"  kforge bench rmsnorm.json --size 0\n";
+	"Options (bounds and defaults from benchmark_kernel's input schema):\n";
+
+static const char BENCH_USAGE_TAIL[] = "\n" CLI_COMMON_HELP "\n"
+				       "Example:\n"
+				       "  kforge bench rmsnorm.json --size 0\n";
 
 static const char CALIBRATE_USAGE[] =
 	"usage: kforge calibrate [--device N] [--json]\n"
@@ -436,20 +469,50 @@ static int run_spec_tool(const struct cli_common *co, const char *cmd, const cha
 	return run_tool(co, tool, args, print);
 }
 
-/* Takes --description, --notes or --parent at argv[*i] into args; returns
- * 1 when it did. */
-static int meta_opt(int argc, char **argv, int *i, int *missing, json_t *args)
+/* --replay-size T=7,D=1000 into args.replay.size. Returns 0 or the usage
+ * error's exit code. */
+static int replay_size(const char *v, json_t *args)
 {
-	static const char *const names[][2] = {
-		{"--description", "description"}, {"--notes", "notes"}, {"--parent", "parent"}};
-	const char *v;
+	json_t *replay = json_object_get(args, "replay");
+	json_t *sz = json_object();
+	char buf[512];
+	char *save = NULL;
+	int rc = 0;
 
-	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-		if ((v = cli_opt_value(argc, argv, i, names[k][0], missing))) {
-			json_object_set_new(args, names[k][1], json_string(v));
-			return 1;
+	if (!replay) {
+		replay = json_object();
+		json_object_set_new(args, "replay", replay);
+	}
+	json_object_set_new(replay, "size", sz);
+	snprintf(buf, sizeof buf, "%s", v);
+	for (char *tok = strtok_r(buf, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		char *end = NULL;
+		long long n = eq ? strtoll(eq + 1, &end, 10) : 0;
+		if (!eq || !end || *end || eq == tok) {
+			rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N", tok);
+		} else {
+			*eq = 0;
+			json_object_set_new(sz, tok, json_integer(n));
 		}
-	return 0;
+	}
+	return rc;
+}
+
+/* The options check and bench share the handling of: those of the table
+ * (into args), an option whose value is missing, an unknown option, the
+ * one SPEC.json (into *path). Returns 0 or the usage error's exit code. */
+static int spec_cmd_arg(const char *cmd, const struct cli_opts *o, int argc, char **argv, int *i,
+			json_t *args, const char **path)
+{
+	struct kf_err err = {0};
+	int rc = cli_opts_take(o, argc, argv, i, args, &err);
+
+	if (rc < 0)
+		return cli_usage_error(cmd, "%s", err.msg);
+	if (rc > 0)
+		return 0;
+	return spec_arg(cmd, argv[*i], 0, path);
 }
 
 static int check_main(int argc, char **argv)
@@ -459,56 +522,24 @@ static int check_main(int argc, char **argv)
 	cli_common_init(&co);
 	if (cli_common_parse(&co, &argc, argv, &err))
 		return cli_usage_error("check", "%s", err.msg);
-	const char *path = NULL, *seed = NULL, *rsize = NULL;
+	const char *path = NULL;
 	json_t *args = json_object();
 	int rc = 0;
 	for (int i = 1; i < argc && !rc; i++) {
 		int missing = 0;
-		const char *v;
-		double d;
-		if ((v = cli_opt_value(argc, argv, &i, "--trials", &missing))) {
-			if (!(rc = num_opt("check", "--trials", v, 1, 20, &d)))
-				json_object_set_new(args, "trials", json_integer((json_int_t)d));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
-			if (!(rc = num_opt("check", "--timeout-s", v, 1, 600, &d)))
-				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-seed", &missing))) {
-			seed = v;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--replay-size", &missing))) {
-			rsize = v;
-		} else if (meta_opt(argc, argv, &i, &missing, args)) {
-			continue;
-		} else if (!missing && strcmp(argv[i], "--no-odd-size") == 0) {
-			json_object_set_new(args, "odd_size", json_false());
-		} else {
+		const char *v = cli_opt_value(argc, argv, &i, "--replay-size", &missing);
+		if (v)
+			rc = replay_size(v, args);
+		else if (missing)
 			rc = spec_arg("check", argv[i], missing, &path);
-		}
+		else
+			rc = spec_cmd_arg("check", &CHECK_OPTS, argc, argv, &i, args, &path);
 	}
 	if (!rc && !path)
 		rc = cli_usage_error("check", "SPEC.json missing");
-	if (!rc && (!seed) != (!rsize))
+	const json_t *replay = json_object_get(args, "replay");
+	if (!rc && replay && (!json_object_get(replay, "seed") || !json_object_get(replay, "size")))
 		rc = cli_usage_error("check", "--replay-seed and --replay-size go together");
-	if (!rc && seed) {
-		json_t *sz = json_object();
-		char buf[512];
-		snprintf(buf, sizeof buf, "%s", rsize);
-		char *save = NULL;
-		for (char *tok = strtok_r(buf, ",", &save); tok && !rc;
-		     tok = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(tok, '=');
-			char *end = NULL;
-			long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
-			if (!eq || !end || *end || eq == tok)
-				rc = cli_usage_error("check", "--replay-size: '%s' is not VAR=N",
-						     tok);
-			else {
-				*eq = 0;
-				json_object_set_new(sz, tok, json_integer(v));
-			}
-		}
-		json_object_set_new(args, "replay",
-				    json_pack("{s:o, s:s}", "size", sz, "seed", seed));
-	}
 	return run_spec_tool(&co, "check", path, args, rc, "check_kernel", print_check);
 }
 
@@ -522,35 +553,8 @@ static int bench_main(int argc, char **argv)
 	const char *path = NULL;
 	json_t *args = json_object();
 	int rc = 0;
-	for (int i = 1; i < argc && !rc; i++) {
-		int missing = 0;
-		const char *v;
-		double d;
-		if ((v = cli_opt_value(argc, argv, &i, "--size", &missing))) {
-			if (!(rc = num_opt("bench", "--size", v, 0, 31, &d)))
-				json_object_set_new(args, "size", json_integer((json_int_t)d));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--budget-ms", &missing))) {
-			if (!(rc = num_opt("bench", "--budget-ms", v, 10, 60000, &d)))
-				json_object_set_new(args, "budget_ms", json_real(d));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--target", &missing))) {
-			if (!(rc = num_opt("bench", "--target", v, 0.0001, 0.5, &d)))
-				json_object_set_new(args, "target_rel_se", json_real(d));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--warmup-ms", &missing))) {
-			if (!(rc = num_opt("bench", "--warmup-ms", v, 0, 10000, &d)))
-				json_object_set_new(args, "warmup_ms", json_real(d));
-		} else if (meta_opt(argc, argv, &i, &missing, args)) {
-			continue;
-		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout-s", &missing))) {
-			if (!(rc = num_opt("bench", "--timeout-s", v, 1, 600, &d)))
-				json_object_set_new(args, "timeout_s", json_integer((json_int_t)d));
-		} else if (!missing && strcmp(argv[i], "--no-baseline") == 0) {
-			json_object_set_new(args, "baseline", json_false());
-		} else if (!missing && strcmp(argv[i], "--no-flush") == 0) {
-			json_object_set_new(args, "flush_l2", json_false());
-		} else {
-			rc = spec_arg("bench", argv[i], missing, &path);
-		}
-	}
+	for (int i = 1; i < argc && !rc; i++)
+		rc = spec_cmd_arg("bench", &BENCH_OPTS, argc, argv, &i, args, &path);
 	if (!rc && !path)
 		rc = cli_usage_error("bench", "SPEC.json missing");
 	return run_spec_tool(&co, "bench", path, args, rc, "benchmark_kernel", print_bench);
@@ -584,7 +588,7 @@ static int calibrate_main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		int missing = 0;
 		const char *v = cli_opt_value(argc, argv, &i, "--device", &missing);
-		double d;
+		double d = 0;
 		if (v) {
 			int rc = num_opt("calibrate", "--device", v, 0, 15, &d);
 			if (rc)
@@ -624,9 +628,11 @@ static int calibrate_main(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_GPU[] = {
-	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE, check_main},
-	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE, bench_main},
+	{"check", "check a kernel spec against its reference on the GPU", CHECK_USAGE, check_main,
+	 &CHECK_OPTS, CHECK_USAGE_TAIL},
+	{"bench", "benchmark a kernel spec (and its baseline) on the GPU", BENCH_USAGE, bench_main,
+	 &BENCH_OPTS, BENCH_USAGE_TAIL},
 	{"calibrate", "measure this GPU's copy and matmul ceilings", CALIBRATE_USAGE,
-	 calibrate_main},
-	{NULL, NULL, NULL, NULL},
+	 calibrate_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -3,6 +3,7 @@
  * search_guides, read_guide). Readable tables by default, the
  * structuredContent JSON with --json. */
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,32 @@
 
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
+
+/* gpu's options: those bound to a get_gpu_specs argument take their type
+ * and bounds from its schema (cli_opts.h); --full, --list and --compare
+ * choose the request's shape and are read by gpu_parse. */
+static const struct cli_opt GPU_OPT_TABLE[] = {
+	{"--full", NULL, CLI_OPT_OWN, NULL,
+	 "every figure with its label and unit, every derived figure with its formula, the "
+	 "feature rules, notes and source titles"},
+	{"--fields", "fields", CLI_OPT_VALUE, "F,..",
+	 "only these figures, derived figures or sections (features, notes, conflicts, "
+	 "aliases), with their sources"},
+	{"--list", NULL, CLI_OPT_OWN, NULL, "every GPU, one line each"},
+	{"--compare", NULL, CLI_OPT_OWN, "A B..", "2 to 4 GPUs side by side"},
+	{"--arch", "arch", CLI_OPT_VALUE, "TARGET",
+	 "target for feature usability (default the GPU's best: sm_90a on Hopper, sm_100a on "
+	 "B200...)"},
+	{"--block", "occupancy.block_threads", CLI_OPT_VALUE, "N",
+	 "occupancy for blocks of N threads"},
+	{"--regs", "occupancy.regs_per_thread", CLI_OPT_VALUE, "R",
+	 "with --block: registers per thread"},
+	{"--smem", "occupancy.smem_per_block_bytes", CLI_OPT_VALUE, "BYTES",
+	 "with --block: shared memory per block"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts GPU_OPTS = {"get_gpu_specs", GPU_OPT_TABLE};
 
 static const char GPU_USAGE[] =
 	"usage: kforge gpu NAME [--full | --fields F,..] [--arch TARGET]\n"
@@ -26,18 +53,12 @@ static const char GPU_USAGE[] =
 	"source keys (see docs/knowledge.md), a few derived figures and the usable\n"
 	"features. '-' means not confirmed by a source, 'n/a' that the format does\n"
 	"not exist there. Derived figures are marked 'derived'.\n"
-	"  --full           every figure with its label and unit, every derived figure\n"
-	"                   with its formula, the feature rules, notes and source titles\n"
-	"  --fields F,..    only these figures, derived figures or sections (features,\n"
-	"                   notes, conflicts, aliases), with their sources\n"
-	"  --list           every GPU, one line each\n"
-	"  --compare A B..  2 to 4 GPUs side by side\n"
 	"  local            the GPUs of this host, read from the CUDA driver, matched\n"
 	"                   to the table (exit 3 when there is no GPU)\n"
-	"  --arch TARGET    target for feature usability (default the GPU's best:\n"
-	"                   sm_90a on Hopper, sm_100a on B200...)\n"
-	"  --block N        occupancy for blocks of N threads, with --regs R\n"
-	"                   registers per thread and --smem BYTES shared memory per block\n"
+	"\n"
+	"Options (bounds from get_gpu_specs's input schema):\n";
+
+static const char GPU_USAGE_TAIL[] =
 	"\n" CLI_COMMON_HELP "\n"
 	"Examples:\n"
 	"  kforge gpu h100\n"
@@ -46,6 +67,17 @@ static const char GPU_USAGE[] =
 	"  kforge gpu --compare a100 h100 h200\n"
 	"  kforge gpu h100 --block 256 --regs 128 --smem 49152\n";
 
+/* guide search's options, each a search_guides argument. */
+static const struct cli_opt GUIDE_OPT_TABLE[] = {
+	{"--arch", "arch", CLI_OPT_VALUE, "TARGET",
+	 "only guides for this target or GPU (sm_90, h100, hopper)"},
+	{"--tag", "tag", CLI_OPT_VALUE, "TAG", "only guides with this tag"},
+	{"--limit", "limit", CLI_OPT_VALUE, "N", "at most N hits"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts GUIDE_OPTS = {"search_guides", GUIDE_OPT_TABLE};
+
 static const char GUIDE_USAGE[] =
 	"usage: kforge guide search WORDS [--arch TARGET] [--tag TAG] [--limit N] [--json]\n"
 	"       kforge guide read ID [--json]\n"
@@ -53,16 +85,16 @@ static const char GUIDE_USAGE[] =
 	"\n"
 	"Search and read kforge's CUDA optimization guides.\n"
 	"  search WORDS     ranked full-text search (BM25; titles weigh more)\n"
-	"  --arch TARGET    only guides for this target or GPU (sm_90, h100, hopper)\n"
-	"  --tag TAG        only guides with this tag\n"
-	"  --limit N        at most N hits (1-50, default 10)\n"
 	"  read ID          one guide, whole, with its sources\n"
 	"  list             every guide id and title\n"
-	"\n" CLI_COMMON_HELP "\n"
-	"Examples:\n"
-	"  kforge guide search \"bank conflicts\"\n"
-	"  kforge guide search wgmma --arch sm_90\n"
-	"  kforge guide read coalescing\n";
+	"\n"
+	"Options of search (bounds and defaults from search_guides's input schema):\n";
+
+static const char GUIDE_USAGE_TAIL[] = "\n" CLI_COMMON_HELP "\n"
+				       "Examples:\n"
+				       "  kforge guide search \"bank conflicts\"\n"
+				       "  kforge guide search wgmma --arch sm_90\n"
+				       "  kforge guide read coalescing\n";
 
 /* Calls tool with args (taken) in an app opened from co. Returns the exit
  * code; on success or tool error sets *res (new) and *is_error. */
@@ -288,17 +320,6 @@ static void print_compare(const json_t *res)
 	       "per figure: kforge gpu ID, or --json)\n");
 }
 
-static int int_opt(const char *cmd, const char *name, const char *v, long lo, long hi, long *out)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-	if (!*v || *end || n < lo || n > hi)
-		return cli_usage_error(cmd, "%s: '%s' is not a number from %ld to %ld", name, v, lo,
-				       hi);
-	*out = n;
-	return 0;
-}
-
 static void print_json(const json_t *res)
 {
 	char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -309,60 +330,14 @@ static void print_json(const json_t *res)
 
 enum gpu_mode { GPU_ONE, GPU_LIST, GPU_COMPARE };
 
-/* Adds --fields F,G,.. to args as an array. Returns 0 or the usage exit. */
-static int fields_opt(const char *v, json_t *args)
-{
-	json_t *arr = json_array();
-	for (const char *p = v; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n == 0 || n > 127) {
-			json_decref(arr);
-			return cli_usage_error("gpu",
-					       "--fields: '%s' is not a list of names like "
-					       "memory_bandwidth_gbs,smem_per_sm_kb",
-					       v);
-		}
-		json_array_append_new(arr, json_stringn(p, n));
-		p = e ? e + 1 : NULL;
-	}
-	json_object_set_new(args, "fields", arr);
-	return 0;
-}
-
-/* Adds the value of --arch, --block, --regs or --smem (a) to args or to
- * *occ (created on first use). Returns 0 or the usage exit code. */
-static int gpu_value_opt(const char *a, const char *next, json_t *args, json_t **occ)
-{
-	long n;
-	int rc;
-	if (!next)
-		return cli_usage_error("gpu", "%s needs a value", a);
-	if (strcmp(a, "--arch") == 0) {
-		json_object_set_new(args, "arch", json_string(next));
-		return 0;
-	}
-	if (strcmp(a, "--fields") == 0)
-		return fields_opt(next, args);
-	const char *key = strcmp(a, "--block") == 0  ? "block_threads"
-			  : strcmp(a, "--regs") == 0 ? "regs_per_thread"
-						     : "smem_per_block_bytes";
-	long hi = strcmp(a, "--block") == 0 ? 1024 : strcmp(a, "--regs") == 0 ? 255 : 1048576;
-	if ((rc = int_opt("gpu", a, next, strcmp(a, "--block") == 0, hi, &n)))
-		return rc;
-	if (!*occ)
-		*occ = json_object();
-	json_object_set_new(*occ, key, json_integer(n));
-	return 0;
-}
-
 /* kforge gpu's command line (after the common options) as get_gpu_specs
  * arguments: sets *out (new) and *mode, or returns the usage exit code
  * with the message printed. */
 static int gpu_parse(int argc, char **argv, json_t **out, enum gpu_mode *mode)
 {
-	json_t *args = json_object(), *names = json_array(), *occ = NULL;
-	int list = 0, compare = 0, full = 0, rc = 0;
+	json_t *args = json_object(), *names = json_array(), *occ;
+	struct kf_err err = {0};
+	int list = 0, compare = 0, full = 0, rc = 0, t;
 	for (int i = 1; i < argc && !rc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--list") == 0)
@@ -371,14 +346,14 @@ static int gpu_parse(int argc, char **argv, json_t **out, enum gpu_mode *mode)
 			compare = 1;
 		else if (strcmp(a, "--full") == 0)
 			full = 1;
-		else if (!strcmp(a, "--arch") || !strcmp(a, "--block") || !strcmp(a, "--regs") ||
-			 !strcmp(a, "--smem") || !strcmp(a, "--fields"))
-			rc = gpu_value_opt(a, i + 1 < argc ? argv[++i] : NULL, args, &occ);
+		else if ((t = cli_opts_take(&GPU_OPTS, argc, argv, &i, args, &err)) != 0)
+			rc = t < 0 ? cli_usage_error("gpu", "%s", err.msg) : 0;
 		else if (a[0] == '-' && a[1])
 			rc = cli_usage_error("gpu", "unknown option '%s'", a);
 		else
 			json_array_append_new(names, json_string(a));
 	}
+	occ = json_object_get(args, "occupancy");
 	size_t nn = json_array_size(names);
 	if (rc)
 		;
@@ -396,7 +371,6 @@ static int gpu_parse(int argc, char **argv, json_t **out, enum gpu_mode *mode)
 	if (rc) {
 		json_decref(args);
 		json_decref(names);
-		json_decref(occ);
 		return rc;
 	}
 	if (list)
@@ -407,8 +381,6 @@ static int gpu_parse(int argc, char **argv, json_t **out, enum gpu_mode *mode)
 		json_object_set(args, "gpu", json_array_get(names, 0));
 	if (full)
 		json_object_set_new(args, "detail", json_string("full"));
-	if (occ)
-		json_object_set_new(args, "occupancy", occ);
 	json_decref(names);
 	*mode = list ? GPU_LIST : compare ? GPU_COMPARE : GPU_ONE;
 	*out = args;
@@ -478,31 +450,22 @@ static int gpu_main(int argc, char **argv)
  * arguments in args (borrowed). Returns 0 or the usage exit code. */
 static int guide_search_args(int argc, char **argv, json_t *args)
 {
+	struct kf_err err = {0};
 	char q[600] = "";
 	size_t at = 0;
-	int rc;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--arch") == 0 || strcmp(a, "--tag") == 0 ||
-		    strcmp(a, "--limit") == 0) {
-			if (i + 1 >= argc)
-				return cli_usage_error("guide", "%s needs a value", a);
-			const char *v = argv[++i];
-			if (strcmp(a, "--limit") == 0) {
-				long n;
-				if ((rc = int_opt("guide", a, v, 1, 50, &n)))
-					return rc;
-				json_object_set_new(args, "limit", json_integer(n));
-			} else {
-				json_object_set_new(args, a + 2, json_string(v));
-			}
-		} else {
-			int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
-			if (w < 0 || (size_t)w >= sizeof q - at)
-				return cli_usage_error("guide",
-						       "the query is longer than 512 bytes");
-			at += (size_t)w;
-		}
+		int rc = cli_opts_take(&GUIDE_OPTS, argc, argv, &i, args, &err);
+		if (rc < 0)
+			return cli_usage_error("guide", "%s", err.msg);
+		if (rc > 0)
+			continue;
+		if (strncmp(a, "--", 2) == 0)
+			return cli_usage_error("guide", "unknown option '%s'", a);
+		int w = snprintf(q + at, sizeof q - at, "%s%s", at ? " " : "", a);
+		if (w < 0 || (size_t)w >= sizeof q - at)
+			return cli_usage_error("guide", "the query is longer than 512 bytes");
+		at += (size_t)w;
 	}
 	if (!at)
 		return cli_usage_error("guide", "search needs words, e.g. \"bank conflicts\"");
@@ -510,8 +473,6 @@ static int guide_search_args(int argc, char **argv, json_t *args)
 	return 0;
 }
 
-/* kforge guide list: every guide id and title, from the guides resource
- * listing (not a tool of its own). Returns the exit code. */
 static int guide_list(const struct cli_common *co)
 {
 	struct kf_err err = {0};
@@ -607,7 +568,8 @@ static int guide_main(int argc, char **argv)
 
 const struct cli_cmd CLI_KB[] = {
 	{"gpu", "GPU facts with sources: one GPU, --list, --compare, local, occupancy", GPU_USAGE,
-	 gpu_main},
-	{"guide", "search and read the CUDA optimization guides", GUIDE_USAGE, guide_main},
-	{NULL, NULL, NULL, NULL},
+	 gpu_main, &GPU_OPTS, GPU_USAGE_TAIL},
+	{"guide", "search and read the CUDA optimization guides", GUIDE_USAGE, guide_main,
+	 &GUIDE_OPTS, GUIDE_USAGE_TAIL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

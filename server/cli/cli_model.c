@@ -6,29 +6,46 @@
 #include <string.h>
 
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 
-#define MODEL_USAGE                                                                                   \
-	"usage: kforge model-bench RECIPE [options]\n"                                                \
-	"Builds a model with random weights (RECIPE: qwen3, llama or dit; nothing is\n"               \
-	"downloaded), swaps modules for kforge's torch ops and times it against the\n"                \
-	"unpatched model: eager, torch.compile, CUDA graphs (decode). Needs a GPU\n"                  \
-	"and python3 with torch (and transformers for qwen3/llama).\n"                                \
-	"Options:\n"                                                                                  \
-	"  --dim NAME=N            a dimension (layers, hidden, intermediate, heads,\n"               \
-	"                          kv_heads, head_dim, vocab; dit: ff_mult,\n"                        \
-	"                          activation=geglu|gelu_tanh); repeatable\n"                         \
-	"  --patch TARGET=OP       module class or name glob -> op; repeatable\n"                     \
-	"                          (default: the recipe's)\n"                                         \
-	"  --compile-patch TARGET=OP  the patch under torch.compile; repeatable\n"                    \
-	"  --shape prefill:BxS | decode:BxP   repeatable (P: tokens already cached)\n"                \
-	"  --modes M,M,...         eager, patched, compile, patched_compile, graphs,\n"               \
-	"                          patched_graphs\n"                                                  \
-	"  --iters N               timed repetitions per mode (default 20)\n"                         \
-	"  --timeout S             wall-clock limit of the job (default 900)\n"                       \
-	"  --no-profile            skip the per-op profile\n"                                         \
-	"  --no-fp32-check         skip the comparison with an fp32 run\n"                            \
-	"  --args FILE.json        the tool's arguments as JSON (options override)\n" CLI_COMMON_HELP \
-	"Example:\n"                                                                                  \
+/* The options, those bound to a benchmark_model argument taking its type,
+ * bounds and default from the schema (cli_opts.h); the rest are written
+ * the CLI's way (NAME=VALUE, prefill:BxS, a file) and parsed here. */
+static const struct cli_opt MODEL_OPT_TABLE[] = {
+	{"--dim", NULL, CLI_OPT_OWN, "NAME=N",
+	 "a dimension (layers, hidden, intermediate, heads, kv_heads, head_dim, vocab; dit: "
+	 "ff_mult, activation=geglu|gelu_tanh); repeatable"},
+	{"--patch", NULL, CLI_OPT_OWN, "TARGET=OP",
+	 "module class or name glob -> op; repeatable (default: the recipe's)"},
+	{"--compile-patch", NULL, CLI_OPT_OWN, "TARGET=OP",
+	 "the patch under torch.compile; repeatable"},
+	{"--shape", NULL, CLI_OPT_OWN, "KIND:BxN",
+	 "prefill:BxS or decode:BxP (P: tokens already cached); repeatable"},
+	{"--modes", "modes", CLI_OPT_VALUE, "M,M,..",
+	 "eager, patched, compile, patched_compile, graphs, patched_graphs"},
+	{"--iters", "iters", CLI_OPT_VALUE, "N", "timed repetitions per mode"},
+	{"--timeout", "timeout_s", CLI_OPT_VALUE, "S", "wall-clock limit of the job, seconds"},
+	{"--no-profile", "profile", CLI_OPT_FALSE, NULL, "skip the per-op profile"},
+	{"--no-fp32-check", "fp32_check", CLI_OPT_FALSE, NULL,
+	 "skip the comparison with an fp32 run"},
+	{"--args", NULL, CLI_OPT_OWN, "FILE.json",
+	 "the tool's arguments as JSON (options override)"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts MODEL_OPTS = {"benchmark_model", MODEL_OPT_TABLE};
+
+#define MODEL_USAGE                                                                     \
+	"usage: kforge model-bench RECIPE [options]\n"                                  \
+	"Builds a model with random weights (RECIPE: qwen3, llama or dit; nothing is\n" \
+	"downloaded), swaps modules for kforge's torch ops and times it against the\n"  \
+	"unpatched model: eager, torch.compile, CUDA graphs (decode). Needs a GPU\n"    \
+	"and python3 with torch (and transformers for qwen3/llama).\n"                  \
+	"Options (bounds and defaults from benchmark_model's input schema):\n"
+
+#define MODEL_USAGE_TAIL \
+	CLI_COMMON_HELP  \
+	"Example:\n"     \
 	"  kforge model-bench qwen3 --dim layers=2 --shape prefill:1x512\n"
 
 /* "NAME=VALUE" into obj[NAME] (VALUE an integer when it is one). */
@@ -62,16 +79,6 @@ static int shape_into(const char *v, json_t *shapes)
 	json_array_append_new(shapes,
 			      json_pack("{s:s, s:I, s:I}", "kind", kind, "batch", (json_int_t)b,
 					dec ? "past" : "seq", (json_int_t)n));
-	return 0;
-}
-
-static int int_into(const char *opt, const char *v, json_t *obj, const char *key)
-{
-	char *end;
-	long long n = strtoll(v, &end, 10);
-	if (!*v || *end)
-		return cli_usage_error("model-bench", "%s '%s': expected an integer", opt, v);
-	json_object_set_new(obj, key, json_integer(n));
 	return 0;
 }
 
@@ -109,7 +116,7 @@ static int model_main(int argc, char **argv)
 	json_t *args = json_object(), *opts = json_object();
 	int rc = 0;
 	for (int i = 1; i < argc && !rc; i++) {
-		int missing = 0;
+		int missing = 0, t;
 		const char *v;
 		if ((v = cli_opt_value(argc, argv, &i, "--dim", &missing)))
 			rc = kv_into("--dim", v, sub(opts, "dims", 0), 1);
@@ -121,20 +128,8 @@ static int model_main(int argc, char **argv)
 			rc = shape_into(v, sub(opts, "shapes", 1));
 		else if ((v = cli_opt_value(argc, argv, &i, "--args", &missing)))
 			rc = load_args(v, &args);
-		else if ((v = cli_opt_value(argc, argv, &i, "--modes", &missing))) {
-			json_t *m = sub(opts, "modes", 1);
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", v);
-			for (char *s = strtok(buf, ","); s; s = strtok(NULL, ","))
-				json_array_append_new(m, json_string(s));
-		} else if ((v = cli_opt_value(argc, argv, &i, "--iters", &missing)))
-			rc = int_into("--iters", v, opts, "iters");
-		else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &missing)))
-			rc = int_into("--timeout", v, opts, "timeout_s");
-		else if (!missing && strcmp(argv[i], "--no-profile") == 0)
-			json_object_set_new(opts, "profile", json_false());
-		else if (!missing && strcmp(argv[i], "--no-fp32-check") == 0)
-			json_object_set_new(opts, "fp32_check", json_false());
+		else if (!missing && (t = cli_opts_take(&MODEL_OPTS, argc, argv, &i, opts, &err)))
+			rc = t < 0 ? cli_usage_error("model-bench", "%s", err.msg) : 0;
 		else if (missing || argv[i][0] == '-')
 			rc = cli_usage_error("model-bench", "unknown option or missing value: %s",
 					     argv[i]);
@@ -157,6 +152,6 @@ static int model_main(int argc, char **argv)
 
 const struct cli_cmd CLI_MODEL[] = {
 	{"model-bench", "time a model with kforge's ops swapped in (eager, compile, graphs)",
-	 MODEL_USAGE, model_main},
-	{NULL, NULL, NULL, NULL},
+	 MODEL_USAGE, model_main, &MODEL_OPTS, MODEL_USAGE_TAIL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -246,6 +246,7 @@ static int run_ops(int argc, char **argv)
 }
 
 const struct cli_cmd CLI_OPS[] = {
-	{"ops", "list kforge's built-in ops, or print a starting spec for one", OPS_USAGE, run_ops},
-	{NULL, NULL, NULL, NULL},
+	{"ops", "list kforge's built-in ops, or print a starting spec for one", OPS_USAGE, run_ops,
+	 NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

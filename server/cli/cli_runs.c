@@ -1,10 +1,28 @@
 /* cli_runs: `kforge runs` — the run history from the shell, through the
  * same tools an agent calls (list_runs, get_run, compare_runs). */
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The listing's options, each a list_runs argument whose schema gives the
+ * enum, bounds and default (cli_opts.h). */
+static const struct cli_opt RUNS_OPT_TABLE[] = {
+	{"--kind", "kind", CLI_OPT_VALUE, "KIND", "only runs of this kind"},
+	{"--kernel", "kernel", CLI_OPT_VALUE, "NAME", "only runs whose kernel names contain NAME"},
+	{"--status", "status", CLI_OPT_VALUE, "STATUS",
+	 "ok: compiled, passed, measured; failed: the kernel's fault; error: could not run"},
+	{"--since", "since", CLI_OPT_VALUE, "WHEN",
+	 "2026-11-30, 2026-11-30T09:00:00Z, or an age: 30m, 6h, 7d"},
+	{"--limit", "limit", CLI_OPT_VALUE, "N", "rows per page"},
+	{"--cursor", "cursor", CLI_OPT_VALUE, "C",
+	 "the next page: the next_cursor a listing printed"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts RUNS_OPTS = {"list_runs", RUNS_OPT_TABLE};
 
 static const char RUNS_USAGE[] =
 	"usage: kforge runs [--kind compile|check|bench|calibrate] [--kernel NAME]\n"
@@ -14,13 +32,9 @@ static const char RUNS_USAGE[] =
 	"       kforge runs compare A B [--json]\n"
 	"\n"
 	"Lists past compiles, checks, benchmarks and calibrations, newest first.\n"
-	"  --kind KIND      only runs of this kind\n"
-	"  --kernel NAME    only runs whose kernel names contain NAME\n"
-	"  --status STATUS  ok (compiled/passed/measured), failed (the kernel's\n"
-	"                   fault) or error (could not run: no GPU, bad spec...)\n"
-	"  --since WHEN     2026-11-30, 2026-11-30T09:00:00Z, or an age: 30m, 6h, 7d\n"
-	"  --limit N        rows per page (1-500, default 20)\n"
-	"  --cursor C       the next page: the next_cursor a listing printed\n"
+	"Options (bounds and defaults from list_runs's input schema):\n";
+
+static const char RUNS_USAGE_TAIL[] =
 	"show ID            one run, whole (spec, result, device, times)\n"
 	"compare A B        two runs of one kind side by side: for benchmarks the\n"
 	"                   speedup of B over A with its 95% interval, or \"no\n"
@@ -34,53 +48,17 @@ static const char RUNS_USAGE[] =
 
 static int run_list(const struct cli_common *co, int argc, char **argv)
 {
-	/* clang-format off */
-	static const char *const string_opts[][2] = {
-		{ "--kind", "kind" },     { "--kernel", "kernel" },
-		{ "--status", "status" }, { "--since", "since" },
-		{ "--cursor", "cursor" },
-	};
-	/* clang-format on */
+	struct kf_err err = {0};
 	json_t *args = json_object();
 
 	for (int i = 1; i < argc; i++) {
-		int missing = 0, matched = 0;
-		const char *v;
-
-		for (size_t k = 0; k < sizeof(string_opts) / sizeof(string_opts[0]); k++) {
-			v = cli_opt_value(argc, argv, &i, string_opts[k][0], &missing);
-			if (missing)
-				break;
-			if (v) {
-				json_object_set_new(args, string_opts[k][1], json_string(v));
-				matched = 1;
-				break;
-			}
-		}
-		if (!matched && !missing) {
-			v = cli_opt_value(argc, argv, &i, "--limit", &missing);
-			if (v) {
-				char *end;
-				long n = strtol(v, &end, 10);
-
-				if (*end || n < 1 || n > 500) {
-					json_decref(args);
-					return cli_usage_error(
-						"runs",
-						"--limit: '%s' is not a number from 1 to 500", v);
-				}
-				json_object_set_new(args, "limit", json_integer(n));
-				matched = 1;
-			}
-		}
-		if (missing) {
-			json_decref(args);
-			return cli_usage_error("runs", "%s needs a value", argv[i]);
-		}
-		if (!matched) {
-			json_decref(args);
-			return cli_usage_error("runs", "unknown option or argument '%s'", argv[i]);
-		}
+		int rc = cli_opts_take(&RUNS_OPTS, argc, argv, &i, args, &err);
+		if (rc > 0)
+			continue;
+		json_decref(args);
+		if (rc < 0)
+			return cli_usage_error("runs", "%s", err.msg);
+		return cli_usage_error("runs", "unknown option or argument '%s'", argv[i]);
 	}
 	return cli_tool_run(co, "list_runs", args);
 }
@@ -109,6 +87,6 @@ static int runs_main(int argc, char **argv)
 
 const struct cli_cmd CLI_RUNS[] = {
 	{"runs", "list, show and compare past compiles, checks and benchmarks", RUNS_USAGE,
-	 runs_main},
-	{NULL, NULL, NULL, NULL},
+	 runs_main, &RUNS_OPTS, RUNS_USAGE_TAIL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -704,8 +704,8 @@ out:
 
 const struct cli_cmd CLI_SETUP[] = {
 	{"mcp-config", "print the line that registers kforge in Claude Code, Codex or .mcp.json",
-	 MCP_CONFIG_USAGE, run_mcp_config},
+	 MCP_CONFIG_USAGE, run_mcp_config, NULL, NULL},
 	{"skill", "install the kforge agent skill for Claude Code, Codex or any agent", SKILL_USAGE,
-	 run_skill},
-	{NULL, NULL, NULL, NULL},
+	 run_skill, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

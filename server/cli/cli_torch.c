@@ -2,6 +2,7 @@
  * `kforge export RUN --kernel-builder DIR` (a kernel-builder project from a
  * passing check run, written by sandbox/torchop/torchop_export.c). */
 #include "server/cli/cli.h"
+#include "server/cli/cli_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,17 @@
 #include "sandbox/torchop/torchop.h"
 #include "server/app.h"
 
+/* torch-op's options, each a build_torch_op argument whose schema gives
+ * the bounds and default (cli_opts.h). */
+static const struct cli_opt TORCH_OPT_TABLE[] = {
+	{"--name", "name", CLI_OPT_VALUE, "NAME", "the op's name (default: the first kernel's)"},
+	{"--no-verify", "verify", CLI_OPT_FALSE, NULL, "build only"},
+	{"--timeout", "timeout_s", CLI_OPT_VALUE, "S", "limit of the verification job, seconds"},
+	{NULL, NULL, CLI_OPT_VALUE, NULL, NULL},
+};
+
+static const struct cli_opts TORCH_OPTS = {"build_torch_op", TORCH_OPT_TABLE};
+
 static const char TORCH_USAGE[] =
 	"usage: kforge torch-op RUN|SPEC.json [--name NAME] [--no-verify] [--timeout S]\n"
 	"                       [--json]\n"
@@ -21,12 +33,12 @@ static const char TORCH_USAGE[] =
 	"fullgraph=True, CUDA-graph capture and replay, and the op's argument errors.\n"
 	"  RUN          id of a check run that passed (kforge runs --kind check)\n"
 	"  SPEC.json    or a kernel spec file, as kforge check takes it\n"
-	"  --name NAME  the op's name (default: the first kernel's)\n"
-	"  --no-verify  build only\n"
-	"  --timeout S  limit of the verification job, seconds (10-600, default 180)\n"
-	"\n" CLI_COMMON_HELP "\n"
-	"Example:\n"
-	"  kforge torch-op r0jf3k9q2mzx7c4a\n";
+	"\n"
+	"Options (bounds and defaults from build_torch_op's input schema):\n";
+
+static const char TORCH_USAGE_TAIL[] = "\n" CLI_COMMON_HELP "\n"
+				       "Example:\n"
+				       "  kforge torch-op r0jf3k9q2mzx7c4a\n";
 
 static const char EXPORT_USAGE[] =
 	"usage: kforge export RUN --kernel-builder DIR [--name NAME] [--force]\n"
@@ -57,28 +69,15 @@ static int torch_main(int argc, char **argv)
 		return cli_usage_error("torch-op", "%s", err.msg);
 	}
 	for (int i = 1; i < argc; i++) {
-		int missing = 0;
-		const char *v;
-		if ((v = cli_opt_value(argc, argv, &i, "--name", &missing))) {
-			json_object_set_new(args, "name", json_string(v));
-		} else if (!missing && (v = cli_opt_value(argc, argv, &i, "--timeout", &missing))) {
-			char *end;
-			long n = strtol(v, &end, 10);
-			if (*end || n < 10 || n > 600) {
-				json_decref(args);
-				return cli_usage_error("torch-op",
-						       "--timeout: '%s' is not a number of seconds "
-						       "from 10 to 600",
-						       v);
-			}
-			json_object_set_new(args, "timeout_s", json_integer(n));
-		} else if (!missing && strcmp(argv[i], "--no-verify") == 0) {
-			json_object_set_new(args, "verify", json_false());
-		} else if (missing || argv[i][0] == '-' || target) {
+		int rc = cli_opts_take(&TORCH_OPTS, argc, argv, &i, args, &err);
+		if (rc < 0) {
 			json_decref(args);
-			return cli_usage_error("torch-op", "%s '%s'",
-					       missing ? "a value is missing after"
-						       : "unknown option or extra argument",
+			return cli_usage_error("torch-op", "%s", err.msg);
+		} else if (rc > 0) {
+			continue;
+		} else if ((argv[i][0] == '-' && argv[i][1]) || target) {
+			json_decref(args);
+			return cli_usage_error("torch-op", "unknown option or extra argument '%s'",
 					       argv[i]);
 		} else {
 			target = argv[i];
@@ -199,8 +198,8 @@ static int export_main(int argc, char **argv)
 
 const struct cli_cmd CLI_TORCH[] = {
 	{"torch-op", "build a passing check run as a PyTorch op and verify it", TORCH_USAGE,
-	 torch_main},
+	 torch_main, &TORCH_OPTS, TORCH_USAGE_TAIL},
 	{"export", "write a kernel-builder project for a passing check run", EXPORT_USAGE,
-	 export_main},
-	{NULL, NULL, NULL, NULL},
+	 export_main, NULL, NULL},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -57,7 +57,9 @@ typedef int (*tool_handler_fn)(struct tool_ctx *ctx, const json_t *args, json_t 
 struct tool_def {
 	const char *name;	   /* MCP tool name, e.g. "get_gpu_specs" */
 	const char *title;	   /* human title */
-	const char *description;   /* what it does, for the model */
+	const char *description;   /* what it does, for the model: only what the
+				    * schema (names, bounds, defaults, enums) cannot
+				    * say, said once; tools/list is at most 10 KB */
 	const char *input_schema;  /* JSON Schema text (the validator's subset) */
 	const char *output_schema; /* JSON Schema text of structuredContent, or NULL */
 	unsigned annotations;	   /* TOOL_* bits */

@@ -139,22 +139,16 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	"\"description\": {\"type\": \"string\"}, \"notes\": {\"type\": \"string\"}, " \
 	"\"parent\": {\"type\": \"string\"}"
 
-#define SPEC_SCHEMA                                                                    \
-	"\"spec\": {\"type\": \"object\", \"description\": \"kernel spec {source, "    \
-	"sizes, tensors, scalars, launch, reference, tolerance, cost} or {op, dtype, " \
-	"source, launch}\"}"
-
 static const char CHECK_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
-	"\"properties\": {" SPEC_SCHEMA ", " META_SCHEMA ", "
-	"\"trials\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20, \"default\": 3, "
-	"\"description\": \"fresh secret inputs per size\"}, "
-	"\"odd_size\": {\"type\": \"boolean\", \"default\": true, \"description\": \"also "
-	"one size the spec does not list\"}, "
+	"\"properties\": {\"spec\": {\"type\": \"object\", \"description\": \"{op, dtype, "
+	"source, launch} or in full: kforge://guides/kforge-spec\"}, " META_SCHEMA ", "
+	"\"trials\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20, \"default\": 3}, "
+	"\"odd_size\": {\"type\": \"boolean\", \"default\": true}, "
 	"\"replay\": {\"type\": \"object\", \"additionalProperties\": false, "
 	"\"required\": [\"size\", \"seed\"], \"properties\": {\"size\": {\"type\": "
 	"\"object\"}, \"seed\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 16}}, "
-	"\"description\": \"re-run one reported failing case\"}, "
+	"\"description\": \"pass back a failure's replay to re-run it\"}, "
 	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 600, "
 	"\"default\": 60}}}";
 
@@ -166,15 +160,14 @@ static const char CHECK_OUTPUT[] =
 
 static const char BENCH_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"spec\"], "
-	"\"properties\": {" SPEC_SCHEMA ", " META_SCHEMA ", "
+	"\"properties\": {\"spec\": {\"type\": \"object\"}, " META_SCHEMA ", "
 	"\"size\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 31, \"description\": "
 	"\"index into sizes; default all\"}, "
-	"\"baseline\": {\"type\": \"boolean\", \"default\": true, \"description\": \"time "
-	"the baseline interleaved\"}, "
+	"\"baseline\": {\"type\": \"boolean\", \"default\": true}, "
 	"\"target_rel_se\": {\"type\": \"number\", \"minimum\": 0.0001, \"maximum\": 0.5, "
 	"\"default\": 0.005}, "
 	"\"budget_ms\": {\"type\": \"number\", \"minimum\": 10, \"maximum\": 60000, "
-	"\"default\": 1000, \"description\": \"timing budget per size\"}, "
+	"\"default\": 1000, \"description\": \"per size\"}, "
 	"\"warmup_ms\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 10000, "
 	"\"default\": 50}, "
 	"\"flush_l2\": {\"type\": \"boolean\", \"default\": true}, "
@@ -183,19 +176,16 @@ static const char BENCH_INPUT[] =
 
 static const char BENCH_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"passed\": {\"type\": \"boolean\"}}}";
+	"\"summary\": {\"type\": \"string\"}}}";
 
 static const struct tool_def GPU_TOOLS[] = {
 	{
 		.name = "check_kernel",
-		.title = "Check a kernel against a reference",
+		.title = "Check a kernel",
 		.description =
-			"Runs a kernel spec on the GPU against a trusted reference (a built-in op "
-			"in float64, a second CUDA source, or a torch expression): every size plus "
-			"an odd one, 3 trials of fresh secret inputs. Safeguards: poisoned outputs, "
-			"guard bands, inputs unchanged, two runs compared (races), NaN/Inf. "
-			"Answer: passed, per size and trial the errors and first mismatches, the "
-			"safeguard that fired; a failure replays by its seed.",
+			"Runs a kernel spec on the GPU against its reference: every size plus an odd "
+			"one, trials of fresh secret inputs, anti-cheat safeguards "
+			"(kforge://guides/eval-cheats).",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT | TOOL_TASK | TOOL_GPU_JOB,
@@ -205,12 +195,10 @@ static const struct tool_def GPU_TOOLS[] = {
 		.name = "benchmark_kernel",
 		.title = "Benchmark a kernel",
 		.description =
-			"Times a kernel spec on the GPU (CUDA events, L2 flushed per run) until "
-			"the median's standard error is under 0.5% or the budget ends, "
-			"interleaved with a baseline (kforge's kernel for an op, or the "
-			"reference). Answer: median/p10/p90 us, speedup with its 95% interval, "
-			"GB/s, TFLOP/s, % of peak and of calibrated ceilings, the roofline floor; "
-			"outputs verified after timing.",
+			"Times a check_kernel spec on the GPU interleaved with a baseline (kforge's "
+			"kernel for an op, else the reference) until target_rel_se or budget_ms: "
+			"median us, speedup with 95% interval, GB/s, TFLOP/s, % of peak, roofline "
+			"floor; outputs checked after timing (kforge://guides/measuring).",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
 		.annotations = TOOL_TASK | TOOL_GPU_JOB,

@@ -234,28 +234,25 @@ static const struct tool_def COMPILE_TOOLS[] = {
 		.name = "compile_kernel",
 		.title = "Compile a CUDA kernel",
 		.description =
-			"Compiles CUDA device code (no host code) with nvcc/NVRTC in a sandbox. Answer: "
-			"diagnostics (file, line, message); per kernel registers, shared/local memory, "
-			"spills, occupancy; warnings to act on. Cached by content. flags from an "
-			"allowlist (-O3, --use_fast_math, -lineinfo, -maxrregcount=N, -D, ...; a refused "
-			"flag names the rest).",
+			"Compiles CUDA device code in a sandbox (nvcc/NVRTC, cached by content): "
+			"diagnostics; per kernel registers, shared/local memory, spills, occupancy; "
+			"warnings to act on.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"source\"], "
 			"\"properties\": {"
 			"\"source\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 1048576, "
-			"\"description\": \"device code: __global__ kernels (extern \\\"C\\\" keeps names), "
-			"template instantiations\"},"
+			"\"description\": \"__global__ kernels, no host code (extern \\\"C\\\" keeps names)\"},"
 			"\"arch\": {\"type\": \"string\", \"minLength\": 5, \"maxLength\": 8, "
-			"\"description\": \"sm_90, sm_90a...; default the local GPU, else sm_90\"},"
+			"\"description\": \"e.g. sm_90a; default the local GPU, else sm_90\"},"
 			"\"flags\": {\"type\": [\"array\", \"string\"], \"maxItems\": 64, "
 			"\"items\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 150}, "
-			"\"description\": \"nvcc flags, an array or one string\"},"
+			"\"description\": \"allowlisted: -O3, --use_fast_math, -lineinfo, -maxrregcount=N, "
+			"-D...\"},"
 			"\"want_ptx\": {\"type\": \"boolean\", \"default\": false, \"description\": \"the PTX as a resource link\"},"
-			"\"want_sass\": {\"type\": \"boolean\", \"default\": false, \"description\": \"summarise the SASS\"}}}",
+			"\"want_sass\": {\"type\": \"boolean\", \"default\": false, \"description\": \"a SASS summary\"}}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"ok\"], \"properties\": {"
-			"\"summary\": {\"type\": \"string\"}, \"ok\": {\"type\": \"boolean\"},"
-			"\"kernels\": {\"type\": \"array\"}, \"diagnostics\": {\"type\": \"array\"}}}",
+			"\"summary\": {\"type\": \"string\"}, \"ok\": {\"type\": \"boolean\"}}}",
 		.annotations = TOOL_IDEMPOTENT,
 		.handler = compile_kernel_tool,
 	},

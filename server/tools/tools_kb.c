@@ -626,14 +626,13 @@ static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, 
 
 static const char SPECS_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	"\"gpu\":" NAME_SCHEMA ",\"description\":\"name or alias, or 'local'\"},"
+	"\"gpu\":" NAME_SCHEMA "},"
 	"\"compare\":{\"type\":\"array\",\"minItems\":2,\"maxItems\":4,\"items\":" NAME_SCHEMA "}},"
 	"\"list\":{\"type\":\"boolean\"},"
 	"\"detail\":{\"type\":\"string\",\"enum\":[\"brief\",\"full\"],\"default\":\"brief\"},"
 	"\"fields\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,\"items\":" NAME_SCHEMA
-	"},\"description\":\"figure or section names, e.g. [memory_bandwidth_gbs, features]\"},"
-	"\"arch\":" NAME_SCHEMA ",\"description\":\"target for feature usability, e.g. "
-	"sm_90a\"},"
+	"},\"description\":\"e.g. [memory_bandwidth_gbs, features]\"},"
+	"\"arch\":" NAME_SCHEMA ",\"description\":\"for feature usability, e.g. sm_90a\"},"
 	"\"occupancy\":{\"type\":\"object\",\"additionalProperties\":false,"
 	"\"required\":[\"block_threads\"],\"properties\":{"
 	"\"block_threads\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1024},"
@@ -642,18 +641,16 @@ static const char SPECS_IN[] =
 	"\"description\":\"blocks per SM for such a block\"}}}";
 
 static const char SPECS_OUT[] = "{\"type\":\"object\",\"required\":[\"summary\"],\"properties\":{"
-				"\"summary\":{\"type\":\"string\"},\"gpu\":{\"type\":\"object\"},"
-				"\"rows\":{\"type\":\"array\"}}}";
+				"\"summary\":{\"type\":\"string\"}}}";
 
 static const char SEARCH_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"query\"],"
 	"\"properties\":{"
-	"\"query\":{\"type\":\"string\",\"maxLength\":512,\"description\":\"words, e.g. "
-	"'bank conflicts when reading a column'\"},"
-	"\"arch\":" NAME_SCHEMA ",\"description\":\"only guides for this target or GPU "
-	"(sm_90, h100)\"},"
+	"\"query\":{\"type\":\"string\",\"maxLength\":512,"
+	"\"description\":\"e.g. 'bank conflicts reading a column'\"},"
+	"\"arch\":" NAME_SCHEMA ",\"description\":\"filter, e.g. sm_90 or h100\"},"
 	"\"tag\":" NAME_SCHEMA "},"
-	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}}}";
+	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"default\":10}}}";
 
 static const char SEARCH_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"hits\"],\"properties\":{"
@@ -662,7 +659,7 @@ static const char SEARCH_OUT[] =
 static const char READ_IN[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\"],"
 	"\"properties\":{\"id\":{\"type\":\"string\",\"maxLength\":63,"
-	"\"description\":\"a guide id from search_guides, e.g. bank-conflicts\"}}}";
+	"\"description\":\"e.g. bank-conflicts\"}}}";
 
 static const char READ_OUT[] =
 	"{\"type\":\"object\",\"required\":[\"summary\",\"id\",\"title\",\"markdown\",\"sources\","
@@ -673,20 +670,17 @@ static const char READ_OUT[] =
 
 static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specifications",
-	 "NVIDIA GPU facts from a sourced table: gpu (name or alias: h100, 'rtx 4090', sm_90; "
-	 "'local' = this host), compare (2-4 names) or list. Brief by default (~2 KB): SMs, "
-	 "memory, bandwidth, L2, FP32/TF32/BF16/FP8 peaks, per-SM limits, ridge points, usable "
-	 "features, with source ids; detail 'full' (~15 KB) adds every figure, formulas, "
-	 "feature rules, notes; fields picks figures. null = not confirmed.",
+	 "Sourced NVIDIA GPU facts: gpu (h100, 'rtx 4090', sm_90; 'local' = this host), "
+	 "compare or list. Brief (~2 KB): key figures, usable features, source ids; detail "
+	 "'full' (~15 KB): every figure, formulas, notes. null = unconfirmed.",
 	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
-	{"search_guides", "Search optimization guides",
-	 "Ranked search over kforge's CUDA optimization guides (memory access, occupancy, "
-	 "async copies, tensor cores, attention, GEMM, numerics, measuring, PyTorch...): ids, "
-	 "titles, snippets; read one with read_guide.",
+	{"search_guides", "Search CUDA guides",
+	 "Ranked search of kforge's CUDA optimization guides: ids, titles and snippets for "
+	 "read_guide.",
 	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
 	{"read_guide", "Read a guide",
-	 "One guide, whole, as Markdown, with its sources, tags, related guides and checked "
-	 "(the GPUs and CUDA version its advice was checked on).",
+	 "One guide as Markdown, with its sources, tags, related guides and checked: what its "
+	 "advice was checked on.",
 	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
 };
 

@@ -74,6 +74,12 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 /* Short on purpose (tools/list is sized for an agent's context): the dims,
  * patch ops and shapes are listed in docs/model-bench.md and in the error
  * a wrong one gets. */
+/* iters and timeout_s carry the bounds and defaults model_job_new and
+ * model_run apply, so clients and the CLI's --help (server/cli/cli_opts.h)
+ * see them; no descriptions: tools/list stays under its size budget. */
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+
 static const char MODEL_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"recipe\"], "
 	"\"properties\": {"
@@ -84,23 +90,24 @@ static const char MODEL_INPUT[] =
 	"\"compile_patch\": {\"type\": \"object\"}, "
 	"\"shapes\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}, "
 	"\"modes\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "
-	"\"iters\": {\"type\": \"integer\"}, \"warmup\": {\"type\": \"integer\"}, "
-	"\"seed\": {\"type\": \"integer\"}, \"profile\": {\"type\": \"boolean\"}, "
-	"\"fp32_check\": {\"type\": \"boolean\"}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 60, \"maximum\": 1800}}}";
+	"\"iters\": {\"type\": \"integer\", \"minimum\": 3, \"maximum\": " STR(
+		MODEL_ITERS_MAX) ", \"default\": 20}, \"warmup\": {\"type\": \"integer\"}, "
+				 "\"seed\": {\"type\": \"integer\"}, \"profile\": {\"type\": \"boolean\"}, "
+				 "\"fp32_check\": {\"type\": \"boolean\"}, "
+				 "\"timeout_s\": {\"type\": \"integer\", \"minimum\": 60, \"maximum\": " STR(
+					 MODEL_TIMEOUT_MAX_S) ", \"default\": " STR(MODEL_TIMEOUT_S) "}}}";
 
 static const char MODEL_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
-	"\"summary\": {\"type\": \"string\"}, \"speedups\": {\"type\": \"array\"}}}";
+	"\"summary\": {\"type\": \"string\"}}}";
 
 static const struct tool_def MODEL_TOOLS[] = {
 	{
 		.name = "benchmark_model",
-		.title = "Benchmark kforge's ops inside a model",
-		.description = "kforge's ops inside a model (transformers Qwen3/Llama or DiT "
-			       "blocks, random weights) vs the unpatched model: agreement, "
-			       "latency eager / torch.compile / CUDA graphs, per-op profile, "
-			       "memory. Minutes per call.",
+		.title = "Benchmark a model",
+		.description = "kforge's ops patched into a random-weight model vs the unpatched "
+			       "one: agreement, latency eager / torch.compile / CUDA graphs, "
+			       "per-op profile, memory. Minutes per call.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
 		.annotations = TOOL_GPU_JOB,

@@ -653,18 +653,17 @@ static int runs_complete(struct app *app, const char *var, const char *prefix, j
 
 /* ---- the table --------------------------------------------------------- */
 
-#define KIND_ENUM   "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
-#define STATUS_ENUM "[\"ok\", \"failed\", \"error\"]"
-#define RUN_ID_SCHEMA(what)                                             \
-	"{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16, " \
-	"\"description\": \"" what "\"}"
+#define KIND_ENUM     "[\"compile\", \"check\", \"bench\", \"calibrate\"]"
+#define STATUS_ENUM   "[\"ok\", \"failed\", \"error\"]"
+#define RUN_ID_SCHEMA "{\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16}"
 
 static const struct tool_def RUNS_TOOLS[] = {
 	{
 		.name = "list_runs",
 		.title = "List runs",
 		.description =
-			"Past compiles, checks, benchmarks and calibrations, newest first. Filters: kind, kernel (substring), status (failed = the kernel's fault, error = could not run), since (2026-11-30, or an age: 6h, 7d). Pass next_cursor back as cursor.",
+			"Run history, newest first. kernel: a substring; status failed = the kernel's "
+			"fault, error = could not run; since: 2026-11-30 or an age (6h, 7d).",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 			"\"kind\": {\"type\": \"string\", \"enum\": " KIND_ENUM "},"
@@ -675,8 +674,7 @@ static const struct tool_def RUNS_TOOLS[] = {
 			"\"cursor\": {\"type\": \"string\", \"minLength\": 16, \"maxLength\": 16}}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"runs\"], \"properties\": {"
-			"\"summary\": {\"type\": \"string\"}, \"runs\": {\"type\": \"array\"},"
-			"\"next_cursor\": {\"type\": \"string\"}}}",
+			"\"summary\": {\"type\": \"string\"}, \"runs\": {\"type\": \"array\"}}}",
 		.annotations = TOOL_READ_ONLY | TOOL_IDEMPOTENT,
 		.handler = list_runs,
 	},
@@ -684,10 +682,11 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "get_run",
 		.title = "Get a run",
 		.description =
-			"One run, whole: kind, status, time, kernels, device, spec, result; large parts as resource links.",
+			"One run, whole (from list_runs or a result's run_id); large parts as resource "
+			"links.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
-			"\"id\": " RUN_ID_SCHEMA("run id from list_runs or a result's run_id") "}}",
+			"\"id\": " RUN_ID_SCHEMA "}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"run\"], \"properties\": {"
 			"\"summary\": {\"type\": \"string\"}, \"run\": {\"type\": \"object\"}}}",
@@ -698,13 +697,12 @@ static const struct tool_def RUNS_TOOLS[] = {
 		.name = "compare_runs",
 		.title = "Compare two runs",
 		.description =
-			"Two runs of one kind side by side: for benchmarks the speedup of b over a with its 95% interval (or \"no measurable difference\"), for compiles the resources and spills that changed, for checks the verdicts and failing cases.",
+			"Run b against run a, same kind: the speedup with its 95% interval (or \"no "
+			"measurable difference\"), the resources and spills that changed, or the "
+			"verdicts and failing cases.",
 		.input_schema =
 			"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"a\", \"b\"], \"properties\": {"
-			"\"a\": " RUN_ID_SCHEMA(
-				"the earlier / reference run") ","
-							       "\"b\": " RUN_ID_SCHEMA(
-								       "the run compared against a") "}}",
+			"\"a\": " RUN_ID_SCHEMA ", \"b\": " RUN_ID_SCHEMA "}}",
 		.output_schema =
 			"{\"type\": \"object\", \"required\": [\"summary\", \"kind\", \"a\", \"b\"], \"properties\": {"
 			"\"summary\": {\"type\": \"string\"}, \"kind\": {\"type\": \"string\"},"

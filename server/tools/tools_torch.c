@@ -65,14 +65,16 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 	return rc;
 }
 
+/* timeout_s's default is the verification job's limit when none is given
+ * (torchop_verify.c), published for clients and the CLI's --help. */
 static const char BUILD_INPUT[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
-	"\"run\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 32, \"description\": "
-	"\"a passing check's run_id\"}, "
-	"\"spec\": {\"type\": \"object\", \"description\": \"or a kernel spec\"}, "
+	"\"run\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 32}, "
+	"\"spec\": {\"type\": \"object\"}, "
 	"\"name\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 48}, "
 	"\"verify\": {\"type\": \"boolean\"}, "
-	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600}}}";
+	"\"timeout_s\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 600, \"default\": "
+	"180}}}";
 
 static const char BUILD_OUTPUT[] =
 	"{\"type\": \"object\", \"required\": [\"summary\"], \"properties\": {"
@@ -81,12 +83,11 @@ static const char BUILD_OUTPUT[] =
 static const struct tool_def TORCH_TOOLS[] = {
 	{
 		.name = "build_torch_op",
-		.title = "Build a checked kernel as a PyTorch op",
+		.title = "Build a PyTorch op",
 		.description =
-			"Builds a passing check run (or a spec) as a PyTorch op (TORCH_LIBRARY, "
-			"register_fake, current stream), then verifies opcheck, the reference, "
-			"torch.compile(fullgraph=True) and a CUDA graph. Answer: each verdict, build "
-			"time, the import line.",
+			"Builds a passing check's run (its run_id) or a spec as a PyTorch op and "
+			"verifies opcheck, the reference, torch.compile(fullgraph=True) and a CUDA "
+			"graph; answers with the import line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
 		.annotations = TOOL_IDEMPOTENT | TOOL_GPU_JOB,

@@ -3,7 +3,8 @@ npm (tests/sdk, pinned). The lines `kforge mcp-config` prints are run as a
 user would (eval for Claude Code, --write for Codex) with HOME a temporary
 folder and kforge in a folder whose name has a space; then `claude mcp list`
 must say Connected (from another directory: user scope), `codex mcp list`
-must list kforge and `codex app-server` must reach it and list its tools;
+must list kforge and `codex app-server` must reach it and take every tool
+kforge registers, each with its input and output schema;
 over stdio, HTTP, and HTTP with a bearer token that must never be written
 into either client's config. No login is needed for any of it.
 Usage: proto_clients.py KFORGE_BIN KB CLIENT_BIN_DIR"""
@@ -24,6 +25,9 @@ BIN, KB, NPM_BIN = (os.path.abspath(a) for a in sys.argv[1:4])
 CHECKS = Checks()
 check = CHECKS.check
 TOKEN = "kforge-test-token-7f3a"
+# Every tool this build registers, as `kforge tools --json` lists them.
+TOOLS = set(subprocess.run([BIN, "tools", "--json"], capture_output=True, text=True,
+                           timeout=60).stdout.split())
 
 
 def run(cmd, env, cwd, timeout=120):
@@ -123,9 +127,12 @@ def codex(home, kforge, label, args, env_extra, want):
     check(f"codex {label}: `codex mcp list` shows kforge",
           rc == 0 and all(t.get(k) == v for k, v in want.items()), out[-600:])
     s = app_server_tools(env, home)
-    check(f"codex {label}: app-server reaches kforge and lists its tools",
-          (s.get("serverInfo") or {}).get("name") == "kforge" and
-          "get_gpu_specs" in (s.get("tools") or {}), str(s)[:600])
+    got = s.get("tools") or {}
+    check(f"codex {label}: app-server reaches kforge and takes every tool and schema",
+          (s.get("serverInfo") or {}).get("name") == "kforge" and not s.get("toolsError") and
+          set(got) == TOOLS and all(got[n].get("inputSchema", {}).get("type") == "object" and
+                                    got[n].get("outputSchema") for n in got),
+          f"{sorted(TOOLS - set(got))} missing; {str(s)[:600]}")
     return env
 
 

@@ -178,7 +178,7 @@ def test_mcp(data):
         return len(res.get("content", [{}])[0].get("text", "").encode()) if res else 10 ** 9
     tl = got.get(5, {}).get("result", {})
     tl_len = len(json.dumps(tl, separators=(",", ":")).encode())
-    check("tools/list is at most 12 KB", tl and 0 < tl_len <= 12288, tl_len)
+    check("tools/list is at most 10 KB", tl and 0 < tl_len <= 10240, tl_len)
     check("tools/list descriptions teach",
           all(len(t.get("description", "")) >= 60 for t in tl.get("tools", [])) and
           len(tl.get("tools", [])) >= 9, [t.get("name") for t in tl.get("tools", [])])
@@ -221,8 +221,18 @@ def test_cli(data):
     check("cli guide read", rc == 0 and "## Sources" in out, out[:200])
     rc, _, err = run("guide", "read", "nope-nope")
     check("cli unknown guide exit 4", rc == 4, f"{rc} {err}")
-    rc, _, _ = run("gpu", "h100", "--block", "0")
-    check("cli bad --block exit 2", rc == 2, str(rc))
+    rc, _, err = run("gpu", "h100", "--block", "0")
+    check("cli bad --block exit 2, naming get_gpu_specs's occupancy.block_threads range",
+          rc == 2 and "--block: '0' is not an integer from 1 to 1024" in err, f"{rc} {err}")
+    rc, _, err = run("gpu", "h100", "--fields", "sm_count,,l2_cache_mb")
+    check("cli --fields with an empty item exit 2", rc == 2 and "--fields" in err and
+          "1 to 64 items" in err, f"{rc} {err}")
+    rc, _, err = run("guide", "search", "bank", "--limit=51")
+    check("cli guide --limit past search_guides's maximum exit 2, naming the range",
+          rc == 2 and "--limit: '51' is not an integer from 1 to 50" in err, f"{rc} {err}")
+    rc, out, _ = run("guide", "--help")
+    check("cli guide --help shows search_guides's limit bounds and default",
+          rc == 0 and "at most N hits (1-50, default 10)" in out, out[-400:])
 
 
 def main():

@@ -70,8 +70,12 @@ def test_cli_empty_history():
     rc, out, err = cli(data, "runs", "compare", "r000000000000000")
     check("runs compare with one id is a usage error", rc == 2, f"rc {rc} {err}")
     rc, out, err = cli(data, "runs", "--kind", "benchmark")
-    check("runs --kind with a bad kind is a usage error naming kind",
-          rc != 0 and "kind" in err, f"rc {rc} {err}")
+    check("runs --kind with a bad kind is a usage error naming the option and list_runs's enum",
+          rc == 2 and "--kind: 'benchmark' is not one of compile, check, bench, calibrate" in err,
+          f"rc {rc} {err}")
+    rc, out, err = cli(data, "runs", "--limit", "501")
+    check("runs --limit past list_runs's maximum names the option and the range",
+          rc == 2 and "--limit: '501' is not an integer from 1 to 500" in err, f"rc {rc} {err}")
     rc, out, err = cli(data, "runs", "--since", "yesterday")
     check("runs --since with a bad time fails naming since",
           rc == 1 and "since" in (out + err), f"rc {rc} {out} {err}")

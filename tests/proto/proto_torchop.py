@@ -64,6 +64,10 @@ def main():
               rc == 2 and "--kernel-builder" in err, f"rc {rc} {err}")
         rc, out, err = cli(data, "torch-op")
         check("torch-op without a run or spec is a usage error", rc == 2, f"rc {rc} {err}")
+        rc, out, err = cli(data, "torch-op", run, "--timeout", "5")
+        check("torch-op --timeout below build_torch_op's minimum names the option and the range",
+              rc == 2 and "--timeout: '5' is not an integer from 10 to 600" in err,
+              f"rc {rc} {err}")
         rc, out, err = cli(data, "torch-op", spec, "--json")
         ans = json.loads(out) if out.strip() else {}
         check("torch-op with a spec file reaches the GPU step: no_gpu",
