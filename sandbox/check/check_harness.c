@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "sandbox/jail/jail.h"
 
 /* --- paths, jail ---------------------------------------------- */
@@ -63,8 +64,19 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
 
 void check_env_init(struct check_env *env)
 {
+	unsigned long long mem;
+	struct kf_err e = {0};
+
 	pthread_mutex_init(&env->jail_mu, NULL);
 	env->jail = NULL;
+	/* Said once at start, where the operator reads the daemon's limits. */
+	if (check_harness_mem_bytes(&mem, &e))
+		log_warn("check", "%s; checks and benchmarks refuse until it is fixed", e.msg);
+	else
+		log_info("check",
+			 "each kforge-harness may use %llu MiB of host memory "
+			 "(RLIMIT_DATA; KFORGE_HARNESS_MEM_MB)",
+			 mem >> 20);
 }
 
 void check_env_fini(struct check_env *env)
