@@ -3,7 +3,8 @@
  * its token's: "token:<name>", the key every per-client cap counts under
  * (sessions, requests in flight, the compile queue and GPU jobs), so many
  * agents behind one proxy or login node each get their own share and one
- * cannot starve the others. Without tokens the key is the peer address.
+ * cannot starve the others (requests in flight include dataset streams).
+ * Without tokens the key is the peer address.
  * Only names reach logs and answers, never a secret. */
 #include <ctype.h>
 #include <errno.h>
@@ -249,4 +250,26 @@ int http_inflight_take(struct hsrv *srv, unsigned slot)
 void http_inflight_give(struct hsrv *srv, unsigned slot)
 {
 	atomic_fetch_sub(&srv->client_inflight[slot], 1);
+}
+
+enum MHD_Result http_inflight_refuse(struct hsrv *srv, struct MHD_Connection *conn, const char *who,
+				     int is_mcp)
+{
+	char name[HTTP_CLIENT_LEN + 32];
+
+	http_auth_describe(who, name, sizeof(name));
+	log_info("http", "429 for %s: %u requests in flight", name, srv->per_client_inflight);
+	if (is_mcp)
+		return transport_rpc_error(
+			conn, 429, -32000, "Retry-After", "1",
+			"Too many requests in flight: %s has %u waiting for "
+			"their answers, the cap per client (the operator raises "
+			"it with --max-inflight-per-client); retry when some are "
+			"answered",
+			name, srv->per_client_inflight);
+	return transport_rest_error(conn, 429, "too_many_requests", "Retry-After", "1",
+				    "too many requests in flight: %s has %u waiting for their "
+				    "answers, the cap per client (the operator raises it with "
+				    "--max-inflight-per-client); retry when some are answered",
+				    name, srv->per_client_inflight);
 }

@@ -262,6 +262,12 @@ void http_auth_describe(const char *who, char *buf, size_t cap);
 int http_inflight_take(struct hsrv *srv, unsigned slot);
 void http_inflight_give(struct hsrv *srv, unsigned slot);
 
+/* Queues the 429 for who (hreq's) at its cap of requests in flight: a
+ * JSON-RPC error on /mcp (is_mcp), else a REST error; both name the client
+ * and --max-inflight-per-client, with Retry-After. */
+enum MHD_Result http_inflight_refuse(struct hsrv *srv, struct MHD_Connection *conn, const char *who,
+				     int is_mcp);
+
 /* --- http_conn.c ------------------------------------------------------------- */
 
 /* MHD's connection notification (cls: the hsrv): registers a new
@@ -395,10 +401,11 @@ enum MHD_Result http_queue_sse(struct hcall *c, const char *sid);
  * answers at once, or runs the tool on a thread with the connection
  * suspended. */
 /* http_stream.c: when method and url name one of srv's streamed routes,
- * answers it (a response read piece by piece from the route's calls) and
+ * answers it (a response read piece by piece from the route's calls; it
+ * counts as one of rq's client's requests in flight until it ends) and
  * returns 1 with *ret what queuing returned; 0 when the route is not one. */
 int http_stream_serve(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
-		      const char *method, enum MHD_Result *ret);
+		      const char *method, const struct hreq *rq, enum MHD_Result *ret);
 
 enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
 				const char *method, struct hreq *rq);

@@ -229,21 +229,6 @@ static struct hsess *sess_find_own(struct hsrv *srv, const char *sid, const stru
 	return s;
 }
 
-/* 429 for a client at its cap of requests in flight. */
-static enum MHD_Result inflight_refused(struct hsrv *srv, struct MHD_Connection *conn,
-					const char *client)
-{
-	char who[HTTP_CLIENT_LEN + 32];
-
-	http_auth_describe(client, who, sizeof(who));
-	log_info("http", "429 for %s: %u requests in flight", who, srv->per_client_inflight);
-	return transport_rpc_error(conn, 429, -32000, "Retry-After", "1",
-				   "Too many requests in flight: %s has %u waiting for their "
-				   "answers, the cap per client (the operator raises it with "
-				   "--max-inflight-per-client); retry when some are answered",
-				   who, srv->per_client_inflight);
-}
-
 /* A stateless POST (msg taken): headers checked against the body, then
  * the request is handled in a session of its own that ends with it. */
 static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
@@ -338,7 +323,7 @@ static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn,
 					  "Server busy: %u requests in flight; retry later",
 					  srv->max_inflight);
 	else if (req && http_inflight_take(srv, s->slot))
-		ret = inflight_refused(srv, conn, s->client);
+		ret = http_inflight_refuse(srv, conn, s->client, 1);
 	else {
 		if (!req) /* notifications and responses are never refused */
 			atomic_fetch_add(&srv->client_inflight[s->slot], 1);

@@ -140,16 +140,8 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 		return rest_answer(j);
 	}
 	if (http_inflight_take(srv, j->who_slot)) {
-		char who[HTTP_CLIENT_LEN + 32];
-		http_auth_describe(j->who, who, sizeof(who));
 		rq->kind = RQ_ANSWERED;
-		return transport_rest_error(
-			conn, 429, "too_many_requests", "Retry-After", "1",
-			"too many requests in flight: %s has %u waiting for "
-			"their answers, the cap per client (the operator raises "
-			"it with --max-inflight-per-client); retry when some are "
-			"answered",
-			who, srv->per_client_inflight);
+		return http_inflight_refuse(srv, conn, j->who, 0);
 	}
 	if (atomic_fetch_add(&srv->rest_slots, 1) >= HTTP_REST_MAX) {
 		atomic_fetch_sub(&srv->rest_slots, 1);

@@ -376,7 +376,7 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 		return transport_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
 					   "Method Not Allowed: /mcp takes POST, GET and DELETE");
 	}
-	if (http_stream_serve(srv, conn, url, method, &ret))
+	if (http_stream_serve(srv, conn, url, method, rq, &ret))
 		return ret;
 	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
 		rq->kind = RQ_REST;

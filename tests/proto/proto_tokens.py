@@ -5,7 +5,7 @@ address, so each token is one client. Against the real binary, all from
 127.0.0.1: a token at its session cap gets 429 with Retry-After and a
 JSON-RPC error naming the token and the option while another token gets a
 session; a session answers only its own token; requests in flight are
-capped per token (MCP and REST); GPU jobs are admitted per token
+capped per token (MCP, REST and dataset streams); GPU jobs are admitted per token
 (--max-jobs-per-token, --max-queued-jobs-per-token) above the executor:
 a token's extra job waits in its own queue and says so, one past its
 queue is refused at once, and another token's call is served meanwhile;
@@ -219,6 +219,11 @@ def test_sessions_and_inflight(tmp):
         st, hd, body = call(s.port, "GET", "/v1/runs?limit=1", None, auth(ALICE))
         C.check("REST counts under the same token (429)",
                 st == 429 and "--max-inflight-per-client" in message(body), (st, body))
+        st, _, body = call(s.port, "GET", "/v1/dataset.jsonl", None, auth(ALICE))
+        C.check("and a dataset stream (429)",
+                st == 429 and "--max-inflight-per-client" in message(body), (st, body))
+        st, _, body = call(s.port, "GET", "/v1/dataset.jsonl", None, auth(BOB))
+        C.check("bob's dataset stream is served", st == 200, (st, body[:200]))
         st, _, body = call(s.port, "POST", "/mcp", ping, auth(BOB, bsid))
         C.check("bob's request is served meanwhile", st == 200, (st, body))
         st, _, body = call(s.port, "GET", "/v1/runs?limit=1", None, auth(BOB))
