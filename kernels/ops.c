@@ -59,14 +59,32 @@
 	"_$dtype\", \"when\": \"" WHEN "\", " DIMS ", \"shared_bytes\": 0, \"args\": [" ARGS \
 	"]}, {\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"!(" WHEN                        \
 	")\", " ROW_GRID(N) ", \"shared_bytes\": 0, \"args\": [" ARGS "]}]}"
-/* rmsnorm and rmsnorm_noweight: few 16-bit rows run KERNEL_rows_$dtype, one
- * row a block of ceil_div(D / 16, 32) * 32 threads (rms_few_rows in
- * kernels/rmsnorm.cu; its alignment test always holds for the harness's
- * buffers), the rest KERNEL_$dtype as ROW_BASELINE. */
+/* rmsnorm and rmsnorm_noweight: rows of at most 32 whole 16-byte vectors
+ * run KERNEL_short_$dtype, block (G, 256 / G) with G = D * $esize / 16
+ * rounded up to a power of two, 2 rows a thread (SHORT_ROWS), grid
+ * ceil_div(T, 256 / G * 2) (rms_short_group in kernels/rmsnorm.cu); other
+ * few 16-bit rows KERNEL_rows_$dtype, one row a block of ceil_div(D / 16,
+ * 32) * 32 threads (rms_few_rows); the rest KERNEL_$dtype as ROW_BASELINE.
+ * The launcher's alignment tests always hold for the harness's buffers. */
+#define RMS_SHORT "D * $esize % 16 == 0 && D * $esize <= 512"
+#define RMS_NV	  "(D * $esize / 16)"
+#define RMS_G                                                                                \
+	"(1 + (" RMS_NV " > 1) + 2 * (" RMS_NV " > 2) + 4 * (" RMS_NV " > 4) + 8 * (" RMS_NV \
+	" > 8) + 16 * (" RMS_NV " > 16))"
 #define RMS_FEW "$esize == 2 && D % 16 == 0 && D <= 8192 && T * D <= 2162688"
-#define RMS_BASELINE(KERNEL, ARGS)                 \
-	ROW_BASELINE_PICK(KERNEL, "rows", RMS_FEW, \
-			  "\"grid\": [\"T\"], \"block\": [\"ceil_div(D, 512) * 32\"]", 256, ARGS)
+#define RMS_LAUNCH(KERNEL, WHEN, DIMS, ARGS)                                \
+	"{\"kernel\": \"" KERNEL "_$dtype\", \"when\": \"" WHEN "\", " DIMS \
+	", \"shared_bytes\": 0, \"args\": [" ARGS "]}"
+#define RMS_BASELINE(KERNEL, ARGS)                                                                 \
+	"\"baseline\": {\"launch\": [" RMS_LAUNCH(                                                 \
+		KERNEL "_short", RMS_SHORT,                                                        \
+		"\"grid\": [\"ceil_div(T, 256 / " RMS_G " * 2)\"], \"block\": [\"" RMS_G           \
+		"\", \"256 / " RMS_G "\"]",                                                        \
+		ARGS) ", " RMS_LAUNCH(KERNEL "_rows", "!(" RMS_SHORT ") && " RMS_FEW,              \
+				      "\"grid\": [\"T\"], \"block\": [\"ceil_div(D, 512) * 32\"]", \
+				      ARGS) ", " RMS_LAUNCH(KERNEL,                                \
+							    "!(" RMS_SHORT ") && !(" RMS_FEW ")",  \
+							    ROW_GRID(256), ARGS) "]}"
 
 #define T_TD(NAME, ROLE) \
 	"\"" NAME "\": {\"dtype\": \"$dtype\", \"shape\": [\"T\", \"D\"], \"role\": \"" ROLE "\"}"

@@ -13,8 +13,12 @@
  * is a multiple of 16/sizeof(type) and the pointers are 16-byte aligned,
  * scalar otherwise). Launch (rms_launch): block (tx, ty) from
  * kf::row_block, grid ceil_div(T, ty), any grid/block of that form being
- * correct; few 16-bit rows (rms_few_rows) run kf_rmsnorm[_noweight]_rows_*
- * instead, one row a block of ceil_div(D / 16, 32) * 32 threads, grid T.
+ * correct; rows of at most 32 whole vectors (rms_short_group: bf16/f16
+ * D <= 256, f32 D <= 128) run kf_rmsnorm[_noweight]_short_* instead, block
+ * (g, 256 / g) with g = D / V rounded up to a power of two, grid
+ * ceil_div(T, 256 / g * SHORT_ROWS); other few 16-bit rows (rms_few_rows)
+ * kf_rmsnorm[_noweight]_rows_*, one row a block of ceil_div(D / 16, 32) *
+ * 32 threads, grid T.
  * Cost (bytes moved, FLOPs), e = sizeof(type):
  *   rmsnorm:          bytes = (2*T*D + D) * e,  flops = 4*T*D
  *   rmsnorm_noweight: bytes = 2*T*D * e,        flops = 3*T*D
@@ -24,7 +28,10 @@
  * weight) issued before the first use, warp-shuffle reduction plus one
  * shared-memory step; few rows get more threads each (kf::row_block), and
  * few 16-bit rows a kernel of their own, each thread holding 4 elements
- * of each quarter of the row, so that every row is resident at once.
+ * of each quarter of the row, so that every row is resident at once;
+ * short rows (a model's per-head q/k norms) one vector a thread, a
+ * sub-warp group a row and SHORT_ROWS rows a thread, so that every lane
+ * loads and each holds several loads in flight.
  * Loads that must precede stores are issued in groups before them: the
  * compiler keeps a load behind any earlier store that may alias it. The
  * mean square divides by D with __fdividef (2 ulp; IEEE division is a
@@ -312,36 +319,120 @@ __device__ __forceinline__ void rows_body(T *y, const T *x, const T *w, int rows
 	}
 }
 
+/* --- short rows: kf_rmsnorm_short_* -------------------------------------- */
+
+/* Rows a thread of the short-row kernels holds, their loads all in flight
+ * before the first use. 2: 40 registers (ptxas, bf16 with the weight), 6
+ * blocks of 256 an SM, 48 KB of loads in flight an SM, about 1.5x what a
+ * 4.3 TB/s copy needs at 1 us of latency over 132 SMs; 4 rows took 63
+ * registers (4 blocks, 64 KB). */
+constexpr int SHORT_ROWS = 2;
+
+/* Rows of at most 32 whole 16-byte vectors (bf16/f16 D <= 256, f32 D <=
+ * 128), as a model's per-head q/k norms have (head_dim 64-256): a group of
+ * blockDim.x = G threads a row (G the power of two >= D / V, dividing the
+ * warp), one vector each, blockDim.y groups a block, and every thread holds
+ * the vectors of SHORT_ROWS rows blockDim.y apart, all loaded (and its one
+ * weight vector, shared by its rows) before the first use. The reductions
+ * are G-lane shuffles, the SHORT_ROWS of a thread independent of each
+ * other. Block b covers rows [b * R, (b + 1) * R), R = SHORT_ROWS *
+ * blockDim.y. Sums are formed as the row kernel's run<V, 1> forms them
+ * (one vector's squares in order, then a butterfly over the lanes, idle
+ * lanes adding exact zeros), so y is bit-identical to it.
+ * Preconditions: D % V == 0, D / V <= blockDim.x, blockDim.x a power of two
+ * <= 32, x, y, w 16-byte aligned, gridDim.x * R >= rows. */
+template <typename T, bool HAS_W>
+__device__ __forceinline__ void short_body(T *y, const T *x, const T *w, int rows, int D, float eps)
+{
+	constexpr int V = vec_width<T>::value;
+	const int g = (int)blockDim.x, lane = (int)threadIdx.x;
+	const unsigned ty = blockDim.y;
+	const bool on = lane < D / V;
+	/* unsigned: row0 + k * ty < rows + SHORT_ROWS * ty <= 2^31 + 1024 */
+	const unsigned row0 = blockIdx.x * SHORT_ROWS * ty + threadIdx.y;
+	/* element offset of this thread's vector in row row0, and between its
+	 * rows: 64-bit, T * D may pass 2^31 */
+	const int64_t off = (int64_t)row0 * D + lane * V, step = (int64_t)ty * D;
+	chunk<T, V> c[SHORT_ROWS], wc;
+	wc.raw = make_uint4(0u, 0u, 0u, 0u);
+	if (HAS_W && on)
+		wc = ld_keep<T, V>(w, lane);
+#pragma unroll
+	for (int k = 0; k < SHORT_ROWS; k++) {
+		c[k].raw = make_uint4(0u, 0u, 0u, 0u);
+		if (on && row0 + k * ty < (unsigned)rows)
+			c[k] = ld_row<T, V>(x + off + k * step, 0);
+	}
+	float ss[SHORT_ROWS];
+#pragma unroll
+	for (int k = 0; k < SHORT_ROWS; k++)
+		ss[k] = row_op<T, HAS_W, false>::template sumsq<V>(c[k]);
+#pragma unroll
+	for (int k = 0; k < SHORT_ROWS; k++)
+		ss[k] = group_sum(ss[k], g);
+	float wf[V];
+	if constexpr (HAS_W)
+		unpack<T, V>(wc, wf);
+#pragma unroll
+	for (int k = 0; k < SHORT_ROWS; k++) {
+		if (!on || row0 + k * ty >= (unsigned)rows)
+			continue;
+		const float inv = rsqrtf(__fdividef(ss[k], (float)D) + eps);
+		float f[V];
+		unpack<T, V>(c[k], f);
+		if constexpr (HAS_W) {
+#pragma unroll
+			for (int j = 0; j < V; j++)
+				f[j] = f[j] * inv * wf[j];
+		} else {
+#pragma unroll
+			for (int j = 0; j < V; j++)
+				f[j] = f[j] * inv;
+		}
+		st_row<T, V>(y + off + k * step, 0, pack<T, V>(f));
+	}
+}
+
 } /* namespace kf_rms */
 
 /* The rows kernels at (1024, 1), the configuration that was measured
  * (kernels/MEASUREMENTS.md): ptxas gives the bf16 kernel 48 registers
  * there and 54 under (1024). */
-#define KF_RMS_KERNELS(SUF, T)                                                                  \
-	extern "C" __global__ void __launch_bounds__(1024)                                      \
-		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)      \
-	{                                                                                       \
-		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);          \
-	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024)                                      \
-		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)         \
-	{                                                                                       \
-		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps);   \
-	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024) kf_add_rmsnorm_##SUF(                \
-		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps)   \
-	{                                                                                       \
-		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                     \
-	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, 1)                                   \
-		kf_rmsnorm_rows_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps) \
-	{                                                                                       \
-		kf_rms::rows_body<T, true>(y, x, w, rows, D, eps);                              \
-	}                                                                                       \
-	extern "C" __global__ void __launch_bounds__(1024, 1)                                   \
-		kf_rmsnorm_noweight_rows_##SUF(T *y, const T *x, int rows, int D, float eps)    \
-	{                                                                                       \
-		kf_rms::rows_body<T, false>(y, x, nullptr, rows, D, eps);                       \
+#define KF_RMS_KERNELS(SUF, T)                                                                   \
+	extern "C" __global__ void __launch_bounds__(1024)                                       \
+		kf_rmsnorm_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)       \
+	{                                                                                        \
+		kf_rms::body<T, true, false>(y, nullptr, x, nullptr, w, rows, D, eps);           \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(1024)                                       \
+		kf_rmsnorm_noweight_##SUF(T *y, const T *x, int rows, int D, float eps)          \
+	{                                                                                        \
+		kf_rms::body<T, false, false>(y, nullptr, x, nullptr, nullptr, rows, D, eps);    \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(1024) kf_add_rmsnorm_##SUF(                 \
+		T *y, T *r, const T *x, const T *res, const T *w, int rows, int D, float eps)    \
+	{                                                                                        \
+		kf_rms::body<T, true, true>(y, r, x, res, w, rows, D, eps);                      \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(1024, 1)                                    \
+		kf_rmsnorm_rows_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps)  \
+	{                                                                                        \
+		kf_rms::rows_body<T, true>(y, x, w, rows, D, eps);                               \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(1024, 1)                                    \
+		kf_rmsnorm_noweight_rows_##SUF(T *y, const T *x, int rows, int D, float eps)     \
+	{                                                                                        \
+		kf_rms::rows_body<T, false>(y, x, nullptr, rows, D, eps);                        \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(256)                                        \
+		kf_rmsnorm_short_##SUF(T *y, const T *x, const T *w, int rows, int D, float eps) \
+	{                                                                                        \
+		kf_rms::short_body<T, true>(y, x, w, rows, D, eps);                              \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(256)                                        \
+		kf_rmsnorm_noweight_short_##SUF(T *y, const T *x, int rows, int D, float eps)    \
+	{                                                                                        \
+		kf_rms::short_body<T, false>(y, x, nullptr, rows, D, eps);                       \
 	}
 
 KF_RMS_KERNELS(f32, float)
@@ -380,11 +471,59 @@ static bool rms_few_rows(enum kf_dtype dt, const void *y, const void *x, const v
 	       (((uintptr_t)y | (uintptr_t)x | (uintptr_t)w) & 15u) == 0;
 }
 
+/* kf_rmsnorm[_noweight]_short_* runs rows of at most 32 whole 16-byte
+ * vectors with 16-byte aligned pointers (bf16/f16 D <= 256, f32 D <= 128),
+ * at every T. The row kernel gives such a row a warp (tx = 32, or 4x that
+ * for few rows) of which only D / V lanes load, one vector each: at D = 64
+ * bf16 a quarter of the warp, 8 KB in flight an SM, 0.61 ms for the DiT
+ * block's 8 q/k norms of 262144 x 64 (H200) against Inductor's 0.12. The
+ * few-row kernel is no better there (one row a 32-thread block, 4 threads
+ * loading). Returns the threads a row, a power of two, else 0. */
+static int rms_short_group(enum kf_dtype dt, const void *y, const void *x, const void *w, int64_t D)
+{
+	const int64_t v = dt == KF_DT_F32 ? 4 : 8;
+	if (D % v != 0 || D / v > 32 || (((uintptr_t)y | (uintptr_t)x | (uintptr_t)w) & 15u) != 0)
+		return 0;
+	int g = 1;
+	while (g < D / v)
+		g *= 2;
+	return g;
+}
+
+/* The short-row kernels: block (g, 256 / g), g from rms_short_group, and
+ * SHORT_ROWS rows a thread, grid ceil_div(T, 256 / g * SHORT_ROWS). */
+static cudaError_t rms_short_launch(enum kf_dtype dt, void *y, const void *x, const void *w,
+				    int64_t T, int64_t D, float eps, int g, cudaStream_t s)
+{
+	const dim3 block((unsigned)g, (unsigned)(256 / g));
+	const int64_t per_block = (int64_t)block.y * kf_rms::SHORT_ROWS;
+	const unsigned grid = (unsigned)((T + per_block - 1) / per_block);
+	const int rows = (int)T, d = (int)D;
+#define KF_RMS_SHORT(SUF, TY)                                                         \
+	do {                                                                          \
+		if (w)                                                                \
+			kf_rmsnorm_short_##SUF<<<grid, block, 0, s>>>(                \
+				(TY *)y, (const TY *)x, (const TY *)w, rows, d, eps); \
+		else                                                                  \
+			kf_rmsnorm_noweight_short_##SUF<<<grid, block, 0, s>>>(       \
+				(TY *)y, (const TY *)x, rows, d, eps);                \
+	} while (0)
+	if (dt == KF_DT_F32)
+		KF_RMS_SHORT(f32, float);
+	else if (dt == KF_DT_F16)
+		KF_RMS_SHORT(f16, __half);
+	else
+		KF_RMS_SHORT(bf16, __nv_bfloat16);
+#undef KF_RMS_SHORT
+	return cudaGetLastError();
+}
+
 /* One launch for every variant: block (tx, ty) from kf::row_block (the whole
  * row in registers at 64 bytes a thread), one row group per block, grid
- * ceil_div(T, ty); or, for few 16-bit rows (rms_few_rows), one row a block
- * of ceil_div(D / 16, 32) * 32 threads. Static shared memory only (128
- * bytes). */
+ * ceil_div(T, ty); or, for short rows without the residual
+ * (rms_short_group), the short-row kernels; or, for few 16-bit rows
+ * (rms_few_rows), one row a block of ceil_div(D / 16, 32) * 32 threads.
+ * Static shared memory only (128 bytes). */
 static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x, const void *res,
 			      const void *w, int64_t T, int64_t D, float eps, cudaStream_t s)
 {
@@ -393,6 +532,9 @@ static cudaError_t rms_launch(enum kf_dtype dt, void *y, void *r, const void *x,
 		return e;
 	if (r && (!res || !w))
 		return cudaErrorInvalidValue;
+	const int g = r ? 0 : rms_short_group(dt, y, x, w, D);
+	if (g > 0)
+		return rms_short_launch(dt, y, x, w, T, D, eps, g, s);
 	if (!r && rms_few_rows(dt, y, x, w, T, D)) {
 		const unsigned grid = (unsigned)T, block = (unsigned)((D + 511) / 512 * 32);
 		const int rows = (int)T, d = (int)D;

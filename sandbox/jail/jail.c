@@ -529,7 +529,7 @@ struct run {
 	const char *exec_path;
 	const char *chdir_to;
 	char *envp[40];
-	char envstore[2][PATH_MAX + 32];
+	char envstore[3][PATH_MAX + 32];
 	char gpunodes[32][64];
 	char tmpsize[32];
 	struct rlimit lim[LIM_N];
@@ -592,12 +592,21 @@ static int build_env(struct jail *j, const struct jail_job *job, struct run *r, 
 	sfmt(r->envstore[0], sizeof r->envstore[0], "PATH=%s/bin:%s", j->cuda_real, BASE_PATH);
 	r->envp[ne++] = r->envstore[0];
 	r->envp[ne++] = (char *)"HOME=/tmp";
+	/* The jail has no passwd entry for its uid: programs that name their
+	 * caches after the user (Python's getpass.getuser(), so torch.compile)
+	 * take these instead of failing in getpwuid(). */
+	r->envp[ne++] = (char *)"USER=kforge";
+	r->envp[ne++] = (char *)"LOGNAME=kforge";
 	r->envp[ne++] = (char *)"LANG=C";
 	r->envp[ne++] = (char *)"LC_ALL=C";
 	r->envp[ne++] = (char *)"TMPDIR=/tmp";
 	if (job->want_gpu && j->gpu_libdir[0]) {
 		sfmt(r->envstore[1], sizeof r->envstore[1], "LD_LIBRARY_PATH=%s", j->gpu_libdir);
 		r->envp[ne++] = r->envstore[1];
+		/* Triton (torch.compile) finds libcuda with /sbin/ldconfig -p,
+		 * whose cache does not describe the jail; it takes this first. */
+		sfmt(r->envstore[2], sizeof r->envstore[2], "TRITON_LIBCUDA_PATH=%s", j->gpu_libdir);
+		r->envp[ne++] = r->envstore[2];
 	}
 	for (int i = 0; job->env && job->env[i]; i++) {
 		if (ne >= (int)(sizeof r->envp / sizeof r->envp[0]) - 1)

@@ -46,13 +46,6 @@ def fail(msg, code, **extra):
     sys.exit(code)
 
 
-# Triton finds libcuda with /sbin/ldconfig, which a jail may not have; the
-# jail puts the driver's directory on LD_LIBRARY_PATH instead.
-for _d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-    if _d and "TRITON_LIBCUDA_PATH" not in os.environ and \
-            os.path.exists(os.path.join(_d, "libcuda.so.1")):
-        os.environ["TRITON_LIBCUDA_PATH"] = _d
-
 try:
     import torch
 except Exception as e:  # noqa: BLE001 - any import failure is "no torch"

@@ -164,12 +164,8 @@ static int vjob_run(void *arg, int gpu, const volatile int *stop, struct kf_err 
 	char pp[sizeof v->t->pythonpath + 16], dev[32];
 	snprintf(pp, sizeof pp, "PYTHONPATH=%s", v->t->pythonpath);
 	snprintf(dev, sizeof dev, "KFORGE_GPU=%d", gpu);
-	/* USER: the jail has no passwd entry for its uid, and torch's caches
-	 * name their folders after getpass.getuser(). */
 	const char *envp[] = {pp,
 			      dev,
-			      "USER=kforge",
-			      "LOGNAME=kforge",
 			      "OMP_NUM_THREADS=4",
 			      "PYTHONDONTWRITEBYTECODE=1",
 			      "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",

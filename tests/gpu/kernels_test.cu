@@ -9,6 +9,8 @@
  * before the reference sees them, so both sides compute on the same data;
  * outputs are poisoned (all bits set, NaN) before every launch. */
 #include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +39,12 @@ extern "C" {
 #include "kernels/softmax.h"
 
 static int g_fail, g_pass;
+static const char *g_only; /* --only FAMILY: run that family's tests alone */
+
+static bool want(const char *family)
+{
+	return !g_only || strcmp(g_only, family) == 0;
+}
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
 static double rnd_normal(void)
@@ -220,33 +228,57 @@ static void test_rmsnorm_offset(int64_t T, int64_t D)
 	}
 }
 
-/* The f32 few-row kernels, which no launcher picks (rms_few_rows in
- * kernels/rmsnorm.cu is 16-bit only) but the op templates name for every
- * dtype: launched directly as the template would. */
+/* The few-row kernels launched directly as the op templates would: f32,
+ * which no launcher picks (rms_few_rows in kernels/rmsnorm.cu is 16-bit
+ * only) but the templates name for every dtype, and 16-bit rows of D <=
+ * 256, which the launchers and templates give the short-row kernel. */
 extern "C" __global__ void kf_rmsnorm_rows_f32(float *, const float *, const float *, int, int,
 					       float);
 extern "C" __global__ void kf_rmsnorm_noweight_rows_f32(float *, const float *, int, int, float);
-static void test_rmsnorm_rows_f32(int64_t T, int64_t D)
+extern "C" __global__ void kf_rmsnorm_rows_bf16(__nv_bfloat16 *, const __nv_bfloat16 *,
+						const __nv_bfloat16 *, int, int, float);
+extern "C" __global__ void kf_rmsnorm_noweight_rows_bf16(__nv_bfloat16 *, const __nv_bfloat16 *,
+							 int, int, float);
+extern "C" __global__ void kf_rmsnorm_rows_f16(__half *, const __half *, const __half *, int, int,
+					       float);
+extern "C" __global__ void kf_rmsnorm_noweight_rows_f16(__half *, const __half *, int, int, float);
+
+template <typename T>
+static void launch_rows(void (*k)(T *, const T *, const T *, int, int, float),
+			void (*kn)(T *, const T *, int, int, float), bool hw, const tens &y,
+			const tens &x, const tens &w, int64_t T_, int64_t D)
+{
+	const unsigned block = (unsigned)((D + 511) / 512 * 32);
+	if (hw)
+		k<<<(unsigned)T_, block>>>((T *)y.d, (const T *)x.d, (const T *)w.d, (int)T_,
+					   (int)D, 1e-6f);
+	else
+		kn<<<(unsigned)T_, block>>>((T *)y.d, (const T *)x.d, (int)T_, (int)D, 1e-6f);
+}
+
+static void test_rmsnorm_rows(enum kf_dtype dt, int64_t T, int64_t D)
 {
 	struct kf_err err = {0, ""};
 	char what[96];
-	tens x(KF_DT_F32, T * D, true), w(KF_DT_F32, D, true);
+	tens x(dt, T * D, true), w(dt, D, true);
 	std::vector<double> want(T * D);
-	const unsigned block = (unsigned)((D + 511) / 512 * 32);
 	for (int hw = 1; hw >= 0; hw--) {
-		tens y(KF_DT_F32, T * D, false);
+		tens y(dt, T * D, false);
 		must(rmsnorm_ref(want.data(), x.h.data(), hw ? w.h.data() : NULL, T, D, 1e-6, &err),
 		     &err);
-		if (hw)
-			kf_rmsnorm_rows_f32<<<(unsigned)T, block>>>(
-				(float *)y.d, (const float *)x.d, (const float *)w.d, (int)T,
-				(int)D, 1e-6f);
+		if (dt == KF_DT_F32)
+			launch_rows<float>(kf_rmsnorm_rows_f32, kf_rmsnorm_noweight_rows_f32, hw, y,
+					   x, w, T, D);
+		else if (dt == KF_DT_F16)
+			launch_rows<__half>(kf_rmsnorm_rows_f16, kf_rmsnorm_noweight_rows_f16, hw,
+					    y, x, w, T, D);
 		else
-			kf_rmsnorm_noweight_rows_f32<<<(unsigned)T, block>>>(
-				(float *)y.d, (const float *)x.d, (int)T, (int)D, 1e-6f);
-		snprintf(what, sizeof what, "kf_rmsnorm%s_rows_f32 T=%lld D=%lld",
+			launch_rows<__nv_bfloat16>(kf_rmsnorm_rows_bf16,
+						   kf_rmsnorm_noweight_rows_bf16, hw, y, x, w, T,
+						   D);
+		snprintf(what, sizeof what, "kf_rmsnorm%s_rows T=%lld D=%lld",
 			 hw ? "" : "_noweight", (long long)T, (long long)D);
-		compare(what, "y", KF_DT_F32, cudaGetLastError(), y, want, tol_std(KF_DT_F32));
+		compare(what, "y", dt, cudaGetLastError(), y, want, tol_std(dt));
 	}
 }
 
@@ -572,16 +604,34 @@ int main(int argc, char **argv)
 	cudaGetDeviceProperties(&p, 0);
 	printf("kernels_test on %s (sm_%d%d, %d SMs)\n", p.name, p.major, p.minor,
 	       p.multiProcessorCount);
-	/* usage: kernels_test [--quick] [path/to/kernels.fatbin] */
+	/* usage: kernels_test [--quick] [--only FAMILY] [path/to/kernels.fatbin]
+	 * FAMILY: rmsnorm, layernorm, softmax, activation, rope, adaln or
+	 * gemm; the rest is skipped (e.g. one family under compute-sanitizer) */
 	bool quick = false;
 	const char *fatbin = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
+		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+			g_only = argv[++i];
 		else
 			fatbin = argv[i];
 	}
 
+	if (g_only) {
+		static const char *const FAMILIES[] = {
+			"rmsnorm", "layernorm", "softmax", "activation", "rope", "adaln", "gemm"};
+		bool known = false;
+		for (const char *f : FAMILIES)
+			known = known || strcmp(f, g_only) == 0;
+		if (!known) {
+			fprintf(stderr,
+				"kernels_test: --only %s: expected rmsnorm, layernorm, softmax, "
+				"activation, rope, adaln or gemm\n",
+				g_only);
+			return 2;
+		}
+	}
 	test_rejects();
 	/* (T, D): one element, odd widths, a single row, exactly the vector
 	 * width, wider than the register cache (f32 > 32768, 16-bit > 65536),
@@ -591,42 +641,65 @@ int main(int argc, char **argv)
 	 * with 125 chunks over 32 threads (2500 x 1000), and a row that is no
 	 * whole number of 16-bit vectors (3001 x 4100: the two-pass path; f32
 	 * holds it, 7 or 8 chunks a thread). 16-bit rmsnorm's few-row kernel
-	 * (T * D <= 2162688, D % 16 == 0, D <= 8192) at one active thread of
-	 * a warp (7 x 16), a partial warp (5 x 1008: 63 of 64 threads), D =
-	 * 8192 (512 threads), T * D at the bound (264 x 8192) and one row past
-	 * it (265 x 8192); D % 16 == 8 (7 x 8, 5 x 1000) and D = 8200 run the
-	 * row kernel. 16-bit layernorm's two-row kernel (D % 8 == 0, 2048 < D <=
-	 * 4096) at one row (1 x 4096: the pair's second row absent), T odd
+	 * (T * D <= 2162688, D % 16 == 0, D <= 8192, D > 256) at a partial
+	 * warp (5 x 1008: 63 of 64 threads), D = 8192 (512 threads), T * D at
+	 * the bound (264 x 8192) and one row past it (265 x 8192); D % 16 == 8
+	 * (5 x 1000) and D = 8200 run the row kernel; the rows it no longer
+	 * receives (one active thread of a warp, 7 x 16) are launched directly
+	 * (test_rmsnorm_rows). 16-bit layernorm's two-row kernel (D % 8 ==
+	 * 0, 2048 < D <= 4096) at one row (1 x 4096: the pair's second row absent), T odd
 	 * (3 x 2056, its smallest D; 1001 x 3000; 1025 x 4096), T even (4 x
 	 * 4096, 1000 x 3000); D = 2048 and 4104 on either side run the
-	 * one-row kernel. */
+	 * one-row kernel. rmsnorm's short-row kernel (D a whole number of at
+	 * most 32 vectors: 16-bit D <= 256, f32 D <= 128): a group of one
+	 * lane (7 x 8, 16-bit), groups with idle lanes (16-bit 3 x 24: 3 of
+	 * 4, 5 x 40: 5 of 8, 513 x 96: 12 of 16, 33 x 136: 17 of 32; f32
+	 * 3 x 24: 6 of 8, 5 x 40: 10 of 16), D = 64, 128, 200 (f32: the row
+	 * kernel), 256 (the largest, 16-bit), 264 (the row kernel), one row,
+	 * T not a multiple of a block's rows (70001 x 64, 4099 x 128, 1001 x
+	 * 256, 16385 x 64), and T where the few-row kernel ran before. */
 	const int64_t rows[][2] = {
 		{1, 1},	      {1, 7},	    {3, 33},	  {5, 1000},	{2, 4097},    {4, 4096},
 		{7, 8},	      {1, 16384},   {2, 20000},	  {1, 40000},	{2, 65536},   {1, 131072},
 		{1, 70001},   {70000, 64},  {3000, 2048}, {1000, 3000}, {1000, 2048}, {1025, 4096},
 		{2500, 1000}, {3001, 4100}, {1, 8192},	  {264, 8192},	{265, 8192},  {3, 8200},
 		{128, 4096},  {512, 4096},  {7, 16},	  {5, 1008},	{1, 4096},    {3, 2056},
-		{1001, 3000}, {2, 2048},    {5, 4104}};
+		{1001, 3000}, {2, 2048},    {5, 4104},	  {1, 64},	{3, 24},      {5, 40},
+		{513, 96},    {300, 200},   {70001, 64},  {4099, 128},	{1001, 256},  {77, 264},
+		{2, 128},     {33, 136},    {16385, 64}};
 	for (auto &r : rows) {
 		if (quick && r[0] * r[1] > 300000)
 			continue;
-		test_rmsnorm(r[0], r[1]);
-		test_layernorm(r[0], r[1]);
-		test_softmax(r[0], r[1]);
+		if (want("rmsnorm"))
+			test_rmsnorm(r[0], r[1]);
+		if (want("layernorm"))
+			test_layernorm(r[0], r[1]);
+		if (want("softmax"))
+			test_softmax(r[0], r[1]);
 	}
-	test_rmsnorm_offset(4, 4096);
-	test_rmsnorm_offset(3, 1008);
-	test_rmsnorm_rows_f32(7, 16);
-	test_rmsnorm_rows_f32(5, 1008);
-	test_rmsnorm_rows_f32(128, 4096);
-	test_rmsnorm_rows_f32(2, 8192);
+	if (want("rmsnorm")) {
+		test_rmsnorm_offset(4, 4096);
+		test_rmsnorm_offset(3, 1008);
+		test_rmsnorm_offset(5, 64);
+		test_rmsnorm_offset(1000, 128);
+		test_rmsnorm_rows(KF_DT_F32, 7, 16);
+		test_rmsnorm_rows(KF_DT_F32, 5, 1008);
+		test_rmsnorm_rows(KF_DT_F32, 128, 4096);
+		test_rmsnorm_rows(KF_DT_F32, 2, 8192);
+		test_rmsnorm_rows(KF_DT_BF16, 7, 16);
+		test_rmsnorm_rows(KF_DT_F16, 7, 16);
+		test_rmsnorm_rows(KF_DT_BF16, 9, 64);
+		test_rmsnorm_rows(KF_DT_F16, 3, 240);
+	}
 	const int64_t far[][2] = {{4, 4096}, {1025, 4096}, {2500, 1000},
 				  {3, 33},   {2, 20000},   {1001, 3000}};
 	for (auto &r : far)
-		test_layernorm(r[0], r[1], 300.0);
+		if (want("layernorm"))
+			test_layernorm(r[0], r[1], 300.0);
 	const int64_t masked[][2] = {{8, 4096}, {3000, 2048}, {3, 20001}, {2, 70001}};
 	for (auto &r : masked)
-		test_softmax_masked(r[0], r[1]);
+		if (want("softmax"))
+			test_softmax_masked(r[0], r[1]);
 	/* gated ops: silu_and_mul's flat kernels with the row by a division
 	 * (D = 24, 1000, 3000: partial last blocks) and by a shift (D = 4096,
 	 * 16384; 64 and 8 over 70000 and 300000 rows), the row kernels where
@@ -636,24 +709,29 @@ int main(int argc, char **argv)
 	const int64_t acts[][2] = {{1, 1},     {3, 7},	    {5, 1000},	 {4, 4096}, {1, 16384},
 				   {2, 20001}, {70000, 64}, {300000, 8}, {9, 3000}, {7, 24}};
 	for (auto &r : acts)
-		if (!quick || r[0] * r[1] <= 300000)
+		if (want("activation") && (!quick || r[0] * r[1] <= 300000))
 			test_activation(r[0], r[1]);
-	test_activation_offset(5, 1000);
-	test_activation_offset(2, 4096);
+	if (want("activation")) {
+		test_activation_offset(5, 1000);
+		test_activation_offset(2, 4096);
+	}
 	const int64_t ropes[][3] = {{1, 1, 2},	   {3, 2, 6},	  {7, 3, 66}, {5, 4, 128},
 				    {2, 1, 20000}, {1000, 8, 64}, {9, 5, 72}, {4, 2, 256}};
 	for (auto &r : ropes)
-		test_rope(r[0], r[1], r[2]);
+		if (want("rope"))
+			test_rope(r[0], r[1], r[2]);
 	/* adaln: the row kernel's scalar path (D = 1, 7), the flat kernel with
 	 * divisions (S = 5, D = 1000; S = 140000, one vector a row) and with
 	 * shifts (64 x 4096, 2 x 16384) */
 	const int64_t adas[][3] = {{1, 1, 1},	  {2, 3, 7},	 {3, 5, 1000},
 				   {2, 64, 4096}, {1, 2, 16384}, {2, 140000, 8}};
 	for (auto &r : adas)
-		if (!quick || r[0] * r[1] * r[2] <= 1000000)
+		if (want("adaln") && (!quick || r[0] * r[1] * r[2] <= 1000000))
 			test_adaln(r[0], r[1], r[2]);
-	test_adaln_offset(2, 64, 4096);
-	test_adaln_offset(3, 5, 1000);
+	if (want("adaln")) {
+		test_adaln_offset(2, 64, 4096);
+		test_adaln_offset(3, 5, 1000);
+	}
 	/* gemm: edge tiles, and more 128x256 tiles than an H200 has SMs (132)
 	 * so the persistent Hopper kernel's blocks take several: 1024 x 4352
 	 * (136 tiles), 1500 x 2900 (144, ragged in M and N; N % 8 != 0: the
@@ -663,7 +741,8 @@ int main(int argc, char **argv)
 				    {300, 131, 2000}, {1000, 520, 264},	 {640, 768, 512},
 				    {1024, 4352, 64}, {1500, 2900, 136}, {1500, 3000, 72}};
 	for (auto &r : gemms)
-		test_gemm(r[0], r[1], r[2]);
+		if (want("gemm"))
+			test_gemm(r[0], r[1], r[2]);
 	if (fatbin)
 		test_fatbin(fatbin);
 

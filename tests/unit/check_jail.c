@@ -143,6 +143,9 @@ START_TEST(environment_is_clean)
 	ck_assert(!contains(r.out, r.out_len, "KF-ENV-MARKER-55aa"));
 	ck_assert(contains(r.out, r.out_len, "HOME=/tmp"));
 	ck_assert(contains(r.out, r.out_len, "LANG=C"));
+	/* a user name without a passwd entry: torch.compile's getpass.getuser() */
+	ck_assert(contains(r.out, r.out_len, "USER=kforge"));
+	ck_assert(contains(r.out, r.out_len, "LOGNAME=kforge"));
 	jail_result_fini(&r);
 	unsetenv("KF_JAIL_TEST_MARKER");
 }

@@ -657,7 +657,9 @@ START_TEST(template_spec_json_is_complete_and_consistent)
 END_TEST
 
 /* kf::row_block (kernels/kf_cuda.cuh) written out again: the row ops'
- * JSON launches must give the launch helpers' configuration. */
+ * JSON launches must give the launch helpers' configuration. threads: the
+ * block's threads on large inputs, 0 for rmsnorm's few-row kernel, -1 for
+ * its short-row kernel. */
 static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t threads, int64_t *grid,
 			   int64_t *tx, int64_t *ty)
 {
@@ -665,6 +667,15 @@ static void row_launch_ref(int64_t T, int64_t D, int esize, int64_t threads, int
 		*grid = T;
 		*tx = (D + 511) / 512 * 32;
 		*ty = 1;
+		return;
+	}
+	if (threads < 0) { /* rms_short_launch: g threads a row, 2 rows a thread */
+		int64_t g = 1;
+		while (g < D * esize / 16)
+			g *= 2;
+		*tx = g;
+		*ty = 256 / g;
+		*grid = (T + *ty * 2 - 1) / (*ty * 2);
 		return;
 	}
 	const int64_t b = (D * esize + 2047) / 2048 * 32;
@@ -696,7 +707,8 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 	static const char *const OPS[] = {"rmsnorm",   "rmsnorm_noweight",   "add_rmsnorm",
 					  "layernorm", "layernorm_noaffine", "softmax"};
 	static const int64_t TS[] = {1, 7, 128, 512, 1024, 1025, 1056, 2048, 4096, 16384, 300000};
-	static const int64_t DS[] = {1,	   7,	 1000, 1008, 2048,  2056,  3000,
+	static const int64_t DS[] = {1,	   7,	 8,    16,   24,    64,	   96,	 128,
+				     200,  256,	 264,  1000, 1008,  2048,  2056, 3000,
 				     4096, 4104, 8192, 8193, 16384, 20001, 65536};
 	for (size_t o = 0; o < sizeof OPS / sizeof OPS[0] * 2; o++) {
 		const struct op_template *op = op_find(OPS[o / 2]);
@@ -712,13 +724,16 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				int64_t g, x, y, sh = 0;
 				const int64_t T = TS[ti], D = DS[di];
 				const int ln = strncmp(OPS[o / 2], "layernorm", 9) == 0;
-				const int few = rms && esize == 2 && D % 16 == 0 && D <= 8192 &&
-						T * D <= 132 * 1024 * 16;
+				/* rms_short_group, then rms_few_rows */
+				const int shrt = rms && D * esize % 16 == 0 && D * esize <= 512;
+				const int few = rms && !shrt && esize == 2 && D % 16 == 0 &&
+						D <= 8192 && T * D <= 132 * 1024 * 16;
 				/* layernorm_launch's two rows a block (ln_go) */
 				const int two =
 					ln && esize == 2 && D % 8 == 0 && D > 2048 && D <= 4096;
 				row_launch_ref(T, D, esize,
-					       few					  ? 0
+					       shrt					  ? -1
+					       : few					  ? 0
 					       : ln || strcmp(OPS[o / 2], "softmax") == 0 ? 128
 											  : 256,
 					       &g, &x, &y);
@@ -730,6 +745,7 @@ START_TEST(row_op_launches_match_the_launch_helpers)
 				json_t *l0 = active_launch(op, ll, &env);
 				const char *kn = json_string_value(json_object_get(l0, "kernel"));
 				ck_assert_msg((strstr(kn, "_rows_") != NULL) == few &&
+						      (strstr(kn, "_short_") != NULL) == shrt &&
 						      (strstr(kn, "_2rows_") != NULL) == two,
 					      "%s esize %d T=%lld D=%lld: runs %s", OPS[o / 2],
 					      esize, (long long)T, (long long)D, kn);
@@ -795,14 +811,16 @@ START_TEST(template_expands_and_parses_with_the_spec_parser)
 	ck_assert_msg(rc == 0, "%s %s: %s", op->name, dt, err.msg);
 	ck_assert_uint_ge(s->sizes_len, 1);
 	/* one launch (kf_OP_DTYPE), or a choice by "when" of
-	 * kf_OP_VARIANT_DTYPE (rmsnorm's few rows, layernorm's two rows a
-	 * block, adaln's flat vectors;
+	 * kf_OP_VARIANT_DTYPE (rmsnorm's short rows, then its few rows;
+	 * layernorm's two rows a block, adaln's flat vectors;
 	 * silu_and_mul's flat vectors by a shift, then by a division) and
 	 * kf_OP_DTYPE, last */
 	const char *variants[2] = {NULL, NULL};
-	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0)
-		variants[0] = "rows";
-	else if (strcmp(op->name, "layernorm") == 0 || strcmp(op->name, "layernorm_noaffine") == 0)
+	if (strcmp(op->name, "rmsnorm") == 0 || strcmp(op->name, "rmsnorm_noweight") == 0) {
+		variants[0] = "short";
+		variants[1] = "rows";
+	} else if (strcmp(op->name, "layernorm") == 0 ||
+		   strcmp(op->name, "layernorm_noaffine") == 0)
 		variants[0] = "2rows";
 	else if (strcmp(op->name, "adaln_modulate") == 0)
 		variants[0] = "flat";
