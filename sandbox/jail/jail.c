@@ -605,7 +605,8 @@ static int build_env(struct jail *j, const struct jail_job *job, struct run *r, 
 		r->envp[ne++] = r->envstore[1];
 		/* Triton (torch.compile) finds libcuda with /sbin/ldconfig -p,
 		 * whose cache does not describe the jail; it takes this first. */
-		sfmt(r->envstore[2], sizeof r->envstore[2], "TRITON_LIBCUDA_PATH=%s", j->gpu_libdir);
+		sfmt(r->envstore[2], sizeof r->envstore[2], "TRITON_LIBCUDA_PATH=%s",
+		     j->gpu_libdir);
 		r->envp[ne++] = r->envstore[2];
 	}
 	for (int i = 0; job->env && job->env[i]; i++) {
