@@ -24,6 +24,7 @@
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
 #include "server/tools/tools_exec.h"
+#include "server/tools/tools_jobs.h"
 
 #define APP_MAX_MESSAGE_BYTES_DEFAULT (8u << 20)
 
@@ -170,6 +171,7 @@ int app_tools_load(int fixtures, struct kf_err *err)
 					     &TOOLS_RUNS,    &TOOLS_PROMPTS, &TOOLS_FIXTURES};
 	size_t n = sizeof(groups) / sizeof(groups[0]);
 
+	tools_set_admission(tools_jobs_admit, tools_jobs_release);
 	return tools_load_groups(groups, fixtures ? n : n - 1, err);
 }
 
@@ -203,6 +205,9 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 	rc = app_open_exec(app, err); /* exec: local, or Slurm */
 	if (rc)
 		goto out;
+	rc = tools_jobs_open(app, err); /* GPU job admission per client */
+	if (rc)
+		goto out;
 	app->check = (struct check_env){.data_dir = app->cfg.data_dir, /* check: */
 					.sandbox_none = app->cfg.sandbox == APP_SANDBOX_NONE,
 					.kb = app->kb,
@@ -226,6 +231,7 @@ void app_close(struct app *app)
 	if (!app)
 		return;
 	/* Domain modules, in reverse order (each adds its lines here). */
+	tools_jobs_close(app);	  /* no call is running any more */
 	exec_close(app->exec);	  /* exec: Slurm jobs go on; a restart follows them */
 	runner_free(app->runner); /* runner: waits for running jobs */
 	if (((struct app_priv *)app)->check_ready)

@@ -16,6 +16,7 @@ struct runner;
 struct history;
 struct exec;
 struct exec_config;
+struct compile_queue;
 
 enum app_sandbox { APP_SANDBOX_BWRAP = 0, APP_SANDBOX_NONE = 1 };
 
@@ -27,6 +28,8 @@ struct app_config {
 	int log_level;			/* LOG_* from log.h */
 	int conformance_fixtures;	/* register the conformance fixture tools */
 	const struct exec_config *exec; /* where GPU tool calls run; NULL = local */
+	int max_jobs_per_client;	/* GPU jobs at once per client; 0 = default */
+	int queued_jobs_per_client;	/* GPU jobs waiting per client; 0 = default */
 };
 
 struct app {
@@ -37,6 +40,8 @@ struct app {
 	struct history *history; /* sandbox/: state.db runs */
 	struct exec *exec;	 /* sandbox/exec/: local, or GPU calls to Slurm */
 	struct check_env check;	 /* sandbox/check/: filled from the above; owns the GPU jail */
+	/* server/tools/tools_jobs.c: GPU job admission per client */
+	struct compile_queue *jobs;
 };
 
 /* Opens every domain module with cfg (copied; strings borrowed for the app's

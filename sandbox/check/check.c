@@ -130,7 +130,11 @@ int check_prepare(struct check_env *env, const json_t *spec, int want_baseline,
 	memset(p, 0, sizeof *p);
 	memset(cf, 0, sizeof *cf);
 	json_t *x = NULL;
-	int rc = spec_expand_op(spec, op_find, &x, err);
+	unsigned long long harness_mem;
+	int rc = check_harness_mem_bytes(&harness_mem, err); /* a bad setting fails first */
+	if (rc)
+		return rc;
+	rc = spec_expand_op(spec, op_find, &x, err);
 	if (rc)
 		return rc;
 	struct spec_limits lim;

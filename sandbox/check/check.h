@@ -59,12 +59,21 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
  * of jail_open / jail_usable. */
 int check_get_jail(struct check_env *env, struct jail **out, struct kf_err *err);
 
-#define CHECK_FIRST_MAX		 5 /* first mismatches reported per output */
-#define CHECK_DEFAULT_TRIALS	 3
-#define CHECK_MAX_TRIALS	 20
-#define CHECK_DEFAULT_TIMEOUT_MS 60000u	     /* the watchdog when the work is unknown */
-#define CHECK_REPORT_MAX_BYTES	 (16u << 20) /* harness report cap */
-#define CHECK_EXTRA_LAUNCHES	 8	     /* launches between the two compared runs */
+#define CHECK_FIRST_MAX		     5 /* first mismatches reported per output */
+#define CHECK_DEFAULT_TRIALS	     3
+#define CHECK_MAX_TRIALS	     20
+#define CHECK_DEFAULT_TIMEOUT_MS     60000u	 /* the watchdog when the work is unknown */
+#define CHECK_REPORT_MAX_BYTES	     (16u << 20) /* harness report cap */
+#define CHECK_EXTRA_LAUNCHES	     8		 /* launches between the two compared runs */
+#define CHECK_HARNESS_MEM_DEFAULT_MB 16384	 /* host memory of one harness, MiB */
+#define CHECK_HARNESS_MEM_MIN_MB     256	 /* below it CUDA's own setup may fail */
+
+/* The host memory limit of each kforge-harness process (RLIMIT_DATA, which
+ * the CUDA driver tolerates where RLIMIT_AS does not): $KFORGE_HARNESS_MEM_MB
+ * MiB, else CHECK_HARNESS_MEM_DEFAULT_MB. Returns 0 and *bytes, or
+ * KF_EINVAL naming the variable's bad value and the range. */
+int check_harness_mem_bytes(unsigned long long *bytes, struct kf_err *err)
+	__attribute__((warn_unused_result));
 
 /* The default watchdog follows the work: a generous multiple of the
  * size's roofline floor, computed with the peaks of a slow GPU (so it is

@@ -17,7 +17,23 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 #include "sandbox/jail/jail.h"
+
+/* An AddressSanitizer build (make asan, tests only) makes its harness in
+ * the same build, and that harness reserves terabytes of shadow memory as
+ * private writable mappings, which RLIMIT_DATA counts: it runs without the
+ * data limit. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_DATA_LIMIT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_DATA_LIMIT 0
+#endif
+#endif
+#ifndef HARNESS_DATA_LIMIT
+#define HARNESS_DATA_LIMIT 1
+#endif
 
 /* --- paths, jail ---------------------------------------------- */
 
@@ -49,8 +65,22 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
 
 void check_env_init(struct check_env *env)
 {
+	unsigned long long mem;
+	struct kf_err e = {0};
+
 	pthread_mutex_init(&env->jail_mu, NULL);
 	env->jail = NULL;
+	/* Said once at start, where the operator reads the daemon's limits. */
+	if (check_harness_mem_bytes(&mem, &e))
+		log_warn("check", "%s; checks and benchmarks refuse until it is fixed", e.msg);
+	else if (!HARNESS_DATA_LIMIT)
+		log_info("check", "kforge-harness runs without its host memory limit: an "
+				  "AddressSanitizer build's shadow memory would count against it");
+	else
+		log_info("check",
+			 "each kforge-harness may use %llu MiB of host memory "
+			 "(RLIMIT_DATA; KFORGE_HARNESS_MEM_MB)",
+			 mem >> 20);
 }
 
 void check_env_fini(struct check_env *env)
@@ -179,6 +209,57 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
+int check_harness_mem_bytes(unsigned long long *bytes, struct kf_err *err)
+{
+	const char *v = getenv("KFORGE_HARNESS_MEM_MB");
+	unsigned long long mb = CHECK_HARNESS_MEM_DEFAULT_MB;
+	if (v && *v) {
+		char *end;
+		errno = 0;
+		mb = strtoull(v, &end, 10);
+		if (errno || *end || v[0] == '-' || mb < CHECK_HARNESS_MEM_MIN_MB ||
+		    mb > (1ull << 24))
+			return kf_err_set(err, KF_EINVAL,
+					  "KFORGE_HARNESS_MEM_MB: '%.32s' is not a count of MiB "
+					  "from %d to %llu (default %d)",
+					  v, CHECK_HARNESS_MEM_MIN_MB, 1ull << 24,
+					  CHECK_HARNESS_MEM_DEFAULT_MB);
+	}
+	*bytes = mb << 20;
+	return 0;
+}
+
+/* Why a harness ended without its final report, into err. */
+static int no_report(const struct jail_result *res, const struct reader *rd, unsigned long long mem,
+		     struct kf_err *err)
+{
+	char tail[160] = "";
+	if (res->errout_len) {
+		const char *t = res->errout;
+		if (res->errout_len > 150)
+			t += res->errout_len - 150;
+		snprintf(tail, sizeof tail, "%s", t);
+		for (char *c = tail; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+	}
+	if (rd->too_big)
+		return kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
+				  CHECK_REPORT_MAX_BYTES);
+	if (res->mem_limited)
+		return kf_err_set(err, KF_EFAULT,
+				  "host memory limit %llu MiB exceeded: the harness ran out of "
+				  "memory (raise KFORGE_HARNESS_MEM_MB in the daemon's "
+				  "environment)%s%s",
+				  mem >> 20, tail[0] ? ": " : "", tail);
+	if (res->term_signal)
+		return kf_err_set(err, KF_EFAULT,
+				  "the harness died of signal %d without a report%s%s",
+				  res->term_signal, tail[0] ? ": " : "", tail);
+	return kf_err_set(err, KF_EFAULT, "the harness exited with status %d without a report%s%s",
+			  res->exit_code, tail[0] ? ": " : "", tail);
+}
+
 int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop, json_t **report,
 		       char **stdout_text, struct kf_err *err)
@@ -191,12 +272,16 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 			    harness, sizeof harness))
 		return kf_err_set(err, KF_ENOTFOUND,
 				  "kforge-harness not found next to kforge (set KFORGE_HARNESS)");
+	unsigned long long mem;
+	int rc = check_harness_mem_bytes(&mem, err);
+	if (rc)
+		return rc;
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof p, "%s/job.json", dir);
 	if (json_dump_file(job, p, JSON_COMPACT))
 		return kf_err_set(err, KF_EIO, "cannot write %s", p);
 	struct jail *j;
-	int rc = check_get_jail(env, &j, err);
+	rc = check_get_jail(env, &j, err);
 	if (rc)
 		return rc;
 	int fds[2];
@@ -221,6 +306,7 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 		.pass_fds_len = 1,
 		.wall_ms = timeout_ms ? timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
 		.fsize_bytes = 64ull << 30,
+		.data_bytes = HARNESS_DATA_LIMIT ? mem : 0,
 		.stdout_cap_bytes = 16384,
 		.stderr_cap_bytes = 16384,
 		.cancel = stop,
@@ -268,29 +354,8 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 		json_decref(rep);
 		rep = final;
 	}
-	if (rc == 0 && !final) {
-		char tail[160] = "";
-		if (res.errout_len) {
-			const char *t = res.errout;
-			if (res.errout_len > 150)
-				t += res.errout_len - 150;
-			snprintf(tail, sizeof tail, "%s", t);
-			for (char *c = tail; *c; c++)
-				if (*c == '\n')
-					*c = ' ';
-		}
-		if (rd.too_big)
-			rc = kf_err_set(err, KF_ETOOBIG, "the harness report exceeded %u bytes",
-					CHECK_REPORT_MAX_BYTES);
-		else if (res.term_signal)
-			rc = kf_err_set(err, KF_EFAULT,
-					"the harness died of signal %d without a report%s%s",
-					res.term_signal, tail[0] ? ": " : "", tail);
-		else
-			rc = kf_err_set(err, KF_EFAULT,
-					"the harness exited with status %d without a report%s%s",
-					res.exit_code, tail[0] ? ": " : "", tail);
-	}
+	if (rc == 0 && !final)
+		rc = no_report(&res, &rd, mem, err);
 	*report = rep;
 	jail_result_fini(&res);
 	free(rd.buf);

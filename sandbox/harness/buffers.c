@@ -55,11 +55,8 @@ int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64
 			continue;
 		free(bufs[t].host);
 		bufs[t].host = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
-		if (!bufs[t].host) {
-			json_object_set_new(h->report, "error",
-					    json_string("out of host memory filling inputs"));
-			return KF_ENOMEM;
-		}
+		if (!bufs[t].host)
+			return harness_host_oom(h, "filling the inputs", bufs[t].bytes);
 		spec_fill(T, t, seed, spec_init_max(h->s, t, h->vals), bufs[t].host, h->b.elems[t]);
 		CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
 		if (r != CUDA_SUCCESS)
@@ -143,7 +140,7 @@ int harness_bufs_canary(struct harness *h, struct harness_buf *bufs)
 {
 	uint8_t *c = canary_host(SPEC_GUARD_BYTES + 256);
 	if (!c)
-		return KF_ENOMEM;
+		return harness_host_oom(h, "the guard canaries", SPEC_GUARD_BYTES + 256);
 	int rc = 0;
 	for (size_t t = 0; t < h->s->tensors_len && !rc; t++) {
 		CUresult r = cuMemcpyHtoD(bufs[t].base, c, SPEC_GUARD_BYTES);
@@ -160,7 +157,7 @@ int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void
 {
 	*out = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
 	if (!*out)
-		return KF_ENOMEM;
+		return harness_host_oom(h, "downloading the outputs", bufs[t].bytes);
 	CUresult r = cuMemcpyDtoH(*out, bufs[t].data, bufs[t].bytes);
 	if (r != CUDA_SUCCESS) {
 		free(*out);
@@ -178,7 +175,8 @@ int harness_check_guards(struct harness *h, struct harness_buf *bufs, json_t *vi
 	if (!c || !g) {
 		free(c);
 		free(g);
-		return KF_ENOMEM;
+		return harness_host_oom(h, "checking the guard bands",
+					2 * (SPEC_GUARD_BYTES + 256));
 	}
 	for (size_t t = 0; t < h->s->tensors_len; t++) {
 		for (int side = 0; side < 2; side++) {

@@ -50,6 +50,12 @@ struct harness {
  * what was running) and returns KF_EFAULT. */
 int harness_cuda_fail(struct harness *h, CUresult r, const char *what);
 
+/* Records a failed host allocation of bytes for what into the report
+ * ("error": "host memory limit N MiB exceeded: ..." when the process has a
+ * data limit, which the daemon sets from KFORGE_HARNESS_MEM_MB) and returns
+ * KF_ENOMEM. The first error recorded stays. */
+int harness_host_oom(struct harness *h, const char *what, uint64_t bytes);
+
 /* The name of a CUDA error ("CUDA_ERROR_ILLEGAL_ADDRESS"). Static. */
 const char *harness_cu_name(CUresult r);
 

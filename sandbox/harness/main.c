@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +100,23 @@ int harness_cuda_fail(struct harness *h, CUresult r, const char *what)
 					      "code", (int)r, "message", msg ? msg : "", "during",
 					      what));
 	return KF_EFAULT;
+}
+
+int harness_host_oom(struct harness *h, const char *what, uint64_t bytes)
+{
+	struct rlimit lim;
+	char m[320];
+	if (getrlimit(RLIMIT_DATA, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+		snprintf(m, sizeof m,
+			 "host memory limit %llu MiB exceeded: %" PRIu64 " bytes for %s could "
+			 "not be allocated (raise KFORGE_HARNESS_MEM_MB in the daemon's "
+			 "environment, or use smaller sizes)",
+			 (unsigned long long)(lim.rlim_cur >> 20), bytes, what);
+	else
+		snprintf(m, sizeof m, "out of host memory: %" PRIu64 " bytes for %s", bytes, what);
+	if (!json_object_get(h->report, "error"))
+		json_object_set_new(h->report, "error", json_string(m));
+	return KF_ENOMEM;
 }
 
 int harness_parse_seed(const json_t *v, uint64_t *out)

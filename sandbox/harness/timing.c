@@ -256,7 +256,8 @@ static int bench_alloc(struct harness *h, struct bench_run *br, uint64_t seed, s
 			return rc;
 		br->ser[p].ms = calloc(max_reps + BATCH, sizeof(double));
 		if (!br->ser[p].ms)
-			return KF_ENOMEM;
+			return harness_host_oom(h, "the timing samples",
+						(max_reps + BATCH) * sizeof(double));
 	}
 	if (br->flush) {
 		br->flush_bytes = (size_t)(h->l2_bytes > 0 ? h->l2_bytes : 64 << 20) * 2;
@@ -290,7 +291,7 @@ int harness_mode_bench(struct harness *h)
 		max_reps = MAX_SAMPLES;
 	struct bench_run *br = calloc(1, sizeof *br);
 	if (!br)
-		return KF_ENOMEM;
+		return harness_host_oom(h, "the benchmark's state", sizeof *br);
 	br->flush = json_is_false(json_object_get(job, "flush_l2")) ? 0 : 1;
 	int ev_made = 0;
 	harness_phase(HARNESS_PH_MODULE_LOAD);

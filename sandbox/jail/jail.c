@@ -467,9 +467,9 @@ static int pidfd_open_(pid_t pid)
 }
 
 /* Limits set in the child, in this order. */
-enum { LIM_CPU, LIM_FSIZE, LIM_NPROC, LIM_CORE, LIM_AS, LIM_N };
-static const int LIM_RESOURCE[LIM_N] = {RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_CORE,
-					RLIMIT_AS};
+enum { LIM_CPU, LIM_FSIZE, LIM_NPROC, LIM_CORE, LIM_AS, LIM_DATA, LIM_N };
+static const int LIM_RESOURCE[LIM_N] = {RLIMIT_CPU,  RLIMIT_FSIZE, RLIMIT_NPROC,
+					RLIMIT_CORE, RLIMIT_AS,	   RLIMIT_DATA};
 
 /* The child side, after fork: async-signal-safe calls only. parent is the
  * daemon's pid before the fork: if it died before PR_SET_PDEATHSIG took
@@ -555,18 +555,34 @@ static int check_job(struct jail *j, const struct jail_job *job, struct kf_err *
 	return jail_usable(j, err);
 }
 
+/* want bytes of resource, never above the hard limit the daemon has
+ * (setrlimit could not raise it: the job would not start); 0: what the
+ * daemon has (a batch system may have set one). */
+static rlim_t inherit_or(int resource, unsigned long long want)
+{
+	struct rlimit cur = {RLIM_INFINITY, RLIM_INFINITY};
+	if (getrlimit(resource, &cur) != 0)
+		cur.rlim_max = RLIM_INFINITY;
+	if (!want)
+		return cur.rlim_max;
+	return cur.rlim_max != RLIM_INFINITY && (rlim_t)want > cur.rlim_max ? cur.rlim_max
+									    : (rlim_t)want;
+}
+
 static void set_limits(struct run *r, const struct jail_job *job)
 {
 	r->wall_ms = job->wall_ms ? job->wall_ms : DEFAULT_WALL_MS;
 	rlim_t cpu = job->cpu_s ? job->cpu_s : (r->wall_ms + 999) / 1000;
 	rlim_t fsize = job->fsize_bytes ? job->fsize_bytes : DEFAULT_FSIZE;
 	rlim_t nproc = job->nproc ? job->nproc : DEFAULT_NPROC;
-	rlim_t as = job->mem_bytes ? job->mem_bytes : RLIM_INFINITY;
+	rlim_t as = inherit_or(RLIMIT_AS, job->mem_bytes);
+	rlim_t data = inherit_or(RLIMIT_DATA, job->data_bytes);
 	r->lim[LIM_CPU] = (struct rlimit){cpu, cpu + 1};
 	r->lim[LIM_FSIZE] = (struct rlimit){fsize, fsize};
 	r->lim[LIM_NPROC] = (struct rlimit){nproc, nproc};
 	r->lim[LIM_CORE] = (struct rlimit){0, 0};
 	r->lim[LIM_AS] = (struct rlimit){as, as};
+	r->lim[LIM_DATA] = (struct rlimit){data, data};
 }
 
 /* The environment: clean, plus the job's extras. */
@@ -829,8 +845,8 @@ static int finish(struct jail *j, const struct jail_job *job, struct run *r,
 		res->exited = 0;
 		res->exit_code = 0;
 	}
-	res->mem_limited = job->mem_bytes && !res->timed_out && !res->canceled &&
-			   !(res->exited && res->exit_code == 0) &&
+	res->mem_limited = (job->mem_bytes || job->data_bytes) && !res->timed_out &&
+			   !res->canceled && !(res->exited && res->exit_code == 0) &&
 			   (said_oom(&r->eb) || said_oom(&r->ob));
 	if (rc)
 		return rc;

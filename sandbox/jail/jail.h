@@ -6,8 +6,8 @@
  * used as the working directory), a new network/pid/ipc/uts/user namespace,
  * and the GPU device nodes plus the driver's libraries only when it asks.
  * Never `--ro-bind / /`. Limits: wall clock (kills the whole process group),
- * CPU time, file size, process count, address space (when the job asks),
- * no core files, capped stdout/stderr, a clean environment. The job dies
+ * CPU time, file size, process count, address space or data size (when
+ * the job asks), no core files, capped stdout/stderr, a clean environment. The job dies
  * with the daemon (PR_SET_PDEATHSIG, bubblewrap's --die-with-parent), so a
  * SIGKILLed daemon leaves no jail behind. Every function is thread-safe:
  * many jobs run at once. */
@@ -65,6 +65,13 @@ struct jail_job {
 					 * allocation past it fails in the job. Not
 					 * for GPU jobs: the CUDA driver reserves
 					 * far more address space than it uses */
+	unsigned long long data_bytes;	/* RLIMIT_DATA per process, bytes [none]:
+					 * heap and private writable mappings; an
+					 * allocation past it fails in the job. GPU
+					 * jobs can have it: the CUDA driver's
+					 * address-space reservations are PROT_NONE
+					 * and its device mappings shared, neither
+					 * counted */
 	size_t stdout_cap_bytes;	/* bytes kept of stdout [1 MiB]; rest drained */
 	size_t stderr_cap_bytes;	/* bytes kept of stderr [1 MiB] */
 	const volatile int *cancel;	/* polled; nonzero kills the job; or NULL */
@@ -81,8 +88,9 @@ struct jail_result {
 	int canceled;	   /* 1 when killed because *cancel became nonzero */
 	int cpu_limited;   /* 1 when it died of SIGXCPU (CPU time limit) */
 	int fsize_limited; /* 1 when it died of SIGXFSZ (file size limit) */
-	int mem_limited;   /* 1 when it had mem_bytes, failed, and said it ran out
-			    * of memory (bad_alloc, "out of memory", ENOMEM) */
+	int mem_limited;   /* 1 when it had mem_bytes or data_bytes, failed, and
+			    * said it ran out of memory (bad_alloc, "out of
+			    * memory", ENOMEM) */
 	char *out;	   /* captured stdout, new (freed by jail_result_fini) */
 	size_t out_len;	   /* bytes in out */
 	int out_truncated; /* 1 when stdout exceeded its cap */

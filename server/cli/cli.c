@@ -152,6 +152,8 @@ int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *e
 	cfg.log_level = co->log_level;
 	cfg.conformance_fixtures = co->conformance_fixtures;
 	cfg.exec = co->exec;
+	cfg.max_jobs_per_client = co->max_jobs_per_client;
+	cfg.queued_jobs_per_client = co->queued_jobs_per_client;
 	return app_open(&cfg, out, err);
 }
 
@@ -369,19 +371,24 @@ static const char SERVE_USAGE[] =
 	"stdin/stdout (one JSON message per line), which is how Claude Code and\n"
 	"Codex start it. With --http it serves Streamable HTTP at /mcp, REST\n"
 	"under /v1 and the web page at /, bound to 127.0.0.1 unless ADDR says\n"
-	"otherwise; binding beyond loopback requires --token-env.\n"
+	"otherwise; binding beyond loopback requires --token-env or --token-file.\n"
 	"\n"
 	"Options:\n"
 	"  --stdio                 serve one session on stdin/stdout (default)\n"
 	"  --http [ADDR:]PORT      serve HTTP (ADDR default 127.0.0.1; PORT 0 picks one)\n"
 	"  --token-env VAR         require 'Authorization: Bearer $VAR' on HTTP\n"
+	"  --token-file FILE       accept the tokens of FILE, one 'NAME SECRET' line\n"
+	"                          each (mode 600); each token is one client for the\n"
+	"                          per-client caps, its name in logs\n"
 	"  --allow-origin ORIGIN   also accept this Origin (repeatable)\n"
 	"  --allow-host NAME       also accept this Host name on loopback (repeatable)\n"
 	"  --session-idle SECONDS  expire idle HTTP sessions (default 1800)\n"
 	"  --port-file FILE        write the bound HTTP port to FILE\n"
 	"  --max-sessions N        open HTTP sessions at most (default 1024; 503 past it)\n"
-	"  --max-sessions-per-client N  sessions per client address (default 64)\n"
+	"  --max-sessions-per-client N  sessions per client: token, else address\n"
+	"                          (default 64)\n"
 	"  --max-inflight N        HTTP requests awaiting an answer at most (default 1024)\n"
+	"  --max-inflight-per-client N  of those per client (default 256; 429 past it)\n"
 	"  --max-conns-per-ip N    connections per client address (default 256)\n"
 	"  --request-timeout SECONDS  a request's header and body arrive within this\n"
 	"                          (default 30)\n"
@@ -396,8 +403,13 @@ static const char SERVE_USAGE[] =
 	"                          --shared-dir (docs/runs.md)\n"
 	"  --partition P --gres G --account A --time-limit T --shared-dir DIR\n"
 	"  --max-jobs-per-client N  Slurm job settings (gres default gpu:1; per\n"
-	"                          client at most N jobs at Slurm, default 16)\n" CLI_COMMON_HELP
-	"\n"
+	"                          client at most N jobs at Slurm, default 16)\n"
+	"  --max-jobs-per-token N  GPU jobs (check, bench, model, torch-op) one client\n"
+	"                          runs at once, local or Slurm (default 16); a client\n"
+	"                          is a bearer token's name with --token-file/--token-env,\n"
+	"                          else an MCP session\n"
+	"  --max-queued-jobs-per-token N  its jobs waiting beyond those (default 64;\n"
+	"                          past it: busy)\n" CLI_COMMON_HELP "\n"
 	"Exit status: 0 after a clean shutdown (EOF on stdin, SIGINT/SIGTERM),\n"
 	"2 for a bad command line, 5 when it cannot start (port in use, data dir\n"
 	"not writable, no sbatch, unknown partition, missing shared dir), 1 on\n"
@@ -458,6 +470,8 @@ static const struct {
 	{"--max-sessions-per-client", offsetof(struct http_options, max_sessions_per_client),
 	 1000000},
 	{"--max-conns-per-ip", offsetof(struct http_options, max_conns_per_ip), 1000000},
+	{"--max-inflight-per-client", offsetof(struct http_options, max_inflight_per_client),
+	 1000000},
 	{"--request-timeout", offsetof(struct http_options, request_timeout_s), 86400},
 	{"--session-idle", offsetof(struct http_options, session_idle_s), 86400 * 7},
 };
@@ -505,6 +519,13 @@ static int serve_http_opt(int argc, char **argv, int *i, struct serve_http *sh, 
 		sh->ho.token_env = v;
 		return 1;
 	}
+	if ((v = cli_opt_value(argc, argv, i, "--token-file", &missing)) || missing) {
+		if (missing || !*v)
+			return kf_err_set(err, KF_EINVAL,
+					  "--token-file needs a file of 'NAME SECRET' lines");
+		sh->ho.token_file = v;
+		return 1;
+	}
 	if ((v = cli_opt_value(argc, argv, i, "--port-file", &missing)) || missing) {
 		if (missing || !*v)
 			return kf_err_set(err, KF_EINVAL, "--port-file needs a path");
@@ -517,6 +538,31 @@ static int serve_http_opt(int argc, char **argv, int *i, struct serve_http *sh, 
 					  "--max-upload-total needs a size from 1 to 1G (e.g. "
 					  "64M), not '%s'",
 					  v ? v : "");
+		return 1;
+	}
+	return 0;
+}
+
+/* --max-jobs-per-token and --max-queued-jobs-per-token into co: 1 taken,
+ * 0 not one of them, KF_EINVAL with err set for a bad value. */
+static int serve_jobs_opt(int argc, char **argv, int *i, struct cli_common *co, struct kf_err *err)
+{
+	static const char *const names[2] = {"--max-jobs-per-token", "--max-queued-jobs-per-token"};
+	int *fields[2] = {&co->max_jobs_per_client, &co->queued_jobs_per_client};
+	const char *v;
+	int missing = 0;
+
+	for (int k = 0; k < 2; k++) {
+		char *end;
+		long n;
+		if (!(v = cli_opt_value(argc, argv, i, names[k], &missing)) && !missing)
+			continue;
+		n = v ? strtol(v, &end, 10) : -1;
+		if (missing || *end || n < 1 || n > 4096)
+			return kf_err_set(err, KF_EINVAL,
+					  "%s needs a count from 1 to 4096, not '%s'", names[k],
+					  v ? v : "");
+		*fields[k] = (int)n;
 		return 1;
 	}
 	return 0;
@@ -549,6 +595,9 @@ static int cmd_serve(int argc, char **argv)
 					"--http needs [ADDR:]PORT with PORT 0-65535, not '%s'",
 					v ? v : "");
 			http = 1;
+		} else if ((rc = serve_jobs_opt(argc, argv, &i, &co, &err)) != 0) {
+			if (rc < 0)
+				return cli_usage_error("serve", "%s", err.msg);
 		} else if ((rc = serve_http_opt(argc, argv, &i, &sh, &err)) != 0) {
 			if (rc < 0)
 				return cli_usage_error("serve", "%s", err.msg);
@@ -562,9 +611,10 @@ static int cmd_serve(int argc, char **argv)
 	}
 	if (!http && seen)
 		return cli_usage_error(
-			"serve", "--token-env, --allow-origin, --allow-host, --port-file and "
-				 "the HTTP limits (--session-idle, --max-*, --request-timeout, "
-				 "--http-threads) need --http");
+			"serve",
+			"--token-env, --token-file, --allow-origin, --allow-host, --port-file and "
+			"the HTTP limits (--session-idle, --max-*, --request-timeout, "
+			"--http-threads) need --http");
 
 	if (cli_exec_serve_check(&xc, &err))
 		return cli_usage_error("serve", "%s", err.msg);

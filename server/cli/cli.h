@@ -81,6 +81,8 @@ struct cli_common {
 	size_t max_message_bytes;	/* --max-message-bytes N */
 	int conformance_fixtures;	/* --conformance-fixtures */
 	const struct exec_config *exec; /* serve --executor ...; NULL = local */
+	int max_jobs_per_client;	/* serve --max-jobs-per-token N; 0 = default */
+	int queued_jobs_per_client;	/* serve --max-queued-jobs-per-token N; 0 = default */
 };
 
 /* Help text for the common options, to paste into a command's usage. */

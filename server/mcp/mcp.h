@@ -99,4 +99,11 @@ void mcp_resource_updated(const char *uri);
 int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,
 		  int *is_error, struct kf_err *err) __attribute__((warn_unused_result));
 
+/* mcp_tool_call on behalf of client (borrowed for the call; NULL = the
+ * anonymous client): what mcp_call_client answers inside the handler, so
+ * a REST call's compiles and GPU jobs queue under its bearer token. */
+int mcp_tool_call_as(struct app *app, const char *client, const char *name, const json_t *args,
+		     json_t **result, int *is_error, struct kf_err *err)
+	__attribute__((warn_unused_result));
+
 #endif

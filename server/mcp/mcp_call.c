@@ -138,6 +138,25 @@ static json_t *tool_result_error(const struct tool_ctx *c, json_t *obj, json_t *
 /* Runs the call: validation, handler, result shaping. Sets *sc to the
  * result object (new: structuredContent on success, the error object on
  * failure; NULL when the handler gave content blocks only) and *is_error. */
+/* The handler, behind the admission hook for GPU jobs. */
+static int run_admitted(struct tool_ctx *c, json_t **out, struct kf_err *err)
+{
+	tool_admit_fn admit;
+	tool_release_fn release;
+	int rc;
+
+	tools_admission(&admit, &release);
+	if (!(c->tool->annotations & TOOL_GPU_JOB) || !admit)
+		return c->tool->handler(c, c->args, out, err);
+	rc = admit(c, err);
+	if (rc)
+		return rc;
+	rc = c->tool->handler(c, c->args, out, err);
+	if (release)
+		release(c);
+	return rc;
+}
+
 static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 {
 	const struct schema *in = tools_input_schema(c->tool);
@@ -156,7 +175,7 @@ static void execute(struct tool_ctx *c, json_t **sc, int *is_error)
 		*sc = error_object(KF_ECANCELED, "cancelled before it started");
 		return;
 	}
-	rc = c->tool->handler(c, c->args, &out, &err);
+	rc = run_admitted(c, &out, &err);
 	if (rc) {
 		if (!err.code)
 			kf_err_set(&err, rc, "%s failed (%s)", c->tool->name, kf_err_name(rc));
@@ -396,6 +415,8 @@ static int missing_cap(struct mcp_session *s, const struct tool_def *t, void *ca
  * so, 0 when the call should run as usual. */
 static int start_task(struct mcp_session *s, const json_t *id, struct tool_ctx *c, void *call)
 {
+	snprintf(c->task_client, sizeof(c->task_client), "%s", s->client);
+	c->client = c->task_client;
 	c->s = NULL;
 	if (mcp_task_start(s, id, c, call)) {
 		c->s = s;
@@ -683,7 +704,7 @@ int mcp_call_request(struct tool_ctx *ctx, const char *method, json_t *params, i
 /* The client a call comes from, for fairness between clients. */
 const char *mcp_call_client(struct tool_ctx *ctx)
 {
-	return ctx->s ? ctx->s->client : NULL;
+	return ctx->s ? ctx->s->client : ctx->client;
 }
 
 /* --- outside a session ------------------------------------------------------------ */
@@ -691,7 +712,13 @@ const char *mcp_call_client(struct tool_ctx *ctx)
 int mcp_tool_call(struct app *app, const char *name, const json_t *args, json_t **result,
 		  int *is_error, struct kf_err *err)
 {
-	struct tool_ctx c = {0};
+	return mcp_tool_call_as(app, NULL, name, args, result, is_error, err);
+}
+
+int mcp_tool_call_as(struct app *app, const char *client, const char *name, const json_t *args,
+		     json_t **result, int *is_error, struct kf_err *err)
+{
+	struct tool_ctx c = {.client = client};
 	const struct schema *in;
 	json_t *sc;
 

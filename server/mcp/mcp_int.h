@@ -62,6 +62,8 @@ struct mcp_session {
 /* One tool call; also what handlers see as struct tool_ctx. */
 struct tool_ctx {
 	struct mcp_session *s; /* NULL outside a session (REST, CLI) */
+	const char *client;    /* outside a session: who calls (borrowed), or NULL */
+	char task_client[64];  /* a task's: its session's client, which the task outlives */
 	struct app *app;
 	json_t *id;		/* the request id; owned */
 	void *tcall;		/* the transport's call pointer */

@@ -29,6 +29,21 @@ static struct {
 	size_t prompts_len;
 } reg;
 
+static tool_admit_fn g_admit;
+static tool_release_fn g_release;
+
+void tools_set_admission(tool_admit_fn admit, tool_release_fn release)
+{
+	g_admit = admit;
+	g_release = release;
+}
+
+void tools_admission(tool_admit_fn *admit, tool_release_fn *release)
+{
+	*admit = g_admit;
+	*release = g_release;
+}
+
 static void reg_clear(void)
 {
 	for (size_t i = 0; i < reg.tools_len; i++) {

@@ -34,7 +34,11 @@ enum {
 	TOOL_NEEDS_ELICITATION = 1u << 6,
 	/* Long work (GPU jobs): a call from a client that declares the tasks
 	 * extension is answered with a task handle at once and polled. */
-	TOOL_TASK = 1u << 7
+	TOOL_TASK = 1u << 7,
+	/* Not a hint: the call is a GPU job (check, benchmark, model
+	 * benchmark, torch-op build, profile): it passes the admission hook
+	 * (tools_set_admission) before its handler runs. */
+	TOOL_GPU_JOB = 1u << 8
 };
 
 /* A tool handler. args: borrowed, valid against the tool's input_schema.
@@ -146,8 +150,23 @@ int mcp_call_client_supports(struct tool_ctx *ctx, const char *name);
 int mcp_call_request(struct tool_ctx *ctx, const char *method, json_t *params, int timeout_ms,
 		     json_t **result, struct kf_err *err) __attribute__((warn_unused_result));
 
+/* Admission of TOOL_GPU_JOB calls. admit runs on the call's worker thread
+ * before the handler; it may wait (honouring mcp_call_cancel_flag) and
+ * returns 0 to run the handler, or a KF_E* code with err set, which
+ * becomes the call's error result. release runs after every handler that
+ * was admitted. NULL hooks admit every call. Set once at startup, before
+ * any session (app_tools_load). */
+typedef int (*tool_admit_fn)(struct tool_ctx *ctx, struct kf_err *err);
+typedef void (*tool_release_fn)(struct tool_ctx *ctx);
+void tools_set_admission(tool_admit_fn admit, tool_release_fn release);
+
+/* The hooks tools_set_admission set (either may be NULL). */
+void tools_admission(tool_admit_fn *admit, tool_release_fn *release);
+
 /* Who the call comes from: "session-<n>", one per MCP session for the
- * process's life; NULL outside a session (REST, CLI). Domain modules queue
+ * process's life, or the name the transport set for the session (over
+ * HTTP with tokens, "token:<name>"); outside a session what
+ * mcp_tool_call_as named, else NULL (the CLI). Domain modules queue
  * work per client with it (compile_req.client). Borrowed, valid for the
  * call. */
 const char *mcp_call_client(struct tool_ctx *ctx);

@@ -186,7 +186,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"(kforge://guides/eval-cheats).",
 		.input_schema = CHECK_INPUT,
 		.output_schema = CHECK_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT | TOOL_TASK,
+		.annotations = TOOL_IDEMPOTENT | TOOL_TASK | TOOL_GPU_JOB,
 		.handler = check_handler,
 	},
 	{
@@ -198,7 +198,7 @@ static const struct tool_def GPU_TOOLS[] = {
 			"floor (kforge://guides/measuring).",
 		.input_schema = BENCH_INPUT,
 		.output_schema = BENCH_OUTPUT,
-		.annotations = TOOL_TASK,
+		.annotations = TOOL_TASK | TOOL_GPU_JOB,
 		.handler = bench_handler,
 	},
 };

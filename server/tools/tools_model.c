@@ -116,7 +116,7 @@ static const struct tool_def MODEL_TOOLS[] = {
 			       "Minutes.",
 		.input_schema = MODEL_INPUT,
 		.output_schema = MODEL_OUTPUT,
-		.annotations = 0,
+		.annotations = TOOL_GPU_JOB,
 		.handler = model_handler,
 	},
 };

@@ -315,7 +315,7 @@ static const struct tool_def PROFILE_TOOLS[] = {
 			       "what to try.",
 		.input_schema = PROFILE_INPUT,
 		.output_schema = PROFILE_OUTPUT,
-		.annotations = TOOL_TASK,
+		.annotations = TOOL_TASK | TOOL_GPU_JOB,
 		.handler = profile_handler,
 	},
 };

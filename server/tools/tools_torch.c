@@ -113,7 +113,7 @@ static const struct tool_def TORCH_TOOLS[] = {
 			"the reference, torch.compile and a CUDA graph; answers the import line.",
 		.input_schema = BUILD_INPUT,
 		.output_schema = BUILD_OUTPUT,
-		.annotations = TOOL_IDEMPOTENT,
+		.annotations = TOOL_IDEMPOTENT | TOOL_GPU_JOB,
 		.handler = build_handler,
 	},
 };

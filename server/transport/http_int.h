@@ -41,9 +41,23 @@
 #define HTTP_SSE_RETRY_MS	1000
 #define HTTP_REPLAY_MAX		64  /* written events kept per stream */
 #define HTTP_ORPHAN_S		120 /* a lost stream waits this long */
-#define HTTP_TOKEN_MAX		512
+#define HTTP_TOKEN_MAX		512 /* bytes of a secret, with its NUL */
+
+/* Bearer tokens and the per-client counters. */
+#define HTTP_TOKEN_MIN	     16	  /* bytes of a secret at least */
+#define HTTP_TOKEN_NAME_MAX  32	  /* characters of a token's name */
+#define HTTP_TOKENS_MAX	     256  /* tokens in all (--token-env + --token-file) */
+#define HTTP_ADDR_SLOTS	     1024 /* per-address counters (a hash of the address) */
+#define HTTP_CLIENT_INFLIGHT 256  /* MCP + REST requests in flight per client */
 
 /* --- types --------------------------------------------------------------------- */
+
+/* A bearer token: the name is the client's identity in caps and logs. */
+struct http_token {
+	char name[HTTP_TOKEN_NAME_MAX + 1];
+	char secret[HTTP_TOKEN_MAX];
+	size_t secret_len;
+};
 
 struct hmsg {
 	struct hmsg *next;
@@ -91,7 +105,8 @@ struct hcall {
 
 struct hsess {
 	char id[HTTP_SID_LEN + 1];
-	char client[HTTP_CLIENT_LEN]; /* the address that created it */
+	char client[HTTP_CLIENT_LEN]; /* who created it: "token:<name>", else the address */
+	unsigned slot;		      /* its client's srv->client_inflight counter */
 	unsigned long requests;	      /* messages handled; 1: only initialize */
 	struct hsrv *srv;
 	struct mcp_session *ms;
@@ -131,12 +146,13 @@ struct hsrv {
 	size_t max_body;   /* bytes of one request body */
 	size_t upload_max; /* bytes of request bodies held at once */
 	unsigned idle_s, max_sessions, max_inflight;
-	unsigned per_client; /* MCP sessions per client address */
-	unsigned per_ip;     /* connections per address */
-	unsigned conn_limit; /* connections in all */
-	unsigned request_s;  /* seconds for a request's header and body */
-	char token[HTTP_TOKEN_MAX];
-	size_t token_len;   /* 0: no auth */
+	unsigned per_client;	      /* MCP sessions per client (token, else address) */
+	unsigned per_client_inflight; /* requests in flight per client */
+	unsigned per_ip;	      /* connections per address */
+	unsigned conn_limit;	      /* connections in all */
+	unsigned request_s;	      /* seconds for a request's header and body */
+	struct http_token tokens[HTTP_TOKENS_MAX];
+	size_t ntokens;	    /* 0: no auth */
 	char bind_host[64]; /* the bound address as a Host value */
 	struct http_guard guard;
 	char listen[128]; /* "http://127.0.0.1:7070" */
@@ -144,10 +160,13 @@ struct hsrv {
 	pthread_mutex_t lock; /* table, nsess */
 	struct hsess *buckets[HTTP_BUCKETS];
 	size_t nsess;
-	atomic_uint inflight;	   /* MCP requests waiting for their answer */
-	atomic_uint rest_slots;	   /* REST tool calls not yet answered */
-	atomic_uint rest_running;  /* REST worker threads alive */
-	atomic_size_t uploads;	   /* bytes reserved by request bodies */
+	atomic_uint inflight;	  /* MCP requests waiting for their answer */
+	atomic_uint rest_slots;	  /* REST tool calls not yet answered */
+	atomic_uint rest_running; /* REST worker threads alive */
+	atomic_size_t uploads;	  /* bytes reserved by request bodies */
+	/* Requests in flight per client: one counter per token, then the
+	 * per-address ones (HTTP_ADDR_SLOTS, by a hash of the address). */
+	atomic_uint client_inflight[HTTP_TOKENS_MAX + HTTP_ADDR_SLOTS];
 	pthread_mutex_t conn_lock; /* conns */
 	struct hconn *conns;
 	atomic_int stopping;
@@ -162,10 +181,12 @@ struct hreq {
 	enum req_kind kind;
 	char *body;
 	size_t len, cap;
-	size_t reserved;  /* bytes of srv->uploads held for this body */
-	int too_big;	  /* past max_body: the body is dropped, 413 */
-	int too_busy;	  /* past upload_max: the body is dropped, 503 */
-	struct hconn *hc; /* the connection's record, or NULL */
+	size_t reserved;	   /* bytes of srv->uploads held for this body */
+	int too_big;		   /* past max_body: the body is dropped, 413 */
+	int too_busy;		   /* past upload_max: the body is dropped, 503 */
+	struct hconn *hc;	   /* the connection's record, or NULL */
+	char who[HTTP_CLIENT_LEN]; /* the client: "token:<name>", else the address */
+	unsigned who_slot;	   /* its srv->client_inflight counter */
 	struct hcall *call;
 	struct rest_job *job;
 };
@@ -181,6 +202,8 @@ struct rest_job {
 	char *text; /* the answer (owned) */
 	size_t text_len;
 	const char *allow;
+	char who[HTTP_CLIENT_LEN]; /* the client, as hreq's */
+	unsigned who_slot;	   /* held in srv->client_inflight while it runs */
 };
 
 /* --- transport_http.c ------------------------------------------------------- */
@@ -214,6 +237,36 @@ enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, 
 
 /* 1 when the Accept header value allows type; wildcards count. */
 int transport_accepts(const char *accept, const char *type);
+
+/* --- http_auth.c ------------------------------------------------------------- */
+
+/* Loads the bearer tokens: the one in $token_env (named after the
+ * variable) and every "NAME SECRET" line of token_file (blank lines and #
+ * comments skipped; the file may not be accessible to group or others).
+ * Either may be NULL. Returns 0, or KF_EINVAL naming the source, the line
+ * and what is wrong (never the secret); KF_ENOMEM. */
+int http_auth_load(struct hsrv *srv, const char *token_env, const char *token_file,
+		   struct kf_err *err);
+
+/* Sets rq->who and rq->who_slot: the token the request's Authorization
+ * header carries when the server has tokens, else the peer address.
+ * Returns 1, or 0 when the server has tokens and the header names none
+ * of them (rq->who is then the address). */
+int http_auth_identify(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
+
+/* who as people read it: "token 'alice'", "client address 10.0.0.7". */
+void http_auth_describe(const char *who, char *buf, size_t cap);
+
+/* Counts one request in flight for the client of slot: 0, or -1 (nothing
+ * counted) when it already has per_client_inflight. */
+int http_inflight_take(struct hsrv *srv, unsigned slot);
+void http_inflight_give(struct hsrv *srv, unsigned slot);
+
+/* Queues the 429 for who (hreq's) at its cap of requests in flight: a
+ * JSON-RPC error on /mcp (is_mcp), else a REST error; both name the client
+ * and --max-inflight-per-client, with Retry-After. */
+enum MHD_Result http_inflight_refuse(struct hsrv *srv, struct MHD_Connection *conn, const char *who,
+				     int is_mcp);
 
 /* --- http_conn.c ------------------------------------------------------------- */
 
@@ -282,7 +335,7 @@ enum MHD_Result http_mcp_resumed(struct hreq *rq);
 enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
 
 /* DELETE /mcp: ends the session. */
-enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn);
+enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq);
 
 /* The request holding c is complete: ok 1 when MHD wrote the whole
  * response, 0 when the connection failed. Drops the connection's reference,
@@ -298,12 +351,13 @@ void http_mcp_close_all(struct hsrv *srv);
 
 /* --- http_sess.c ------------------------------------------------------------- */
 
-/* Returns a new session in the table for client (borrowed: its address)
- * with one reference for the caller. A client at its cap (per_client)
+/* Returns a new session in the table for client (borrowed: hreq's who;
+ * slot its in-flight counter) with one reference for the caller. A client at its cap (per_client)
  * gives up its unused or least recently used idle session for it. NULL
  * with *status set: 429 when client holds per_client sessions, all in use;
  * 503 when the table is full; 500 on failure. */
-struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *status);
+struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned slot,
+			       unsigned *status);
 
 /* Returns the live session with this id with a reference, or NULL. */
 struct hsess *http_sess_find(struct hsrv *srv, const char *id);
@@ -347,10 +401,11 @@ enum MHD_Result http_queue_sse(struct hcall *c, const char *sid);
  * answers at once, or runs the tool on a thread with the connection
  * suspended. */
 /* http_stream.c: when method and url name one of srv's streamed routes,
- * answers it (a response read piece by piece from the route's calls) and
+ * answers it (a response read piece by piece from the route's calls; it
+ * counts as one of rq's client's requests in flight until it ends) and
  * returns 1 with *ret what queuing returned; 0 when the route is not one. */
 int http_stream_serve(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
-		      const char *method, enum MHD_Result *ret);
+		      const char *method, const struct hreq *rq, enum MHD_Result *ret);
 
 enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
 				const char *method, struct hreq *rq);

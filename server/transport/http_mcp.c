@@ -100,7 +100,7 @@ static enum MHD_Result post_new_session(struct hsrv *srv, struct MHD_Connection 
 	json_error_t je;
 	json_t *j = json_loadb(rq->body, rq->len, 0, &je);
 	const char *method = json_string_value(json_object_get(j, "method"));
-	const char *client = http_conn_client(conn);
+	const char *client = rq->who;
 	int is_arr = json_is_array(j),
 	    ok = method && !strcmp(method, "initialize") && json_object_get(j, "id");
 	unsigned st;
@@ -123,24 +123,32 @@ static enum MHD_Result post_new_session(struct hsrv *srv, struct MHD_Connection 
 	if (atomic_load(&srv->stopping))
 		return transport_rpc_error(conn, 503, -32000, "Retry-After", "5",
 					   "Server shutting down");
-	*s = http_sess_create(srv, client, &st);
-	if (*s)
-		return MHD_YES;
-	return sess_refused(srv, conn, client, st);
+	*s = http_sess_create(srv, client, rq->who_slot, &st);
+	if (!*s)
+		return sess_refused(srv, conn, client, st);
+	/* With tokens the token is the client of its compiles and GPU jobs
+	 * too, whichever of its sessions they come from. */
+	if (srv->ntokens)
+		mcp_session_set_client((*s)->ms, client);
+	return MHD_YES;
 }
 
 /* Queues the refusal for http_sess_create's status st. */
 static enum MHD_Result sess_refused(struct hsrv *srv, struct MHD_Connection *conn,
 				    const char *client, unsigned st)
 {
-	if (st == 429)
+	char who[HTTP_CLIENT_LEN + 32];
+
+	http_auth_describe(client, who, sizeof(who));
+	if (st == 429) {
+		log_info("http", "429 for %s: %u sessions, all in use", who, srv->per_client);
 		return transport_rpc_error(
 			conn, 429, -32000, "Retry-After", "5",
-			"Too many sessions: this client (%s) holds %u, each with "
-			"a call running or a GET stream open "
-			"(--max-sessions-per-client); DELETE the ones it no longer "
-			"needs",
-			client, srv->per_client);
+			"Too many sessions: %s holds %u, each with a call running or a "
+			"GET stream open, the cap per client (the operator raises it with "
+			"--max-sessions-per-client); DELETE the ones it no longer needs",
+			who, srv->per_client);
+	}
 	return transport_rpc_error(conn, st, -32000, "Retry-After", st == 503 ? "5" : NULL,
 				   st == 503
 					   ? "Server busy: too many sessions (max %u); retry later"
@@ -207,12 +215,26 @@ static enum MHD_Result post_answer(struct hsrv *srv, struct MHD_Connection *conn
 static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
 				  struct hsess *s, int init, int modern);
 
+/* The live session with this id when it is the requester's: with tokens a
+ * session answers only the token that created it (another token's id is
+ * as unknown as a wrong one). A reference, or NULL. */
+static struct hsess *sess_find_own(struct hsrv *srv, const char *sid, const struct hreq *rq)
+{
+	struct hsess *s = http_sess_find(srv, sid);
+
+	if (s && srv->ntokens && strcmp(s->client, rq->who) != 0) {
+		http_sess_unref(s);
+		return NULL;
+	}
+	return s;
+}
+
 /* A stateless POST (msg taken): headers checked against the body, then
  * the request is handled in a session of its own that ends with it. */
 static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
 				   json_t *msg, const char *pv)
 {
-	const char *client = http_conn_client(conn);
+	const char *client = rq->who;
 	int is_arr = json_is_array(msg), notif = !json_object_get(msg, "id");
 	enum MHD_Result ret;
 	struct hsess *s;
@@ -241,7 +263,7 @@ static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn
 	if (atomic_load(&srv->stopping))
 		return transport_rpc_error(conn, 503, -32000, "Retry-After", "5",
 					   "Server shutting down");
-	s = http_sess_create(srv, client, &st);
+	s = http_sess_create(srv, client, rq->who_slot, &st);
 	if (!s)
 		return sess_refused(srv, conn, client, st);
 	mcp_session_set_modern(s->ms);
@@ -275,7 +297,7 @@ enum MHD_Result http_mcp_post(struct hsrv *srv, struct MHD_Connection *conn, str
 		ret = post_new_session(srv, conn, rq, &s);
 		if (!s)
 			return ret;
-	} else if (!(s = http_sess_find(srv, sid))) {
+	} else if (!(s = sess_find_own(srv, sid, rq))) {
 		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
 					   "Session not found: '%.40s' is unknown or has ended; "
 					   "initialize a new session",
@@ -294,12 +316,20 @@ static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn,
 	enum MHD_Result ret = MHD_NO;
 	struct hcall *c = NULL;
 
-	if (atomic_load(&srv->inflight) >= srv->max_inflight && is_request(rq->body, rq->len))
+	int req = is_request(rq->body, rq->len);
+
+	if (atomic_load(&srv->inflight) >= srv->max_inflight && req)
 		ret = transport_rpc_error(conn, 503, -32000, "Retry-After", "1",
 					  "Server busy: %u requests in flight; retry later",
 					  srv->max_inflight);
-	else if (!(c = calloc(1, sizeof(*c))))
-		ret = MHD_NO;
+	else if (req && http_inflight_take(srv, s->slot))
+		ret = http_inflight_refuse(srv, conn, s->client, 1);
+	else {
+		if (!req) /* notifications and responses are never refused */
+			atomic_fetch_add(&srv->client_inflight[s->slot], 1);
+		if (!(c = calloc(1, sizeof(*c))))
+			http_inflight_give(srv, s->slot);
+	}
 	if (!c) {
 		if (init || modern)
 			http_sess_close(srv, s);
@@ -311,6 +341,7 @@ static enum MHD_Result post_enter(struct hsrv *srv, struct MHD_Connection *conn,
 	if (s->ended || !s->ms) {
 		pthread_mutex_unlock(&s->lock);
 		free(c);
+		http_inflight_give(srv, s->slot);
 		http_sess_unref(s);
 		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
 					   "Session not found: it has ended; initialize a new "
@@ -404,7 +435,7 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	if (!sid)
 		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
 					   "Bad Request: Mcp-Session-Id header is required");
-	s = http_sess_find(srv, sid);
+	s = sess_find_own(srv, sid, rq);
 	if (!s)
 		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
 					   "Session not found: '%.40s' is unknown or has ended",
@@ -466,7 +497,7 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 	return http_queue_sse(c, NULL);
 }
 
-enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
+enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
 	const char *sid = transport_header(conn, "Mcp-Session-Id");
 	struct hsess *s;
@@ -474,7 +505,7 @@ enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn)
 	if (!sid)
 		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
 					   "Bad Request: Mcp-Session-Id header is required");
-	s = http_sess_find(srv, sid);
+	s = sess_find_own(srv, sid, rq);
 	if (!s)
 		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
 					   "Session not found: '%.40s' is unknown or has ended",

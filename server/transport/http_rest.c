@@ -41,7 +41,7 @@ static void rest_fill_info(struct hsrv *srv, struct rest_info *info, char *liste
 	info->inflight = atomic_load(&srv->inflight);
 	info->uptime_s = (double)(transport_mono_s() - srv->started);
 	info->listen = listen;
-	info->auth = srv->token_len > 0;
+	info->auth = srv->ntokens > 0;
 }
 
 static void job_finish(struct rest_job *j, int status, json_t *body)
@@ -74,6 +74,7 @@ static void *rest_worker(void *arg)
 	/* The slot is free before the client can see the answer, or its next
 	 * call could find all HTTP_REST_MAX still taken. */
 	atomic_fetch_sub(&j->srv->rest_slots, 1);
+	http_inflight_give(j->srv, j->who_slot);
 	job_finish(j, status, body);
 	atomic_fetch_sub(&j->srv->rest_running, 1);
 	http_rest_release(j);
@@ -119,6 +120,8 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 	j->srv = srv;
 	j->conn = conn;
 	j->refs = 1;
+	memcpy(j->who, rq->who, sizeof(j->who));
+	j->who_slot = rq->who_slot;
 	rq->job = j;
 	st = rest_plan(&req, &j->plan, &body, &allow);
 	if (st) {
@@ -136,13 +139,21 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 		rq->kind = RQ_ANSWERED;
 		return rest_answer(j);
 	}
+	if (http_inflight_take(srv, j->who_slot)) {
+		rq->kind = RQ_ANSWERED;
+		return http_inflight_refuse(srv, conn, j->who, 0);
+	}
 	if (atomic_fetch_add(&srv->rest_slots, 1) >= HTTP_REST_MAX) {
 		atomic_fetch_sub(&srv->rest_slots, 1);
+		http_inflight_give(srv, j->who_slot);
 		rq->kind = RQ_ANSWERED;
 		return transport_rest_error(conn, 503, "busy", "Retry-After", "5",
 					    "busy: %d REST calls running; retry later",
 					    HTTP_REST_MAX);
 	}
+	/* With tokens a REST call's compiles and GPU jobs count under its
+	 * token, as its MCP sessions' do. */
+	j->plan.client = srv->ntokens ? j->who : NULL;
 	atomic_fetch_add(&srv->rest_running, 1);
 	j->refs = 2;
 	pthread_mutex_lock(&j->lock);
@@ -154,6 +165,7 @@ enum MHD_Result http_rest_start(struct hsrv *srv, struct MHD_Connection *conn, c
 		pthread_mutex_unlock(&j->lock);
 		atomic_fetch_sub(&srv->rest_running, 1);
 		atomic_fetch_sub(&srv->rest_slots, 1);
+		http_inflight_give(srv, j->who_slot);
 		rq->kind = RQ_ANSWERED;
 		return transport_rest_error(conn, 503, "busy", "Retry-After", "5",
 					    "busy: could not start a worker; retry later");

@@ -134,6 +134,7 @@ void http_call_answered_locked(struct hcall *c)
 	if (c->counted) {
 		c->counted = 0;
 		atomic_fetch_sub(&c->sess->srv->inflight, 1);
+		http_inflight_give(c->sess->srv, c->sess->slot);
 	}
 }
 
@@ -329,11 +330,12 @@ static void sess_discard(struct hsess *s)
 
 static void sess_end(struct hsess *s);
 
-/* Returns a new session in the table for client (borrowed: its address)
- * with one reference for the caller, or NULL with *status set: 429 when
- * client holds per_client sessions, all in use; 503 when the table is
- * full; 500 on failure. */
-struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *status)
+/* Returns a new session in the table for client (borrowed: the token's
+ * key, else the address) with one reference for the caller, or NULL with
+ * *status set: 429 when client holds per_client sessions, all in use; 503
+ * when the table is full; 500 on failure. */
+struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned slot,
+			       unsigned *status)
 {
 	struct hsess *s = calloc(1, sizeof(*s)), *victim;
 	unsigned b, held;
@@ -350,6 +352,7 @@ struct hsess *http_sess_create(struct hsrv *srv, const char *client, unsigned *s
 	pthread_cond_init(&s->cond, NULL);
 	s->srv = srv;
 	snprintf(s->client, sizeof(s->client), "%s", client);
+	s->slot = slot;
 	atomic_init(&s->refs, 2); /* the table and the caller */
 	s->last_used = s->last_ping = transport_mono_s();
 	s->ms = mcp_session_new(srv->app, on_send, s);

@@ -13,6 +13,8 @@
 struct stream_resp {
 	const struct http_stream *route;
 	void *state;
+	struct hsrv *srv;
+	unsigned slot; /* the client's in-flight counter, held while it streams */
 };
 
 static const char *query_value(void *arg, const char *name)
@@ -36,11 +38,12 @@ static void stream_free(void *cls)
 	struct stream_resp *s = cls;
 
 	s->route->close(s->state);
+	http_inflight_give(s->srv, s->slot);
 	free(s);
 }
 
 int http_stream_serve(struct hsrv *srv, struct MHD_Connection *conn, const char *url,
-		      const char *method, enum MHD_Result *ret)
+		      const char *method, const struct hreq *rq, enum MHD_Result *ret)
 {
 	const struct http_stream *route = NULL;
 	struct MHD_Response *r;
@@ -58,14 +61,23 @@ int http_stream_serve(struct hsrv *srv, struct MHD_Connection *conn, const char 
 					    "%s takes GET", url);
 		return 1;
 	}
+	/* A stream is a request in flight of its client until it ends. */
+	if (http_inflight_take(srv, rq->who_slot)) {
+		*ret = http_inflight_refuse(srv, conn, rq->who, 0);
+		return 1;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
+		http_inflight_give(srv, rq->who_slot);
 		*ret = transport_rest_error(conn, 500, "no_memory", NULL, NULL, "out of memory");
 		return 1;
 	}
 	s->route = route;
+	s->srv = srv;
+	s->slot = rq->who_slot;
 	st = route->open(srv->app, query_value, conn, &s->state, msg, sizeof(msg));
 	if (st) {
+		http_inflight_give(srv, s->slot);
 		free(s);
 		*ret = transport_rest_error(conn, (unsigned)st, st == 400 ? "invalid" : "internal",
 					    NULL, NULL, "%s", msg[0] ? msg : "cannot start");

@@ -434,7 +434,7 @@ int rest_run(struct app *app, const struct rest_plan *plan, const struct rest_in
 				   "/v1/dataset.jsonl");
 		return 404;
 	}
-	rc = mcp_tool_call(app, plan->tool, plan->args, &result, &is_error, &err);
+	rc = mcp_tool_call_as(app, plan->client, plan->tool, plan->args, &result, &is_error, &err);
 	if (rc == KF_ENOTFOUND) {
 		*body = error_body("not_found", "no such tool '%s' in this build: %s", plan->tool,
 				   err.msg[0] ? err.msg : "it is not registered");

@@ -43,8 +43,10 @@ enum rest_kind {
 /* A matched route, ready to run. Free with rest_plan_fini. */
 struct rest_plan {
 	enum rest_kind kind;
-	const char *tool; /* borrowed, static */
-	json_t *args;	  /* owned: the tool's arguments */
+	const char *tool;   /* borrowed, static */
+	json_t *args;	    /* owned: the tool's arguments */
+	const char *client; /* who calls (borrowed: the caller's, for the
+			     * plan's life), or NULL: the anonymous client */
 };
 
 /* Matches req against the route table and builds the tool's arguments from

@@ -37,6 +37,11 @@ struct http_options {
 	int port;			    /* TCP port, 1..65535 (0: pick a free one) */
 	const char *token_env;		    /* name of the env var holding the bearer token,
 				 * NULL for none (refused beyond loopback) */
+	const char *token_file;		    /* file of "NAME SECRET" lines, one token per
+				 * client, or NULL */
+	unsigned max_inflight_per_client;   /* MCP and REST requests waiting for an answer
+				 * per client (429 past it), 0 = 256 or
+				 * $KFORGE_HTTP_INFLIGHT_PER_CLIENT */
 	size_t max_body_bytes;		    /* request body cap (413 past it), default
 				 * app->cfg.max_message_bytes */
 	unsigned session_idle_s;	    /* idle sessions expire after this, default 1800 */
@@ -52,7 +57,8 @@ struct http_options {
 				 * $KFORGE_HTTP_MAX_INFLIGHT */
 	const char *const *allowed_hosts;   /* extra Host names served on loopback, NULL
 					     * terminated; NULL = loopback names only */
-	unsigned max_sessions_per_client;   /* MCP sessions per client address, 0 = 64 or
+	unsigned max_sessions_per_client;   /* MCP sessions per client (token, else
+					     * address), 0 = 64 or
 					     * $KFORGE_HTTP_SESSIONS_PER_CLIENT */
 	unsigned max_conns_per_ip;	    /* connections per client address, 0 = 256
 					     * or $KFORGE_HTTP_CONNS_PER_IP */

@@ -130,26 +130,6 @@ enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, 
 
 /* --- checks -------------------------------------------------------------------- */
 
-/* Constant-time in the token's length: every byte of the token is compared
- * whatever the candidate holds. */
-static int token_ok(const struct hsrv *srv, const char *authz)
-{
-	const char *t;
-	size_t tl;
-	unsigned char d;
-
-	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0)
-		return 0;
-	t = authz + 7;
-	while (*t == ' ')
-		t++;
-	tl = strlen(t);
-	d = (unsigned char)(tl != srv->token_len);
-	for (size_t i = 0; i < srv->token_len; i++)
-		d |= (unsigned char)(srv->token[i] ^ (i < tl ? t[i] : 0));
-	return d == 0;
-}
-
 /* 1 when the Accept header allows type ("application/json"); wildcards
  * count. */
 int transport_accepts(const char *accept, const char *type)
@@ -260,14 +240,13 @@ static enum MHD_Result check_request(struct hsrv *srv, struct MHD_Connection *co
 			 err.msg);
 		return transport_rest_error(conn, 403, "refused", NULL, NULL, "%s", err.msg);
 	}
-	if (srv->token_len && strcmp(url, "/") != 0 && strcmp(url, "/v1/health") != 0 &&
-	    strcmp(method, "OPTIONS") != 0 &&
-	    !token_ok(srv, transport_header(conn, MHD_HTTP_HEADER_AUTHORIZATION)))
+	if (!http_auth_identify(srv, conn, rq) && strcmp(url, "/") != 0 &&
+	    strcmp(url, "/v1/health") != 0 && strcmp(method, "OPTIONS") != 0)
 		return transport_rest_error(
 			conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 			"Bearer realm=\"kforge\"",
-			"Unauthorized: send 'Authorization: Bearer <token>' with the token in the "
-			"server's --token-env variable");
+			"Unauthorized: send 'Authorization: Bearer <token>' with a token of the "
+			"server's --token-env variable or --token-file");
 	/* 2026-07-28 has no session stream and no session to delete. */
 	if (is_mcp && !is_post && strcmp(method, "OPTIONS") != 0 &&
 	    mcp_is_modern_version(transport_header(conn, "MCP-Protocol-Version")))
@@ -393,11 +372,11 @@ static enum MHD_Result route(struct hsrv *srv, struct MHD_Connection *conn, cons
 			return http_mcp_get(srv, conn, rq);
 		}
 		if (!strcmp(method, "DELETE"))
-			return http_mcp_delete(srv, conn);
+			return http_mcp_delete(srv, conn, rq);
 		return transport_rpc_error(conn, 405, -32000, "Allow", "GET, POST, DELETE",
 					   "Method Not Allowed: /mcp takes POST, GET and DELETE");
 	}
-	if (http_stream_serve(srv, conn, url, method, &ret))
+	if (http_stream_serve(srv, conn, url, method, rq, &ret))
 		return ret;
 	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
 		rq->kind = RQ_REST;
@@ -616,24 +595,16 @@ static int srv_configure(struct hsrv *srv, const struct http_options *opt,
 	srv->per_ip = pick(opt->max_conns_per_ip, "KFORGE_HTTP_CONNS_PER_IP", HTTP_DEFAULT_PER_IP);
 	srv->request_s = opt->request_timeout_s ? opt->request_timeout_s : HTTP_DEFAULT_REQUEST_S;
 	srv->started = transport_mono_s();
-	if (opt->token_env) {
-		const char *t = getenv(opt->token_env);
-		if (!t || !*t)
-			return kf_err_set(err, KF_EINVAL,
-					  "--token-env %s: the variable is not set or empty; "
-					  "export %s=<a long random token>",
-					  opt->token_env, opt->token_env);
-		if (strlen(t) >= sizeof(srv->token))
-			return kf_err_set(err, KF_EINVAL,
-					  "--token-env %s: the token is longer than %zu bytes",
-					  opt->token_env, sizeof(srv->token) - 1);
-		srv->token_len = strlen(t);
-		memcpy(srv->token, t, srv->token_len);
-	}
-	if (!is_loopback_addr(ss) && !srv->token_len)
+	srv->per_client_inflight = pick(opt->max_inflight_per_client,
+					"KFORGE_HTTP_INFLIGHT_PER_CLIENT", HTTP_CLIENT_INFLIGHT);
+	int rc = http_auth_load(srv, opt->token_env, opt->token_file, err);
+	if (rc)
+		return rc;
+	if (!is_loopback_addr(ss) && !srv->ntokens)
 		return kf_err_set(err, KF_EPERM,
 				  "refusing to serve on %s without a token: binding beyond "
-				  "loopback needs --token-env VAR (Authorization: Bearer <token>)",
+				  "loopback needs --token-env VAR or --token-file FILE "
+				  "(Authorization: Bearer <token>)",
 				  opt->addr);
 	if (ss->ss_family == AF_INET6)
 		snprintf(srv->bind_host, sizeof(srv->bind_host), "[%s]", opt->addr);
@@ -704,8 +675,13 @@ static void srv_loop(struct hsrv *srv)
 		 "listening on %s/mcp (REST %s/v1, page %s/)%s; limits: %u connections per "
 		 "address, %u s per request, %zu bytes of uploads, %u sessions (%u per client)",
 		 srv->listen, srv->listen, srv->listen,
-		 srv->token_len ? "; bearer token required" : "", srv->per_ip, srv->request_s,
+		 srv->ntokens ? "; bearer token required" : "", srv->per_ip, srv->request_s,
 		 srv->upload_max, srv->max_sessions, srv->per_client);
+	if (srv->ntokens)
+		log_info("http",
+			 "%zu tokens; each token is one client: %u sessions, %u requests in "
+			 "flight",
+			 srv->ntokens, srv->per_client, srv->per_client_inflight);
 	for (;;) {
 		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
 		int r = poll(&p, 1, 1000);
@@ -783,6 +759,7 @@ int transport_http_run(struct app *app, const struct http_options *opt, struct k
 	close(stop_pipe[1]);
 	stop_pipe[0] = stop_pipe[1] = -1;
 out:
+	explicit_bzero(srv->tokens, sizeof(srv->tokens));
 	pthread_mutex_destroy(&srv->conn_lock);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);

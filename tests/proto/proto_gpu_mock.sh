@@ -41,6 +41,11 @@ good = dict(spec["launch"][0], when="N >= 1")
 bad = dict(good, when="N < 0", args=["y", "w", "x", "s", "N"], grid=["N - 1000000"])
 spec["launch"] = [bad, good]
 __import__("json").dump(spec, open(sys.argv[2].replace(".json", "_when.json"), "w"))
+# 64 MiB per tensor: the three device buffers (host memory in the mock)
+# fit under a 256 MiB harness limit, the first input's host copy does not
+spec = run.load_spec(sys.argv[1])[0]
+spec["sizes"] = [{"N": 16 << 20}]
+__import__("json").dump(spec, open(sys.argv[2].replace(".json", "_big.json"), "w"))
 EOF
 fail=0
 # The harness must not contain the op templates or their float64 references:
@@ -131,6 +136,19 @@ else
 	cat "$T/out.txt"
 	fail=1
 fi
+# The harness's host memory limit (RLIMIT_DATA from KFORGE_HARNESS_MEM_MB):
+# past it the answer names the limit and the knob; without it the same
+# spec passes; a bad value is refused naming the variable.
+# An AddressSanitizer harness (make asan) runs without the limit: its
+# shadow memory would count against it.
+HOSTMEM="'host memory limit 256 MiB exceeded' in r['summary'] and 'KFORGE_HARNESS_MEM_MB' in r['summary']"
+if nm "$HARNESS" 2>/dev/null | grep -q ' __asan_init$'; then
+	echo "ok   proto_gpu_mock: the host memory limit is skipped (AddressSanitizer harness)"
+else
+	KFORGE_HARNESS_MEM_MB=256 SPEC=axpb_big check ok check 1 "not r['passed'] and $HOSTMEM" --trials 1 --no-odd-size
+	SPEC=axpb_big check ok check 0 "r['passed']" --trials 1 --no-odd-size
+fi
+KFORGE_HARNESS_MEM_MB=12 check ok check 1 "'KFORGE_HARNESS_MEM_MB' in r['summary'] and 'from 256' in r['summary']" --trials 1
 SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
 SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1

@@ -290,6 +290,27 @@ START_TEST(memory_limit_fails_big_allocations_and_says_so)
 }
 END_TEST
 
+START_TEST(data_limit_fails_big_allocations_and_says_so)
+{
+	/* RLIMIT_DATA counts dd's private 600 MiB buffer against 256 MiB. */
+	const char *argv[] = {"/bin/dd", "if=/dev/zero", "of=/dev/null",
+			      "bs=600M", "count=1",	 NULL};
+	struct jail_job job = {.argv = argv, .job_dir = job_dir, .data_bytes = 256ull << 20};
+	struct jail_result r;
+	struct kf_err err = {0};
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_int_ne(r.exit_code, 0);
+	ck_assert_int_eq(r.mem_limited, 1);
+	jail_result_fini(&r);
+	/* Without the limit the same job runs. */
+	job.data_bytes = 0;
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_int_eq(r.mem_limited, 0);
+	jail_result_fini(&r);
+}
+END_TEST
+
 /* How many live processes have marker in their command line (zombies
  * have none: they are dead, waiting for their new parent to reap them). */
 static int procs_with(const char *marker)
@@ -552,6 +573,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, file_size_limit_stops_big_writes);
 	tcase_add_test(tc, cpu_limit_kills_a_spinning_job);
 	tcase_add_test(tc, memory_limit_fails_big_allocations_and_says_so);
+	tcase_add_test(tc, data_limit_fails_big_allocations_and_says_so);
 	tcase_add_test(tc, jobs_die_with_a_killed_daemon);
 	tcase_add_test(tc, cancel_flag_kills_the_job);
 	tcase_add_test(tc, passed_fd_reaches_the_job_as_fd_3);

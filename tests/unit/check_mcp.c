@@ -294,6 +294,25 @@ static int t_whoami(struct tool_ctx *ctx, const json_t *args, json_t **out, stru
 	return 0;
 }
 
+/* The admission hooks' record (gpu_job_tools_pass_the_admission_hook). */
+static int admitted, released;
+
+static int admit_unless_full(struct tool_ctx *ctx, struct kf_err *err)
+{
+	const char *who = mcp_call_client(ctx);
+
+	if (who && !strcmp(who, "token:full"))
+		return kf_err_set(err, KF_EBUSY, "busy, retry: %s has its jobs waiting", who);
+	admitted++;
+	return 0;
+}
+
+static void count_release(struct tool_ctx *ctx)
+{
+	(void)ctx;
+	released++;
+}
+
 static const struct tool_def TEST_TOOLS[] = {
 	{"huge", "Huge", "returns 3 MiB", NULL, NULL, 0, t_huge},
 	{"echo", "Echo", "echoes text",
@@ -311,6 +330,8 @@ static const struct tool_def TEST_TOOLS[] = {
 	{"badout", "Bad output", "breaks its output schema", NULL,
 	 "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}", 0, t_badout},
 	{"whoami", "Who am I", "names the calling client", NULL, NULL, 0, t_whoami},
+	{"gpujob", "GPU job", "names the calling client, admitted first", NULL, NULL, TOOL_GPU_JOB,
+	 t_whoami},
 };
 
 /* 120 generated tools for pagination. */
@@ -997,6 +1018,42 @@ START_TEST(each_session_is_its_own_client)
 }
 END_TEST
 
+START_TEST(gpu_job_tools_pass_the_admission_hook)
+{
+	json_t *r = NULL;
+	struct kf_err err = {0};
+	int is_error = -1;
+
+	tools_set_admission(admit_unless_full, count_release);
+	admitted = released = 0;
+	/* Admitted: the handler runs as the caller's client, then release. */
+	ck_assert_int_eq(mcp_tool_call_as(&app, "token:ok", "gpujob", NULL, &r, &is_error, &err),
+			 0);
+	ck_assert_int_eq(is_error, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "client")), "token:ok");
+	ck_assert_int_eq(admitted, 1);
+	ck_assert_int_eq(released, 1);
+	json_decref(r);
+	/* Refused: the refusal is the call's error result; no handler, no release. */
+	ck_assert_int_eq(mcp_tool_call_as(&app, "token:full", "gpujob", NULL, &r, &is_error, &err),
+			 0);
+	ck_assert_int_eq(is_error, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+			 "busy");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "summary")),
+				     "token:full has its jobs waiting"));
+	ck_assert_int_eq(released, 1);
+	json_decref(r);
+	/* Tools that are not GPU jobs never pass the hook. */
+	ck_assert_int_eq(mcp_tool_call_as(&app, "token:full", "whoami", NULL, &r, &is_error, &err),
+			 0);
+	ck_assert_int_eq(is_error, 0);
+	ck_assert_int_eq(admitted, 1);
+	json_decref(r);
+	tools_set_admission(NULL, NULL);
+}
+END_TEST
+
 START_TEST(tool_call_outside_a_session_validates_and_runs)
 {
 	struct kf_err err = {0};
@@ -1061,6 +1118,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, a_session_over_its_call_limit_is_told_busy);
 	tcase_add_test(tc, freeing_a_session_cancels_and_answers_every_call);
 	tcase_add_test(tc, tool_call_outside_a_session_validates_and_runs);
+	tcase_add_test(tc, gpu_job_tools_pass_the_admission_hook);
 	tcase_add_test(tc, each_session_is_its_own_client);
 	tcase_add_test(tc, a_transport_names_the_client_of_stateless_requests);
 	suite_add_tcase(s, tc);
