@@ -97,7 +97,7 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 }
 
 static int compile_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			       struct kf_err *err)
+			   struct kf_err *err)
 {
 	struct app *app = mcp_call_app(ctx);
 	int rc = need_cc(app, err);

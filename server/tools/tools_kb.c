@@ -512,8 +512,7 @@ static const char BRIEF_MORE[] =
 	"for every figure, formulas, feature rules, notes, source titles; fields: [names] for "
 	"some";
 
-static int specs_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			   struct kf_err *err)
+static int specs_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
@@ -554,7 +553,7 @@ static int specs_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 /* ---- guides ------------------------------------------------------------------- */
 
 static int search_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			   struct kf_err *err)
+			  struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
