@@ -254,14 +254,16 @@ test: deps-auto
 # tests/gpu/run.sh (kernels and check_kernel), tests/gpu_runner.py (the
 # GPU pool and run history through `kforge serve`), tests/gpu/torchop.py
 # (build_torch_op and the kernel-builder export), tests/gpu/model.sh
-# (the torch ops and benchmark_model) and tests/gpu/profile.sh
-# (profile_kernel under ncu); each skips without a GPU.
+# (the torch ops and benchmark_model), tests/gpu/profile.sh
+# (profile_kernel under ncu) and tests/gpu/hostmem.sh (the harness's host
+# memory limit); each skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
 		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
 		python3 tests/gpu/torchop.py --bin $(BIN) || fail=1; \
 		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; \
-		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; exit $$fail
+		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; \
+		$(TEST_ENV) sh tests/gpu/hostmem.sh || fail=1; exit $$fail
 
 # Benchmarks write their reports under build/bench/, never into tracked
 # files: the curated docs/bench-*.md are copied from them by hand, with
