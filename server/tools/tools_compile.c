@@ -96,8 +96,8 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 	return rc;
 }
 
-static int compile_kernel_tool(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			       struct kf_err *err)
+static int compile_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			   struct kf_err *err)
 {
 	struct app *app = mcp_call_app(ctx);
 	int rc = need_cc(app, err);
@@ -253,7 +253,7 @@ static const struct tool_def COMPILE_TOOLS[] = {
 			"{\"type\": \"object\", \"required\": [\"summary\", \"ok\"], \"properties\": {"
 			"\"summary\": {\"type\": \"string\"}, \"ok\": {\"type\": \"boolean\"}}}",
 		.annotations = TOOL_IDEMPOTENT,
-		.handler = compile_kernel_tool,
+		.handler = compile_handler,
 	},
 };
 

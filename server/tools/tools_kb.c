@@ -512,8 +512,7 @@ static const char BRIEF_MORE[] =
 	"for every figure, formulas, feature rules, notes, source titles; fields: [names] for "
 	"some";
 
-static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			   struct kf_err *err)
+static int specs_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
@@ -553,8 +552,8 @@ static int h_get_gpu_specs(struct tool_ctx *ctx, const json_t *args, json_t **ou
 
 /* ---- guides ------------------------------------------------------------------- */
 
-static int h_search_guides(struct tool_ctx *ctx, const json_t *args, json_t **out,
-			   struct kf_err *err)
+static int search_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
+			  struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
@@ -604,7 +603,7 @@ static json_t *guide_json(const struct kb_guide *g)
 			 "checked", g->checked, "markdown", g->body);
 }
 
-static int h_read_guide(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+static int read_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
 {
 	struct kb *kb = NULL;
 	int rc = tools_kb_need(mcp_call_app(ctx), &kb, err);
@@ -672,14 +671,14 @@ static const struct tool_def KB_TOOLS[] = {
 	{"get_gpu_specs", "GPU specs",
 	 "Sourced NVIDIA GPU facts: gpu (h100, 'rtx 4090', sm_90, 'local'), compare or "
 	 "list; detail 'full' (~15 KB): every figure, formula. null = unconfirmed.",
-	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_get_gpu_specs},
+	 SPECS_IN, SPECS_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, specs_handler},
 	{"search_guides", "Search guides",
 	 "Ranked search of kforge's CUDA optimization guides: ids, titles and snippets for "
 	 "read_guide.",
-	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_search_guides},
+	 SEARCH_IN, SEARCH_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, search_handler},
 	{"read_guide", "Read a guide",
 	 "One guide as Markdown with its sources, related guides and what it was checked on.",
-	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, h_read_guide},
+	 READ_IN, READ_OUT, TOOL_READ_ONLY | TOOL_IDEMPOTENT, read_handler},
 };
 
 const struct tool_group TOOLS_KB = {
