@@ -3,7 +3,8 @@
  * (tests/gpu/mock_check.sh): device memory is host memory, modules are
  * files that must exist, and "kernels" are C functions looked up by name
  * (axpb, ref_axpb, and rmsnorm_plain: the skill example's bf16 RMSNorm,
- * for tests/bench/bench_check.sh). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
+ * for tests/bench/bench_check.sh; MOCK_CUDA_AXPB=wrong scales its output
+ * by 1.5). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
  * oob, mutate, fault, hang; refhang: axpb is right and ref_axpb (the CUDA
  * reference) never finishes. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
  * many devices it shows, each with its own UUID and PCI bus id (the GPU
@@ -197,6 +198,8 @@ static void k_rmsnorm_plain(void **p, unsigned threads)
 	const uint16_t *x = *(uint16_t **)p[1], *w = *(uint16_t **)p[2];
 	int T = *(int *)p[3], D = *(int *)p[4];
 	float eps = *(float *)p[5];
+	const char *mode = getenv("MOCK_CUDA_AXPB");
+	float scale = mode && !strcmp(mode, "wrong") ? 1.5f : 1.0f;
 	(void)threads;
 	for (int t = 0; t < T; t++) {
 		const uint16_t *xr = x + (size_t)t * D;
@@ -205,7 +208,7 @@ static void k_rmsnorm_plain(void **p, unsigned threads)
 			ss += bf16_f(xr[i]) * bf16_f(xr[i]);
 		float r = 1.0f / sqrtf(ss / (float)D + eps);
 		for (int i = 0; i < D; i++)
-			y[(size_t)t * D + i] = f_bf16(bf16_f(xr[i]) * r * bf16_f(w[i]));
+			y[(size_t)t * D + i] = f_bf16(bf16_f(xr[i]) * r * bf16_f(w[i]) * scale);
 	}
 }
 static const struct {
