@@ -96,7 +96,7 @@ SKILL_REFS := skill/references/README.md
 SKILL_SPECS := skill/templates/specs/README.md
 
 # test runs the proto suites after test-unit (below).
-.PHONY: all run test test-unit test-gpu bench bench-protocol bench-kernels bench-kb asan lint fuzz \
+.PHONY: all run test test-unit test-gpu bench bench-protocol bench-check bench-kernels bench-kb asan lint fuzz \
 	install clean deps check-deps
 .DEFAULT_GOAL := all
 
@@ -299,7 +299,12 @@ bench-protocol: $(BIN) $(BENCH_STDIO)
 	$(Q)mkdir -p $(BENCH_OUT) && KFORGE_BIN=$(abspath $(BIN)) BENCH_STDIO=$(abspath $(BENCH_STDIO)) \
 		sh tests/bench/bench_protocol.sh $(BENCH_OUT)/bench-protocol.md; rc=$$?; \
 		echo "bench-protocol: report in $(BENCH_OUT)/bench-protocol.md"; exit $$rc
-bench: bench-kb bench-compile bench-protocol
+# A check and a bench --size 0 of the skill's plain RMSNorm with the mock
+# libcuda: the CPU phases of the loop -> bench-check.md.
+bench-check: $(BIN) $(HARNESS)
+	$(Q)mkdir -p $(BENCH_OUT) && KFORGE_BIN=$(abspath $(BIN)) KFORGE_HARNESS=$(abspath $(HARNESS)) \
+		sh tests/bench/bench_check.sh $(BENCH_OUT)/bench-check.md
+bench: bench-kb bench-compile bench-protocol bench-check
 
 # kforge's kernels against PyTorch eager and torch.compile (GPU machine).
 bench-kernels:

@@ -137,6 +137,35 @@ double dtype_load(enum kf_dtype dt, const void *p, size_t i)
 	}
 }
 
+void dtype_load_range(enum kf_dtype dt, const void *p, size_t lo, size_t hi, double *out)
+{
+	size_t n = hi > lo ? hi - lo : 0;
+	switch (dt) {
+	case KF_DT_BF16: {
+		const uint16_t *b = (const uint16_t *)p + lo;
+		for (size_t i = 0; i < n; i++)
+			out[i] = dtype_bf16_to_f32(b[i]);
+		break;
+	}
+	case KF_DT_F32: {
+		const float *f = (const float *)p + lo;
+		for (size_t i = 0; i < n; i++)
+			out[i] = f[i];
+		break;
+	}
+	case KF_DT_F16: {
+		const uint16_t *h = (const uint16_t *)p + lo;
+		for (size_t i = 0; i < n; i++)
+			out[i] = dtype_f16_to_f32(h[i]);
+		break;
+	}
+	default:
+		for (size_t i = 0; i < n; i++)
+			out[i] = dtype_load(dt, p, lo + i);
+		break;
+	}
+}
+
 void dtype_store(enum kf_dtype dt, void *p, size_t i, double v)
 {
 	switch (dt) {

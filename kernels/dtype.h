@@ -34,6 +34,11 @@ int dtype_is_float(enum kf_dtype dt);
 /* Reads element i of the buffer p (stored as dt) as a double; exact. */
 double dtype_load(enum kf_dtype dt, const void *p, size_t i);
 
+/* Reads elements [lo, hi) of p (stored as dt) into out[0 .. hi-lo) as
+ * doubles; the same values as dtype_load, in one loop per dtype. p, out:
+ * borrowed. */
+void dtype_load_range(enum kf_dtype dt, const void *p, size_t lo, size_t hi, double *out);
+
 /* Stores v into element i of p as dt, rounding to nearest even for floats
  * and saturating for integers (NaN stores as 0 for integers). */
 void dtype_store(enum kf_dtype dt, void *p, size_t i, double v);

@@ -130,7 +130,8 @@ struct check_phases {
 	double upload_ms;	 /* buffers, inputs from the seed, poison, canaries */
 	double kernel_runs_ms;	 /* launches until idle: checked runs, warm-up, timing */
 	double download_ms;	 /* outputs back, guard and input checks, output files */
-	double reference_ms;	 /* the reference: CPU op, CUDA reference process, torch */
+	double reference_ms;	 /* the reference: CPU op (the part not hidden behind the
+				  * harness run), CUDA reference process, torch */
 	double compare_ms;	 /* the judge: reading outputs, comparing, safeguards */
 };
 

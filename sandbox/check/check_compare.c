@@ -13,23 +13,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
+
 /* --- comparison -------------------------------------------------------- */
 
-void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
-		   struct check_cmp *o)
+/* One chunk of a comparison: its own counts, extremes, first mismatches
+ * and sums, combined in chunk order by check_compare. */
+struct cmp_part {
+	struct check_cmp c;
+	double num, den, sum, worst_excess;
+	uint64_t finite_n;
+	int zeros, constant;
+};
+
+struct cmp_job {
+	const double *got, *want;
+	double atol, rtol, mean;
+	struct cmp_part *parts;
+};
+
+static void cmp_chunk(void *arg, uint64_t ci, uint64_t lo, uint64_t hi)
 {
-	memset(o, 0, sizeof *o);
-	o->n = n;
-	double num = 0, den = 0, worst_excess = -1, sum = 0;
-	uint64_t finite_n = 0;
-	int zeros = 1;
-	for (uint64_t i = 0; i < n; i++) {
-		double g = got[i], w = want[i];
+	const struct cmp_job *j = arg;
+	struct cmp_part *p = &j->parts[ci];
+	struct check_cmp *o = &p->c;
+	double atol = j->atol, rtol = j->rtol;
+	p->worst_excess = -1;
+	p->zeros = 1;
+	for (uint64_t i = lo; i < hi; i++) {
+		double g = j->got[i], w = j->want[i];
 		int bad;
 		if (!isfinite(w)) {
 			/* The reference itself is NaN/Inf: only the same matches. */
 			bad = isnan(w) ? !isnan(g) : g != w;
-			zeros = 0;
+			p->zeros = 0;
 		} else if (!isfinite(g)) {
 			bad = 1;
 			o->nonfinite++;
@@ -40,16 +57,16 @@ void check_compare(const double *got, const double *want, uint64_t n, double ato
 				o->max_abs = d;
 			if (w != 0 && d / fabs(w) > o->max_rel)
 				o->max_rel = d / fabs(w);
-			num += d * d;
-			den += w * w;
+			p->num += d * d;
+			p->den += w * w;
 			if (fabs(w) > o->want_absmax)
 				o->want_absmax = fabs(w);
 			if (fabs(w) > bound)
-				zeros = 0;
-			sum += w;
-			finite_n++;
-			if (d - bound > worst_excess) {
-				worst_excess = d - bound;
+				p->zeros = 0;
+			p->sum += w;
+			p->finite_n++;
+			if (d - bound > p->worst_excess) {
+				p->worst_excess = d - bound;
 				o->worst = i;
 			}
 		}
@@ -63,15 +80,89 @@ void check_compare(const double *got, const double *want, uint64_t n, double ato
 			o->mismatches++;
 		}
 	}
+}
+
+/* Would writing the mean everywhere pass this chunk? */
+static void cmp_constant_chunk(void *arg, uint64_t ci, uint64_t lo, uint64_t hi)
+{
+	const struct cmp_job *j = arg;
+	int constant = 1;
+	for (uint64_t i = lo; i < hi && constant; i++)
+		if (isfinite(j->want[i]) &&
+		    fabs(j->mean - j->want[i]) > j->atol + j->rtol * fabs(j->want[i]))
+			constant = 0;
+	j->parts[ci].constant = constant;
+}
+
+/* Adds chunk p to o in index order: maxima, counts, the first mismatches
+ * and the earliest largest excess (a later chunk wins only when larger). */
+static void cmp_merge(struct check_cmp *o, const struct cmp_part *p, double *worst_excess)
+{
+	const struct check_cmp *c = &p->c;
+	if (c->max_abs > o->max_abs)
+		o->max_abs = c->max_abs;
+	if (c->max_rel > o->max_rel)
+		o->max_rel = c->max_rel;
+	if (c->want_absmax > o->want_absmax)
+		o->want_absmax = c->want_absmax;
+	if (p->worst_excess > *worst_excess) {
+		*worst_excess = p->worst_excess;
+		o->worst = c->worst;
+	}
+	for (size_t q = 0; q < c->first_len && o->first_len < CHECK_FIRST_MAX; q++) {
+		o->first[o->first_len] = c->first[q];
+		o->first_got[o->first_len] = c->first_got[q];
+		o->first_want[o->first_len] = c->first_want[q];
+		o->first_len++;
+	}
+	o->mismatches += c->mismatches;
+	o->nonfinite += c->nonfinite;
+}
+
+/* Chunks of a comparison: fixed, so the sums (relative L2, the mean) are
+ * added in the same order on every machine; the counts, maxima and first
+ * mismatches are those of one pass in index order. */
+#define CMP_CHUNK CHECK_PAR_CHUNK
+
+void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
+		   struct check_cmp *o)
+{
+	memset(o, 0, sizeof *o);
+	o->n = n;
+	struct cmp_part one;
+	uint64_t chunk = CMP_CHUNK, nparts = par_chunks(n, chunk);
+	struct cmp_part *parts = nparts > 1 ? calloc(nparts, sizeof *parts) : NULL;
+	if (!parts) { /* one chunk: small, or no memory for the chunks */
+		memset(&one, 0, sizeof one);
+		parts = &one;
+		chunk = n ? n : 1;
+		nparts = n ? 1 : 0;
+	}
+	struct cmp_job j = {.got = got, .want = want, .atol = atol, .rtol = rtol, .parts = parts};
+	par_for(n, chunk, cmp_chunk, &j);
+	double num = 0, den = 0, sum = 0, worst_excess = -1;
+	uint64_t finite_n = 0;
+	int zeros = 1;
+	for (uint64_t k = 0; k < nparts; k++) {
+		cmp_merge(o, &parts[k], &worst_excess);
+		num += parts[k].num;
+		den += parts[k].den;
+		sum += parts[k].sum;
+		finite_n += parts[k].finite_n;
+		zeros = zeros && parts[k].zeros;
+	}
 	o->rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
 	o->zeros_would_pass = n > 0 && zeros;
 	/* Would writing the mean everywhere pass? */
 	int constant = finite_n > 0;
-	double mean = finite_n ? sum / (double)finite_n : 0;
-	for (uint64_t i = 0; i < n && constant; i++)
-		if (isfinite(want[i]) && fabs(mean - want[i]) > atol + rtol * fabs(want[i]))
-			constant = 0;
+	j.mean = finite_n ? sum / (double)finite_n : 0;
+	if (constant)
+		par_for(n, chunk, cmp_constant_chunk, &j);
+	for (uint64_t k = 0; k < nparts && constant; k++)
+		constant = parts[k].constant;
 	o->constant_would_pass = n > 1 && constant;
+	if (parts != &one)
+		free(parts);
 }
 
 void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf, size_t cap)

@@ -12,4 +12,11 @@
  * default for its dtype. */
 void check_tolerance_of(const struct spec *s, size_t t, double *atol, double *rtol);
 
+/* Elements per chunk of the parallel loops over a tensor (par_for). */
+#define CHECK_PAR_CHUNK (1u << 16)
+
+/* Converts n elements of raw (stored as dt) to doubles in out, on the
+ * cores (par_for); the values of dtype_load. raw, out: borrowed. */
+void check_to_double(enum kf_dtype dt, const void *raw, uint64_t n, double *out);
+
 #endif

@@ -15,10 +15,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/par.h"
 #include "kernels/op.h"
 #include "sandbox/jail/jail.h"
 
 /* --- references ---------------------------------------------------------- */
+
+struct conv_job {
+	enum kf_dtype dt;
+	const void *raw;
+	double *out;
+};
+
+static void conv_chunk(void *arg, uint64_t c, uint64_t lo, uint64_t hi)
+{
+	const struct conv_job *j = arg;
+	(void)c;
+	dtype_load_range(j->dt, j->raw, (size_t)lo, (size_t)hi, j->out + lo);
+}
+
+void check_to_double(enum kf_dtype dt, const void *raw, uint64_t n, double *out)
+{
+	struct conv_job j = {dt, raw, out};
+	par_for(n, CHECK_PAR_CHUNK, conv_chunk, &j);
+}
 
 /* Regenerates input t exactly as the harness did; returns it as float64. */
 static int regen_input(const struct spec *s, const struct spec_bound *b, size_t t,
@@ -33,8 +53,7 @@ static int regen_input(const struct spec *s, const struct spec_bound *b, size_t 
 		return kf_err_set(err, KF_ENOMEM, "out of memory regenerating inputs");
 	}
 	spec_fill(T, t, seed, spec_init_max(s, t, vals), raw, b->elems[t]);
-	for (uint64_t i = 0; i < b->elems[t]; i++)
-		d[i] = dtype_load(T->dtype, raw, (size_t)i);
+	check_to_double(T->dtype, raw, b->elems[t], d);
 	free(raw);
 	*out = d;
 	return 0;
@@ -127,8 +146,7 @@ int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t
 		free(d);
 		return kf_err_set(err, KF_EIO, "output %s: short read", T->name);
 	}
-	for (uint64_t i = 0; i < b->elems[t]; i++)
-		d[i] = dtype_load(T->dtype, raw, (size_t)i);
+	check_to_double(T->dtype, raw, b->elems[t], d);
 	free(raw);
 	*out = d;
 	return 0;

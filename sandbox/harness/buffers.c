@@ -97,34 +97,25 @@ int harness_bufs_poison(struct harness *h, struct harness_buf *bufs, int pattern
 	return 0;
 }
 
-int harness_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern)
+uint64_t harness_poison_bits(enum kf_dtype dt, int pattern)
 {
+	size_t sz = dtype_bytes(dt);
+	uint8_t b[8];
+	for (size_t k = 0; k < sz && k < 8; k++)
+		b[k] = POISON8[pattern];
 	switch (dt) {
-	case KF_DT_F32: {
-		uint32_t v;
-		memcpy(&v, (const char *)p + 4 * i, 4);
-		return v == POISON32[pattern];
+	case KF_DT_F32: memcpy(b, &POISON32[pattern], 4); break;
+	case KF_DT_F64:
+		memcpy(b, &POISON64[pattern], 4);
+		memcpy(b + 4, &POISON64[pattern], 4);
+		break;
+	case KF_DT_F16: memcpy(b, &POISON16F[pattern], 2); break;
+	case KF_DT_BF16: memcpy(b, &POISON16B[pattern], 2); break;
+	default: break;
 	}
-	case KF_DT_F64: {
-		uint64_t v, w = ((uint64_t)POISON64[pattern] << 32) | POISON64[pattern];
-		memcpy(&v, (const char *)p + 8 * i, 8);
-		return v == w;
-	}
-	case KF_DT_F16:
-	case KF_DT_BF16: {
-		uint16_t v;
-		memcpy(&v, (const char *)p + 2 * i, 2);
-		return v == (dt == KF_DT_F16 ? POISON16F : POISON16B)[pattern];
-	}
-	default: {
-		size_t sz = dtype_bytes(dt);
-		const uint8_t *b = (const uint8_t *)p + sz * i;
-		for (size_t k = 0; k < sz; k++)
-			if (b[k] != POISON8[pattern])
-				return 0;
-		return 1;
-	}
-	}
+	uint64_t v = 0;
+	memcpy(&v, b, sz < 8 ? sz : 8);
+	return v;
 }
 
 static uint8_t *canary_host(uint64_t len)
@@ -231,7 +222,9 @@ int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *vi
 			return rc;
 		size_t es = dtype_bytes(T->dtype);
 		uint64_t bad = 0, first = 0;
-		for (uint64_t i = 0; i < h->b.elems[t]; i++)
+		/* One bulk compare; element by element only to count a change. */
+		int same = memcmp(now, bufs[t].host, bufs[t].bytes) == 0;
+		for (uint64_t i = 0; !same && i < h->b.elems[t]; i++)
 			if (memcmp((char *)now + i * es, (char *)bufs[t].host + i * es, es)) {
 				if (!bad)
 					first = i;
@@ -246,4 +239,66 @@ int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *vi
 		}
 	}
 	return n;
+}
+
+/* --- comparing the two runs ------------------------------------------- */
+
+static void add_first(json_t *arr, uint64_t i)
+{
+	if (json_array_size(arr) < HARNESS_FIRST_MAX)
+		json_array_append_new(arr, json_integer((json_int_t)i));
+}
+
+/* Classifies element i, whose bits are a (first run) and b (second run),
+ * when the fast test found something to count. */
+static void scan_elem(struct harness_scan *sc, uint64_t i, int p1, int p2, int two, int differ)
+{
+	if (!two) {
+		if (p1) {
+			sc->unw++;
+			add_first(sc->fu, i);
+		}
+	} else if (p1 && p2) {
+		sc->unw++;
+		add_first(sc->fu, i);
+	} else if (p2) {
+		sc->unw2++;
+		add_first(sc->fu2, i);
+	} else if (p1) {
+		sc->late++;
+		add_first(sc->fl, i);
+	} else if (differ) {
+		sc->changed++;
+		add_first(sc->fc, i);
+	}
+}
+
+/* The scan over n elements of one width: every element is read as an
+ * integer of its size, so poison tests and equality are on the bits (as
+ * memcmp), and the common element (written, the same in both runs) costs
+ * two compares. */
+#define SCAN_RUNS(type)                                                      \
+	do {                                                                 \
+		const type *x = first, *y = second;                          \
+		for (uint64_t i = 0; i < n; i++) {                           \
+			uint64_t a = x[i], b = y ? y[i] : 0;                 \
+			int p1 = out && a == pa, p2 = out && y && b == pb;   \
+			if (p1 || p2 || (y && a != b))                       \
+				scan_elem(sc, i, p1, p2, y != NULL, a != b); \
+		}                                                            \
+	} while (0)
+
+void harness_scan_runs(const struct spec_tensor *T, uint64_t n, const void *first,
+		       const void *second, struct harness_scan *sc)
+{
+	*sc = (struct harness_scan){
+		.fu = json_array(), .fu2 = json_array(), .fc = json_array(), .fl = json_array()};
+	int out = T->role == SPEC_ROLE_OUTPUT;
+	uint64_t pa = harness_poison_bits(T->dtype, 0), pb = harness_poison_bits(T->dtype, 1);
+	switch (dtype_bytes(T->dtype)) {
+	case 1: SCAN_RUNS(uint8_t); break;
+	case 2: SCAN_RUNS(uint16_t); break;
+	case 4: SCAN_RUNS(uint32_t); break;
+	default: SCAN_RUNS(uint64_t); break;
+	}
 }

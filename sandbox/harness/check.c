@@ -12,14 +12,6 @@
 
 /* --- check mode -------------------------------------------------------- */
 
-#define FIRST_MAX 8
-
-static void add_first(json_t *arr, uint64_t i)
-{
-	if (json_array_size(arr) < FIRST_MAX)
-		json_array_append_new(arr, json_integer((json_int_t)i));
-}
-
 /* Counts output t's elements left unwritten or changed between the first
  * run (first) and the second (second, NULL with one run), writes the
  * first run's output as <prefix>.t<trial>.<name>.bin and adds its entry
@@ -28,34 +20,10 @@ static int compare_runs(struct harness *h, size_t t, const void *first, const vo
 			const char *prefix, int trial, json_t *outs)
 {
 	const struct spec_tensor *T = &h->s->tensors[t];
-	size_t es = dtype_bytes(T->dtype);
-	uint64_t unw = 0, unw2 = 0, changed = 0, late = 0;
-	json_t *fu = json_array(), *fu2 = json_array(), *fc = json_array(), *fl = json_array();
-	for (uint64_t i = 0; i < h->b.elems[t]; i++) {
-		int p1 = T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, first, i, 0);
-		if (!second) {
-			if (p1) {
-				unw++;
-				add_first(fu, i);
-			}
-			continue;
-		}
-		int p2 = T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, second, i, 1);
-		if (p1 && p2) {
-			unw++;
-			add_first(fu, i);
-		} else if (p2) {
-			unw2++;
-			add_first(fu2, i);
-		} else if (p1) {
-			late++;
-			add_first(fl, i);
-		} else if (memcmp((const char *)first + i * es, (const char *)second + i * es,
-				  es)) {
-			changed++;
-			add_first(fc, i);
-		}
-	}
+	struct harness_scan sc;
+	harness_scan_runs(T, h->b.elems[t], first, second, &sc);
+	uint64_t unw = sc.unw, unw2 = sc.unw2, changed = sc.changed, late = sc.late;
+	json_t *fu = sc.fu, *fu2 = sc.fu2, *fc = sc.fc, *fl = sc.fl;
 	int rc = 0;
 	char file[300];
 	snprintf(file, sizeof file, "%s.t%d.%s.bin", prefix, trial, T->name);

@@ -89,8 +89,28 @@ int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void
 int harness_check_guards(struct harness *h, struct harness_buf *bufs, json_t *viol);
 int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *viol);
 
-/* 1 when element i of an output buffer holds the poison pattern. */
-int harness_is_poison(enum kf_dtype dt, const void *p, uint64_t i, int pattern);
+/* The poison pattern of dt as its element's bytes read into a uint64_t
+ * (little endian, the high bytes 0 below 8-byte dtypes): bulk scans test
+ * elements as integers of dtype_bytes(dt) bytes against it. */
+uint64_t harness_poison_bits(enum kf_dtype dt, int pattern);
+
+#define HARNESS_FIRST_MAX 8 /* first indices reported per finding */
+
+/* What a scan of an output's two runs found: elements never written (in
+ * both runs, or the only run), left unwritten by the second run only or
+ * the first run only, and changed between the runs, each with its first
+ * HARNESS_FIRST_MAX indices (the arrays: the caller's references). */
+struct harness_scan {
+	uint64_t unw, unw2, changed, late;
+	json_t *fu, *fu2, *fc, *fl;
+};
+
+/* Scans n elements of tensor T: first (the first run) and second (the
+ * second run, NULL with one run); poison counts only for outputs, an inout
+ * tensor is only compared. Fills *sc with new arrays. first, second:
+ * borrowed. */
+void harness_scan_runs(const struct spec_tensor *T, uint64_t n, const void *first,
+		       const void *second, struct harness_scan *sc);
 
 /* Sends one compact JSON line (obj borrowed) to the daemon's report pipe. */
 void harness_send_line(struct harness *h, const json_t *obj);

@@ -197,14 +197,13 @@ static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
 		void *o;
 		if ((rc = harness_download(h, bufs, t, &o)))
 			return rc;
-		uint64_t unw = 0;
-		json_t *fu = json_array();
-		for (uint64_t i = 0; i < h->b.elems[t]; i++)
-			if (T->role == SPEC_ROLE_OUTPUT && harness_is_poison(T->dtype, o, i, 0)) {
-				if (json_array_size(fu) < 8)
-					json_array_append_new(fu, json_integer((json_int_t)i));
-				unw++;
-			}
+		struct harness_scan sc;
+		harness_scan_runs(T, h->b.elems[t], o, NULL, &sc);
+		uint64_t unw = sc.unw;
+		json_t *fu = sc.fu;
+		json_decref(sc.fu2);
+		json_decref(sc.fc);
+		json_decref(sc.fl);
 		char file[300];
 		snprintf(file, sizeof file, "verify.%s.bin", T->name);
 		int wr = fs_write_file(file, o, h->b.bytes[t]);

@@ -87,7 +87,7 @@ static void *fill_thread(void *arg)
 	return NULL;
 }
 
-#define FILL_THREADS_MAX  8
+#define FILL_THREADS_MAX  16
 #define FILL_PARALLEL_MIN (1u << 20) /* elements */
 
 int64_t spec_init_max(const struct spec *s, size_t t, const int64_t *vals)

@@ -2,7 +2,9 @@
  * exercising the check/benchmark plumbing on machines without a GPU
  * (tests/gpu/mock_check.sh): device memory is host memory, modules are
  * files that must exist, and "kernels" are C functions looked up by name
- * (axpb, ref_axpb). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
+ * (axpb, ref_axpb, and rmsnorm_plain: the skill example's bf16 RMSNorm,
+ * for tests/bench/bench_check.sh; MOCK_CUDA_AXPB=wrong scales its output
+ * by 1.5). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
  * oob, mutate, fault, hang; refhang: axpb is right and ref_axpb (the CUDA
  * reference) never finishes. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
  * many devices it shows, each with its own UUID and PCI bus id (the GPU
@@ -10,6 +12,7 @@
  * never used outside these tests: the figures it produces are not GPU
  * measurements. */
 #include <cuda.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,12 +178,46 @@ static void k_ref_axpb(void **p, unsigned threads)
 	for (unsigned i = 0; i < threads && (int)i < n; i++)
 		y[i] = s * x[i] + w[i];
 }
+static float bf16_f(uint16_t v)
+{
+	uint32_t u = (uint32_t)v << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+static uint16_t f_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+/* skill/examples/qwen3-rmsnorm/plain.cu: one block per row (grid T). */
+static void k_rmsnorm_plain(void **p, unsigned threads)
+{
+	uint16_t *y = *(uint16_t **)p[0];
+	const uint16_t *x = *(uint16_t **)p[1], *w = *(uint16_t **)p[2];
+	int T = *(int *)p[3], D = *(int *)p[4];
+	float eps = *(float *)p[5];
+	const char *mode = getenv("MOCK_CUDA_AXPB");
+	float scale = mode && !strcmp(mode, "wrong") ? 1.5f : 1.0f;
+	(void)threads;
+	for (int t = 0; t < T; t++) {
+		const uint16_t *xr = x + (size_t)t * D;
+		float ss = 0;
+		for (int i = 0; i < D; i++)
+			ss += bf16_f(xr[i]) * bf16_f(xr[i]);
+		float r = 1.0f / sqrtf(ss / (float)D + eps);
+		for (int i = 0; i < D; i++)
+			y[(size_t)t * D + i] = f_bf16(bf16_f(xr[i]) * r * bf16_f(w[i]) * scale);
+	}
+}
 static const struct {
 	const char *name;
 	kfn fn;
 } KERNELS[] = {
 	{ "axpb", k_axpb },
 	{ "ref_axpb", k_ref_axpb },
+	{ "rmsnorm_plain", k_rmsnorm_plain },
 };
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {

@@ -152,4 +152,16 @@ KFORGE_HARNESS_MEM_MB=12 check ok check 1 "'KFORGE_HARNESS_MEM_MB' in r['summary
 SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
 SPEC=axpb_nobase check ok bench 0 "'baseline_unavailable' in r['flags'] and 'baseline' not in r['sizes'][0]" \
 	--budget-ms 50 --size 1
+# A built-in op reference (the float64 rmsnorm, computed by the daemon
+# while the harness runs): the mock's plain RMSNorm passes every size and
+# trial; a wrong one (y scaled by 1.5: mode wrong) fails with a mismatch.
+cp "$SRC/skill/examples/qwen3-rmsnorm/plain.cu" "$T/plain.cu"
+python3 - "$SRC/skill/examples/qwen3-rmsnorm/plain.json" "$T/rms.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["sizes"] = [{"T": 64, "D": 512}, {"T": 3, "D": 1000}]
+json.dump(s, open(sys.argv[2], "w"))
+EOF
+SPEC=rms check ok check 0 "r['passed'] and len(r['sizes']) == 3 and phased(r)" --trials 2
+SPEC=rms check wrong check 1 "not r['passed'] and 'outside' in r['summary']" --trials 2
 exit $fail

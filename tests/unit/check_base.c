@@ -1,7 +1,8 @@
 /* check_base: the shared helpers of base/ that every layer uses: whole
  * writes and reads (fs_write_all, fs_write_file, fs_read_file), tree
  * removal that never follows a link out of the tree (fs_rm_tree), the
- * executable's path (fs_exe_path, fs_exe_dir) and str_replace_all. */
+ * executable's path (fs_exe_path, fs_exe_dir), str_replace_all and the
+ * parallel for over fixed chunks (par_for). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "base/fs.h"
 #include "base/kf_err.h"
+#include "base/par.h"
 #include "base/str.h"
 
 static char tmp[PATH_MAX];
@@ -224,6 +226,47 @@ START_TEST(exe_path_and_dir_name_this_test_binary)
 }
 END_TEST
 
+struct par_seen {
+	int hits[1000];
+	int bad_bounds;
+};
+
+static void par_mark(void *arg, uint64_t c, uint64_t lo, uint64_t hi)
+{
+	struct par_seen *p = arg;
+	if (lo != c * 7 || hi > 1000 || hi <= lo || (hi - lo != 7 && hi != 1000))
+		p->bad_bounds++;
+	for (uint64_t i = lo; i < hi && i < 1000; i++)
+		p->hits[i]++;
+}
+
+static void par_never(void *arg, uint64_t c, uint64_t lo, uint64_t hi)
+{
+	(void)c;
+	(void)lo;
+	(void)hi;
+	(*(int *)arg)++;
+}
+
+START_TEST(par_for_runs_every_fixed_chunk_exactly_once)
+{
+	struct par_seen *p = calloc(1, sizeof *p);
+	ck_assert_ptr_nonnull(p);
+	par_for(1000, 7, par_mark, p);
+	ck_assert_int_eq(p->bad_bounds, 0);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(p->hits[i], 1);
+	free(p);
+	ck_assert_uint_eq(par_chunks(1000, 7), 143);
+	ck_assert_uint_eq(par_chunks(14, 7), 2);
+	ck_assert_uint_eq(par_chunks(5, 0), 5); /* chunk 0 is taken as 1 */
+	ck_assert_uint_eq(par_chunks(0, 5), 0);
+	int calls = 0;
+	par_for(0, 5, par_never, &calls);
+	ck_assert_int_eq(calls, 0);
+}
+END_TEST
+
 static Suite *base_suite(void)
 {
 	Suite *s = suite_create("base");
@@ -238,6 +281,7 @@ static Suite *base_suite(void)
 	tcase_add_test(f, write_all_writes_everything_and_fails_on_a_closed_pipe);
 	tcase_add_test(f, rm_tree_removes_nested_dirs_but_not_what_a_link_points_at);
 	tcase_add_test(f, exe_path_and_dir_name_this_test_binary);
+	tcase_add_test(f, par_for_runs_every_fixed_chunk_exactly_once);
 	suite_add_tcase(s, f);
 	return s;
 }

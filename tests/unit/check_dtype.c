@@ -66,6 +66,26 @@ START_TEST(integer_stores_saturate)
 }
 END_TEST
 
+START_TEST(load_range_reads_what_dtype_load_reads)
+{
+	uint8_t raw[8 * 300];
+	double d[300];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof raw; i++) { /* every bit pattern class, NaNs included */
+		x = x * 1103515245u + 12345u;
+		raw[i] = (uint8_t)(x >> 16);
+	}
+	for (int dt = 0; dt < KF_DT_COUNT; dt++) {
+		dtype_load_range((enum kf_dtype)dt, raw, 17, 300, d);
+		for (size_t i = 17; i < 300; i++) {
+			double want = dtype_load((enum kf_dtype)dt, raw, i);
+			ck_assert_msg(memcmp(&d[i - 17], &want, sizeof want) == 0,
+				      "%s element %zu differs", dtype_name((enum kf_dtype)dt), i);
+		}
+	}
+}
+END_TEST
+
 static Suite *dtype_suite(void)
 {
 	Suite *s = suite_create("dtype");
@@ -75,6 +95,7 @@ static Suite *dtype_suite(void)
 	tcase_add_test(tc, bf16_round_trips_and_rounds_to_nearest_even);
 	tcase_add_test(tc, half_rounds_ties_to_even_and_overflows_to_inf);
 	tcase_add_test(tc, integer_stores_saturate);
+	tcase_add_test(tc, load_range_reads_what_dtype_load_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -351,6 +351,54 @@ START_TEST(watchdog_follows_the_work_with_a_floor_and_a_cap)
 }
 END_TEST
 
+/* More elements than one chunk of the parallel comparison (CHECK_PAR_CHUNK,
+ * 65536): what it reports is what one pass in index order finds. */
+#define BIG (3 * 65536 + 17)
+
+START_TEST(compare_across_chunks_reports_what_one_pass_would)
+{
+	double *g = malloc(BIG * sizeof *g), *w = malloc(BIG * sizeof *w);
+	ck_assert(g && w);
+	for (int i = 0; i < BIG; i++)
+		w[i] = g[i] = 2.0 + sin(0.001 * i);
+	g[100] = NAN;
+	g[65535] += 0.5;
+	w[65536] = w[131077] = 1.0; /* the same largest excess twice: the first wins */
+	g[65536] = g[131077] = 1.7;
+	g[BIG - 7] -= 0.1;
+	double max_abs = 0, max_rel = 0, num = 0, den = 0;
+	for (int i = 0; i < BIG; i++)
+		if (isfinite(g[i])) {
+			double d = fabs(g[i] - w[i]);
+			max_abs = d > max_abs ? d : max_abs;
+			max_rel = d / fabs(w[i]) > max_rel ? d / fabs(w[i]) : max_rel;
+			num += d * d;
+			den += w[i] * w[i];
+		}
+	struct check_cmp c, c2;
+	check_compare(g, w, BIG, 1e-3, 1e-3, &c);
+	check_compare(g, w, BIG, 1e-3, 1e-3, &c2);
+	ck_assert_uint_eq(c.n, BIG);
+	ck_assert_uint_eq(c.mismatches, 5);
+	ck_assert_uint_eq(c.nonfinite, 1);
+	ck_assert_uint_eq(c.first_len, 5);
+	const uint64_t first[5] = {100, 65535, 65536, 131077, BIG - 7};
+	for (int q = 0; q < 5; q++) {
+		ck_assert_uint_eq(c.first[q], first[q]);
+		ck_assert(c.first_got[q] == g[first[q]] || (q == 0 && isnan(c.first_got[q])));
+		ck_assert(c.first_want[q] == w[first[q]]);
+	}
+	ck_assert_uint_eq(c.worst, 65536);
+	ck_assert(c.max_abs == max_abs && c.max_rel == max_rel);
+	ck_assert(fabs(c.rel_l2 - sqrt(num / den)) <= 1e-12 * sqrt(num / den));
+	ck_assert_int_eq(c.zeros_would_pass, 0);
+	ck_assert_int_eq(c.constant_would_pass, 0);
+	ck_assert(memcmp(&c, &c2, sizeof c) == 0); /* the same bits every time */
+	free(g);
+	free(w);
+}
+END_TEST
+
 static Suite *judge_suite(void)
 {
 	Suite *s = suite_create("check_judge");
@@ -364,6 +412,7 @@ static Suite *judge_suite(void)
 	tcase_add_test(tc, compare_reports_first_mismatches_in_index_order_capped);
 	tcase_add_test(tc, compare_flags_near_constant_reference);
 	tcase_add_test(tc, compare_flags_reference_that_zeros_would_pass);
+	tcase_add_test(tc, compare_across_chunks_reports_what_one_pass_would);
 	suite_add_tcase(s, tc);
 	TCase *ph = tcase_create("phases");
 	tcase_add_test(ph, phases_add_the_harness_own_and_the_rest_as_its_start);
