@@ -145,8 +145,11 @@ HOSTMEM="'host memory limit 256 MiB exceeded' in r['summary'] and 'KFORGE_HARNES
 if nm "$HARNESS" 2>/dev/null | grep -q ' __asan_init$'; then
 	echo "ok   proto_gpu_mock: the host memory limit is skipped (AddressSanitizer harness)"
 else
-	KFORGE_HARNESS_MEM_MB=256 SPEC=axpb_big check ok check 1 "not r['passed'] and $HOSTMEM" --trials 1 --no-odd-size
-	SPEC=axpb_big check ok check 0 "r['passed']" --trials 1 --no-odd-size
+	# --timeout-s: the mock runs the kernel on the CPU, far slower than the
+	# work-scaled default watchdog (floor 2 s) assumes of a GPU
+	KFORGE_HARNESS_MEM_MB=256 SPEC=axpb_big check ok check 1 "not r['passed'] and $HOSTMEM" \
+		--trials 1 --no-odd-size --timeout-s 120
+	SPEC=axpb_big check ok check 0 "r['passed']" --trials 1 --no-odd-size --timeout-s 120
 fi
 KFORGE_HARNESS_MEM_MB=12 check ok check 1 "'KFORGE_HARNESS_MEM_MB' in r['summary'] and 'from 256' in r['summary']" --trials 1
 SPEC=axpb_when check ok check 0 "r['passed'] and len(r['sizes']) == 3" --trials 1
