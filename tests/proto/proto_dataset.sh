@@ -7,31 +7,12 @@
 # correct kernel only, validates against its own schema.json (python3
 # jsonschema), and the directory rules hold (non-empty refused, --force).
 set -u
-SRC=${KFORGE_SRC:-$(pwd)}
-BIN=${KFORGE_BIN:-$SRC/build/kforge}
-HARNESS=${KFORGE_HARNESS:-$SRC/build/kforge-harness}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
-	echo "SKIP proto_dataset: needs nvcc and build/kforge-harness"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kforge-dataset-XXXXXX)
+. "$(dirname "$0")/mock_env.sh"
+mock_setup dataset
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
-cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
-cat >"$T/harness.sh" <<EOF
-#!/bin/sh
-export MOCK_CUDA_AXPB=\$(cat "$T/mode" 2>/dev/null)
-LD_LIBRARY_PATH="$T" exec "$HARNESS" "\$@"
-EOF
-chmod +x "$T/harness.sh"
-python3 - "$SRC/tests/gpu/pass/axpb_f32.json" "$T/axpb.json" <<'EOF'
-import json, os, sys
-sys.path.insert(0, os.path.dirname(sys.argv[1]) + "/..")
-import run
-spec, _, _ = run.load_spec(sys.argv[1])
-json.dump(spec, open(sys.argv[2], "w"))
-EOF
+mock_harness
+mock_axpb_spec
 fail=0
 kf() {
 	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" "$BIN" "$@" --data-dir "$T/data" \

@@ -7,23 +7,10 @@
 # functions). Unsandboxed (--sandbox=none) because the double is found
 # through LD_LIBRARY_PATH. Real GPU behaviour is tested by make test-gpu.
 set -u
-SRC=${KFORGE_SRC:-$(pwd)}
-BIN=${KFORGE_BIN:-$SRC/build/kforge}
-HARNESS=${KFORGE_HARNESS:-$SRC/build/kforge-harness}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
-	echo "SKIP proto_gpu_mock: needs nvcc and build/kforge-harness"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kforge-mock-XXXXXX)
+. "$(dirname "$0")/mock_env.sh"
+mock_setup gpu_mock
 trap 'rm -rf "$T"' EXIT
-cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
-cat >"$T/harness.sh" <<EOF
-#!/bin/sh
-export MOCK_CUDA_AXPB=\$(cat "$T/mode" 2>/dev/null)
-LD_LIBRARY_PATH="$T" exec "$HARNESS" "\$@"
-EOF
-chmod +x "$T/harness.sh"
+mock_harness
 python3 - "$SRC/tests/gpu/pass/axpb_f32.json" "$T/axpb.json" <<'EOF'
 import sys
 sys.path.insert(0, __import__("os").path.dirname(sys.argv[1]) + "/..")

@@ -6,17 +6,9 @@
 # devices; two benchmarks at once run on different GPUs; four at once: two
 # run, two wait, all four finish, never two on one GPU.
 set -u
-SRC=${KFORGE_SRC:-$(pwd)}
-BIN=${KFORGE_BIN:-$SRC/build/kforge}
-HARNESS=${KFORGE_HARNESS:-$SRC/build/kforge-harness}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
-	echo "SKIP proto_gpu_pool: needs nvcc and build/kforge-harness"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kforge-pool-XXXXXX)
+. "$(dirname "$0")/mock_env.sh"
+mock_setup gpu_pool
 trap 'rm -rf "$T"' EXIT
-cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
 # The harness: says which job it got ($T/started-PID holds its job.json),
 # waits while $T/hold exists, then runs on the mock holding $T/busy-DEVICE
 # (mkdir is atomic: a second harness on the same GPU leaves $T/clash).

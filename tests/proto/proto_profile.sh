@@ -10,30 +10,11 @@
 # warm-up, an unknown size index. Unsandboxed (--sandbox=none) because the
 # double is found through LD_LIBRARY_PATH.
 set -u
-SRC=${KFORGE_SRC:-$(pwd)}
-BIN=${KFORGE_BIN:-$SRC/build/kforge}
-HARNESS=${KFORGE_HARNESS:-$SRC/build/kforge-harness}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if ! [ -x "$CUDA_HOME/bin/nvcc" ] || ! [ -x "$HARNESS" ]; then
-	echo "SKIP proto_profile: needs nvcc and build/kforge-harness"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kforge-profile-XXXXXX)
+. "$(dirname "$0")/mock_env.sh"
+mock_setup profile
 trap 'rm -rf "$T"' EXIT
-cc -shared -fPIC -I"$CUDA_HOME/include" -o "$T/libcuda.so.1" "$SRC/tests/gpu/mock_cuda.c" || exit 1
-cat >"$T/harness.sh" <<EOS
-#!/bin/sh
-export MOCK_CUDA_AXPB=\$(cat "$T/mode" 2>/dev/null)
-LD_LIBRARY_PATH="$T" exec "$HARNESS" "\$@"
-EOS
-chmod +x "$T/harness.sh"
-python3 - "$SRC/tests/gpu/pass/axpb_f32.json" "$T/axpb.json" <<'EOS'
-import sys, json
-sys.path.insert(0, __import__("os").path.dirname(sys.argv[1]) + "/..")
-import run
-spec, _, _ = run.load_spec(sys.argv[1])
-json.dump(spec, open(sys.argv[2], "w"))
-EOS
+mock_harness
+mock_axpb_spec
 NCU=$SRC/tests/data/ncu
 fail=0
 # name, axpb mode, ncu, expected exit, python assertion on the answer r; rest: kforge args
