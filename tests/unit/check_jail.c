@@ -469,6 +469,39 @@ START_TEST(gpu_is_bound_only_when_asked)
 }
 END_TEST
 
+/* A GPU job is told where the driver's libcuda lives: the loader by
+ * LD_LIBRARY_PATH, Triton by TRITON_LIBCUDA_PATH (its /sbin/ldconfig -p
+ * lookup does not describe the jail). The driver's folder is found on the
+ * daemon's LD_LIBRARY_PATH first: a folder with a stand-in libcuda.so.1. */
+START_TEST(a_gpu_job_is_told_where_libcuda_is)
+{
+	char lib[64], p[128], want[160];
+	struct jail_result r;
+	struct kf_err err = {0};
+	snprintf(lib, sizeof lib, "/tmp/kf-jail-lib-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(lib));
+	snprintf(p, sizeof p, "%s/libcuda.so.1", lib);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	setenv("LD_LIBRARY_PATH", lib, 1);
+	const char *argv[] = {"/bin/sh", "-c", "env", NULL};
+	struct jail_job job = {.argv = argv, .job_dir = job_dir, .want_gpu = 1};
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	snprintf(want, sizeof want, "TRITON_LIBCUDA_PATH=%s\n", lib);
+	ck_assert_msg(contains(r.out, r.out_len, want), "%s", r.out);
+	snprintf(want, sizeof want, "LD_LIBRARY_PATH=%s\n", lib);
+	ck_assert_msg(contains(r.out, r.out_len, want), "%s", r.out);
+	jail_result_fini(&r);
+	job.want_gpu = 0;
+	ck_assert_int_eq(jail_run(jl, &job, &r, &err), 0);
+	ck_assert(!contains(r.out, r.out_len, "TRITON_LIBCUDA_PATH"));
+	jail_result_fini(&r);
+	unlink(p);
+	rmdir(lib);
+}
+END_TEST
+
 START_TEST(bad_jobs_are_rejected_with_a_reason)
 {
 	struct jail_result r;
@@ -579,6 +612,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, passed_fd_reaches_the_job_as_fd_3);
 	tcase_add_test(tc, no_gpu_nodes_unless_asked);
 	tcase_add_test(tc, gpu_is_bound_only_when_asked);
+	tcase_add_test(tc, a_gpu_job_is_told_where_libcuda_is);
 	tcase_add_test(tc, bad_jobs_are_rejected_with_a_reason);
 	tcase_add_test(tc, missing_bubblewrap_refuses_jobs_and_names_the_override);
 	tcase_add_test(tc, missing_toolkit_fails_open);
