@@ -26,16 +26,16 @@ for f in kernels/*.cu; do
 		>"$o.log" 2>&1 &
 	pids="$pids $!"
 done
-for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c base/kf_err.c; do
+for f in kernels/ref/*.c kernels/dtype.c kernels/ops.c base/kf_err.c base/par.c; do
 	"$CC" -std=c11 -O2 -fPIC -D_GNU_SOURCE -I. -c "$f" -o "$B/c_$(basename "$f" .c).o"
 done
 fail=0
 for p in $pids; do wait "$p" || fail=1; done
 if [ "$fail" != 0 ]; then cat "$B"/*.log; exit 1; fi
 CU_OBJS=$(for f in kernels/*.cu; do printf '%s ' "$B/$(basename "$f" .cu).o"; done)
-"$NVCC" -shared $GEN -o "$B/libkfk.so" $CU_OBJS "$B"/c_*.o
+"$NVCC" -shared $GEN -o "$B/libkfk.so" $CU_OBJS "$B"/c_*.o -lpthread
 "$NVCC" -O2 -std=c++17 -I. $GEN -o "$B/kernels_test" tests/gpu/kernels_test.cu $CU_OBJS \
-	"$B"/c_*.o -L"$(dirname "$(command -v "$NVCC")")/../lib64/stubs" -lcuda
+	"$B"/c_*.o -L"$(dirname "$(command -v "$NVCC")")/../lib64/stubs" -lcuda -lpthread
 # Resource usage (registers, spills) of every kernel: check for spills
 # before spending GPU time.
 grep -hE "Function properties|spill|registers" "$B"/*.o.log >"$B/resources.txt" || true

@@ -47,7 +47,7 @@ mkdir -p "$(dirname "$REPORT")"
 run() { # cmd, extra args...
 	cmd=$1
 	shift
-	LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$HSH" "$BIN" "$cmd" "$SPEC" \
+	LD_LIBRARY_PATH="$T${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KFORGE_HARNESS="$HSH" "$BIN" "$cmd" "$SPEC" \
 		--data-dir "$T/data" $SANDBOX --json "$@" >"$T/out.json" 2>"$T/err"
 	python3 - "$T/out.json" "$cmd" <<'EOP' >>"$T/rows" || { tail -5 "$T/err"; exit 1; }
 import json, sys

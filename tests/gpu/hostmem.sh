@@ -13,6 +13,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 	exit 0
 fi
 O=${OUT:-$(mktemp -d /tmp/kforge-hostmem-XXXXXX)}
+mkdir -p "$O"
 D=$(mktemp -d /tmp/kforge-hostmem-data-XXXXXX)
 trap 'rm -rf "$D"' EXIT
 python3 - "$SRC/tests/gpu/pass/axpb_f32.json" "$D" <<'PY'

@@ -18,13 +18,13 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 data=$(mktemp -d /tmp/kforge-profile-test.XXXXXX)
 trap 'rm -rf "$data"' EXIT
-"$bin" profile "$ex/plain.json" --data-dir "$data" --json "$@" >"$data/plain.json" 2>&1
+"$bin" profile "$ex/plain.json" --data-dir "$data" --json "$@" >"$data/plain.json" 2>"$data/plain.err"
 case "$(python3 -c "import json; print(json.load(open('$data/plain.json')).get('reason', ''))" 2>/dev/null)" in
 no_ncu) echo "SKIP tests/gpu/profile.sh: no ncu on this host"; exit 0 ;;
 counters_denied) echo "SKIP tests/gpu/profile.sh: this host denies the performance counters"; exit 0 ;;
 esac
-"$bin" profile "$ex/check.json" --data-dir "$data" --json "$@" >"$data/fast.json" 2>&1
-"$bin" profile "$ex/plain.json" --size 7 --data-dir "$data" --json "$@" >"$data/bad.json" 2>&1
+"$bin" profile "$ex/check.json" --data-dir "$data" --json "$@" >"$data/fast.json" 2>"$data/fast.err"
+"$bin" profile "$ex/plain.json" --size 7 --data-dir "$data" --json "$@" >"$data/bad.json" 2>"$data/bad.err"
 python3 - "$data" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -33,9 +33,15 @@ def check(what, ok, detail=""):
     global fail
     print(("ok   " if ok else "FAIL ") + "tests/gpu/profile.sh: " + what + ("" if ok else f": {detail}"))
     fail |= not ok
-plain = json.load(open(f"{d}/plain.json"))
-fast = json.load(open(f"{d}/fast.json"))
-bad = json.load(open(f"{d}/bad.json"))
+def load(name):
+    try:
+        return json.load(open(f"{d}/{name}.json"))
+    except ValueError as e:  # not JSON: show what kforge printed instead
+        check(f"{name}: the answer is JSON", False,
+              f"{e}; stdout: {open(f'{d}/{name}.json').read()[-300:]!r}; "
+              f"stderr: {open(f'{d}/{name}.err').read()[-600:]!r}")
+        return {}
+plain, fast, bad = load("plain"), load("fast"), load("bad")
 for name, r in (("plain", plain), ("fast", fast)):
     k = (r.get("kernels") or [{}])[0]
     check(f"{name}: profiled, with findings linking guides and a raw report",
