@@ -5,7 +5,7 @@
 # ninja, no cpp_extension. The .cu files and the binding compile in
 # parallel. The output lands in $KF_TORCH_CACHE (default
 # build/torch-ops)/<key>/, key = sha256 of the sources, this script, the
-# torch version, the C++ ABI and the GPU arch, so a second call with the
+# torch version, the C++ ABI, the GPU arch and the compiler, so a second call with the
 # same inputs only prints the path. Prints the library's path last.
 # KF_GPU_ARCH (e.g. 90) overrides the arch nvidia-smi reports. Needs
 # python3 with torch, nvcc and g++.
@@ -20,11 +20,14 @@ if [ -z "$KF_GPU_ARCH" ]; then
 	KF_GPU_ARCH=${cc_:-90}
 fi
 CUS="kernels/rmsnorm.cu kernels/layernorm.cu kernels/activation.cu kernels/rope.cu kernels/adaln.cu kernels/torch/qk_norm_rope.cu"
-# torch's prefix, version and C++ ABI in one interpreter start (~1 s)
-set -- $("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__), torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI))')
-TORCH_DIR=$1 TORCH_VER=$2 ABI=$3
+# torch's prefix, version, C++ ABI and the libstdc++ it loaded, in one
+# interpreter start (~1 s)
+set -- $("$PY" -c 'import os, torch
+so = [l.split()[-1] for l in open("/proc/self/maps") if "/libstdc++.so" in l]
+print(os.path.dirname(torch.__file__), torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI), so[0] if so else "-lstdc++")')
+TORCH_DIR=$1 TORCH_VER=$2 ABI=$3 STDCXX=$4
 KEY=$( (cat $CUS kernels/*.h kernels/kf_cuda.cuh kernels/torch/*.h kernels/torch/kforge_ops.cpp "$0"
-	echo "$TORCH_VER $ABI $KF_GPU_ARCH") | sha256sum | cut -c1-16)
+	echo "$TORCH_VER $ABI $KF_GPU_ARCH $CXX $STDCXX") | sha256sum | cut -c1-16)
 # KF_TORCH_PREBUILT: a read-only cache of earlier builds (the daemon's)
 if [ -n "$KF_TORCH_PREBUILT" ] && [ -f "$KF_TORCH_PREBUILT/$KEY/libkforge_torch.so" ]; then
 	echo "$KF_TORCH_PREBUILT/$KEY/libkforge_torch.so"
@@ -56,8 +59,22 @@ if [ "$fail" != 0 ]; then
 	cat "$B"/*.log >&2
 	exit 1
 fi
-# link to a temporary name first: a concurrent build never sees half a file
+# Link to a temporary name first: a concurrent build never sees half a
+# file. The binding needs c10, c10_cuda and torch_cpu only (as the jail's
+# build_torch_op links). The libstdc++ torch runs with is named by its path
+# before anything else can supply C++ library symbols: a compiler whose own
+# libstdc++ is only an archive (a GCC built under /opt, say) would
+# otherwise put a second libstdc++ inside the library, whose std::locale
+# facets are never set up, and the first error message an op formats
+# crashes the process.
 "$CXX" -shared -o "$LIB.tmp.$$" "$B"/*.o -L"$TORCH_DIR/lib" -Wl,-rpath,"$TORCH_DIR/lib" \
-	-ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -L"$CUDA_DIR/lib64" -lcudart_static -ldl -lrt -lpthread
+	-lc10 -lc10_cuda -ltorch_cpu "$STDCXX" "$CUDA_DIR/lib64/libcudart_static.a" -ldl -lrt \
+	-lpthread -Wl,-Map,"$B/link.map"
+if nm -D --defined-only "$LIB.tmp.$$" | grep -qE '_ZNSt6locale|__codecvt_utf8_base'; then
+	rm -f "$LIB.tmp.$$"
+	echo "build.sh: $CXX put a static libstdc++ into the library (see $B/link.map):" >&2
+	grep -m3 'libstdc++' "$B/link.map" >&2
+	exit 1
+fi
 mv "$LIB.tmp.$$" "$LIB"
 echo "$LIB"

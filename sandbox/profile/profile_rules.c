@@ -49,6 +49,40 @@ static void say(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The two stall reasons with the most warp cycles per issued instruction
+ * (top[1] -1 when there is one, top[0] -1 when none) and the sum of all
+ * stalls; selected and not_selected are issuing or ready, not stalled. */
+static void stall_top(const struct profile_metrics *m, int top[2], double *total)
+{
+	top[0] = top[1] = -1;
+	*total = 0;
+	for (size_t i = 0; i < m->stalls_len; i++) {
+		const struct profile_stall *s = &m->stalls[i];
+		if (!strcmp(s->name, "selected") || !strcmp(s->name, "not_selected") ||
+		    !(s->per_inst > 0))
+			continue;
+		*total += s->per_inst;
+		if (top[0] < 0 || s->per_inst > m->stalls[top[0]].per_inst) {
+			top[1] = top[0];
+			top[0] = (int)i;
+		} else if (top[1] < 0 || s->per_inst > m->stalls[top[1]].per_inst) {
+			top[1] = (int)i;
+		}
+	}
+	if (*total <= 0)
+		top[0] = top[1] = -1;
+}
+
+/* 1 when the top stall is a wait for global or local memory
+ * (long_scoreboard: an L1TEX load's result not back yet). */
+static int waits_on_memory(const struct profile_metrics *m)
+{
+	int top[2];
+	double total;
+	stall_top(m, top, &total);
+	return top[0] >= 0 && !strcmp(m->stalls[top[0]].name, "long_scoreboard");
+}
+
 /* Where the kernel stands against its speed of light. */
 static void classify(const struct profile_metrics *m, struct profile_findings *out)
 {
@@ -74,9 +108,10 @@ static void classify(const struct profile_metrics *m, struct profile_findings *o
 		    "compute-bound: SM throughput at %.0f%% of its speed of light "
 		    "(memory %.0f%%)",
 		    comp, mem);
-	} else if (mem >= comp) {
-		/* Its work is bytes, yet no memory unit is busy: the memory
-		 * latency, not the bandwidth, sets its time. */
+	} else if (mem >= comp || waits_on_memory(m)) {
+		/* No unit is busy and the warps wait on their global loads (or
+		 * the memory side leads): the memory latency, not the bandwidth
+		 * or the issue rate, sets its time. */
 		snprintf(out->bound, sizeof out->bound, "memory_latency");
 		say(out->verdict,
 		    "memory-bound at a fraction of DRAM speed of light: DRAM at %.0f%%, the "
@@ -294,26 +329,13 @@ static void stall_advice(const char *r, const char **guide, const char **what)
 		}
 }
 
-/* The top stall reasons with their share of all stalls (selected and
- * not_selected are issuing or ready, not stalled). */
+/* The top stall reasons with their share of all stalls. */
 static void rule_stalls(const struct profile_metrics *m, struct profile_findings *out)
 {
-	double total = 0;
-	int top[2] = {-1, -1};
-	for (size_t i = 0; i < m->stalls_len; i++) {
-		const struct profile_stall *s = &m->stalls[i];
-		if (!strcmp(s->name, "selected") || !strcmp(s->name, "not_selected") ||
-		    !(s->per_inst > 0))
-			continue;
-		total += s->per_inst;
-		if (top[0] < 0 || s->per_inst > m->stalls[top[0]].per_inst) {
-			top[1] = top[0];
-			top[0] = (int)i;
-		} else if (top[1] < 0 || s->per_inst > m->stalls[top[1]].per_inst) {
-			top[1] = (int)i;
-		}
-	}
-	if (top[0] < 0 || total <= 0)
+	double total;
+	int top[2];
+	stall_top(m, top, &total);
+	if (top[0] < 0)
 		return;
 	const struct profile_stall *a = &m->stalls[top[0]];
 	const char *guide, *what;

@@ -216,6 +216,23 @@ START_TEST(rules_tie_each_problem_to_its_guide)
 	profile_rules(&m, 0, &fs);
 	ck_assert_str_eq(fs.bound, "latency");
 	ck_assert(has_finding(&fs, "occupancy_limited", "registers-spills"));
+	/* no unit busy, compute ahead of memory, but the warps wait on their
+	 * global loads (the plain RMSNorm's figures on an H200): memory latency */
+	struct profile_metrics lat;
+	profile_metrics_init(&lat);
+	lat.sol_compute_pct = 42;
+	lat.sol_memory_pct = 26;
+	lat.sol_dram_pct = 21;
+	lat.stalls_len = 3;
+	lat.stalls[0] = (struct profile_stall){"selected", 1.0};
+	lat.stalls[1] = (struct profile_stall){"long_scoreboard", 7.6};
+	lat.stalls[2] = (struct profile_stall){"barrier", 1.2};
+	struct profile_findings lf;
+	profile_rules(&lat, 0, &lf);
+	ck_assert_str_eq(lf.bound, "memory_latency");
+	lat.stalls[1].per_inst = 0.5; /* the barrier leads: not a memory wait */
+	profile_rules(&lat, 0, &lf);
+	ck_assert_str_eq(lf.bound, "latency");
 	ck_assert(has_finding(&fs, "local_memory", "registers-spills"));
 	guides_exist(&fs);
 

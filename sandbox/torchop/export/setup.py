@@ -11,6 +11,19 @@ from torch.utils.cpp_extension import BuildExtension, CUDAExtension
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+
+def torch_libstdcxx():
+    """The libstdc++ this interpreter loaded with torch, to link by path: a
+    compiler whose own libstdc++ is only an archive (a GCC under /opt, say)
+    would otherwise put a second copy into the extension, and the first
+    error message the op formats would crash the process."""
+    try:
+        with open("/proc/self/maps") as f:
+            return [l.split()[-1] for l in f if "/libstdc++.so" in l][:1]
+    except OSError:
+        return []
+
+
 setup(
     name="__PKG__",
     version="0.1.0",
@@ -22,6 +35,7 @@ setup(
             "__PKG__.__EXT__",
             ["torch-ext/torch_binding.cpp", "__NAME___cuda/__NAME__.cu"],
             include_dirs=[os.path.join(HERE, "compat")],
+            extra_link_args=torch_libstdcxx(),
             extra_compile_args={"cxx": ["-O2"],
                                 "nvcc": ["-O3", "-gencode=arch=compute___ARCH__,code=sm___ARCH__"]},
         )
