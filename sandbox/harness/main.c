@@ -379,7 +379,12 @@ static int setup_device(struct harness *h)
 	if ((r = cuDevicePrimaryCtxRetain(&h->ctx, h->dev)) != CUDA_SUCCESS ||
 	    (r = cuCtxSetCurrent(h->ctx)) != CUDA_SUCCESS)
 		return harness_cuda_fail(h, r, "creating the context");
-	if ((r = cuStreamCreate(&h->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+	/* A blocking stream: the poisons, canaries and uploads (synchronous
+	 * memsets and copies on the legacy stream, which return before the
+	 * device is done) finish before the next launch on it starts. A
+	 * non-blocking stream let a launch overtake them on a busy GPU: stale
+	 * inputs, and poison landing on the outputs a kernel had written. */
+	if ((r = cuStreamCreate(&h->stream, CU_STREAM_DEFAULT)) != CUDA_SUCCESS)
 		return harness_cuda_fail(h, r, "creating the stream");
 	int major = 0, minor = 0;
 	cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h->dev);

@@ -115,9 +115,31 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext c)
 	(void)c;
 	return CUDA_SUCCESS;
 }
+/* Stream ordering as a real GPU has it: the synchronous memsets and
+ * host-to-device copies run on the legacy stream and return before the
+ * device is done; a stream created CU_STREAM_NON_BLOCKING does not wait for
+ * them, so work queued there right after may run first. The mock runs
+ * everything at once, so it refuses such work instead of racing. */
+static unsigned stream_flags;
+static int legacy_pending;
+
+static CUresult stream_ordered(CUstream s, const char *what)
+{
+	if (s && (stream_flags & CU_STREAM_NON_BLOCKING) && legacy_pending) {
+		fprintf(stderr,
+			"mock libcuda: %s on a non-blocking stream does not wait for the memset or "
+			"copy just issued on the legacy stream (a race on a real GPU)\n",
+			what);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	if (!s || !(stream_flags & CU_STREAM_NON_BLOCKING))
+		legacy_pending = 0; /* a blocking stream waits for the legacy one */
+	return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int f)
 {
-	(void)f;
+	stream_flags = f;
 	*s = (CUstream)1;
 	return CUDA_SUCCESS;
 }
@@ -241,16 +263,19 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
 				void **extra)
 {
 	(void)sm;
-	(void)s;
 	(void)extra;
 	if (sticky)
 		return sticky;
+	CUresult r = stream_ordered(s, "a kernel launch");
+	if (r)
+		return r;
 	KERNELS[(uintptr_t)f - 1].fn(params, gx * gy * gz * bx * by * bz);
 	return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream s)
 {
-	(void)s;
+	if (!s)
+		legacy_pending = 0;
 	return sticky;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n)
@@ -267,40 +292,54 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p)
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 {
 	memcpy((void *)(uintptr_t)d, s, n);
+	legacy_pending = 1;
 	return sticky;
 }
 CUresult CUDAAPI cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 {
 	memcpy(d, (void *)(uintptr_t)s, n);
+	legacy_pending = 0; /* returns when the legacy stream is done */
 	return sticky;
 }
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
-	(void)st;
+	CUresult r = stream_ordered(st, "a device-to-device copy");
+	if (r)
+		return r;
 	memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
 	return sticky;
 }
 CUresult CUDAAPI cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n)
 {
 	memset((void *)(uintptr_t)d, v, n);
+	legacy_pending = 1;
 	return sticky;
 }
 CUresult CUDAAPI cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		((uint16_t *)(uintptr_t)d)[i] = v;
+	legacy_pending = 1;
 	return sticky;
 }
-CUresult CUDAAPI cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n)
+static void set32(CUdeviceptr d, unsigned int v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		((uint32_t *)(uintptr_t)d)[i] = v;
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n)
+{
+	set32(d, v, n);
+	legacy_pending = 1;
 	return sticky;
 }
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
 {
-	(void)s;
-	return cuMemsetD32(d, v, n);
+	CUresult r = stream_ordered(s, "a memset");
+	if (r)
+		return r;
+	set32(d, v, n);
+	return sticky;
 }
 struct ev {
 	double t;
