@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check.py RESULTS CHEATS EXPORT: the expectations of tests/gpu/eval.sh.
+"""check.py RESULTS CHEATS EXPORT SOURCES [FILTERED]: the expectations of
+tests/gpu/eval.sh.
 
 RESULTS: the `kforge eval run --out` files (ref-*.json: the reference
 solutions, every task must be correct; skill-*.json: the skill's RMSNorm
@@ -7,7 +8,9 @@ posing as rmsnorm_bf16, must be correct; cheats.json: every cheat must be
 scored failed as CHEATS/expect.json says). EXPORT: the `kforge dataset
 export` directory of the same history: it must load (pandas and pyarrow
 where installed, always the json module) and hold exactly the correct
-solutions' sources, none of the cheats'. Prints one ok/FAIL/SKIP line per
+solutions' sources, none of the cheats' (SOURCES: the solutions directory
+of each result file, "NAME DIR" a line). FILTERED: the export with
+--gpu H200 --min-speedup 1. Prints one ok/FAIL/SKIP line per
 expectation and a last summary line; exits 1 on any FAIL.
 """
 import glob
@@ -152,6 +155,15 @@ def load_export(export):
         line("SKIP", "pyarrow is not installed here: not loaded with pyarrow")
     except Exception as e:
         line("FAIL", "pyarrow could not load the export: %s" % e)
+    try:
+        import datasets
+        ds = datasets.load_dataset(export)
+        n = sum(len(v) for v in ds.values())
+        line("ok" if n == len(recs) else "FAIL", "datasets %s load_dataset(DIR): %d rows" % (datasets.__version__, n))
+    except ImportError:
+        line("SKIP", "datasets is not installed here: not loaded with load_dataset")
+    except Exception as e:
+        line("FAIL", "datasets could not load the export: %s" % str(e)[:300])
     card = os.path.join(export, "README.md")
     ok = os.path.exists(card) and open(card).read().startswith("---\n")
     line("ok" if ok else "FAIL", "dataset card README.md with a YAML header")
@@ -191,6 +203,18 @@ def check_export(export, results, sources, cheat_srcs):
         len(cheat_srcs), leaked or "none"))
 
 
+def check_filtered(export):
+    """The README's command: --gpu H200 --min-speedup 1 keeps only records
+    of that GPU at least as fast as their baseline."""
+    recs = [json.loads(l) for l in open(os.path.join(export, "data", "kernels.jsonl")) if l.strip()]
+    def fast(r):
+        sp = (r.get("benchmark") or {}).get("speedup")
+        return isinstance(sp, (int, float)) and sp >= 1
+    bad = [r["id"] for r in recs if "H200" not in ((r.get("gpu") or {}).get("name") or "").upper() or not fast(r)]
+    line("ok" if not bad else "FAIL", "export --gpu H200 --min-speedup 1: %d records, all H200 and >= 1x%s" % (
+        len(recs), "" if not bad else "; not: %s" % bad[:10]))
+
+
 def main():
     results, cheats, export, srcfile = sys.argv[1:5]
     sources = {}
@@ -202,6 +226,8 @@ def main():
     check_skill(results)
     cheat_srcs = check_cheats(results, cheats)
     check_export(export, results, sources, cheat_srcs)
+    if len(sys.argv) > 5:
+        check_filtered(sys.argv[5])
     print("eval-gpu summary: %d ok, %d FAIL, %d SKIP" % (counts["ok"], counts["FAIL"], counts["SKIP"]))
     return 1 if counts["FAIL"] else 0
 
