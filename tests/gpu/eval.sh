@@ -38,7 +38,7 @@ import run
 json.dump(run.load_spec('tests/gpu/pass/axpb_f32.json')[0], open('$T/axpb.json', 'w'))"
 if ! "$BIN" check "$T/axpb.json" --trials 1 --data-dir "$T/probe" --json >"$OUT/probe.json" 2>&1; then
 	SB=--sandbox=none
-	echo "note: a check in bubblewrap failed here ($(head -c 300 "$OUT/probe.json")); running with --sandbox=none"
+	echo "note: a check in bubblewrap failed here ($(python3 -c "import json; print(json.load(open('$OUT/probe.json'))['summary'][:300])" 2>/dev/null || head -c 300 "$OUT/probe.json")); running with --sandbox=none"
 fi
 timeout 60 "$BIN" calibrate --data-dir "$D" $SB >"$OUT/calibrate.txt" 2>&1 ||
 	echo "note: calibrate failed: $(tail -1 "$OUT/calibrate.txt")"
