@@ -255,15 +255,18 @@ test: deps-auto
 # GPU pool and run history through `kforge serve`), tests/gpu/torchop.py
 # (build_torch_op and the kernel-builder export), tests/gpu/model.sh
 # (the torch ops and benchmark_model), tests/gpu/profile.sh
-# (profile_kernel under ncu) and tests/gpu/hostmem.sh (the harness's host
-# memory limit); each skips without a GPU.
+# (profile_kernel under ncu), tests/gpu/hostmem.sh (the harness's host
+# memory limit) and tests/gpu/eval.sh (kforge eval on the task set's
+# reference solutions and the cheats, the dataset export loaded); each
+# skips without a GPU.
 test-gpu: all
 	$(Q)fail=0; $(TEST_ENV) sh tests/gpu/run.sh || fail=1; \
 		python3 tests/gpu_runner.py --bin $(BIN) || fail=1; \
 		python3 tests/gpu/torchop.py --bin $(BIN) || fail=1; \
 		$(TEST_ENV) sh tests/gpu/model.sh || fail=1; \
 		$(TEST_ENV) sh tests/gpu/profile.sh || fail=1; \
-		$(TEST_ENV) sh tests/gpu/hostmem.sh || fail=1; exit $$fail
+		$(TEST_ENV) sh tests/gpu/hostmem.sh || fail=1; \
+		$(TEST_ENV) sh tests/gpu/eval.sh $(BIN) $(B)/gpu-eval || fail=1; exit $$fail
 
 # Benchmarks write their reports under build/bench/, never into tracked
 # files: the curated docs/bench-*.md are copied from them by hand, with

@@ -183,6 +183,7 @@ static json_t *score(struct app *app, const char *dir, const json_t *t, int time
 	json_t *row = json_pack("{s:O, s:O*, s:b}", "id", json_object_get(t, "id"), "level",
 				json_object_get(t, "level"), "correct", 0);
 	json_t *res, *args;
+	const json_t *weak;
 	int ok;
 
 	if (!spec) {
@@ -199,6 +200,17 @@ static json_t *score(struct app *app, const char *dir, const json_t *t, int time
 		json_object_set(args, "notes", json_object_get(meta, "notes"));
 	res = call(app, "check_kernel", json_deep_copy(args), &ok);
 	json_object_set(row, "check_run", json_object_get(res, "run_id"));
+	weak = json_object_get(json_object_get(res, "flags"), "weak_reference");
+	if (ok && weak) {
+		/* A pass against a weak reference proves nothing (a kernel writing
+		 * zeros or one value would pass): not correct, and the dataset
+		 * would not export it either. */
+		ok = 0;
+		snprintf(why, sizeof(why), "weak reference: %s", json_string_value(weak));
+		json_object_set_new(res, "summary", json_string(why));
+	}
+	if (json_object_size(json_object_get(res, "flags")))
+		json_object_set(row, "flags", json_object_get(res, "flags"));
 	if (ok) {
 		json_object_set_new(args, "budget_ms", json_integer(budget_ms));
 		json_decref(res);
@@ -210,6 +222,8 @@ static json_t *score(struct app *app, const char *dir, const json_t *t, int time
 	json_object_set_new(row, "correct", json_boolean(ok));
 	if (!ok)
 		json_object_set(row, "reason", json_object_get(res, "summary"));
+	if (!ok && json_array_size(json_object_get(res, "safeguards_fired")))
+		json_object_set(row, "safeguards", json_object_get(res, "safeguards_fired"));
 	json_decref(res);
 	json_decref(args);
 	json_decref(spec);

@@ -4,8 +4,10 @@
 # set loads (at least 50 tasks, the 15 ops among them) and prints prompts;
 # malformed task files are named with the task and field; `eval run` scores
 # a correct solution, one that does not compile and one without a launch,
-# then (the double switched to faulting, then hanging) the same correct
-# source again, each failure scored with its reason while the eval goes on;
+# then (the double switched to faulting, then hanging, then writing half
+# its output) the same correct source again, each failure scored with its
+# reason (and the safeguards that fired) while the eval goes on; a pass
+# against a weak reference is scored failed;
 # fast_p and the per-task rows come back as JSON, and the correct solution
 # is a run that exports as data.
 set -u
@@ -72,8 +74,16 @@ src, launch = spec.pop("source"), spec.pop("launch")
 task = lambda i: {"id": i, "level": 1, "description": "y = s * x + w, elementwise.",
                   "math": "y = s * x + w", "reference": spec["reference"], "spec": spec,
                   "baseline": {"kind": "source", "why": "the plain reference kernel"}}
-ids = ["a_good", "b_nocompile", "c_nolaunch", "d_fault", "e_hang", "f_good_again", "g_badjson"]
-json.dump({"tasks": [task(i) for i in ids]}, open(T + "/tasks/t.json", "w"))
+ids = ["a_good", "b_nocompile", "c_nolaunch", "d_fault", "e_hang", "f_good_again", "g_badjson",
+       "h_partial", "i_weak"]
+tasks = [task(i) for i in ids]
+# i_weak: w all ones and s tiny make y nearly constant, so a kernel
+# writing one value would pass: the check flags its reference as weak.
+weak = json.loads(json.dumps(spec))
+weak["tensors"]["w"]["init"] = "ones"
+weak["scalars"]["s"]["value"] = 1e-7
+tasks[-1]["spec"] = weak
+json.dump({"tasks": tasks}, open(T + "/tasks/t.json", "w"))
 for i in ids:
     open(f"{T}/sol/{i}.cu", "w").write(src if i != "b_nocompile" else src + "\nthis is not C++;\n")
     if i == "g_badjson":
@@ -90,6 +100,8 @@ ev ok --only a_good,b_nocompile,c_nolaunch,g_badjson --json --out "$T/r1.json" >
 ev fault --only d_fault --json >"$T/o2" 2>>"$T/e1"
 ev hang --only e_hang --json >"$T/o3" 2>>"$T/e1"
 ev ok --only f_good_again >"$T/o4" 2>>"$T/e1"
+ev partial --only h_partial --json >"$T/o5" 2>>"$T/e1"
+ev ok --only i_weak --json >"$T/o6" 2>>"$T/e1"
 python3 - "$T" <<'EOF' && ok "eval run scores correct and failed solutions with reasons and fast_p, and goes on" || { bad "eval run"; tail -5 "$T/e1"; }
 import json, sys
 T = sys.argv[1]
@@ -110,6 +122,11 @@ assert not d["correct"] and "ILLEGAL_ADDRESS" in d["reason"], d
 h = json.load(open(T + "/o3"))["results"][0]
 assert not h["correct"] and "did not finish" in h["reason"], h
 assert "1 of 1 tasks correct" in open(T + "/o4").read()
+p = json.load(open(T + "/o5"))["results"][0]
+assert not p["correct"] and "coverage" in p["safeguards"] and "never written" in p["reason"], p
+w = json.load(open(T + "/o6"))["results"][0]
+assert not w["correct"] and w["reason"].startswith("weak reference: ") and "weak_reference" in w["flags"], w
+assert "bench_run" not in w, w
 EOF
 "$BIN" dataset export --out "$T/ds" --data-dir "$T/data" >/dev/null 2>&1
 n=$(wc -l <"$T/ds/data/kernels.jsonl")

@@ -1,0 +1,8 @@
+// Reference solution of eval task relu: y = f(x) elementwise, f32
+extern "C" __global__ void relu_ref(float *y, const float *x, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		const float v = x[i];
+		y[i] = fmaxf(v, 0.f);
+	}
+}
