@@ -295,6 +295,47 @@ START_TEST(a_figure_cites_its_own_source)
 }
 END_TEST
 
+/* A line for an unconfirmed figure is its gap: the figure stays unknown, with
+ * no source and no value, and says why; other unknown figures have none. */
+START_TEST(an_unknown_figure_carries_its_gap_not_a_source)
+{
+	const struct kb_gpu *g = NULL;
+	ck_assert_int_eq(kb_gpu_find(g_kb, "l40s", &g, NULL), 0);
+	const struct kb_figure *f = kb_gpu_figure(g, "int8_tensor_dense_tops");
+	ck_assert_int_eq(f->status, KB_FIG_UNKNOWN);
+	ck_assert_int_eq(f->is_number, 0);
+	ck_assert_str_eq(f->source, "");
+	ck_assert_msg(strncmp(f->gap, "no NVIDIA source:", 17) == 0, "%s", f->gap);
+	ck_assert_str_eq(kb_gpu_figure(g, "fp8_tensor_dense_tflops")->gap, "");
+	ck_assert_int_eq(kb_gpu_find(g_kb, "a10g", &g, NULL), 0);
+	f = kb_gpu_figure(g, "peak_fp32_tflops");
+	ck_assert_int_eq(f->status, KB_FIG_UNKNOWN);
+	ck_assert_str_eq(f->gap, "");
+}
+END_TEST
+
+/* The shipped facts (build/knowledge.db): the L40S's dense INT8 has no
+ * NVIDIA source, and the knowledge base says so rather than giving a number
+ * (SOURCES.md, "Unconfirmed / left empty"). */
+START_TEST(shipped_l40s_int8_says_there_is_no_nvidia_source)
+{
+	const char *path = getenv("KFORGE_KB");
+	struct kb *kb = NULL;
+	struct kf_err err = {0};
+	if (!path || access(path, R_OK) != 0) {
+		fprintf(stderr, "check_kb: shipped L40S INT8 skipped: no knowledge.db\n");
+		return;
+	}
+	ck_assert_msg(kb_open(path, &kb, &err) == 0, "%s", err.msg);
+	const struct kb_gpu *g = NULL;
+	ck_assert_int_eq(kb_gpu_find(kb, "l40s", &g, NULL), 0);
+	const struct kb_figure *f = kb_gpu_figure(g, "int8_tensor_dense_tops");
+	ck_assert_int_eq(f->status, KB_FIG_UNKNOWN);
+	ck_assert_msg(strncmp(f->gap, "no NVIDIA source:", 17) == 0, "%s", f->gap);
+	kb_close(kb);
+}
+END_TEST
+
 START_TEST(compare_resolves_two_to_four_names)
 {
 	const struct kb_gpu *g[KB_COMPARE_MAX];
@@ -776,6 +817,7 @@ START_TEST(build_fails_on_a_bad_figure_source_line)
 		{"t4,warp_size,T4-DS table\n", ":2", "no figure t4.warp_size"},
 		{"zz9,sm_count,T4-DS table\n", ":2", "no figure zz9.sm_count"},
 		{"t4,sm_count,a forum post\n", ":2", "names no key"},
+		{"l40s,int8_tensor_dense_tops,no source found\n", ":2", "names no key"},
 		{"t4,sm_count,DQ-T4 a\nt4,sm_count,T4-DS b\n", ":3", "already has a source"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1334,6 +1376,8 @@ static Suite *kb_suite(void)
 	tcase_add_test(t, every_source_key_of_a_figure_is_in_the_sources_table);
 	tcase_add_test(t, a10g_figures_are_the_a10g_not_the_a10);
 	tcase_add_test(t, a_figure_cites_its_own_source);
+	tcase_add_test(t, an_unknown_figure_carries_its_gap_not_a_source);
+	tcase_add_test(t, shipped_l40s_int8_says_there_is_no_nvidia_source);
 	tcase_add_loop_test(t, alias_resolves_to_the_canonical_gpu, 0,
 			    sizeof ALIASES / sizeof ALIASES[0]);
 	tcase_add_test(t, ambiguous_alias_lists_every_match_canonical_first);
