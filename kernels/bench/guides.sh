@@ -24,11 +24,19 @@
 #           and inside a compiled graph (output_code in triton_rms.log)
 #   nsys    if nsys is installed: nsys profile of guides_bench.py --quick
 #           (NVTX ranges "eager" and "cuda") and its kernel / NVTX / API summaries
-# Everything lands in $OUT; summary.txt is the digest (also printed).
+# Everything lands in $OUT; summary.txt is the digest (also printed). With
+# GUIDES_PACK=1 (the GPU machine, which returns only a few files) the files go
+# to a temporary folder instead and $OUT gets all.tgz of them and summary.txt.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/build/guides-bench}
 DEADLINE=${GUIDES_DEADLINE_S:-225}
+DEST=
+if [ "${GUIDES_PACK:-0}" = 1 ]; then
+	DEST=$OUT
+	mkdir -p "$DEST"
+	OUT=$(mktemp -d /tmp/guides-bench.XXXXXX) || exit 1
+fi
 mkdir -p "$OUT" build/gn
 T0=$(date +%s)
 S="$OUT/summary.txt"
@@ -156,4 +164,13 @@ else
 	fi
 fi
 say "done"
+if [ -n "$DEST" ]; then
+	cp "$S" "$DEST/summary.txt"
+	tar czf "$DEST/all.tgz" -C "$OUT" .
+	# files come back up to 16 MiB each: the nsys report and its database go first
+	if [ "$(wc -c <"$DEST/all.tgz")" -gt 15000000 ]; then
+		tar czf "$DEST/all.tgz" --exclude='*.sqlite' --exclude='*.nsys-rep' -C "$OUT" .
+	fi
+	echo "packed: $DEST/all.tgz ($(wc -c <"$DEST/all.tgz") bytes) and $DEST/summary.txt"
+fi
 cat "$S"
