@@ -210,6 +210,11 @@ static int load_gpus(struct kb *kb, sqlite3 *db, struct kf_err *err)
 		f->value = f->is_number ? sqlite3_column_double(st, 6) : 0;
 		f->text = arena_str(kb, sqlite3_column_text(st, 7));
 		f->source = arena_str(kb, sqlite3_column_text(st, 8));
+		/* an unknown figure's line in figure_sources.csv says why it has no
+		 * value ("no NVIDIA source: ..."); it is no source of a value */
+		f->gap = f->status == KB_FIG_UNKNOWN ? f->source : "";
+		if (f->status == KB_FIG_UNKNOWN)
+			f->source = "";
 		f->derivation = arena_str(kb, sqlite3_column_text(st, 9));
 		f->source_keys = arena_str(kb, sqlite3_column_text(st, 10));
 		if (!f->source_keys) {

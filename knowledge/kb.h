@@ -59,6 +59,7 @@ struct kb_figure {
 	double value;		 /* the figure in unit, when is_number */
 	const char *text;	 /* the CSV cell as written ("" when unknown) */
 	const char *source;	 /* its own source, else the row's text ("" when unknown) */
+	const char *gap;	 /* unknown: why there is no value (figure_sources.csv), or "" */
 	const char *source_keys; /* comma-separated keys into kb_source_find */
 	const char *derivation;	 /* how the source list derived it, or "" */
 };

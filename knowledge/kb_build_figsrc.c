@@ -2,7 +2,10 @@
  * figure ("gpu,field,source") where a GPU row's source list names several
  * documents. Each line replaces that figure's source text and source keys,
  * so a figure cites the one document (and place in it) it came from; a
- * figure without a line keeps its row's text. Runs after the GPUs are in. */
+ * figure without a line keeps its row's text. A line for an unknown (empty)
+ * figure is its gap: why it has no value and which documents were searched
+ * ("no NVIDIA source: ..."), so the answer says so instead of a bare null.
+ * Runs after the GPUs are in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +19,8 @@ struct figsrc {
 	const char *path;
 };
 
-/* One line: the figure must exist and be known, the source must name a key
- * of SOURCES.md, and no figure may have two lines. */
+/* One line: the figure must exist and not be n/a (n/a explains itself), the
+ * source must name a key of SOURCES.md, and no figure may have two lines. */
 static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, struct kf_err *err)
 {
 	const char *gpu = csv->rows[r][kb_csv_col(csv, "gpu")];
@@ -44,11 +47,11 @@ static int import_line(struct figsrc *f, const struct kb_csv *csv, size_t r, str
 				  "%s:%zu: no figure %s.%s (gpu is an id of aliases.csv, field a "
 				  "figure column of gpus.csv)",
 				  f->path, line, gpu, field);
-	if (strcmp(st, "known") != 0)
+	if (strcmp(st, "n/a") == 0)
 		return kf_err_set(err, KF_EINVAL,
-				  "%s:%zu: figure %s.%s is %s in gpus.csv; only a known figure "
-				  "takes a source",
-				  f->path, line, gpu, field, st);
+				  "%s:%zu: figure %s.%s is n/a in gpus.csv; only a known figure "
+				  "takes a source, or an unknown one its gap",
+				  f->path, line, gpu, field);
 	int rc, nkeys = 0;
 	kb_build_bind_text(f->upd, 1, src);
 	kb_build_bind_text(f->upd, 2, gpu);

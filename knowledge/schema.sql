@@ -62,7 +62,7 @@ CREATE TABLE gpu_figures (
 	status TEXT NOT NULL CHECK (status IN ('known', 'unknown', 'n/a')),
 	value REAL,           -- numeric figures when known, else NULL
 	text TEXT NOT NULL,   -- the cell as written ('' when unknown)
-	source TEXT,          -- its figure_sources.csv line, else the row's text for this kind; NULL unless known
+	source TEXT,          -- its figure_sources.csv line, else the row's text for this kind; NULL when n/a; for an unknown figure its line's gap ("no NVIDIA source: ...") or NULL
 	derivation TEXT NOT NULL, -- how SOURCES.md derived it ('' when read directly)
 	PRIMARY KEY (gpu_id, field),
 	CHECK (status <> 'known' OR source IS NOT NULL)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """guides_bench.py: the measurements behind knowledge/guides/groupnorm-conv.md,
-triton-vs-cuda.md and attention-registers.md, on the local GPU. The default
+triton-vs-cuda.md, attention-registers.md and attention-decode.md, on the local GPU. The default
 mode measures GroupNorm and convolutions at the shapes of diffusers' UNets
 and VAEs (bf16, 32 groups):
 
@@ -22,8 +22,9 @@ median reported with the min and max of the repetitions. Writes only under
 GN_OUT (default build/gn-bench).
 
 Modes: (none) the GroupNorm and convolution tables; --attn LIB: the
-attention-registers guide's kernels (its first ```cuda block built into LIB)
-against a float64 reference and SDPA; --triton-rms PATH: the triton-vs-cuda guide's
+attention-registers guide's forward kernel and attention-decode's split-KV
+combine (their first ```cuda blocks, built together into LIB) against float64
+references, the forward timed against SDPA; --triton-rms PATH: the triton-vs-cuda guide's
 Triton RMSNorm (its ```python block saved at PATH) checked and timed;
 --inductor-code: compile GroupNorm + SiLU for one
 shape NCHW and channels_last and exit (run under TORCH_LOGS=output_code to see
@@ -275,9 +276,10 @@ def triton_rms(path):
 
 
 def attn_check(path):
-    """The attention-registers guide's mma.sync flash-attention kernel and its
-    split-KV combine, against float64 references; the kernel timed against
-    F.scaled_dot_product_attention (PyTorch's default backend choice)."""
+    """The attention-registers guide's mma.sync flash-attention kernel and the
+    attention-decode guide's split-KV combine, against float64 references; the
+    forward timed against F.scaled_dot_product_attention (PyTorch's default
+    backend choice)."""
     lib = ctypes.CDLL(path)
     lib.attn_fwd_bf16.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 2 + [ctypes.c_void_p]
     lib.splitkv_combine_bf16.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 2 + \
@@ -357,6 +359,8 @@ def main():
         torch.cuda.synchronize()
         return
     if "--quick" in sys.argv:
+        if cuda is None:
+            sys.exit("--quick needs GN_LIB (the groupnorm-conv guide's kernel, built)")
         x, w, b = inputs(SHAPES[0][0])
         for name, fn in (("eager", lambda: gn_silu(x, w, b)), ("cuda", lambda: cuda(x, w, b))):
             torch.cuda.nvtx.range_push(name)

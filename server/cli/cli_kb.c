@@ -211,8 +211,12 @@ static void print_gpu(const json_t *g)
 			snprintf(v, sizeof v, "n/a");
 		figure_sources(g, f, keys, sizeof keys);
 		const char *lab = json_string_value(json_object_get(f, "label"));
+		const char *gap = json_string_value(json_object_get(f, "gap"));
 		printf("%-38.38s %18.18s %-10s %s%s%s\n", lab ? lab : key, v, sget(f, "unit"),
-		       keys[0] ? keys : (st && strcmp(st, "unknown") == 0 ? "(not confirmed)" : ""),
+		       keys[0]				  ? keys
+		       : gap				  ? gap
+		       : st && strcmp(st, "unknown") == 0 ? "(not confirmed)"
+							  : "",
 		       json_is_true(json_object_get(f, "derived")) ? "derived" : "",
 		       json_object_get(f, "derivation") ? " [derived in source]" : "");
 	}

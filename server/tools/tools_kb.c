@@ -67,7 +67,8 @@ static const char *const FEATURE_FIELD[KB_FEAT_COUNT] = {
 static const char *STATUS[] = {"known", "unknown", "n/a"};
 
 /* One figure: value (null when unknown or n/a), unit, label, source keys.
- * status appears only when the figure is not known. A figure with its own
+ * status appears only when the figure is not known; gap, when an unknown
+ * figure has a line saying why (e.g. "no NVIDIA source: ..."). A figure with its own
  * source (figure_sources.csv) carries it as "source"; otherwise "source_in"
  * names the GPU's sources_product or sources_per_cc_limits text, which the
  * GPU object carries once, so answers stay small. */
@@ -84,6 +85,8 @@ static json_t *figure_json(const struct kb_gpu *g, const struct kb_figure *f)
 	json_object_set_new(o, "label", json_string(f->label));
 	if (f->status != KB_FIG_KNOWN)
 		json_object_set_new(o, "status", json_string(STATUS[f->status]));
+	if (f->gap[0])
+		json_object_set_new(o, "gap", json_string(f->gap));
 	if (f->status == KB_FIG_KNOWN) {
 		json_object_set_new(o, "source_keys", tools_kb_split(f->source_keys, ','));
 		if (strcmp(f->source, g->sources_product) == 0)

@@ -214,6 +214,8 @@ static int prompt_write_kernel(struct app *app, const json_t *args, json_t **mes
 		if (f->status == KB_FIG_KNOWN)
 			bprintf(&b, "- %s: %s %s (source: %s)\n", f->label, f->text, f->unit,
 				f->source_keys);
+		else if (f->gap[0])
+			bprintf(&b, "- %s: unknown (%s)\n", f->label, f->gap);
 		else
 			bprintf(&b, "- %s: %s\n", f->label,
 				f->status == KB_FIG_NA ? "n/a on this GPU"

@@ -9,6 +9,9 @@ info string: ```cuda fragment. Such blocks are counted, not compiled; every
 other block must compile, so a guide's code cannot rot unnoticed. A block
 for another target names it in the info string (```cuda sm_100a) and is
 compiled for that target instead of sm_90a.
+It also holds every guide to docs/guides.md's length: 300-900 words of prose
+(the body after the front matter, fenced blocks not counted), so a guide
+that grows past it is split by topic instead of growing on.
 Run by tests/proto/proto_guides.sh."""
 import glob
 import os
@@ -26,6 +29,14 @@ PRELUDE = ("#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n#include <cuda_fp
            "#include <cstdint>\n#include <cstdio>\n")
 TARGET = re.compile(r"sm_\d+[af]?")
 BLOCK = re.compile(r"^```(cuda|cpp|c\+\+)([^\n]*)\n(.*?)^```", re.S | re.M)
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+WORDS_MIN, WORDS_MAX = 300, 900
+
+
+def prose_words(text):
+    """Words of a guide's body without its front matter and fenced blocks."""
+    body = text.split("\n---\n", 1)[1] if text.startswith("---\n") else text
+    return len(FENCED.sub("", body).split())
 
 
 def main():
@@ -34,6 +45,10 @@ def main():
         for path in sorted(glob.glob(os.path.join(SRC, "knowledge/guides/*.md"))):
             name = os.path.basename(path)[:-3]
             text = open(path, encoding="utf-8").read()
+            if name != "INDEX":
+                words = prose_words(text)
+                check(f"{name}.md: {WORDS_MIN}-{WORDS_MAX} words of prose",
+                      WORDS_MIN <= words <= WORDS_MAX, f"{words} words")
             for i, m in enumerate(BLOCK.finditer(text)):
                 if "fragment" in m.group(2).split():
                     fragments += 1

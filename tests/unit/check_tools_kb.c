@@ -388,6 +388,34 @@ START_TEST(headline_says_fp16_where_there_is_no_bf16)
 }
 END_TEST
 
+/* An empty figure with a gap line in figure_sources.csv says why it has no
+ * value, in the full view and through fields; one without keeps a bare
+ * "unknown". */
+START_TEST(an_unconfirmed_figure_states_why_it_has_no_value)
+{
+	json_t *res = call_ok("get_gpu_specs",
+			      "{\"gpu\": \"l40s\", \"fields\": [\"int8_tensor_dense_tops\", "
+			      "\"fp8_tensor_dense_tflops\"]}");
+	json_t *figs = json_object_get(json_object_get(res, "gpu"), "figures");
+	json_t *int8 = json_object_get(figs, "int8_tensor_dense_tops");
+	ck_assert(json_is_null(json_object_get(int8, "value")));
+	ck_assert_str_eq(json_string_value(json_object_get(int8, "status")), "unknown");
+	const char *gap = json_string_value(json_object_get(int8, "gap"));
+	ck_assert_ptr_nonnull(gap);
+	ck_assert_msg(strncmp(gap, "no NVIDIA source: L40S-DS", 25) == 0, "%s", gap);
+	/* a known figure has a source, no gap */
+	ck_assert_ptr_null(
+		json_object_get(json_object_get(figs, "fp8_tensor_dense_tflops"), "gap"));
+	json_decref(res);
+	res = call_ok("get_gpu_specs", "{\"gpu\": \"a10g\", \"detail\": \"full\"}");
+	json_t *bf16 = json_object_get(json_object_get(json_object_get(res, "gpu"), "figures"),
+				       "fp16_bf16_tensor_dense_tflops");
+	ck_assert_str_eq(json_string_value(json_object_get(bf16, "status")), "unknown");
+	ck_assert_ptr_null(json_object_get(bf16, "gap"));
+	json_decref(res);
+}
+END_TEST
+
 START_TEST(ambiguous_alias_answers_the_canonical_pick_and_the_matches)
 {
 	json_t *res = call_ok("get_gpu_specs", "{\"gpu\": \"hopper\"}");
@@ -585,6 +613,7 @@ int main(void)
 	tcase_add_test(t, unknown_gpu_is_an_error_with_the_closest_names);
 	tcase_add_test(t, fields_narrow_the_answer_to_the_named_figures);
 	tcase_add_test(t, headline_says_fp16_where_there_is_no_bf16);
+	tcase_add_test(t, an_unconfirmed_figure_states_why_it_has_no_value);
 	tcase_add_test(t, ambiguous_alias_answers_the_canonical_pick_and_the_matches);
 	tcase_add_test(t, local_says_plainly_there_is_no_gpu);
 	tcase_add_test(t, occupancy_and_features_come_derived);
