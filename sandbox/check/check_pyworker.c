@@ -117,9 +117,9 @@ struct check_pyworker {
 	volatile int kill; /* the jail's cancel flag: 1 kills the python */
 	int dead;	   /* a job found it dead or hung: stopped at release */
 	struct jail *jail;
-	char dir[PATH_MAX];	    /* <data_dir>/jobs/pyworker-XXXXXX, at /job in the jail */
-	char work[PATH_MAX + 8];    /* dir/work: the job's directory */
-	char ended[300];	    /* how jail_run ended, set by the thread */
+	char dir[PATH_MAX];	 /* <data_dir>/jobs/pyworker-XXXXXX, at /job in the jail */
+	char work[PATH_MAX + 8]; /* dir/work: the job's directory */
+	char ended[300];	 /* how jail_run ended, set by the thread */
 };
 
 struct check_pyworkers {
@@ -259,10 +259,25 @@ static ssize_t recv_msg(int fd, char *buf, size_t cap, double deadline_ms,
 	}
 }
 
+/* 1 when w's python answers a ping within CHECK_PYWORKER_GRACE_MS. */
+static int alive(struct check_pyworker *w)
+{
+	static const char PING[] = "{\"ping\": true}";
+	char msg[CHECK_PYWORKER_MSG_MAX];
+	if (send(w->fd, PING, sizeof PING - 1, MSG_NOSIGNAL) != (ssize_t)sizeof PING - 1)
+		return 0;
+	if (recv_msg(w->fd, msg, sizeof msg, check_now_ms() + CHECK_PYWORKER_GRACE_MS, NULL) <= 0)
+		return 0;
+	json_t *a = json_loads(msg, 0, NULL);
+	int ok = json_is_true(json_object_get(a, "pong"));
+	json_decref(a);
+	return ok;
+}
+
 /* Starts w: its directory with the script, the socket pair, the thread,
  * and waits for the python to say it imported torch. */
-static int start_worker(struct check_env *env, struct check_pyworker *w,
-			const volatile int *cancel, struct kf_err *err)
+static int start_worker(struct check_env *env, struct check_pyworker *w, const volatile int *cancel,
+			struct kf_err *err)
 {
 	int rc = check_get_jail(env, &w->jail, err);
 	if (rc)
@@ -354,7 +369,8 @@ int check_pyworker_lease(struct check_env *env, const volatile int *cancel,
 			break;
 		if (cancel && *cancel) {
 			pthread_mutex_unlock(&s->mu);
-			return kf_err_set(err, KF_ECANCELED, "cancelled waiting for a torch worker");
+			return kf_err_set(err, KF_ECANCELED,
+					  "cancelled waiting for a torch worker");
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -366,11 +382,10 @@ int check_pyworker_lease(struct check_env *env, const volatile int *cancel,
 	int cold = w->state == PYW_DOWN;
 	w->state = PYW_BUSY;
 	pthread_mutex_unlock(&s->mu);
-	/* An idle worker says nothing: a readable or hung-up socket means it
-	 * died between jobs (killed from outside); it is replaced. */
-	struct pollfd pf = {.fd = w->fd, .events = POLLIN};
-	if (!cold && poll(&pf, 1, 0) != 0) {
-		log_warn("check", "the idle torch worker in %s had ended; starting another",
+	/* An idle worker may have died since its last job (killed from
+	 * outside): it must answer a ping, else it is replaced. */
+	if (!cold && !alive(w)) {
+		log_warn("check", "the idle torch worker in %s did not answer; starting another",
 			 w->dir);
 		stop_worker(w);
 		cold = 1;

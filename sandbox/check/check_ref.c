@@ -196,8 +196,8 @@ static json_t *torch_job(const struct spec *s, const int64_t *vals, const struct
 /* Writes the inputs of ntrials seeds into wdir and lists them in job's
  * trials. */
 static int torch_inputs(const struct spec *s, const char *wdir, const int64_t *vals,
-			const struct spec_bound *b, const uint64_t *seeds, int ntrials,
-			json_t *job, struct kf_err *err)
+			const struct spec_bound *b, const uint64_t *seeds, int ntrials, json_t *job,
+			struct kf_err *err)
 {
 	json_t *trials = json_object_get(job, "trials");
 	int rc = 0;
@@ -258,8 +258,8 @@ static void torch_log_tail(const char *wdir, char *buf, size_t cap)
 
 /* How the job's child ended -> the reference's error (0 when it
  * succeeded). */
-static int torch_outcome(const char *wdir, const struct check_pyworker_status *st,
-			 unsigned wall_ms, struct kf_err *err)
+static int torch_outcome(const char *wdir, const struct check_pyworker_status *st, unsigned wall_ms,
+			 struct kf_err *err)
 {
 	if (st->exited && st->code == 0)
 		return 0;
@@ -282,8 +282,7 @@ static int torch_outcome(const char *wdir, const struct check_pyworker_status *s
 /* Moves the outputs of ntrials from wdir into dir (the worker's directory
  * is emptied for the next job). Links and missing files are left: the
  * reader refuses them. */
-static void torch_take_outputs(const struct spec *s, const char *wdir, const char *dir,
-			       int ntrials)
+static void torch_take_outputs(const struct spec *s, const char *wdir, const char *dir, int ntrials)
 {
 	for (int k = 0; k < ntrials; k++)
 		for (size_t t = 0; t < s->tensors_len; t++) {

@@ -17,8 +17,10 @@
 # "torch": version} or {"error": "torch not available: ..."} (then exit 3);
 # per job {"status": "exited", "code": n} | {"status": "signal", "signal": n}
 # | {"status": "timeout"} | {"status": "canceled"}, with "ms" (the child's
-# wall time). Daemon -> worker: {"run": {"wall_ms": n, "cpu_s": n}}; during
-# a job any packet (or EOF) cancels it; EOF between jobs ends the worker.
+# wall time), and {"pong": true} to each ping. Daemon -> worker: {"ping":
+# true} (before a job: is this worker alive?), {"run": {"wall_ms": n,
+# "cpu_s": n}}; during a job any packet (or EOF) cancels it; EOF between
+# jobs ends the worker.
 import ctypes
 import json
 import os
@@ -137,10 +139,45 @@ def children():
     return kids
 
 
-def reap_all():
-    """Kills and reaps every descendant left (a job's background processes)."""
+def start_guard(libc):
+    """Without bubblewrap (MODE "none") no pid namespace ends a job's
+    processes with the worker: a guard process kills the worker's session
+    (the jail made the worker its leader) when the worker dies, by
+    PR_SET_PDEATHSIG, so a SIGKILLed daemon leaves nothing a job started
+    in it. Returns the guard's pid."""
+    server = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        # Its own group: the daemon's kill of the worker's group leaves it
+        # to kill the rest; it holds none of the worker's pipes.
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(3)
+        if os.getppid() == server:
+            signal.sigwait({signal.SIGTERM})
+        sid, me = os.getsid(0), os.getpid()
+        for p in os.listdir('/proc'):
+            if p.isdigit() and int(p) != me:
+                try:
+                    if os.getsid(int(p)) == sid:
+                        os.kill(int(p), signal.SIGKILL)
+                except OSError:
+                    pass
+    finally:
+        os._exit(0)
+
+
+def reap_all(keep):
+    """Kills and reaps every descendant left (a job's background
+    processes) but keep."""
     for _ in range(10000):
-        kids = children()
+        kids = [k for k in children() if k != keep]
         if not kids:
             return
         for k in kids:
@@ -174,7 +211,7 @@ def empty_dir(path):
             pass
 
 
-def serve_one(sock, torch, libc, run):
+def serve_one(sock, torch, libc, run, guard):
     t0 = time.monotonic()
     wall = int(run.get('wall_ms', 180000)) / 1000.0
     me = os.getpid()
@@ -209,7 +246,7 @@ def serve_one(sock, torch, libc, run):
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    reap_all()
+    reap_all(guard)
     if sys.argv[1] == 'bwrap':  # the jail's own /tmp and /dev/shm
         empty_dir('/tmp')
         empty_dir('/dev/shm')
@@ -232,15 +269,20 @@ def main():
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    guard = start_guard(libc) if sys.argv[1] != 'bwrap' else 0
     sock.send(json.dumps({'ready': True, 'torch': str(torch.__version__)}).encode())
     while True:
         msg = sock.recv(MSG_MAX)
         if not msg:
             return 0
-        run = json.loads(msg).get('run')
+        msg = json.loads(msg)
+        if msg.get('ping'):
+            sock.send(b'{"pong": true}')
+            continue
+        run = msg.get('run')
         if not isinstance(run, dict):
             continue
-        status, eof = serve_one(sock, torch, libc, run)
+        status, eof = serve_one(sock, torch, libc, run, guard)
         if eof:
             return 0
         sock.send(json.dumps(status).encode())
