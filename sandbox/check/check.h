@@ -39,8 +39,9 @@ struct check_env {
 	struct history *history; /* calibrated ceilings; may be NULL */
 	/* Owned by the env (check_env_fini closes it): */
 	pthread_mutex_t jail_mu;
-	struct jail *jail;		   /* opened on first use */
-	struct check_pyworkers *pyworkers; /* torch references' python workers (check_pyworker.h) */
+	struct jail *jail; /* opened on first use */
+	/* the torch references' python workers (check_pyworker.h) */
+	struct check_pyworkers *pyworkers;
 };
 
 /* Initialises env's owned part (the module pointers are the caller's to
