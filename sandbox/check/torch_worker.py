@@ -85,6 +85,9 @@ def child(torch, libc, parent, run):
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(125)
+        # Dumpable again (the parent stays not): the job's own /proc/self
+        # entries belong to it, as in any python process.
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGCHLD):
             signal.signal(s, signal.SIG_DFL)
         import resource

@@ -170,6 +170,27 @@ START_TEST(monkeypatching_torch_does_not_reach_the_next_job)
 }
 END_TEST
 
+START_TEST(the_worker_is_out_of_a_jobs_reach)
+{
+	setup_mode(_i);
+	struct kf_err err = {0};
+	/* Same uid, but the worker is not dumpable: its memory cannot be
+	 * written (or read) through /proc, so a job cannot plant code in it.
+	 * In bubblewrap only (the capabilities are dropped there): without a
+	 * sandbox a daemon run as root could. */
+	ck_assert_msg(ref("import os\n"
+			  "try:\n"
+			  "    open('/proc/%d/mem' % os.getppid(), 'r+b').close()\n"
+			  "    y = x * 0\n"
+			  "except OSError:\n"
+			  "    y = x * s + w",
+			  9, NULL, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_int_eq(y_differs(9, 1.5, 1), 0);
+	teardown();
+}
+END_TEST
+
 START_TEST(files_a_job_leaves_are_gone_for_the_next)
 {
 	setup_mode(_i);
@@ -469,6 +490,7 @@ Suite *pyworker_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, second_reference_is_served_warm, 0, 2);
 	tcase_add_loop_test(tc, monkeypatching_torch_does_not_reach_the_next_job, 0, 2);
+	tcase_add_loop_test(tc, the_worker_is_out_of_a_jobs_reach, 0, 1);
 	tcase_add_loop_test(tc, files_a_job_leaves_are_gone_for_the_next, 0, 2);
 	tcase_add_loop_test(tc, a_hanging_job_is_killed_and_the_worker_keeps_serving, 0, 2);
 	tcase_add_loop_test(tc, a_crashing_job_is_reported_and_the_worker_keeps_serving, 0, 2);
