@@ -11,7 +11,8 @@ served warm: the patch died with its job), and the same check through the
 one-shot CLI. Uses this host's GPU and torch as they are; the default
 sandbox, or --sandbox=none when bubblewrap cannot start here (said in the
 report). Usage: bench_torch_ref.py --bin build/kforge --out DIR [--reps 3];
-writes DIR/bench-torch-ref.md and DIR/bench-torch-ref.json."""
+writes DIR/bench-torch-ref.md, DIR/bench-torch-ref.json and the daemon's
+log DIR/serve-SANDBOX.log."""
 import argparse
 import json
 import os
@@ -41,9 +42,9 @@ def row(label, r, wall):
             "summary": (r.get("summary") or str(r.get("error") or r))[:200]}
 
 
-def serve_rows(binary, data, sandbox, reps):
+def serve_rows(binary, data, sandbox, reps, out):
     cmd = [binary, "serve", "--data-dir", data] + ([f"--sandbox={sandbox}"] if sandbox else [])
-    log = open(os.path.join(data, "serve.log"), "wb")
+    log = open(os.path.join(out, f"serve-{sandbox or 'bwrap'}.log"), "wb")
     s = StdioSession(binary, data, "bench-torch-ref", cmd=cmd, stderr=log, timeout=300)
     rows = []
     try:
@@ -97,13 +98,13 @@ def main():
     os.makedirs(o.out, exist_ok=True)
     data = tempfile.mkdtemp(prefix="kforge-torch-ref-")
     sandbox, note = o.sandbox, ""
-    rows = serve_rows(o.bin, data, sandbox, o.reps)
+    rows = serve_rows(o.bin, data, sandbox, o.reps, o.out)
     first = rows[0]["summary"]
     if not sandbox and not rows[0]["passed"]:
         note = f"the first check failed in bubblewrap ({first[:160]}); measured with --sandbox=none"
         sandbox = "none"
         data = tempfile.mkdtemp(prefix="kforge-torch-ref-")
-        rows = serve_rows(o.bin, data, sandbox, o.reps)
+        rows = serve_rows(o.bin, data, sandbox, o.reps, o.out)
     rows.append(cli_row(o.bin, data, sandbox))
     ok = (all(r["passed"] for r in rows if "must fail" not in r["call"]) and
           not rows[-3]["passed"] and rows[-2]["torch_warm"] == rows[-2]["torch_runs"])
