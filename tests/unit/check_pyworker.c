@@ -343,8 +343,8 @@ static pid_t worker_pid(void)
 		fclose(f);
 		buf[len] = 0;
 		char *rp = strrchr(buf, ')');
-		pids[n] = (pid_t)atoi(e->d_name);
-		ppids[n++] = rp ? (pid_t)atoi(rp + 4) : 0; /* ") S PPID" */
+		pids[n] = (pid_t)strtol(e->d_name, NULL, 10);
+		ppids[n++] = rp ? (pid_t)strtol(rp + 4, NULL, 10) : 0; /* ") S PPID" */
 	}
 	closedir(d);
 	for (int i = 0; i < n; i++) {
