@@ -244,11 +244,12 @@ def serve_one(sock, torch, libc, run, guard):
                 break
     finally:
         os.close(pfd)
-    if pid:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    if pid:  # timed out or canceled: the job's group, then the rest
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     reap_all(guard)
     if sys.argv[1] == 'bwrap':  # the jail's own /tmp and /dev/shm
         empty_dir('/tmp')
