@@ -312,6 +312,45 @@ START_TEST(a_crashing_job_is_reported_and_the_worker_keeps_serving)
 }
 END_TEST
 
+static volatile int cancel_flag;
+
+static void *cancel_when_started(void *arg)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof cmd, "ls %s/jobs/pyworker-*/work/started >/dev/null 2>&1",
+		 (const char *)arg);
+	for (int i = 0; i < 3000 && system(cmd) != 0; i++)
+		usleep(10000);
+	cancel_flag = 1;
+	return NULL;
+}
+
+START_TEST(a_cancelled_job_is_killed_and_the_worker_keeps_serving)
+{
+	setup_mode(_i);
+	cancel_flag = 0;
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, cancel_when_started, tmp), 0);
+	struct spec_bound b;
+	int64_t n;
+	struct spec *s = axpb("open('started', 'w').close()\nimport time\ntime.sleep(600)", &b, &n);
+	uint64_t seed = 1;
+	struct check_phases ph = {0};
+	struct kf_err err = {0};
+	ck_assert_int_eq(
+		check_torch_reference(&env, s, jdir, &n, &b, &seed, 1, &cancel_flag, &ph, &err),
+		KF_ECANCELED);
+	pthread_join(th, NULL);
+	spec_free(s);
+	/* The job is gone; the worker (and its guard without bubblewrap) stays. */
+	ck_assert_int_eq(procs_with("torch_worker.py", tmp), _i == 0 ? 1 : 2);
+	ck_assert_msg(ref("s * x + w", 2, &ph, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(y_differs(2, 1.5, 1), 0);
+	ck_assert_uint_eq(ph.torch_warm, 1);
+	teardown();
+}
+END_TEST
+
 /* The pid of the worker's python (the server: the one matching process
  * whose parent does not match; its guard's does), or 0. */
 static pid_t worker_pid(void)
@@ -494,6 +533,7 @@ Suite *pyworker_suite(void)
 	tcase_add_loop_test(tc, files_a_job_leaves_are_gone_for_the_next, 0, 2);
 	tcase_add_loop_test(tc, a_hanging_job_is_killed_and_the_worker_keeps_serving, 0, 2);
 	tcase_add_loop_test(tc, a_crashing_job_is_reported_and_the_worker_keeps_serving, 0, 2);
+	tcase_add_loop_test(tc, a_cancelled_job_is_killed_and_the_worker_keeps_serving, 0, 2);
 	tcase_add_loop_test(tc, a_dead_worker_is_restarted, 0, 2);
 	tcase_add_loop_test(tc, workers_die_with_a_killed_daemon, 0, 2);
 	tcase_add_loop_test(tc, torch_missing_is_a_clear_answer, 0, 2);
