@@ -280,8 +280,8 @@ static int torch_outcome(const char *wdir, const struct check_pyworker_status *s
 }
 
 /* Moves the outputs of ntrials from wdir into dir (the worker's directory
- * is emptied for the next job). Links and missing files are left: the
- * reader refuses them. */
+ * is emptied for the next job). A link moves as a link, which the reader
+ * (O_NOFOLLOW) refuses. */
 static void torch_take_outputs(const struct spec *s, const char *wdir, const char *dir, int ntrials)
 {
 	for (int k = 0; k < ntrials; k++)
@@ -292,8 +292,16 @@ static void torch_take_outputs(const struct spec *s, const char *wdir, const cha
 			snprintf(name, sizeof name, "torch.t%d.%s.bin", k, s->tensors[t].name);
 			snprintf(from, sizeof from, "%s/%s", wdir, name);
 			snprintf(to, sizeof to, "%s/%s", dir, name);
-			if (rename(from, to))
-				unlink(to); /* no stale output of an earlier run */
+			if (!rename(from, to))
+				continue;
+			unlink(to); /* no stale output of an earlier run */
+			/* Another file system: copied, a regular file only (every
+			 * process of the job has ended: nothing swaps it now). */
+			struct stat st;
+			struct kf_err e = {0};
+			if (errno == EXDEV && !lstat(from, &st) && S_ISREG(st.st_mode) &&
+			    check_copy_file(from, dir, name, &e))
+				unlink(to);
 		}
 }
 

@@ -191,6 +191,31 @@ START_TEST(the_worker_is_out_of_a_jobs_reach)
 }
 END_TEST
 
+START_TEST(an_output_that_is_a_link_is_refused)
+{
+	setup_mode(_i);
+	/* A host file of the output's size: read through the link, it would
+	 * pass for the reference. */
+	char host[PATH_MAX + 16], expr[2 * PATH_MAX];
+	snprintf(host, sizeof host, "%s/host.bin", tmp);
+	static double zeros[N];
+	ck_assert_int_eq(fs_write_file(host, zeros, sizeof zeros), 0);
+	snprintf(expr, sizeof expr, "import os\nos.symlink('%s', 'torch.t0.y.bin')\nos._exit(0)",
+		 host);
+	struct kf_err err = {0};
+	ck_assert_msg(ref(expr, 1, NULL, &err) == 0, "%s", err.msg);
+	struct spec_bound b;
+	int64_t n;
+	struct spec *s = axpb("x", &b, &n);
+	double *want[SPEC_MAX_TENSORS] = {0};
+	ck_assert_int_eq(check_reference_want(s, jdir, "ref", &n, &b, 0, 1, want, &err), KF_EIO);
+	ck_assert_msg(strstr(err.msg, "torch reference output y missing or of the wrong size"),
+		      "%s", err.msg);
+	spec_free(s);
+	teardown();
+}
+END_TEST
+
 START_TEST(files_a_job_leaves_are_gone_for_the_next)
 {
 	setup_mode(_i);
@@ -531,6 +556,7 @@ Suite *pyworker_suite(void)
 	tcase_add_loop_test(tc, monkeypatching_torch_does_not_reach_the_next_job, 0, 2);
 	tcase_add_loop_test(tc, the_worker_is_out_of_a_jobs_reach, 0, 1);
 	tcase_add_loop_test(tc, files_a_job_leaves_are_gone_for_the_next, 0, 2);
+	tcase_add_loop_test(tc, an_output_that_is_a_link_is_refused, 0, 2);
 	tcase_add_loop_test(tc, a_hanging_job_is_killed_and_the_worker_keeps_serving, 0, 2);
 	tcase_add_loop_test(tc, a_crashing_job_is_reported_and_the_worker_keeps_serving, 0, 2);
 	tcase_add_loop_test(tc, a_cancelled_job_is_killed_and_the_worker_keeps_serving, 0, 2);
