@@ -137,6 +137,7 @@ deps-auto:
 # The web page is embedded with .incbin; -MMD does not see it.
 $(B)/server/transport/web.o: server/transport/web/index.html
 $(B)/sandbox/torchop/torchop_verify.o: sandbox/torchop/verify.py
+$(B)/sandbox/check/check_pyworker.o: sandbox/check/torch_worker.py
 $(B)/sandbox/torchop/torchop_export.o: $(wildcard sandbox/torchop/export/*.py)
 
 $(B)/%.o: %.c | $(B)/.deps-ok

@@ -398,7 +398,7 @@ static void bench_verify(struct check_env *env, const struct spec *s, const stru
 		int trc = 0;
 		if (s->ref.kind == SPEC_REF_TORCH)
 			trc = check_torch_reference(env, s, r->dir, r->vals, &r->b, &r->vseed, 1,
-						    o->cancel, &we);
+						    o->cancel, &res->phases, &we);
 		if (!trc)
 			have_want = check_reference_want(s, r->dir, "ref", r->vals, &r->b, 0,
 							 r->vseed, want, &we) == 0;

@@ -704,7 +704,7 @@ static int judge_row(struct check_env *env, const struct spec *s, const struct c
 	/* No candidate outputs (a hang, a crash, not run): nothing to compare. */
 	if (s->ref.kind == SPEC_REF_TORCH && r->cand && !r->cand_rc)
 		torch_rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, r->seeds,
-						 r->ntrials, o->cancel, &torch_err);
+						 r->ntrials, o->cancel, &res->phases, &torch_err);
 	res->phases.reference_ms += check_now_ms() - t0;
 	if (torch_rc == KF_ENOTFOUND || torch_rc == KF_ECANCELED)
 		return kf_err_set(err, torch_rc, "%s", torch_err.msg);

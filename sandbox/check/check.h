@@ -23,6 +23,7 @@ struct compiler;
 struct runner;
 struct history;
 struct jail;
+struct check_pyworkers;
 
 /* What check and bench read from the daemon, filled by the composition root
  * (server/app.c) and passed down by the tool layer and the CLI. The module
@@ -39,13 +40,16 @@ struct check_env {
 	/* Owned by the env (check_env_fini closes it): */
 	pthread_mutex_t jail_mu;
 	struct jail *jail; /* opened on first use */
+	/* the torch references' python workers (check_pyworker.h) */
+	struct check_pyworkers *pyworkers;
 };
 
 /* Initialises env's owned part (the module pointers are the caller's to
  * set). */
 void check_env_init(struct check_env *env);
 
-/* Closes the jail env opened, if any. Call after the last job finished. */
+/* Stops the torch workers and closes the jail env opened, if any. Call
+ * after the last job finished. */
 void check_env_fini(struct check_env *env);
 
 /* The first readable of: $env (as given), <exe dir>/rel1, <exe dir>/rel2
@@ -133,6 +137,11 @@ struct check_phases {
 	double reference_ms;	 /* the reference: CPU op (the part not hidden behind the
 				  * harness run), CUDA reference process, torch */
 	double compare_ms;	 /* the judge: reading outputs, comparing, safeguards */
+	/* Torch references (part of reference_ms): jobs run, how many a
+	 * running worker served, and the time spent starting workers
+	 * (python3 and the torch import) for the others. */
+	unsigned torch_runs, torch_warm;
+	double torch_start_ms;
 };
 
 /* Adds one harness run to ph: the "phases" of report (borrowed; the
@@ -418,15 +427,18 @@ int check_reference_want(const struct spec *s, const char *dir, const char *pref
 			 const int64_t *vals, const struct spec_bound *b, int trial, uint64_t seed,
 			 double **want, struct kf_err *err) __attribute__((warn_unused_result));
 
-/* Runs the spec's torch reference in a sandboxed python3 (no GPU) for
- * ntrials seeds of one size, writing dir/torch.t<k>.<name>.bin. Returns 0,
+/* Runs the spec's torch reference in the warm sandboxed python
+ * (check_pyworker.h: no GPU, a fresh process per job) for ntrials seeds of
+ * one size, writing dir/torch.t<k>.<name>.bin, and counts the run in ph
+ * (may be NULL: torch_runs, torch_warm, torch_start_ms). Returns 0,
  * KF_ENOTFOUND "torch not available: ..." when python3 cannot import torch
- * on this host, KF_EINVAL when the expression fails (its error), or the
- * jail's codes. */
+ * on this host, KF_EINVAL when the expression fails (its error),
+ * KF_ETIMEOUT, KF_ECANCELED, KF_EFAULT (the worker died), or the jail's
+ * codes. */
 int check_torch_reference(struct check_env *env, const struct spec *s, const char *dir,
 			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
-			  int ntrials, const volatile int *cancel, struct kf_err *err)
-	__attribute__((warn_unused_result));
+			  int ntrials, const volatile int *cancel, struct check_phases *ph,
+			  struct kf_err *err) __attribute__((warn_unused_result));
 
 /* Judges one harness run (tr: a trial or the benchmark's "verify" object of
  * the report, borrowed) for one size: guard bands, inputs, coverage,

@@ -4,6 +4,7 @@
  * reference runs. */
 #include "sandbox/check/check.h"
 #include "sandbox/check/check_int.h"
+#include "sandbox/check/check_pyworker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,7 @@ void check_env_init(struct check_env *env)
 
 	pthread_mutex_init(&env->jail_mu, NULL);
 	env->jail = NULL;
+	env->pyworkers = NULL;
 	/* Said once at start, where the operator reads the daemon's limits. */
 	if (check_harness_mem_bytes(&mem, &e))
 		log_warn("check", "%s; checks and benchmarks refuse until it is fixed", e.msg);
@@ -87,6 +89,7 @@ void check_env_fini(struct check_env *env)
 {
 	if (!env)
 		return;
+	check_pyworkers_close(env); /* the workers run in the jail */
 	jail_close(env->jail);
 	env->jail = NULL;
 	pthread_mutex_destroy(&env->jail_mu);

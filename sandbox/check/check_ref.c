@@ -1,14 +1,15 @@
 /* check_ref: the reference outputs a candidate is compared with, computed
  * outside the harness: the built-in ops' float64 CPU references, the CUDA
- * reference's output files, and torch expressions in a sandboxed python3.
+ * reference's output files, and torch expressions in the warm sandboxed
+ * python (check_pyworker.h).
  * Inputs are regenerated from the same seed (spec_fill). */
 #include "sandbox/check/check.h"
 #include "sandbox/check/check_int.h"
+#include "sandbox/check/check_pyworker.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,6 @@
 
 #include "base/par.h"
 #include "kernels/op.h"
-#include "sandbox/jail/jail.h"
 
 /* --- references ---------------------------------------------------------- */
 
@@ -152,107 +152,21 @@ int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t
 	return 0;
 }
 
-/* PyTorch references: a python3 script in the jail, no GPU, reads the
- * regenerated inputs and writes every output as float64. */
-static const char TORCH_PY[] =
-	"import json, sys\n"
-	"try:\n"
-	"    import torch\n"
-	"except Exception as e:\n"
-	"    print(json.dumps({'error': 'torch not available: %s' % e})); sys.exit(3)\n"
-	"job = json.load(open('torch_job.json'))\n"
-	"DT = {'f32': torch.float32, 'f16': torch.float16, 'bf16': torch.bfloat16,\n"
-	"      'f64': torch.float64, 'i8': torch.int8, 'u8': torch.uint8,\n"
-	"      'i32': torch.int32, 'i64': torch.int64}\n"
-	"import math\n"
-	"for tr in job['trials']:\n"
-	"    ns = {'torch': torch, 'F': torch.nn.functional, 'math': math}\n"
-	"    ns.update(job['sizes']); ns.update(job['scalars'])\n"
-	"    for t in tr['inputs']:\n"
-	"        raw = bytearray(open(t['file'], 'rb').read())\n"
-	"        ns[t['name']] = torch.frombuffer(raw, "
-	"dtype=DT[t['dtype']]).reshape(t['shape']).clone()\n"
-	"    outs = job['outputs']\n"
-	"    try:\n"
-	"        res = eval(job['expr'], ns)\n"
-	"    except SyntaxError:\n"
-	"        exec(job['expr'], ns); res = {o['name']: ns[o['name']] for o in outs}\n"
-	"    if not isinstance(res, (tuple, list, dict)): res = {outs[0]['name']: res}\n"
-	"    elif isinstance(res, (tuple, list)): res = {o['name']: r for o, r in zip(outs, res)}\n"
-	"    for o in outs:\n"
-	"        r = torch.as_tensor(res[o['name']]).detach().to('cpu', "
-	"torch.float64).reshape(-1)\n"
-	"        n = 1\n"
-	"        for d in o['shape']: n *= d\n"
-	"        if r.numel() != n:\n"
-	"            print(json.dumps({'error': 'torch reference: %s has %d elements, the spec "
-	"says %d' % (o['name'], r.numel(), n)})); sys.exit(4)\n"
-	"        open(o['file'] % tr['trial'], 'wb').write(r.numpy().tobytes())\n"
-	"print(json.dumps({'ok': True}))\n";
+/* --- torch references ----------------------------------------------------
+ * The expression runs in a warm sandboxed python (check_pyworker.h): the
+ * inputs regenerated from the seeds and torch_job.json go to the leased
+ * worker's directory, its child writes every output as float64, and the
+ * outputs move into the check's directory. */
 
-static pthread_once_t torch_once = PTHREAD_ONCE_INIT;
-#define TORCH_MAX_PATHS 12
-static char torch_exe[PATH_MAX];
-static char torch_paths[TORCH_MAX_PATHS][PATH_MAX];
-static size_t torch_paths_len;
-static char torch_pythonpath[4096];
-static char torch_why[256];
+#define TORCH_WALL_MS  180000u /* one reference job: every trial of one size */
+#define TORCH_TAIL_MAX 200     /* bytes of the job's output quoted in an error */
 
-/* Where python3 and torch live, found once by a trusted probe that only
- * imports torch: the interpreter's real path and every directory of its
- * sys.path (standard library, site-packages), bound read-only into the
- * jail. */
-static void torch_probe(void)
+/* torch_job.json without its trials: the expression, sizes, scalars and
+ * outputs (name, shape, file pattern with the trial). New. */
+static json_t *torch_job(const struct spec *s, const int64_t *vals, const struct spec_bound *b)
 {
-	FILE *f = popen("python3 -c 'import os, sys, torch, numpy; "
-			"print(os.path.realpath(sys.executable)); "
-			"[print(p) for p in sys.path if p and os.path.isdir(p)]' 2>&1",
-			"r");
-	if (!f) {
-		snprintf(torch_why, sizeof torch_why, "python3 could not be started");
-		return;
-	}
-	char line[PATH_MAX];
-	int n = 0, bad = 0;
-	size_t pp = 0;
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\n")] = 0;
-		if (line[0] != '/') {
-			bad = 1;
-			continue;
-		}
-		if (n++ == 0) {
-			snprintf(torch_exe, sizeof torch_exe, "%s", line);
-			continue;
-		}
-		if (torch_paths_len < TORCH_MAX_PATHS) {
-			snprintf(torch_paths[torch_paths_len++], PATH_MAX, "%s", line);
-			pp += (size_t)snprintf(torch_pythonpath + pp, sizeof torch_pythonpath - pp,
-					       "%s%s", pp ? ":" : "", line);
-			if (pp >= sizeof torch_pythonpath)
-				pp = sizeof torch_pythonpath - 1;
-		}
-	}
-	int st = pclose(f);
-	if (st != 0 || bad || !torch_exe[0]) {
-		torch_exe[0] = 0;
-		snprintf(torch_why, sizeof torch_why,
-			 "python3 -c 'import torch, numpy' failed on this host");
-	}
-}
-
-int check_torch_reference(struct check_env *env, const struct spec *s, const char *dir,
-			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
-			  int ntrials, const volatile int *cancel, struct kf_err *err)
-{
-	pthread_once(&torch_once, torch_probe);
-	if (!torch_exe[0])
-		return kf_err_set(err, KF_ENOTFOUND,
-				  "torch not available: %s; use a built-in op or a CUDA "
-				  "source as the reference",
-				  torch_why);
-	json_t *job = json_object(), *trials = json_array(), *outs = json_array(),
-	       *sizes = json_object(), *scalars = json_object();
+	json_t *job = json_object(), *outs = json_array(), *sizes = json_object(),
+	       *scalars = json_object();
 	json_object_set_new(job, "expr", json_string(s->ref.torch));
 	for (size_t k = 0; k < s->vars_len; k++)
 		json_object_set_new(sizes, s->vars[k], json_integer(vals[k]));
@@ -263,7 +177,6 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 					    : json_integer(s->scalars[k].ivalue));
 	json_object_set_new(job, "sizes", sizes);
 	json_object_set_new(job, "scalars", scalars);
-	int rc = 0;
 	for (size_t t = 0; t < s->tensors_len; t++) {
 		if (s->tensors[t].role == SPEC_ROLE_INPUT)
 			continue;
@@ -276,7 +189,18 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 						      "shape", shape, "file", file));
 	}
 	json_object_set_new(job, "outputs", outs);
-	json_object_set_new(job, "trials", trials);
+	json_object_set_new(job, "trials", json_array());
+	return job;
+}
+
+/* Writes the inputs of ntrials seeds into wdir and lists them in job's
+ * trials. */
+static int torch_inputs(const struct spec *s, const char *wdir, const int64_t *vals,
+			const struct spec_bound *b, const uint64_t *seeds, int ntrials, json_t *job,
+			struct kf_err *err)
+{
+	json_t *trials = json_object_get(job, "trials");
+	int rc = 0;
 	for (int k = 0; k < ntrials && !rc; k++) {
 		json_t *ins = json_array();
 		json_array_append_new(trials, json_pack("{s:i, s:o}", "trial", k, "inputs", ins));
@@ -285,19 +209,17 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 			if (T->role == SPEC_ROLE_OUTPUT)
 				continue;
 			void *raw = malloc(b->bytes[t] ? b->bytes[t] : 1);
-			if (!raw) {
-				rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-				break;
-			}
+			if (!raw)
+				return kf_err_set(err, KF_ENOMEM, "out of memory");
 			spec_fill(T, t, seeds[k], spec_init_max(s, t, vals), raw, b->elems[t]);
 			char file[128], path[PATH_MAX + 140];
 			snprintf(file, sizeof file, "torch.in.t%d.%s.bin", k, T->name);
-			snprintf(path, sizeof path, "%s/%s", dir, file);
+			snprintf(path, sizeof path, "%s/%s", wdir, file);
 			FILE *f = fopen(path, "wb");
 			if (!f || fwrite(raw, 1, b->bytes[t], f) != b->bytes[t])
 				rc = kf_err_set(err, KF_EIO, "cannot write %s", path);
-			if (f)
-				fclose(f);
+			if (f && fclose(f) && !rc)
+				rc = kf_err_set(err, KF_EIO, "cannot write %s", path);
 			free(raw);
 			json_t *shape = json_array();
 			for (size_t d = 0; d < T->rank; d++)
@@ -307,51 +229,115 @@ int check_torch_reference(struct check_env *env, const struct spec *s, const cha
 							     "file", file, "shape", shape));
 		}
 	}
+	return rc;
+}
+
+/* The last TORCH_TAIL_MAX bytes of the job's stdout and stderr
+ * (wdir/torch.log, never through a link) into buf, without the final
+ * newline. */
+static void torch_log_tail(const char *wdir, char *buf, size_t cap)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/torch.log", wdir);
+	buf[0] = 0;
+	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		size_t want = cap - 1 < TORCH_TAIL_MAX ? cap - 1 : TORCH_TAIL_MAX;
+		off_t at = st.st_size > (off_t)want ? st.st_size - (off_t)want : 0;
+		ssize_t n = pread(fd, buf, want, at);
+		buf[n > 0 ? n : 0] = 0;
+		size_t l = strlen(buf);
+		while (l && (buf[l - 1] == '\n' || buf[l - 1] == '\r'))
+			buf[--l] = 0;
+	}
+	close(fd);
+}
+
+/* How the job's child ended -> the reference's error (0 when it
+ * succeeded). */
+static int torch_outcome(const char *wdir, const struct check_pyworker_status *st, unsigned wall_ms,
+			 struct kf_err *err)
+{
+	if (st->exited && st->code == 0)
+		return 0;
+	char tail[TORCH_TAIL_MAX + 1];
+	torch_log_tail(wdir, tail, sizeof tail);
+	if (st->timed_out)
+		return kf_err_set(err, KF_ETIMEOUT,
+				  "reference.torch did not finish within %u ms: its python "
+				  "process was killed%s%s",
+				  wall_ms, tail[0] ? "; its output ends: " : "", tail);
+	if (!st->exited)
+		return kf_err_set(err, KF_EINVAL,
+				  "reference.torch failed: its python process died of signal %d "
+				  "(%s)%s%s",
+				  st->signal, strsignal(st->signal), tail[0] ? ": " : "", tail);
+	return kf_err_set(err, KF_EINVAL, "reference.torch failed: %s",
+			  tail[0] ? tail : "exit status without output");
+}
+
+/* Moves the outputs of ntrials from wdir into dir (the worker's directory
+ * is emptied for the next job). A link moves as a link, which the reader
+ * (O_NOFOLLOW) refuses. */
+static void torch_take_outputs(const struct spec *s, const char *wdir, const char *dir, int ntrials)
+{
+	for (int k = 0; k < ntrials; k++)
+		for (size_t t = 0; t < s->tensors_len; t++) {
+			if (s->tensors[t].role == SPEC_ROLE_INPUT)
+				continue;
+			char name[128], from[PATH_MAX + 140], to[PATH_MAX + 140];
+			snprintf(name, sizeof name, "torch.t%d.%s.bin", k, s->tensors[t].name);
+			snprintf(from, sizeof from, "%s/%s", wdir, name);
+			snprintf(to, sizeof to, "%s/%s", dir, name);
+			if (!rename(from, to))
+				continue;
+			unlink(to); /* no stale output of an earlier run */
+			/* Another file system: copied, a regular file only (every
+			 * process of the job has ended: nothing swaps it now). */
+			struct stat st;
+			struct kf_err e = {0};
+			if (errno == EXDEV && !lstat(from, &st) && S_ISREG(st.st_mode) &&
+			    check_copy_file(from, dir, name, &e))
+				unlink(to);
+		}
+}
+
+int check_torch_reference(struct check_env *env, const struct spec *s, const char *dir,
+			  const int64_t *vals, const struct spec_bound *b, const uint64_t *seeds,
+			  int ntrials, const volatile int *cancel, struct check_phases *ph,
+			  struct kf_err *err)
+{
+	struct check_pyworker *w;
+	int started = 0;
+	double start_ms = 0;
+	int rc = check_pyworker_lease(env, cancel, &w, &started, &start_ms, err);
+	if (ph)
+		ph->torch_start_ms += start_ms;
+	if (rc)
+		return rc;
+	if (ph) {
+		ph->torch_runs++;
+		ph->torch_warm += !started;
+	}
+	const char *wdir = check_pyworker_dir(w);
+	json_t *job = torch_job(s, vals, b);
+	rc = torch_inputs(s, wdir, vals, b, seeds, ntrials, job, err);
 	char p[PATH_MAX + 32];
-	snprintf(p, sizeof p, "%s/torch_job.json", dir);
+	snprintf(p, sizeof p, "%s/torch_job.json", wdir);
 	if (!rc && json_dump_file(job, p, 0))
 		rc = kf_err_set(err, KF_EIO, "cannot write %s", p);
 	json_decref(job);
-	snprintf(p, sizeof p, "%s/torch_ref.py", dir);
-	FILE *f = rc ? NULL : fopen(p, "w");
-	if (!rc && (!f || fputs(TORCH_PY, f) < 0))
-		rc = kf_err_set(err, KF_EIO, "cannot write %s", p);
-	if (f)
-		fclose(f);
-	if (rc)
-		return rc;
-	struct jail *j;
-	if ((rc = check_get_jail(env, &j, err)))
-		return rc;
-	const char *argv[] = {torch_exe, "torch_ref.py", NULL};
-	char pp[sizeof torch_pythonpath + 16];
-	snprintf(pp, sizeof pp, "PYTHONPATH=%s", torch_pythonpath);
-	const char *envp[] = {pp, "OMP_NUM_THREADS=8", NULL};
-	struct jail_bind binds[TORCH_MAX_PATHS + 1];
-	binds[0].src = torch_exe;
-	binds[0].dst = NULL;
-	for (size_t k = 0; k < torch_paths_len; k++) {
-		binds[k + 1].src = torch_paths[k];
-		binds[k + 1].dst = NULL;
-	}
-	struct jail_job jj = {.argv = argv,
-			      .job_dir = dir,
-			      .env = envp,
-			      .ro_binds = binds,
-			      .ro_binds_len = torch_paths_len + 1,
-			      .wall_ms = 180000,
-			      .cancel = cancel,
-			      .stdout_cap_bytes = 8192,
-			      .stderr_cap_bytes = 8192};
-	struct jail_result res;
-	rc = jail_run(j, &jj, &res, err);
-	if (!rc && !(res.exited && res.exit_code == 0)) {
-		const char *o = res.out_len ? res.out : res.errout ? res.errout : "";
-		size_t l = strlen(o);
-		rc = kf_err_set(err, res.exit_code == 3 ? KF_ENOTFOUND : KF_EINVAL,
-				"reference.torch failed: %s", l > 200 ? o + l - 200 : o);
-	}
-	jail_result_fini(&res);
+	struct check_pyworker_status st;
+	if (!rc)
+		rc = check_pyworker_run(w, TORCH_WALL_MS, cancel, &st, err);
+	if (!rc)
+		rc = torch_outcome(wdir, &st, TORCH_WALL_MS, err);
+	if (!rc)
+		torch_take_outputs(s, wdir, dir, ntrials);
+	check_pyworker_release(env, w);
 	return rc;
 }
 
@@ -376,10 +362,11 @@ int check_reference_want(const struct spec *s, const char *dir, const char *pref
 		}
 		/* torch: float64 files */
 		snprintf(path, sizeof path, "%s/torch.t%d.%s.bin", dir, trial, s->tensors[t].name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
 		uint64_t need = b->elems[t] * 8;
-		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size != need) {
+		if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size != need) {
 			rc = kf_err_set(err, KF_EIO,
 					"torch reference output %s missing or of the wrong size",
 					s->tensors[t].name);

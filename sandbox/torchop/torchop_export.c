@@ -140,7 +140,7 @@ static int reference(struct check_env *env, const struct spec *s, const int64_t 
 		return check_reference_want(s, "", "ref", vals, b, 0, seed, want, err);
 	if ((rc = check_jobdir_new(env, s, tmp, sizeof tmp, err)))
 		return rc;
-	rc = check_torch_reference(env, s, tmp, vals, b, &seed, 1, NULL, err);
+	rc = check_torch_reference(env, s, tmp, vals, b, &seed, 1, NULL, NULL, err);
 	if (!rc)
 		rc = check_reference_want(s, tmp, "ref", vals, b, 0, seed, want, err);
 	check_jobdir_remove(tmp);

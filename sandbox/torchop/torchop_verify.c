@@ -208,7 +208,8 @@ static int compare_row(struct check_env *env, const struct spec *s, struct vrow 
 		return 0;
 	}
 	if (s->ref.kind == SPEC_REF_TORCH)
-		rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, &r->seed, 1, cancel, &e);
+		rc = check_torch_reference(env, s, r->dir, r->vals, &r->b, &r->seed, 1, cancel,
+					   NULL, &e);
 	if (!rc)
 		rc = check_reference_want(s, r->dir, "ref", r->vals, &r->b, 0, r->seed, want, &e);
 	if (rc) {

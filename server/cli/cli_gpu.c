@@ -273,6 +273,15 @@ static void print_phases(FILE *f, const json_t *r)
 			fprintf(f, "%s%s %.0f", shown++ ? ", " : " (", P[order[i]].label,
 				ms[order[i]]);
 	fprintf(f, "%s\n", shown ? ")" : "");
+	const json_t *tr = json_object_get(ph, "torch_reference");
+	if (json_is_object(tr))
+		fprintf(f, "torch reference: %d of %d jobs served by a warm worker%s%.0f ms)\n",
+			(int)json_integer_value(json_object_get(tr, "warm")),
+			(int)json_integer_value(json_object_get(tr, "runs")),
+			json_number_value(json_object_get(tr, "worker_start_ms")) > 0
+				? " (worker start "
+				: " (",
+			json_number_value(json_object_get(tr, "worker_start_ms")));
 }
 
 /* One line per size: the worst errors over its trials and outputs, and the

@@ -61,6 +61,13 @@ static json_t *phases_json(const struct check_phases *ph)
 	json_t *o = json_object();
 	for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
 		json_object_set_new(o, P[i].name, ms_json(P[i].ms));
+	/* Not a phase: which torch reference jobs a warm worker served, and
+	 * the worker starts (python3, import torch) inside reference_ms. */
+	if (ph->torch_runs)
+		json_object_set_new(o, "torch_reference",
+				    json_pack("{s:i, s:i, s:o}", "runs", (int)ph->torch_runs,
+					      "warm", (int)ph->torch_warm, "worker_start_ms",
+					      ms_json(ph->torch_start_ms)));
 	return o;
 }
 

@@ -1,0 +1,2 @@
+# TEST DOUBLE, not PyTorch (see ../../README.md).
+from . import functional  # noqa: F401

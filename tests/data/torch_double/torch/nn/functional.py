@@ -1,0 +1,1 @@
+# TEST DOUBLE, not PyTorch (see ../../../README.md): no functions.
