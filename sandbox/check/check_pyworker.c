@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,8 @@ static int parse_status(const char *msg, struct check_pyworker_status *st, struc
 		st->code = (int)json_integer_value(json_object_get(a, "code"));
 	} else if (s && !strcmp(s, "signal")) {
 		st->signal = (int)json_integer_value(json_object_get(a, "signal"));
+		/* SIGXCPU: the job's CPU limit, a time limit like the wall one */
+		st->timed_out = st->signal == SIGXCPU;
 	} else if (s && !strcmp(s, "timeout")) {
 		st->timed_out = 1;
 	} else {
@@ -442,8 +445,11 @@ int check_pyworker_run(struct check_pyworker *w, unsigned wall_ms, const volatil
 {
 	memset(st, 0, sizeof *st);
 	char msg[CHECK_PYWORKER_MSG_MAX];
+	/* The CPU limit is one second above the wall one: a job spinning
+	 * on one thread is decided by the wall clock, not by whichever limit
+	 * a busy host lets fire first. */
 	int n = snprintf(msg, sizeof msg, "{\"run\": {\"wall_ms\": %u, \"cpu_s\": %u}}", wall_ms,
-			 (wall_ms + 999) / 1000);
+			 (wall_ms + 999) / 1000 + 1);
 	if (send(w->fd, msg, (size_t)n, MSG_NOSIGNAL) != n) {
 		w->dead = 1;
 		return kf_err_set(err, KF_EFAULT,
