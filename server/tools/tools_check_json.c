@@ -61,6 +61,8 @@ static json_t *phases_json(const struct check_phases *ph)
 	json_t *o = json_object();
 	for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
 		json_object_set_new(o, P[i].name, ms_json(P[i].ms));
+	json_object_set_new(o, "harness_runs", json_integer(ph->harness_runs));
+	json_object_set_new(o, "harness_spares", json_integer(ph->harness_spares));
 	return o;
 }
 
