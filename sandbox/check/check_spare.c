@@ -392,7 +392,13 @@ static int run_taken(struct spare *sp, const struct check_spare_run *r, struct j
 		return kf_err_set(err, KF_EIO, "cannot move the job's files back from %s: %s", bad,
 				  strerror(errno));
 	size_t tl = strlen(CHECK_SPARE_TAKEN_LINE);
-	if (!rep->buf || rep->len < tl || memcmp(rep->buf, CHECK_SPARE_TAKEN_LINE, tl) != 0) {
+	int taken = rep->buf && rep->len >= tl && memcmp(rep->buf, CHECK_SPARE_TAKEN_LINE, tl) == 0;
+	if (!taken && fired == FIRED_CANCEL) { /* nothing to run it again for */
+		free(rep->buf);
+		memset(rep, 0, sizeof *rep);
+		return kf_err_set(err, KF_ECANCELED, "job cancelled");
+	}
+	if (!taken) {
 		char tail[160];
 		stderr_tail(res, tail, sizeof tail);
 		log_warn("check",
