@@ -61,13 +61,16 @@ if [ "${BENCH_CHECK_DAEMON:-0}" = 1 ]; then
 	i=0
 	while [ ! -s "$T/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	WHAT="$WHAT; through kforge serve (POST /v1/check, /v1/bench), $(grep -o 'each GPU keeps [0-9]* spare[^(]*\|no spare kforge-harness processes' "$T/serve.log" | head -1 | sed 's/ *$//')"
-	python3 - "$SPEC" "$(cat "$T/port")" "$REPS" "${BENCH_CHECK_GAP_S:-1}" "$T" <<'EOP' || { tail -20 "$T/serve.log"; exit 1; }
+	python3 - "$SPEC" "$(cat "$T/port")" "$REPS" "${BENCH_CHECK_GAP_S:-1}" "$T" "$GPU" <<'EOP' || { tail -20 "$T/serve.log"; exit 1; }
 import json, os, sys, time, urllib.request
 spec_path, port, reps, gap, T = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+mock = sys.argv[6] != "1"
 spec = json.load(open(spec_path))
 src = open(os.path.join(os.path.dirname(spec_path), spec.pop("source_file"))).read()
 def call(cmd, source, extra, out):
     body = dict({"spec": dict(spec, source=source)}, **extra)
+    if mock:  # the mock runs kernels on the CPU: the work-scaled watchdog is a GPU's
+        body["timeout_s"] = 120
     req = urllib.request.Request("http://127.0.0.1:%s/v1/%s" % (port, cmd), json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     t0 = time.monotonic()
@@ -81,6 +84,8 @@ def call(cmd, source, extra, out):
     if not p:
         sys.exit("%s: no phases in the result: %s" % (cmd, str(r.get("summary") or r)[:300]))
     p["call_ms"] = wall
+    if not r.get("passed"):
+        print("%s did not pass: %s" % (cmd, r.get("summary", "")[:300]), file=sys.stderr)
     print(json.dumps({"cmd": cmd, "passed": r.get("passed"), "phases": p}), file=out, flush=True)
     time.sleep(gap)
 with open(T + "/first", "w") as f:
