@@ -334,11 +334,13 @@ out:
 enum { FIRED_NONE, FIRED_TIMEOUT, FIRED_CANCEL };
 
 /* Reads sp's report into rep until EOF, killing the process at the wall
- * clock or stop. Returns what fired. */
+ * clock or stop. Returns what fired. The time from the final line to EOF
+ * (the process's exit: CUDA teardown, the jail's reaping) is logged at
+ * debug level: it is the part of harness_start a spare leaves. */
 static int read_report(struct spare *sp, const struct check_spare_run *r,
 		       struct check_report_buf *rep)
 {
-	double t0 = check_now_ms();
+	double t0 = check_now_ms(), t_final = 0;
 	int fired = FIRED_NONE;
 	char buf[65536];
 	for (;;) {
@@ -353,6 +355,9 @@ static int read_report(struct spare *sp, const struct check_spare_run *r,
 			if (k <= 0)
 				break;
 			check_report_append(rep, buf, (size_t)k);
+			if (!t_final && buf[k - 1] == '\n' &&
+			    memmem(buf, (size_t)k, "\"final\":true", 12))
+				t_final = check_now_ms();
 		}
 		if (fired == FIRED_NONE && r->stop && *r->stop)
 			fired = FIRED_CANCEL;
@@ -361,6 +366,10 @@ static int read_report(struct spare *sp, const struct check_spare_run *r,
 		if (fired != FIRED_NONE)
 			sp->cancel = 1;
 	}
+	if (t_final)
+		log_debug("check",
+			  "spare on GPU %d: final report %.1f ms after go, exit %.1f ms later",
+			  sp->device, t_final - t0, check_now_ms() - t_final);
 	return fired;
 }
 

@@ -55,7 +55,7 @@ mkdir -p "$(dirname "$REPORT")"
 if [ "${BENCH_CHECK_DAEMON:-0}" = 1 ]; then
 	LD_LIBRARY_PATH="$T${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KFORGE_HARNESS="$HSH" "$BIN" serve \
 		--http 127.0.0.1:0 --port-file "$T/port" --data-dir "$T/data" $SANDBOX \
-		--log-level info 2>"$T/serve.log" &
+		--log-level debug 2>"$T/serve.log" &
 	DPID=$!
 	trap 'kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; rm -rf "$T"' EXIT
 	i=0
@@ -96,6 +96,8 @@ with open(T + "/rows", "w") as f, open(T + "/cold", "w") as c:
         call("bench", src, {"size": 0}, f)
         call("check", src + "\n// cold %d %f\n" % (i, time.time()), {}, c)
 EOP
+	# the spares' exit times (debug lines) and anything else the daemon said
+	cp "$T/serve.log" "${REPORT%.md}.serve.log"
 fi
 run() { # cmd, extra args...
 	cmd=$1
