@@ -4,7 +4,10 @@ and a harness wrapper that holds fresh starts while $T/hold exists):
 a GPU's first job starts its spares (two per GPU by default), both GPUs get
 theirs, the next check runs on spares only and says so in its phases, killed
 spares are replaced and the check still passes (logged), a stopped daemon
-leaves neither processes nor directories, a SIGKILLed one no process."""
+leaves neither processes nor directories, a SIGKILLed one no process. And
+the harness's side of the protocol by itself: a spare without a context
+exits 3 before any report line, one whose go pipe closes exits quietly, one
+that takes its job says so first and refuses a job for another GPU."""
 import glob
 import json
 import os
@@ -145,7 +148,54 @@ def scenarios(srv, port, log_path):
     return list(wait_spares(srv.pid, {gpu: 2}))
 
 
+def spare_alone(device, job=None, go=True):
+    """The harness as a spare by itself: --wait-fd, --device; job (a dict)
+    written as job.json beside the spec before the go (none: the go pipe
+    is closed without one). Returns (exit status, report text, stderr)."""
+    d = f"{T}/alone-{device}-{bool(job)}"
+    os.makedirs(d)
+    json.dump(SPEC, open(f"{d}/spec.json", "w"))
+    rr, rw = os.pipe()
+    gr, gw = os.pipe()
+    p = subprocess.Popen([f"{T}/harness.sh", "--job", d, "--report-fd", str(rw), "--wait-fd",
+                          str(gr), "--device", str(device)], pass_fds=(rw, gr),
+                         stderr=subprocess.PIPE)
+    os.close(rw)
+    os.close(gr)
+    if job is not None:
+        json.dump(job, open(f"{d}/job.json", "w"))
+        if go:
+            os.write(gw, b"go 30\n")
+    try:
+        os.close(gw)
+        rep = b""
+        while True:
+            b = os.read(rr, 65536)
+            if not b:
+                break
+            rep += b
+        err = p.stderr.read().decode(errors="replace")
+        return p.wait(timeout=30), rep.decode(errors="replace"), err
+    finally:
+        os.close(rr)
+
+
+def harness_protocol():
+    rc, rep, err = spare_alone(5)
+    check("a spare whose context cannot be made exits 3 before any report line",
+          rc == 3 and rep == "" and "no CUDA context on device 5" in err, (rc, rep, err))
+    rc, rep, err = spare_alone(0)
+    check("a spare whose go pipe closes exits quietly", rc == 0 and rep == "" and err == "",
+          (rc, rep, err))
+    rc, rep, err = spare_alone(0, {"mode": "check", "device": 1, "rows": []})
+    lines = rep.splitlines()
+    check("a spare takes its job with its first line and refuses another GPU's",
+          rc == 0 and lines and lines[0] == '{"spare":"taken"}' and
+          "differs from the spare's --device" in lines[-1], (rc, rep, err))
+
+
 def main():
+    harness_protocol()
     # A stopped daemon ends its spares and removes their directories.
     data = f"{T}/term"
     os.makedirs(data)
