@@ -57,11 +57,13 @@ if [ "${BENCH_CHECK_DAEMON:-0}" = 1 ]; then
 		--http 127.0.0.1:0 --port-file "$T/port" --data-dir "$T/data" $SANDBOX \
 		--log-level debug 2>"$T/serve.log" &
 	DPID=$!
-	trap 'kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; rm -rf "$T"' EXIT
+	# the daemon (and its spares) end with this script, also when it is killed
+	trap 'kill $DPID ${CPID:-} 2>/dev/null; wait $DPID 2>/dev/null; rm -rf "$T"' EXIT
+	trap 'exit 1' INT TERM
 	i=0
 	while [ ! -s "$T/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	WHAT="$WHAT; through kforge serve (POST /v1/check, /v1/bench), $(grep -o 'each GPU keeps [0-9]* spare[^(]*\|no spare kforge-harness processes' "$T/serve.log" | head -1 | sed 's/ *$//')"
-	python3 - "$SPEC" "$(cat "$T/port")" "$REPS" "${BENCH_CHECK_GAP_S:-1}" "$T" "$GPU" <<'EOP' || { tail -20 "$T/serve.log"; exit 1; }
+	python3 - "$SPEC" "$(cat "$T/port")" "$REPS" "${BENCH_CHECK_GAP_S:-1}" "$T" "$GPU" <<'EOP' &
 import json, os, sys, time, urllib.request
 spec_path, port, reps, gap, T = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 mock = sys.argv[6] != "1"
@@ -96,6 +98,8 @@ with open(T + "/rows", "w") as f, open(T + "/cold", "w") as c:
         call("bench", src, {"size": 0}, f)
         call("check", src + "\n// cold %d %f\n" % (i, time.time()), {}, c)
 EOP
+	CPID=$! # waited for in the background: a signal to this script ends it at once
+	wait $CPID || { tail -20 "$T/serve.log"; exit 1; }
 	# the spares' exit times (debug lines) and anything else the daemon said
 	cp "$T/serve.log" "${REPORT%.md}.serve.log"
 fi
