@@ -301,26 +301,33 @@ void check_spares_free(struct check_spares *p)
 	free(p);
 }
 
-/* Renames every entry of directory from into directory to. Returns 0, or
- * -1 with the failing name in bad (errno set). */
+/* Renames every entry of directory from into directory to; passes repeat
+ * until one finds nothing (a directory read while entries leave it may
+ * skip some). Returns 0, or -1 with the failing name in bad (errno set). */
 static int move_all(const char *from, const char *to, char *bad, size_t cap)
 {
 	DIR *d = opendir(from);
 	int tfd = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
+	int rc = 0, saved = 0;
 	if (!d || tfd < 0) {
+		saved = errno;
 		snprintf(bad, cap, "%s", d ? to : from);
 		rc = -1;
 		goto out;
 	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (renameat(dirfd(d), e->d_name, tfd, e->d_name)) {
-			snprintf(bad, cap, "%s/%s", from, e->d_name);
-			rc = -1;
-			break;
+	for (int moved = 1; moved && !rc;) {
+		struct dirent *e;
+		moved = 0;
+		rewinddir(d);
+		while (!rc && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (renameat(dirfd(d), e->d_name, tfd, e->d_name)) {
+				saved = errno;
+				snprintf(bad, cap, "%s/%s", from, e->d_name);
+				rc = -1;
+			}
+			moved++;
 		}
 	}
 out:
@@ -328,6 +335,7 @@ out:
 		closedir(d);
 	if (tfd >= 0)
 		close(tfd);
+	errno = saved;
 	return rc;
 }
 
