@@ -497,8 +497,10 @@ int main(int argc, char **argv)
 		rc = KF_EIO;
 		goto out;
 	}
-	if (wait_fd >= 0 && (rc = spare_wait(&h, wait_fd, spare_dev)))
+	if (wait_fd >= 0 && (rc = spare_wait(&h, wait_fd, spare_dev))) {
+		json_decref(h.report);
 		return rc == 1 ? 0 : 3;
+	}
 	h.job = load_json("job.json", h.report);
 	if (!h.job) {
 		rc = KF_EINVAL;
