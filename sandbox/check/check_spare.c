@@ -448,15 +448,21 @@ int check_spare_exec(struct check_env *env, const struct check_spare_run *r,
 	memset(res, 0, sizeof *res);
 	if (!env || !env->spares)
 		return CHECK_SPARE_NONE;
-	struct spare *sp = take(env->spares, r);
+	/* The first that still runs; one that ended on its own (logged by its
+	 * thread) is freed and the next one tried. */
+	struct spare *sp;
+	while ((sp = take(env->spares, r))) {
+		pthread_mutex_lock(&sp->mu);
+		int ended = sp->ended;
+		sp->taken = !ended;
+		pthread_mutex_unlock(&sp->mu);
+		if (!ended)
+			break;
+		spare_free(sp);
+	}
 	if (!sp)
 		return CHECK_SPARE_NONE;
-	pthread_mutex_lock(&sp->mu);
-	int ended = sp->ended;
-	sp->taken = !ended;
-	pthread_mutex_unlock(&sp->mu);
-	/* A spare that ended on its own was logged by its thread. */
-	int rc = ended ? CHECK_SPARE_NONE : run_taken(sp, r, res, rep, err);
+	int rc = run_taken(sp, r, res, rep, err);
 	spare_free(sp);
 	return rc;
 }

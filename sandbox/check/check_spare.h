@@ -76,7 +76,8 @@ void check_spare_refill(struct check_env *env, const struct check_spare_run *r);
  * release with jail_result_fini) as jail_run fills it. Returns 0,
  * KF_ETIMEOUT, KF_ECANCELED or jail_run's codes with err set, or
  * CHECK_SPARE_NONE (nothing ran; res and rep empty) when env keeps no
- * spares, none was there, or the spare ended before it took the job (a
+ * spares, none of the GPU's still runs (one that died waiting is freed
+ * and the next tried), or the one sent the job ended before it took it (a
  * dead process, a faulted GPU: logged): the caller starts a fresh
  * harness. */
 int check_spare_exec(struct check_env *env, const struct check_spare_run *r,

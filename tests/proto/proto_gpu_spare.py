@@ -147,7 +147,27 @@ def scenarios(srv, port, log_path):
     r = post(port, "/v1/check", {"spec": SPEC})
     check("and the check after uses them", r.get("passed") and phases(r) == (2, 2),
           (r.get("summary"), r.get("phases")))
-    return list(wait_spares(srv.pid, {gpu: 2}))
+
+    # A hang on a spare ends at its watchdog as on a fresh harness. The
+    # mode is read as a harness starts: new spares are made to hang.
+    def renew(mode):
+        open(f"{T}/mode", "w").write(mode)
+        for p in spares(srv.pid):
+            os.kill(p, signal.SIGKILL)
+        for _ in range(200):
+            if not spares(srv.pid):
+                break
+            time.sleep(0.05)
+        return post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
+    renew("hang")
+    r = post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
+    check("a kernel that hangs on a spare is stopped by the watchdog",
+          "timeout" in r.get("safeguards_fired", []) and phases(r) == (1, 1) and
+          "did not finish within 1000 ms" in r.get("summary", ""),
+          (r.get("summary"), r.get("phases")))
+    r = renew("")
+    check("and the next job passes", r.get("passed"), r.get("summary"))
+    return list(wait_spares(srv.pid, {((r.get("device") or {}).get("index", 0)): 2}))
 
 
 def spare_alone(device, job=None, go=True):

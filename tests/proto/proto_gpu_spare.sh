@@ -18,6 +18,7 @@ case "\$*" in
 *) : >"$T/started-\$\$"; while [ -f "$T/hold" ]; do sleep 0.05; done ;;
 esac
 export MOCK_CUDA_DEVICES=2 # the jail's environment is a clean one
+export MOCK_CUDA_AXPB=\$(cat "$T/mode" 2>/dev/null) # read as the process starts
 LD_LIBRARY_PATH="$T" exec "$HARNESS" "\$@"
 EOF
 chmod +x "$T/harness.sh"
