@@ -3,7 +3,9 @@
 and a harness wrapper that holds fresh starts while $T/hold exists):
 a GPU's first job starts its spares (two per GPU by default), both GPUs get
 theirs, the next check runs on spares only and says so in its phases, killed
-spares are replaced and the check still passes (logged), a stopped daemon
+spares are replaced and the check still passes (logged), a kernel that
+hangs on a spare is stopped by its watchdog and the next job passes, a
+stopped daemon
 leaves neither processes nor directories, a SIGKILLed one no process. And
 the harness's side of the protocol by itself: a spare without a context
 exits 3 before any report line, one whose go pipe closes exits quietly, one
