@@ -213,7 +213,8 @@ int app_open(const struct app_config *cfg, struct app **out, struct kf_err *err)
 					.kb = app->kb,
 					.cc = app->cc,
 					.runner = app->runner,
-					.history = app->history};
+					.history = app->history,
+					.warm_harness = app->cfg.warm_harness};
 	check_env_init(&app->check);
 	p->check_ready = 1;
 

@@ -30,6 +30,7 @@ struct app_config {
 	const struct exec_config *exec; /* where GPU tool calls run; NULL = local */
 	int max_jobs_per_client;	/* GPU jobs at once per client; 0 = default */
 	int queued_jobs_per_client;	/* GPU jobs waiting per client; 0 = default */
+	int warm_harness;		/* keep spare harness processes per GPU (serve) */
 };
 
 struct app {

@@ -64,6 +64,7 @@ static int bench_ref_run(struct bctx *c, struct brow *r, int gpu, const char *vh
 	double t0 = check_now_ms();
 	r->ref_rc = check_harness_exec(c->env, r->dir, job, to, stop, &r->ref, NULL, &e);
 	c->phases->reference_ms += check_now_ms() - t0;
+	check_phases_count_run(c->phases, r->ref);
 	json_decref(job);
 	const json_t *line = json_array_get(json_object_get(r->ref, "rows"), 0);
 	int hung = r->ref_rc == KF_ETIMEOUT || json_is_true(json_object_get(line, "timeout"));

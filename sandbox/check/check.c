@@ -415,9 +415,10 @@ static int run_rows(struct check_job *c, int gpu, const volatile int *stop, int 
 		double t0 = check_now_ms();
 		int rc = check_harness_exec(c->env, c->rows[0].dir, job, wall, stop, &rep,
 					    is_ref ? NULL : &out, &e);
-		if (is_ref) /* the CUDA reference's whole process */
+		if (is_ref) { /* the CUDA reference's whole process */
 			c->phases->reference_ms += check_now_ms() - t0;
-		else
+			check_phases_count_run(c->phases, rep);
+		} else
 			check_phases_add_run(c->phases, rep, check_now_ms() - t0);
 		json_decref(job);
 		if (out && !c->printf_out && out[0])

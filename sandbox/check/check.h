@@ -24,6 +24,7 @@ struct runner;
 struct history;
 struct jail;
 struct check_pyworkers;
+struct check_spares;
 
 /* What check and bench read from the daemon, filled by the composition root
  * (server/app.c) and passed down by the tool layer and the CLI. The module
@@ -37,19 +38,23 @@ struct check_env {
 	struct compiler *cc;	 /* nvcc driver + artifact cache; NULL = no compiler */
 	struct runner *runner;	 /* GPU job queue */
 	struct history *history; /* calibrated ceilings; may be NULL */
-	/* Owned by the env (check_env_fini closes it): */
+	int warm_harness;	 /* 1: keep spare harness processes per GPU (the daemon:
+				  * KFORGE_HARNESS_SPARES of them, started by a GPU's
+				  * first run); 0: every run starts its own (the CLI) */
+	/* Owned by the env (check_env_fini closes them): */
 	pthread_mutex_t jail_mu;
-	struct jail *jail; /* opened on first use */
+	struct jail *jail;	     /* opened on first use */
+	struct check_spares *spares; /* the spare harnesses; NULL when none are kept */
 	/* the torch references' python workers (check_pyworker.h) */
 	struct check_pyworkers *pyworkers;
 };
 
-/* Initialises env's owned part (the module pointers are the caller's to
- * set). */
+/* Initialises env's owned part (the module pointers and warm_harness are
+ * the caller's to set). */
 void check_env_init(struct check_env *env);
 
-/* Stops the torch workers and closes the jail env opened, if any. Call
- * after the last job finished. */
+/* Ends the spare harnesses, stops the torch workers and closes the jail
+ * env opened, if any. Call after the last job finished. */
 void check_env_fini(struct check_env *env);
 
 /* The first readable of: $env (as given), <exe dir>/rel1, <exe dir>/rel2
@@ -142,12 +147,21 @@ struct check_phases {
 	 * (python3 and the torch import) for the others. */
 	unsigned torch_runs, torch_warm;
 	double torch_start_ms;
+	unsigned harness_runs;	 /* harness processes run: candidate, CUDA reference */
+	unsigned harness_spares; /* of them, spares started before the call (their
+				  * start and CUDA context were off its path) */
 };
 
 /* Adds one harness run to ph: the "phases" of report (borrowed; the
  * harness's totals, NULL or without phases counts as none) and the rest of
- * wall_ms (the process's wall time seen by the daemon) as harness_start. */
+ * wall_ms (the process's wall time seen by the daemon) as harness_start;
+ * counts it (check_phases_count_run). */
 void check_phases_add_run(struct check_phases *ph, const json_t *report, double wall_ms);
+
+/* Counts one harness run in ph->harness_runs, and in ph->harness_spares
+ * when report (borrowed; may be NULL) says "spare": true (set by
+ * check_harness_exec). */
+void check_phases_count_run(struct check_phases *ph, const json_t *report);
 
 /* Milliseconds on the monotonic clock (for phase timings). */
 double check_now_ms(void);
@@ -401,7 +415,11 @@ int check_copy_file(const char *src, const char *dir, const char *name, struct k
  * or exit status and the tail of stderr); KF_ECANCELED; KF_ESANDBOX;
  * KF_EIO. *stdout_text (new, may be NULL) gets the kernel's printf output,
  * capped at 16 KiB. The report's "phases" are the harness's phase totals
- * from the last line that had them (check_phases_add_run reads them). */
+ * from the last line that had them (check_phases_add_run reads them); its
+ * "spare" is true when a spare harness of env ran the job (the job's
+ * "device" names the GPU; check_spare.h), whose start and CUDA context
+ * were then not part of this call: the time from the call to the report
+ * is what the job waited. Without a spare a fresh harness starts. */
 int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop, json_t **report,
 		       char **stdout_text, struct kf_err *err) __attribute__((warn_unused_result));

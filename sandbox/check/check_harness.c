@@ -1,10 +1,12 @@
 /* check_harness: finding kforge's files, the jail, job directories and one
  * run of kforge-harness in the jail (job.json in, a JSON report on fd 3
- * out, capped at CHECK_REPORT_MAX_BYTES). Used by check, bench and the
- * reference runs. */
+ * out, capped at CHECK_REPORT_MAX_BYTES): on a spare harness of the GPU
+ * when the env keeps them (check_spare.c), else a fresh process. Used by
+ * check, bench and the reference runs. */
 #include "sandbox/check/check.h"
 #include "sandbox/check/check_int.h"
 #include "sandbox/check/check_pyworker.h"
+#include "sandbox/check/check_spare.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +66,30 @@ int check_find_file(const char *env, const char *rel1, const char *rel2, char *o
 	return -1;
 }
 
+/* The daemon's spare harnesses: how many per GPU, said once at start. */
+static void spares_open(struct check_env *env)
+{
+	int n;
+	struct kf_err e = {0};
+	if (!env->warm_harness)
+		return;
+	if (check_spares_count(&n, &e)) {
+		log_warn("check", "%s; no spare harness processes are kept", e.msg);
+		return;
+	}
+	if (n && check_spares_new(n, &env->spares)) {
+		log_warn("check", "out of memory for the spare harnesses; none are kept");
+		return;
+	}
+	if (n)
+		log_info("check",
+			 "each GPU keeps %d spare kforge-harness process%s, started by its first "
+			 "job (KFORGE_HARNESS_SPARES)",
+			 n, n == 1 ? "" : "es");
+	else
+		log_info("check", "no spare kforge-harness processes (KFORGE_HARNESS_SPARES=0)");
+}
+
 void check_env_init(struct check_env *env)
 {
 	unsigned long long mem;
@@ -72,6 +98,8 @@ void check_env_init(struct check_env *env)
 	pthread_mutex_init(&env->jail_mu, NULL);
 	env->jail = NULL;
 	env->pyworkers = NULL;
+	env->spares = NULL;
+	spares_open(env);
 	/* Said once at start, where the operator reads the daemon's limits. */
 	if (check_harness_mem_bytes(&mem, &e))
 		log_warn("check", "%s; checks and benchmarks refuse until it is fixed", e.msg);
@@ -89,7 +117,9 @@ void check_env_fini(struct check_env *env)
 {
 	if (!env)
 		return;
-	check_pyworkers_close(env); /* the workers run in the jail */
+	check_spares_free(env->spares); /* spares and workers run in the jail */
+	env->spares = NULL;
+	check_pyworkers_close(env);
 	jail_close(env->jail);
 	env->jail = NULL;
 	pthread_mutex_destroy(&env->jail_mu);
@@ -174,9 +204,7 @@ int check_copy_file(const char *src, const char *dir, const char *name, struct k
 
 struct reader {
 	int fd;
-	char *buf;
-	size_t len, cap;
-	int too_big;
+	struct check_report_buf rep;
 };
 
 static void *read_all(void *arg)
@@ -189,25 +217,7 @@ static void *read_all(void *arg)
 			continue;
 		if (n <= 0)
 			break;
-		if (r->len + (size_t)n > CHECK_REPORT_MAX_BYTES) {
-			r->too_big = 1; /* keep draining so the harness never blocks */
-			continue;
-		}
-		if (r->len + (size_t)n + 1 > r->cap) {
-			size_t nc = (r->cap ? r->cap * 2 : 1 << 16);
-			while (nc < r->len + (size_t)n + 1)
-				nc *= 2;
-			char *nb = realloc(r->buf, nc);
-			if (!nb) {
-				r->too_big = 1;
-				continue;
-			}
-			r->buf = nb;
-			r->cap = nc;
-		}
-		memcpy(r->buf + r->len, tmp, (size_t)n);
-		r->len += (size_t)n;
-		r->buf[r->len] = 0;
+		check_report_append(&r->rep, tmp, (size_t)n);
 	}
 	return NULL;
 }
@@ -233,8 +243,8 @@ int check_harness_mem_bytes(unsigned long long *bytes, struct kf_err *err)
 }
 
 /* Why a harness ended without its final report, into err. */
-static int no_report(const struct jail_result *res, const struct reader *rd, unsigned long long mem,
-		     struct kf_err *err)
+static int no_report(const struct jail_result *res, const struct check_report_buf *rd,
+		     unsigned long long mem, struct kf_err *err)
 {
 	char tail[160] = "";
 	if (res->errout_len) {
@@ -263,6 +273,81 @@ static int no_report(const struct jail_result *res, const struct reader *rd, uns
 			  res->exit_code, tail[0] ? ": " : "", tail);
 }
 
+/* A fresh harness for the run r (its report into rep): a process of its
+ * own in the jail. Returns jail_run's codes with jerr and res set. */
+static int run_fresh(const struct check_spare_run *r, struct jail_result *res,
+		     struct check_report_buf *rep, struct kf_err *jerr)
+{
+	memset(res, 0, sizeof *res);
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC))
+		return kf_err_set(jerr, KF_EIO, "pipe: %s", strerror(errno));
+	struct reader rd = {.fd = fds[0]};
+	pthread_t th;
+	if (pthread_create(&th, NULL, read_all, &rd)) {
+		close(fds[0]);
+		close(fds[1]);
+		return kf_err_set(jerr, KF_ENOMEM, "cannot start the report reader");
+	}
+	const char *argv[] = {r->harness, "--job", ".", "--report-fd", "3", NULL};
+	struct jail_bind binds[] = {{r->harness, NULL}};
+	struct jail_job jj = {
+		.argv = argv,
+		.job_dir = r->dir,
+		.ro_binds = binds,
+		.ro_binds_len = 1,
+		.want_gpu = 1,
+		.pass_fds = &fds[1],
+		.pass_fds_len = 1,
+		.wall_ms = r->wall_ms,
+		.fsize_bytes = 64ull << 30,
+		.data_bytes = r->data_bytes,
+		.stdout_cap_bytes = 16384,
+		.stderr_cap_bytes = 16384,
+		.cancel = r->stop,
+	};
+	int rc = jail_run(r->jail, &jj, res, jerr);
+	close(fds[1]);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	*rep = rd.rep;
+	return rc;
+}
+
+/* The report's JSON lines as one object: the final object with "rows"
+ * (one per finished row), or just {"rows": [...]} when the harness died.
+ * What arrived is kept even then. Returns new. */
+static json_t *report_parse(char *text)
+{
+	json_t *rep = json_object(), *rows = json_array(), *final = NULL;
+	json_object_set_new(rep, "rows", rows);
+	/* Phase totals are cumulative: the last line that has them knows most
+	 * (a killed process leaves its row or timeout line's). */
+	for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		json_t *o = json_loads(line, 0, NULL);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			continue;
+		}
+		if (json_is_object(json_object_get(o, "phases")))
+			json_object_set(rep, "phases", json_object_get(o, "phases"));
+		if (json_is_true(json_object_get(o, "final"))) {
+			json_decref(final);
+			final = o;
+		} else
+			json_array_append_new(rows, o);
+	}
+	if (final) {
+		json_object_update_missing(final, rep);
+		json_decref(rep);
+		rep = final;
+	}
+	return rep;
+}
+
 int check_harness_exec(struct check_env *env, const char *dir, const json_t *job,
 		       unsigned timeout_ms, const volatile int *stop, json_t **report,
 		       char **stdout_text, struct kf_err *err)
@@ -287,77 +372,36 @@ int check_harness_exec(struct check_env *env, const char *dir, const json_t *job
 	rc = check_get_jail(env, &j, err);
 	if (rc)
 		return rc;
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC))
-		return kf_err_set(err, KF_EIO, "pipe: %s", strerror(errno));
-	struct reader rd = {.fd = fds[0]};
-	pthread_t th;
-	if (pthread_create(&th, NULL, read_all, &rd)) {
-		close(fds[0]);
-		close(fds[1]);
-		return kf_err_set(err, KF_ENOMEM, "cannot start the report reader");
-	}
-	const char *argv[] = {harness, "--job", ".", "--report-fd", "3", NULL};
-	struct jail_bind binds[] = {{harness, NULL}};
-	struct jail_job jj = {
-		.argv = argv,
-		.job_dir = dir,
-		.ro_binds = binds,
-		.ro_binds_len = 1,
-		.want_gpu = 1,
-		.pass_fds = &fds[1],
-		.pass_fds_len = 1,
-		.wall_ms = timeout_ms ? timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
-		.fsize_bytes = 64ull << 30,
+	struct check_spare_run run = {
+		.jail = j,
+		.harness = harness,
 		.data_bytes = HARNESS_DATA_LIMIT ? mem : 0,
-		.stdout_cap_bytes = 16384,
-		.stderr_cap_bytes = 16384,
-		.cancel = stop,
+		.device = (int)json_integer_value(json_object_get(job, "device")),
+		.dir = dir,
+		.wall_ms = timeout_ms ? timeout_ms : CHECK_DEFAULT_TIMEOUT_MS,
+		.stop = stop,
 	};
 	struct jail_result res;
+	struct check_report_buf rd = {0};
 	struct kf_err jerr = {0};
-	rc = jail_run(j, &jj, &res, &jerr);
+	rc = check_spare_exec(env, &run, &res, &rd, &jerr);
+	int spare = rc != CHECK_SPARE_NONE;
+	if (!spare)
+		rc = run_fresh(&run, &res, &rd, &jerr);
+	check_spare_refill(env, &run);
 	if (rc && rc != KF_ETIMEOUT)
 		kf_err_set(err, rc, "%s", jerr.msg);
-	close(fds[1]);
-	pthread_join(th, NULL);
-	close(fds[0]);
 	if (stdout_text && res.out && res.out_len)
 		*stdout_text = strdup(res.out);
 	if (rc == KF_ETIMEOUT) {
 		kf_err_set(err, KF_ETIMEOUT,
 			   "the kernel did not finish within %u ms: the harness was killed",
-			   jj.wall_ms);
+			   run.wall_ms);
 	}
-	/* The report is JSON lines: one per finished row (check mode), then the
-	 * final object. What arrived is kept even when the harness died. */
-	json_t *rep = json_object(), *rows = json_array(), *final = NULL;
-	json_object_set_new(rep, "rows", rows);
-	/* Phase totals are cumulative: the last line that has them knows most
-	 * (a killed process leaves its row or timeout line's). */
-	for (char *line = rd.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl = 0;
-		json_t *o = json_loads(line, 0, NULL);
-		if (!json_is_object(o)) {
-			json_decref(o);
-			continue;
-		}
-		if (json_is_object(json_object_get(o, "phases")))
-			json_object_set(rep, "phases", json_object_get(o, "phases"));
-		if (json_is_true(json_object_get(o, "final"))) {
-			json_decref(final);
-			final = o;
-		} else
-			json_array_append_new(rows, o);
-	}
-	if (final) {
-		json_object_update_missing(final, rep);
-		json_decref(rep);
-		rep = final;
-	}
-	if (rc == 0 && !final)
+	json_t *rep = report_parse(rd.buf);
+	if (spare)
+		json_object_set_new(rep, "spare", json_true());
+	if (rc == 0 && !json_is_true(json_object_get(rep, "final")))
 		rc = no_report(&res, &rd, mem, err);
 	*report = rep;
 	jail_result_fini(&res);
@@ -394,4 +438,12 @@ void check_phases_add_run(struct check_phases *ph, const json_t *report, double 
 	 * is never negative. */
 	double rest = wall_ms - (load + up + runs + down);
 	ph->harness_start_ms += rest > 0 ? rest : 0;
+	check_phases_count_run(ph, report);
+}
+
+void check_phases_count_run(struct check_phases *ph, const json_t *report)
+{
+	ph->harness_runs++;
+	if (json_is_true(json_object_get(report, "spare")))
+		ph->harness_spares++;
 }

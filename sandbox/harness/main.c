@@ -1,6 +1,9 @@
 /* kforge-harness: runs a kernel spec's launch list on the GPU for the daemon.
  * Usage: kforge-harness --job DIR (--report-fd N | --report-file PATH)
- * DIR holds spec.json (the expanded spec), job.json (mode, sizes, seeds,
+ *        [--wait-fd M --device D]
+ * With --wait-fd the process is a spare: it makes its CUDA context on
+ * device D first and then waits for "go CPU_S" on fd M (spare_wait). DIR
+ * holds spec.json (the expanded spec), job.json (mode, sizes, seeds,
  * module paths) and the modules; candidate outputs are written there as raw
  * files. The structured report goes to fd N, never stdout (kernel printf
  * lands there, captured and capped by the jail). This file: job loading,
@@ -365,9 +368,8 @@ static void watchdog_start(struct harness *h)
 		wd.limit_ms = 0;
 }
 
-static int setup_device(struct harness *h)
+static int setup_device(struct harness *h, int ordinal)
 {
-	int ordinal = (int)json_integer_value(json_object_get(h->job, "device"));
 	CUresult r = cuInit(0);
 	if (r != CUDA_SUCCESS)
 		return harness_cuda_fail(h, r, "cuInit (is the GPU visible in the sandbox?)");
@@ -396,21 +398,98 @@ static int setup_device(struct harness *h)
 	return 0;
 }
 
+/* The line a spare writes first on the report fd once it has its job and
+ * a healthy context: the daemon knows the job started here (and strips the
+ * line); a spare that ends without it never had the job, which then gets a
+ * fresh harness. */
+#define SPARE_TAKEN_LINE "{\"spare\":\"taken\"}\n"
+
+/* Spare mode: the daemon starts the harness before its job exists, so the
+ * process and jail start and the CUDA context are off the job's path. The
+ * context is made now; the job's files are in the directory when
+ * "go CPU_S\n" arrives on wait_fd, and CPU_S (the job's CPU time limit,
+ * s) replaces the spare's own. Returns 0 to run the job; 1 when the pipe
+ * closed without a job (the daemon retired the spare: exit quietly); 2
+ * when the context could not be made or is unusable after the wait (said
+ * on stderr; the daemon starts a fresh harness, whose report says why). */
+static int spare_wait(struct harness *h, int wait_fd, int ordinal)
+{
+	int bad = setup_device(h, ordinal);
+	if (bad) {
+		char *t = json_dumps(json_object_get(h->report, "fault"), JSON_COMPACT);
+		fprintf(stderr, "spare: no CUDA context on device %d: %s\n", ordinal, t ? t : "?");
+		free(t);
+		return 2;
+	}
+	char line[64];
+	size_t n = 0;
+	while (n < sizeof line - 1 && (n == 0 || line[n - 1] != '\n')) {
+		ssize_t k = read(wait_fd, line + n, sizeof line - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return 1;
+		n += (size_t)k;
+	}
+	line[n] = 0;
+	close(wait_fd);
+	unsigned long cpu_s = 0;
+	if (sscanf(line, "go %lu", &cpu_s) != 1 || cpu_s == 0)
+		return 1;
+	/* A context that faulted while the spare waited cannot run the job. */
+	CUresult r = cuStreamSynchronize(h->stream);
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "spare: the context on device %d is unusable: %s\n", ordinal,
+			harness_cu_name(r));
+		return 2;
+	}
+	struct rusage ru;
+	struct rlimit lim;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		rlim_t used = (rlim_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec);
+		lim.rlim_cur = used + cpu_s;
+		lim.rlim_max = lim.rlim_cur + 1;
+		if (setrlimit(RLIMIT_CPU, &lim) != 0)
+			return 2;
+	}
+	if (fs_write_all(h->report_fd, SPARE_TAKEN_LINE, strlen(SPARE_TAKEN_LINE)))
+		return 1;
+	return 0;
+}
+
+/* The job's device, set up now; a spare's (spare_dev >= 0) is set up
+ * already and must be the job's. */
+static int job_device(struct harness *h, int spare_dev)
+{
+	int ordinal = (int)json_integer_value(json_object_get(h->job, "device"));
+	if (spare_dev < 0)
+		return setup_device(h, ordinal);
+	if (ordinal == spare_dev)
+		return 0;
+	json_object_set_new(h->report, "error",
+			    json_string("job.json: device differs from the spare's --device"));
+	return KF_EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL;
-	int fd = -1;
+	int fd = -1, wait_fd = -1, spare_dev = -1;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--job") == 0)
 			dir = argv[i + 1];
 		else if (strcmp(argv[i], "--report-fd") == 0)
 			fd = (int)strtol(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--wait-fd") == 0)
+			wait_fd = (int)strtol(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--device") == 0)
+			spare_dev = (int)strtol(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--report-file") == 0)
 			fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	}
-	if (!dir || fd < 0) {
-		fprintf(stderr,
-			"usage: kforge-harness --job DIR (--report-fd N | --report-file PATH)\n");
+	if (!dir || fd < 0 || (wait_fd >= 0) != (spare_dev >= 0)) {
+		fprintf(stderr, "usage: kforge-harness --job DIR (--report-fd N | --report-file "
+				"PATH) [--wait-fd M --device D]\n");
 		return 2;
 	}
 	/* Kernel printf and anything else on stdout stays away from the report. */
@@ -422,6 +501,10 @@ int main(int argc, char **argv)
 				    json_string("cannot enter the job directory"));
 		rc = KF_EIO;
 		goto out;
+	}
+	if (wait_fd >= 0 && (rc = spare_wait(&h, wait_fd, spare_dev))) {
+		json_decref(h.report);
+		return rc == 1 ? 0 : 3;
 	}
 	h.job = load_json("job.json", h.report);
 	if (!h.job) {
@@ -470,7 +553,7 @@ int main(int argc, char **argv)
 		}
 	}
 run:
-	if ((rc = setup_device(&h)))
+	if ((rc = job_device(&h, spare_dev)))
 		goto out;
 	double t0 = harness_now_ms();
 	if (strcmp(mode, "check") == 0) {

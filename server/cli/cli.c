@@ -154,6 +154,7 @@ int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *e
 	cfg.exec = co->exec;
 	cfg.max_jobs_per_client = co->max_jobs_per_client;
 	cfg.queued_jobs_per_client = co->queued_jobs_per_client;
+	cfg.warm_harness = co->warm_harness;
 	return app_open(&cfg, out, err);
 }
 
@@ -620,6 +621,7 @@ static int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "%s", err.msg);
 	xc.sandbox_none = co.sandbox == APP_SANDBOX_NONE;
 	co.exec = &xc;
+	co.warm_harness = 1; /* the daemon serves many jobs: spares pay off */
 	rc = cli_app_open(&co, &app, &err);
 	if (rc) {
 		fprintf(stderr, "kforge serve: %s\n", err.msg);

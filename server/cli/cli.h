@@ -83,6 +83,7 @@ struct cli_common {
 	const struct exec_config *exec; /* serve --executor ...; NULL = local */
 	int max_jobs_per_client;	/* serve --max-jobs-per-token N; 0 = default */
 	int queued_jobs_per_client;	/* serve --max-queued-jobs-per-token N; 0 = default */
+	int warm_harness;		/* serve: keep spare harness processes per GPU */
 };
 
 /* Help text for the common options, to paste into a command's usage. */

@@ -68,6 +68,8 @@ static json_t *phases_json(const struct check_phases *ph)
 				    json_pack("{s:i, s:i, s:o}", "runs", (int)ph->torch_runs,
 					      "warm", (int)ph->torch_warm, "worker_start_ms",
 					      ms_json(ph->torch_start_ms)));
+	json_object_set_new(o, "harness_runs", json_integer(ph->harness_runs));
+	json_object_set_new(o, "harness_spares", json_integer(ph->harness_spares));
 	return o;
 }
 

@@ -25,5 +25,7 @@ rmdir "$T/busy-\$dev" 2>/dev/null
 exit \$rc
 EOF
 chmod +x "$T/harness.sh"
-T="$T" MOCK_CUDA_DEVICES=2 LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" \
+# The wrapper reads each job.json as it starts: every run starts its own
+# harness (spare harnesses start before their job: proto_gpu_spare.sh).
+T="$T" MOCK_CUDA_DEVICES=2 KFORGE_HARNESS_SPARES=0 LD_LIBRARY_PATH="$T" KFORGE_HARNESS="$T/harness.sh" \
 	python3 "$SRC/tests/proto/proto_gpu_pool.py" "$BIN" "$SRC"

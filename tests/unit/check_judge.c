@@ -13,6 +13,7 @@
 
 #include "kernels/op.h"
 #include "sandbox/check/check.h"
+#include "sandbox/check/check_spare.h"
 
 #define N 64
 
@@ -135,6 +136,13 @@ START_TEST(phases_add_the_harness_own_and_the_rest_as_its_start)
 		  ph.download_ms == 8);
 	ck_assert(ph.harness_start_ms == 13 + 3);
 	ck_assert(ph.reference_ms == 5 && ph.compile_ms == 0);
+	/* Each run is counted; a report that says "spare" counts as one. */
+	ck_assert(ph.harness_runs == 2 && ph.harness_spares == 0);
+	json_object_set_new(rep, "spare", json_true());
+	check_phases_add_run(&ph, rep, 37);
+	check_phases_count_run(&ph, NULL);
+	ck_assert(ph.harness_runs == 4 && ph.harness_spares == 1);
+	json_object_del(rep, "spare");
 	/* Phases past the wall time (rounding) leave the start at 0 rather
 	 * than below; a run that died before reporting is all start. */
 	struct check_phases z = {0};
@@ -399,6 +407,32 @@ START_TEST(compare_across_chunks_reports_what_one_pass_would)
 }
 END_TEST
 
+/* KFORGE_HARNESS_SPARES: unset or empty is the default, 0 to the cap is
+ * taken, anything else is refused naming the value and the range. */
+START_TEST(spares_count_reads_its_variable_and_refuses_bad_values)
+{
+	struct kf_err e = {0};
+	int n = -1;
+	unsetenv("KFORGE_HARNESS_SPARES");
+	ck_assert_int_eq(check_spares_count(&n, &e), 0);
+	ck_assert_int_eq(n, CHECK_SPARES_DEFAULT);
+	setenv("KFORGE_HARNESS_SPARES", "0", 1);
+	ck_assert_int_eq(check_spares_count(&n, &e), 0);
+	ck_assert_int_eq(n, 0);
+	setenv("KFORGE_HARNESS_SPARES", "4", 1);
+	ck_assert_int_eq(check_spares_count(&n, &e), 0);
+	ck_assert_int_eq(n, 4);
+	const char *bad[] = {"5", "-1", "two", "1x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		setenv("KFORGE_HARNESS_SPARES", bad[i], 1);
+		memset(&e, 0, sizeof e);
+		ck_assert_int_eq(check_spares_count(&n, &e), KF_EINVAL);
+		ck_assert_msg(strstr(e.msg, bad[i]) && strstr(e.msg, "from 0 to 4"), "%s", e.msg);
+	}
+	unsetenv("KFORGE_HARNESS_SPARES");
+}
+END_TEST
+
 static Suite *judge_suite(void)
 {
 	Suite *s = suite_create("check_judge");
@@ -416,6 +450,7 @@ static Suite *judge_suite(void)
 	suite_add_tcase(s, tc);
 	TCase *ph = tcase_create("phases");
 	tcase_add_test(ph, phases_add_the_harness_own_and_the_rest_as_its_start);
+	tcase_add_test(ph, spares_count_reads_its_variable_and_refuses_bad_values);
 	suite_add_tcase(s, ph);
 	TCase *wd = tcase_create("watchdog");
 	tcase_add_test(wd, watchdog_follows_the_work_with_a_floor_and_a_cap);

@@ -332,11 +332,16 @@ START_TEST(answers_carry_every_phase_and_the_tool_layer_adds_its_own)
 					   .kernel_runs_ms = 6,
 					   .download_ms = 7,
 					   .reference_ms = 8,
-					   .compare_ms = 9.0004};
+					   .compare_ms = 9.0004,
+					   .harness_runs = 2,
+					   .harness_spares = 1};
 	json_t *j = tools_check_json(&res);
-	ck_assert_int_eq(json_object_size(json_object_get(j, "phases")), 9);
+	ck_assert_int_eq(json_object_size(json_object_get(j, "phases")), 11);
 	for (size_t i = 0; i < sizeof PHASES / sizeof PHASES[0]; i++)
 		ck_assert(phase(j, PHASES[i]) == (double)(i + 1));
+	/* How many harness processes ran and how many of them were spares. */
+	ck_assert(json_is_integer(json_object_get(json_object_get(j, "phases"), "harness_runs")));
+	ck_assert(phase(j, "harness_runs") == 2 && phase(j, "harness_spares") == 1);
 	ck_assert_ptr_null(json_object_get(json_object_get(j, "phases"), "history_write_ms"));
 	tools_check_phases_finish(j, 0.25, 70.5);
 	ck_assert(phase(j, "history_write_ms") == 0.25);
