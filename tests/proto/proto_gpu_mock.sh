@@ -89,6 +89,9 @@ fi
 check partial check 1 "'coverage' in r['safeguards_fired'] and 'never written' in r['summary'] and r['replay']['seed']"
 check oob check 1 "'out_of_bounds' in r['safeguards_fired'] and 'wrote past the end' in r['summary']"
 check mutate check 1 "'input_modified' in r['safeguards_fired']"
+# A value equal to a poison, written the same by every launch, is written:
+# wrong here (a NaN), but not 'never written' nor 'state between launches'.
+check poisonb check 1 "not r['passed'] and 'coverage' not in r['safeguards_fired'] and 'state_across_launches' not in r['safeguards_fired']"
 check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
 # The first hang decides the verdict: later sizes (the odd one too) are not
 # run, naming the size that hung. Its time is the kernel runs' (the
