@@ -43,22 +43,30 @@ static inline struct history *fixture_history_open(const char *dir)
 	return h;
 }
 
-/* The daemon as the tool suites run it: every tool group loaded, no GPU
- * (KFORGE_NO_GPU=1 forces that on a GPU machine too), no sandbox, errors
- * only in the log, its data under dir. Returns new (app_close). */
-static inline struct app *fixture_app_open(const char *dir)
+/* Opens the daemon's app on cfg (borrowed) with every tool group loaded
+ * and no GPU (KFORGE_NO_GPU=1 forces that on a GPU machine too). Returns
+ * new (app_close). */
+static inline struct app *fixture_app_open_config(const struct app_config *cfg)
 {
 	struct app *app = NULL;
 	struct kf_err err = {0};
 	setenv("KFORGE_NO_GPU", "1", 1);
+	ck_assert_msg(app_tools_load(0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(app_open(cfg, &app, &err) == 0, "%s", err.msg);
+	return app;
+}
+
+/* The daemon as the tool suites run it: fixture_app_open_config with no
+ * sandbox, errors only in the log, its data under dir. Returns new
+ * (app_close). */
+static inline struct app *fixture_app_open(const char *dir)
+{
 	struct app_config cfg = {.data_dir = dir,
 				 .sandbox = APP_SANDBOX_NONE,
 				 .max_message_bytes = 8u << 20,
 				 .log_level = LOG_ERROR};
 	log_set_level(LOG_ERROR);
-	ck_assert_msg(app_tools_load(0, &err) == 0, "%s", err.msg);
-	ck_assert_msg(app_open(&cfg, &app, &err) == 0, "%s", err.msg);
-	return app;
+	return fixture_app_open_config(&cfg);
 }
 
 #endif
