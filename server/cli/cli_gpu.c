@@ -602,8 +602,7 @@ int cli_calibrate_result(struct app *app, int device, json_t **out, struct kf_er
 	*out = rc ? NULL : calibration_json(&cal);
 	bench_calibration_fini(&cal);
 	if (rc)
-		*out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
-				 kf_err_name(rc), "message", err->msg);
+		*out = mcp_error_answer(kf_err_name(rc), err->msg);
 	tools_runs_record(app, HISTORY_CALIBRATE, args, *out, rc, err->msg, gpu,
 			  tools_runs_now_ms() - t0, NULL);
 	json_decref(args);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
@@ -21,8 +22,8 @@
  * would build, plus the field-level message as summary. */
 static json_t *error_result(int rc, const char *msg)
 {
-	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", msg, "passed", 0, "error", "code",
-			 kf_err_name(rc), "message", msg);
+	return json_pack("{s:s, s:b, s:o}", "summary", msg, "passed", 0, "error",
+			 mcp_error_member(kf_err_name(rc), msg));
 }
 
 /* Completes the answer (*out, may be NULL) of a check or benchmark that
@@ -43,9 +44,7 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 	if (!*out)
 		*out = error_result(rc, msg);
 	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
-		json_object_set_new(
-			*out, "error",
-			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", msg));
+		json_object_set_new(*out, "error", mcp_error_member(kf_err_name(rc), msg));
 }
 
 /* Runs the domain call of check_kernel or benchmark_kernel: its options from the validated

@@ -119,7 +119,7 @@ enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code, "message", msg);
+	j = mcp_error_answer(code, msg);
 	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	ret = transport_reply(c, status, "application/json", text ? text : "{}",
