@@ -1,6 +1,7 @@
 /* fixture: the state the suites set up the same way: a fresh temporary
- * folder, a state.db in it, and the daemon's app on it as the tool suites
- * run it (no GPU, no sandbox). Header-only (static inline, so a suite
+ * folder, files of the source tree (tests/data), a state.db in a folder,
+ * and the daemon's app on it as the tool suites run it (no GPU, no
+ * sandbox). Header-only (static inline, so a suite
  * pays only for what it calls); every helper fails the test rather than
  * return an error. */
 #ifndef KF_TESTS_FIXTURE_H
@@ -30,6 +31,32 @@ static inline void fixture_dir_remove(const char *dir)
 {
 	fs_rm_tree(dir);
 	ck_assert_msg(access(dir, F_OK) != 0, "could not remove %s", dir);
+}
+
+/* The path of rel (a path inside the source tree, e.g. "tests/data/x")
+ * under $KFORGE_SRC, else the current folder, into buf (cap bytes).
+ * Returns buf. */
+static inline const char *fixture_src_path(char *buf, size_t cap, const char *rel)
+{
+	const char *src = getenv("KFORGE_SRC");
+	ck_assert_int_lt(snprintf(buf, cap, "%s/%s", src && *src ? src : ".", rel), (int)cap);
+	return buf;
+}
+
+/* Reads path whole (at most 16 MiB). Returns new NUL-terminated text
+ * (free), its length without the NUL in *len (may be NULL). */
+static inline char *fixture_read(const char *path, size_t *len)
+{
+	char *text = NULL;
+	ck_assert_msg(fs_read_file(path, 16u << 20, 0, &text, len) == 0, "cannot read %s", path);
+	return text;
+}
+
+/* fixture_read of rel in the source tree (fixture_src_path). */
+static inline char *fixture_src_read(const char *rel, size_t *len)
+{
+	char path[PATH_MAX];
+	return fixture_read(fixture_src_path(path, sizeof path, rel), len);
 }
 
 /* Opens (creating) <dir>/state.db. Returns new (history_close). */
