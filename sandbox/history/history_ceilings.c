@@ -1,4 +1,5 @@
-/* history_ceilings: the calibrations of a GPU's model rather than of the
+/* history_ceilings: reading the calibrations (history.c stores them): one
+ * GPU's by uuid, the list, and those of a GPU's model rather than of the
  * one GPU: a cluster's nodes of one GPU type share the calibration made on
  * one of them (kforge calibrate --executor slurm), so a node looks its
  * GPU up by uuid, then by model name. See history.h. */
@@ -13,24 +14,45 @@
 	"SELECT gpu_uuid, device_name, copy_gbps, bf16_tflops, fp32_tflops, measured_ms, method, " \
 	"run_id FROM ceilings "
 
-static void text_col(sqlite3_stmt *st, int col, char *dst, size_t cap)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-
-	snprintf(dst, cap, "%s", t ? (const char *)t : "");
-}
-
 static void read_row(sqlite3_stmt *st, struct history_ceilings *c)
 {
 	memset(c, 0, sizeof(*c));
-	text_col(st, 0, c->gpu_uuid, sizeof(c->gpu_uuid));
-	text_col(st, 1, c->device_name, sizeof(c->device_name));
+	history_col_text(st, 0, c->gpu_uuid, sizeof(c->gpu_uuid));
+	history_col_text(st, 1, c->device_name, sizeof(c->device_name));
 	c->copy_gbps = sqlite3_column_double(st, 2);
 	c->bf16_tflops = sqlite3_column_double(st, 3);
 	c->fp32_tflops = sqlite3_column_double(st, 4);
 	c->measured_ms = sqlite3_column_int64(st, 5);
-	text_col(st, 6, c->method, sizeof(c->method));
-	text_col(st, 7, c->run_id, sizeof(c->run_id));
+	history_col_text(st, 6, c->method, sizeof(c->method));
+	history_col_text(st, 7, c->run_id, sizeof(c->run_id));
+}
+
+int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
+			 struct kf_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&h->mu);
+	if (sqlite3_prepare_v2(h->db, CEIL_COLS "WHERE gpu_uuid = ?", -1, &st, NULL) != SQLITE_OK) {
+		rc = history_db_fail(h, "preparing the ceilings lookup", err);
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_STATIC);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW: read_row(st, out); break;
+	case SQLITE_DONE:
+		rc = kf_err_set(err, KF_ENOTFOUND,
+				"GPU %s has no calibration: run kforge calibrate",
+				gpu_uuid ? gpu_uuid : "(none)");
+		break;
+	default: rc = history_db_fail(h, "reading the ceilings", err);
+	}
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
 }
 
 int history_get_ceilings_of(struct history *h, const char *gpu_uuid, const char *device_name,
