@@ -18,6 +18,7 @@
 #include "sandbox/compile/compile_int.h"
 #include "sandbox/compile/compile_queue.h"
 #include "sandbox/jail/jail.h"
+#include "tests/unit/fixture.h"
 
 static char data_dir[64];
 static struct jail *jl;
@@ -36,8 +37,7 @@ static void open_compiler(unsigned timeout_ms, int force_nvcc)
 
 static void setup(void)
 {
-	snprintf(data_dir, sizeof data_dir, "/tmp/kf-compile-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(data_dir));
+	fixture_dir_new(data_dir, sizeof data_dir, "compile");
 	struct jail_config jc = {.mode = JAIL_BWRAP};
 	struct kf_err err = {0};
 	ck_assert_int_eq(jail_open(&jc, &jl, &err), 0);
@@ -51,9 +51,7 @@ static void teardown(void)
 	cc = NULL;
 	jail_close(jl);
 	jl = NULL;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", data_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(data_dir);
 }
 
 static int compile_src(const char *src, const char *const *flags, size_t nflags,
