@@ -59,6 +59,25 @@ static inline char *fixture_src_read(const char *rel, size_t *len)
 	return fixture_read(fixture_src_path(path, sizeof path, rel), len);
 }
 
+/* Makes dir anew as a knowledge source tree: the real
+ * knowledge/schema.sql, the GPU facts and aliases of tests/data/kb (a
+ * frozen copy: adding a GPU to knowledge/ changes no count in the suites)
+ * and the fixture guides of tests/data/guides. */
+static inline void fixture_kb_src(const char *dir)
+{
+	const char *env = getenv("KFORGE_SRC");
+	const char *src = env && *env ? env : ".";
+	char cmd[4 * PATH_MAX + 512];
+	int n = snprintf(cmd, sizeof cmd,
+			 "rm -rf '%s' && mkdir -p '%s/guides' && cp '%s/knowledge/schema.sql' "
+			 "'%s/tests/data/kb/aliases.csv' '%s/' && "
+			 "cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
+			 "cp '%s'/tests/data/guides/*.md '%s/guides/'",
+			 dir, dir, src, src, dir, src, dir, src, dir);
+	ck_assert_int_lt(n, (int)sizeof cmd);
+	ck_assert_msg(system(cmd) == 0, "could not make the knowledge source %s", dir);
+}
+
 /* Opens (creating) <dir>/state.db. Returns new (history_close). */
 static inline struct history *fixture_history_open(const char *dir)
 {
