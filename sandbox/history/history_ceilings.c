@@ -27,26 +27,28 @@ static void read_row(sqlite3_stmt *st, struct history_ceilings *c)
 	history_col_text(st, 7, c->run_id, sizeof(c->run_id));
 }
 
-int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
-			 struct kf_err *err)
+/* The first row of sql (CEIL_COLS and a clause with one ?, bound to
+ * value) into *out, zeroed first; what names the lookup in a database
+ * error. Returns 0, KF_ENOTFOUND with no message (the caller words it) or
+ * KF_EDB. */
+static int read_one(struct history *h, const char *sql, const char *what, const char *value,
+		    struct history_ceilings *out, struct kf_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
+	char msg[80];
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db, CEIL_COLS "WHERE gpu_uuid = ?", -1, &st, NULL) != SQLITE_OK) {
-		rc = history_db_fail(h, "preparing the ceilings lookup", err);
+	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(msg, sizeof msg, "preparing %s", what);
+		rc = history_db_fail(h, msg, err);
 		goto out;
 	}
-	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, value ? value : "", -1, SQLITE_STATIC);
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW: read_row(st, out); break;
-	case SQLITE_DONE:
-		rc = kf_err_set(err, KF_ENOTFOUND,
-				"GPU %s has no calibration: run kforge calibrate",
-				gpu_uuid ? gpu_uuid : "(none)");
-		break;
+	case SQLITE_DONE: rc = KF_ENOTFOUND; break;
 	default: rc = history_db_fail(h, "reading the ceilings", err);
 	}
 out:
@@ -55,39 +57,34 @@ out:
 	return rc;
 }
 
+int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
+			 struct kf_err *err)
+{
+	int rc = read_one(h, CEIL_COLS "WHERE gpu_uuid = ?", "the ceilings lookup", gpu_uuid, out,
+			  err);
+
+	if (rc == KF_ENOTFOUND)
+		kf_err_set(err, rc, "GPU %s has no calibration: run kforge calibrate",
+			   gpu_uuid ? gpu_uuid : "(none)");
+	return rc;
+}
+
 int history_get_ceilings_of(struct history *h, const char *gpu_uuid, const char *device_name,
 			    struct history_ceilings *out, struct kf_err *err)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
 	struct kf_err e = {0};
+	int rc = history_get_ceilings(h, gpu_uuid, out, &e);
 
-	rc = history_get_ceilings(h, gpu_uuid, out, &e);
 	if (rc != KF_ENOTFOUND) {
 		if (rc)
 			kf_err_set(err, rc, "%s", e.msg);
 		return rc;
 	}
-	rc = 0;
-	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db,
-			       CEIL_COLS "WHERE device_name = ? ORDER BY measured_ms DESC LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = history_db_fail(h, "preparing the ceilings lookup by name", err);
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, device_name ? device_name : "", -1, SQLITE_STATIC);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW: read_row(st, out); break;
-	case SQLITE_DONE:
-		rc = kf_err_set(err, KF_ENOTFOUND, "no %s has a calibration: run kforge calibrate",
-				device_name ? device_name : "GPU");
-		break;
-	default: rc = history_db_fail(h, "reading the ceilings", err);
-	}
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&h->mu);
+	rc = read_one(h, CEIL_COLS "WHERE device_name = ? ORDER BY measured_ms DESC LIMIT 1",
+		      "the ceilings lookup by name", device_name, out, err);
+	if (rc == KF_ENOTFOUND)
+		kf_err_set(err, rc, "no %s has a calibration: run kforge calibrate",
+			   device_name ? device_name : "GPU");
 	return rc;
 }
 
