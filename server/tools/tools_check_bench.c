@@ -47,10 +47,11 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 		json_object_set_new(*out, "error", mcp_error_member(kf_err_name(rc), msg));
 }
 
-/* Runs the domain call of check_kernel or benchmark_kernel: its options from the validated
- * arguments, progress through pr (borrowed), the device used in *gpu.
- * Sets *out (new) to the answer written from the result struct, also when
- * the call fails with a verdict; returns the domain's code. */
+/* Runs the domain call of check_kernel or benchmark_kernel: its options
+ * from the validated arguments, progress through pr (borrowed), the device
+ * used in *gpu. Sets *out (new) to the answer written from the result
+ * struct, also when the call fails with a verdict; returns the domain's
+ * code. */
 typedef int (*check_bench_run_fn)(struct tool_ctx *ctx, const json_t *args,
 				  struct tools_progress *pr, int *gpu, json_t **out,
 				  struct kf_err *err);
