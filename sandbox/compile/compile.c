@@ -225,9 +225,7 @@ int compile_open(const struct compile_config *cfg, struct compiler **out, struct
 	*out = cc;
 	return 0;
 out:
-	cache_close(cc->cache);
-	jail_close(cc->own_jail);
-	free(cc);
+	compile_close(cc); /* frees what was opened so far */
 	return rc;
 }
 

@@ -914,51 +914,9 @@ out:
 	return rc;
 }
 
-static void copy_col(sqlite3_stmt *st, int i, char *dst, size_t cap)
+void history_col_text(sqlite3_stmt *st, int i, char *dst, size_t cap)
 {
 	const char *s = (const char *)sqlite3_column_text(st, i);
 
 	snprintf(dst, cap, "%s", s ? s : "");
-}
-
-int history_get_ceilings(struct history *h, const char *gpu_uuid, struct history_ceilings *out,
-			 struct kf_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&h->mu);
-	if (sqlite3_prepare_v2(h->db,
-			       "SELECT gpu_uuid, device_name, copy_gbps, bf16_tflops, "
-			       "fp32_tflops, measured_ms, method, run_id FROM ceilings "
-			       "WHERE gpu_uuid = ?",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = history_db_fail(h, "preparing the ceilings lookup", err);
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, gpu_uuid ? gpu_uuid : "", -1, SQLITE_STATIC);
-	step = sqlite3_step(st);
-	if (step == SQLITE_DONE) {
-		rc = kf_err_set(err, KF_ENOTFOUND,
-				"GPU %s has no calibration: run kforge calibrate",
-				gpu_uuid ? gpu_uuid : "(none)");
-		goto out;
-	}
-	if (step != SQLITE_ROW) {
-		rc = history_db_fail(h, "reading the ceilings", err);
-		goto out;
-	}
-	copy_col(st, 0, out->gpu_uuid, sizeof(out->gpu_uuid));
-	copy_col(st, 1, out->device_name, sizeof(out->device_name));
-	out->copy_gbps = sqlite3_column_double(st, 2);
-	out->bf16_tflops = sqlite3_column_double(st, 3);
-	out->fp32_tflops = sqlite3_column_double(st, 4);
-	out->measured_ms = sqlite3_column_int64(st, 5);
-	copy_col(st, 6, out->method, sizeof(out->method));
-	copy_col(st, 7, out->run_id, sizeof(out->run_id));
-out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&h->mu);
-	return rc;
 }

@@ -1,5 +1,6 @@
 /* history_int: what history.c (runs, ceilings, the schema) shares with
- * history_jobs.c (exec jobs). Included by no one else. */
+ * history_jobs.c (exec jobs) and history_ceilings.c (reading the
+ * calibrations). Included by no one else. */
 #ifndef KF_HISTORY_INT_H
 #define KF_HISTORY_INT_H
 
@@ -17,6 +18,10 @@ struct history {
 
 /* KF_EDB with "state.db (path): what: sqlite's message". */
 int history_db_fail(struct history *h, const char *what, struct kf_err *err);
+
+/* The text of column i of st's current row into dst (cap bytes, cut to
+ * fit; "" for NULL). */
+void history_col_text(sqlite3_stmt *st, int i, char *dst, size_t cap);
 
 /* A new time-sortable id ("r" + 15 base32 chars) for unix time ms. */
 void history_make_id(int64_t ms, char out[HISTORY_ID_BYTES]);

@@ -123,25 +123,18 @@ out:
 
 #define JOB_COLUMNS "key, tool, client, dir, slurm_id, attempt, state, reason, run_id, created_ms"
 
-static void copy_col(sqlite3_stmt *st, int i, char *dst, size_t cap)
-{
-	const unsigned char *s = sqlite3_column_text(st, i);
-
-	snprintf(dst, cap, "%s", s ? (const char *)s : "");
-}
-
 static void read_job(sqlite3_stmt *st, struct history_job *j)
 {
 	memset(j, 0, sizeof(*j));
-	copy_col(st, 0, j->key, sizeof(j->key));
-	copy_col(st, 1, j->tool, sizeof(j->tool));
-	copy_col(st, 2, j->client, sizeof(j->client));
-	copy_col(st, 3, j->dir, sizeof(j->dir));
-	copy_col(st, 4, j->slurm_id, sizeof(j->slurm_id));
+	history_col_text(st, 0, j->key, sizeof(j->key));
+	history_col_text(st, 1, j->tool, sizeof(j->tool));
+	history_col_text(st, 2, j->client, sizeof(j->client));
+	history_col_text(st, 3, j->dir, sizeof(j->dir));
+	history_col_text(st, 4, j->slurm_id, sizeof(j->slurm_id));
 	j->attempt = sqlite3_column_int(st, 5);
 	j->state = state_parse((const char *)sqlite3_column_text(st, 6));
-	copy_col(st, 7, j->reason, sizeof(j->reason));
-	copy_col(st, 8, j->run_id, sizeof(j->run_id));
+	history_col_text(st, 7, j->reason, sizeof(j->reason));
+	history_col_text(st, 8, j->run_id, sizeof(j->run_id));
 	j->created_ms = sqlite3_column_int64(st, 9);
 }
 
@@ -236,7 +229,7 @@ int history_job_record_begin(struct history *h, const char *key, char id[HISTORY
 	else if (step != SQLITE_ROW)
 		rc = history_db_fail(h, "reading a job", err);
 	else if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		copy_col(st, 0, id, HISTORY_ID_BYTES);
+		history_col_text(st, 0, id, HISTORY_ID_BYTES);
 		*recorded = 1;
 	}
 out:

@@ -16,18 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/embed.h"
 #include "kernels/op.h"
 #include "sandbox/compile/cache.h"
 
-#define EMBED(sym, file)                                                                     \
-	__asm__(".section .rodata\n.balign 16\n" #sym "_start:\n.incbin \"" file "\"\n" #sym \
-		"_end:\n.previous\n");                                                       \
-	extern const char sym##_start[] __asm__(#sym "_start");                              \
-	extern const char sym##_end[] __asm__(#sym "_end")
-
-EMBED(kf_torchop_test, "sandbox/torchop/export/test_op.py");
-EMBED(kf_torchop_bench, "sandbox/torchop/export/benchmark.py");
-EMBED(kf_torchop_setup, "sandbox/torchop/export/setup.py");
+EMBED_FILE(kf_torchop_test, "sandbox/torchop/export/test_op.py");
+EMBED_FILE(kf_torchop_bench, "sandbox/torchop/export/benchmark.py");
+EMBED_FILE(kf_torchop_setup, "sandbox/torchop/export/setup.py");
 
 /* The test data's fixed seed: the same project bytes every export. */
 #define EXPORT_SEED 0x6b666f7267650001ull

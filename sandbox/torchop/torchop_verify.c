@@ -14,18 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/embed.h"
 #include "sandbox/compile/compile.h"
 #include "sandbox/pool/runner.h"
 
-__asm__(".section .rodata\n"
-	".balign 16\n"
-	"kf_torchop_verify_start:\n"
-	".incbin \"sandbox/torchop/verify.py\"\n"
-	"kf_torchop_verify_end:\n"
-	".previous\n");
-
-extern const char kf_torchop_verify_start[] __asm__("kf_torchop_verify_start");
-extern const char kf_torchop_verify_end[] __asm__("kf_torchop_verify_end");
+EMBED_FILE(kf_torchop_verify, "sandbox/torchop/verify.py");
 
 const char *torchop_verify_py(size_t *len)
 {

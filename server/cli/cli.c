@@ -328,39 +328,53 @@ int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args)
 	return cli_tool_run_print(co, tool, args, NULL);
 }
 
-int cli_tool_run_print(const struct cli_common *co, const char *tool, json_t *args,
-		       void (*print)(FILE *f, const json_t *result))
+int cli_tool_call(const struct cli_common *co, const char *tool, json_t *args, json_t **result,
+		  int *is_error)
 {
 	struct kf_err err = {0};
 	struct app *app = NULL;
-	json_t *result = NULL;
-	int is_error = 0, rc;
+	int rc = cli_app_open(co, &app, &err);
 
-	rc = cli_app_open(co, &app, &err);
+	*result = NULL;
+	*is_error = 0;
 	if (rc) {
 		json_decref(args);
 		fprintf(stderr, "kforge: %s\n", err.msg);
 		return rc == KF_EINVAL ? CLI_EXIT_ENV : cli_exit_code(rc);
 	}
-	rc = mcp_tool_call(app, tool, args, &result, &is_error, &err);
+	rc = mcp_tool_call(app, tool, args, result, is_error, &err);
 	json_decref(args);
+	app_close(app);
 	if (rc) {
 		fprintf(stderr, "kforge %s: %s\n", tool, err.msg);
-		app_close(app);
 		return cli_exit_code(rc);
 	}
+	return CLI_EXIT_OK;
+}
+
+int cli_answer_exit(const json_t *result, int is_error)
+{
+	if (!is_error)
+		return CLI_EXIT_OK;
+	return exit_of_name(
+		json_string_value(json_object_get(json_object_get(result, "error"), "code")));
+}
+
+int cli_tool_run_print(const struct cli_common *co, const char *tool, json_t *args,
+		       void (*print)(FILE *f, const json_t *result))
+{
+	json_t *result;
+	int is_error, rc = cli_tool_call(co, tool, args, &result, &is_error);
+
+	if (rc)
+		return rc;
 	if (print && !is_error && !co->json)
 		print(stdout, result);
 	else
 		cli_print_result(is_error && !co->json ? stderr : stdout, result, co->json);
-	if (is_error) {
-		const char *code = json_string_value(
-			json_object_get(json_object_get(result, "error"), "code"));
-		rc = exit_of_name(code);
-	}
+	rc = cli_answer_exit(result, is_error);
 	json_decref(result);
-	app_close(app);
-	return rc ? rc : CLI_EXIT_OK;
+	return rc;
 }
 
 /* --- serve --------------------------------------------------------------------- */

@@ -124,16 +124,29 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *
 int cli_app_open(const struct cli_common *co, struct app **out, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
-/* Prints a tool's structuredContent: with json, compact JSON and a newline;
- * otherwise the summary line, then the other members as "key: value" lines,
+/* Prints a tool's structuredContent: with json, JSON indented by two and a
+ * newline; otherwise the summary line, then the other members as "key: value" lines,
  * arrays of objects as aligned tables. result: borrowed. */
 void cli_print_result(FILE *f, const json_t *result, int json);
 
-/* The whole of a tool-calling command: opens the app from co, calls tool
- * with args (takes the reference), prints the result to stdout (errors to
- * stderr as "kforge: <summary>"), closes the app. Returns the CLI_EXIT_*
- * code matching the outcome (a tool error's "error.code" no_gpu -> 3,
- * not_found -> 4, busy/timeout -> 6, else 1). */
+/* Calls tool with args (taken) in an app opened from co and closed again.
+ * Returns CLI_EXIT_OK with *result (new) and *is_error set, or the exit
+ * code of a failure before an answer (the app could not open: 5; the
+ * arguments fail the schema: 2; an unknown tool: 4), said on stderr. Every
+ * tool-calling command goes through here; how it shows the answer is its
+ * own. */
+int cli_tool_call(const struct cli_common *co, const char *tool, json_t *args, json_t **result,
+		  int *is_error);
+
+/* The exit code of a tool's answer (result borrowed): CLI_EXIT_OK, or for a
+ * tool error its "error.code" no_gpu -> 3, not_found -> 4, sandbox/db/io
+ * -> 5, busy/timeout -> 6, cancelled -> 130, else 1, an argument the tool
+ * refused (invalid) included (docs/cli.md). */
+int cli_answer_exit(const json_t *result, int is_error);
+
+/* The whole of a tool-calling command: cli_tool_call, the result printed
+ * to stdout with cli_print_result (a tool error to stderr unless --json),
+ * and cli_answer_exit's code. */
 int cli_tool_run(const struct cli_common *co, const char *tool, json_t *args);
 
 /* cli_tool_run with the readable form of a successful result printed by

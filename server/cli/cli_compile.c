@@ -225,26 +225,13 @@ static int compile_main(int argc, char **argv)
 	if (co.json)
 		return cli_tool_run(&co, "compile_kernel", args);
 
-	struct app *app = NULL;
-	int rc = cli_app_open(&co, &app, &err);
-	if (rc) {
-		json_decref(args);
-		fprintf(stderr, "kforge: %s\n", err.msg);
-		return CLI_EXIT_ENV;
-	}
-	json_t *res = NULL;
-	int is_error = 0;
-	rc = mcp_tool_call(app, "compile_kernel", args, &res, &is_error, &err);
-	json_decref(args);
-	if (rc) {
-		fprintf(stderr, "kforge compile: %s\n", err.msg);
-		app_close(app);
-		return cli_exit_code(rc);
-	}
+	json_t *res;
+	int is_error, rc = cli_tool_call(&co, "compile_kernel", args, &res, &is_error);
+	if (rc)
+		return rc;
 	print_result(is_error ? stderr : stdout, res);
-	rc = is_error ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	rc = cli_answer_exit(res, is_error);
 	json_decref(res);
-	app_close(app);
 	return rc;
 }
 

@@ -39,6 +39,45 @@ static const char DATASET_USAGE[] =
 	"Example:\n"
 	"  kforge dataset export --out kernels-h200 --gpu H200 --min-speedup 1\n";
 
+/* The export filter's fields with a value, as the query of GET
+ * /v1/dataset.jsonl names them and as export's options spell them. */
+static const char *const FILTER_FIELDS[][2] = {
+	{"since", "--since"},
+	{"op", "--op"},
+	{"arch", "--arch"},
+	{"gpu", "--gpu"},
+	{"min_speedup", "--min-speedup"},
+	{"license", "--license"},
+};
+
+#define FILTER_FIELDS_LEN (sizeof FILTER_FIELDS / sizeof FILTER_FIELDS[0])
+
+/* Sets the filter's field FILTER_FIELDS[k] from its text v (borrowed, kept
+ * by f): the one reading of the filter for the CLI and the REST stream.
+ * Returns 0, or KF_EINVAL with err naming the field ("since: ..."). */
+static int filter_set(struct dataset_filter *f, size_t k, const char *v, struct kf_err *err)
+{
+	const char *key = FILTER_FIELDS[k][0];
+	char *end;
+
+	if (!strcmp(key, "since"))
+		return tools_runs_parse_since(v, &f->since_ms, err);
+	if (!strcmp(key, "min_speedup")) {
+		f->min_speedup = strtod(v, &end);
+		if (*end || end == v || !isfinite(f->min_speedup) || f->min_speedup < 0)
+			return kf_err_set(err, KF_EINVAL,
+					  "min_speedup: '%.40s' is not a number >= 0", v);
+	} else if (!strcmp(key, "op"))
+		f->op = v;
+	else if (!strcmp(key, "arch"))
+		f->arch = v;
+	else if (!strcmp(key, "gpu"))
+		f->gpu = v;
+	else
+		f->license = v;
+	return 0;
+}
+
 /* Takes one option of export at argv[*i] into f / out / force. Returns 0,
  * 1 (not an export option) or CLI_EXIT_USAGE (printed). */
 static int export_opt(int argc, char **argv, int *i, struct dataset_filter *f, const char **out,
@@ -48,31 +87,24 @@ static int export_opt(int argc, char **argv, int *i, struct dataset_filter *f, c
 	const char *v;
 	struct kf_err err = {0};
 
-	if ((v = cli_opt_value(argc, argv, i, "--out", &missing)))
+	if ((v = cli_opt_value(argc, argv, i, "--out", &missing))) {
 		*out = v;
-	else if (!missing && (v = cli_opt_value(argc, argv, i, "--op", &missing)))
-		f->op = v;
-	else if (!missing && (v = cli_opt_value(argc, argv, i, "--arch", &missing)))
-		f->arch = v;
-	else if (!missing && (v = cli_opt_value(argc, argv, i, "--gpu", &missing)))
-		f->gpu = v;
-	else if (!missing && (v = cli_opt_value(argc, argv, i, "--license", &missing)))
-		f->license = v;
-	else if (!missing && (v = cli_opt_value(argc, argv, i, "--since", &missing))) {
-		if (tools_runs_parse_since(v, &f->since_ms, &err))
-			return cli_usage_error("dataset", "--%s", err.msg);
-	} else if (!missing && (v = cli_opt_value(argc, argv, i, "--min-speedup", &missing))) {
-		char *end;
-		f->min_speedup = strtod(v, &end);
-		if (*end || end == v || !isfinite(f->min_speedup) || f->min_speedup < 0)
-			return cli_usage_error("dataset",
-					       "--min-speedup: '%s' is not a number >= 0", v);
-	} else if (!missing && strcmp(argv[*i], "--trajectories") == 0)
-		f->trajectories = 1;
-	else if (!missing && strcmp(argv[*i], "--force") == 0)
-		*force = 1;
-	else if (missing)
+		return 0;
+	}
+	for (size_t k = 0; k < FILTER_FIELDS_LEN && !missing; k++) {
+		if (!(v = cli_opt_value(argc, argv, i, FILTER_FIELDS[k][1], &missing)))
+			continue;
+		if (filter_set(f, k, v, &err)) /* the message names the field as the option */
+			return cli_usage_error("dataset", "%s%s", FILTER_FIELDS[k][1],
+					       err.msg + strlen(FILTER_FIELDS[k][0]));
+		return 0;
+	}
+	if (missing)
 		return cli_usage_error("dataset", "%s needs a value", argv[*i]);
+	if (strcmp(argv[*i], "--trajectories") == 0)
+		f->trajectories = 1;
+	else if (strcmp(argv[*i], "--force") == 0)
+		*force = 1;
 	else
 		return 1;
 	return 0;
@@ -154,22 +186,11 @@ static int stream_filter(const char *(*query)(void *, const char *), void *qarg,
 	const char *v;
 
 	dataset_filter_init(f);
-	f->op = query(qarg, "op");
-	f->arch = query(qarg, "arch");
-	f->gpu = query(qarg, "gpu");
-	if ((v = query(qarg, "license")))
-		f->license = v;
 	if ((v = query(qarg, "trajectories")))
 		f->trajectories = !strcmp(v, "true") || !strcmp(v, "1");
-	if ((v = query(qarg, "since")) && tools_runs_parse_since(v, &f->since_ms, &err)) {
-		snprintf(msg, cap, "%s", err.msg);
-		return 400;
-	}
-	if ((v = query(qarg, "min_speedup"))) {
-		char *end;
-		f->min_speedup = strtod(v, &end);
-		if (*end || end == v || !isfinite(f->min_speedup) || f->min_speedup < 0) {
-			snprintf(msg, cap, "min_speedup: '%.40s' is not a number >= 0", v);
+	for (size_t k = 0; k < FILTER_FIELDS_LEN; k++) {
+		if ((v = query(qarg, FILTER_FIELDS[k][0])) && filter_set(f, k, v, &err)) {
+			snprintf(msg, cap, "%s", err.msg);
 			return 400;
 		}
 	}

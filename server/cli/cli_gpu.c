@@ -408,27 +408,17 @@ static void print_bench(FILE *f, const json_t *r)
 		fprintf(f, "run: %s\n", str(r, "run_id"));
 }
 
-/* Like cli_tool_run, with this module's readable printers. */
+/* cli_tool_call, shown this module's way: a failed kernel (error.code
+ * fault or compile_error, or none) is a verdict printed by print like a
+ * passing one; any other error is its summary on stderr. */
 static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		    void (*print)(FILE *, const json_t *))
 {
-	struct kf_err err = {0};
-	struct app *app = NULL;
-	int rc = cli_app_open(co, &app, &err);
-	if (rc) {
-		json_decref(args);
-		fprintf(stderr, "kforge: %s\n", err.msg);
-		return CLI_EXIT_ENV;
-	}
-	json_t *res = NULL;
-	int is_error = 0;
-	rc = mcp_tool_call(app, tool, args, &res, &is_error, &err);
-	json_decref(args);
-	if (rc) {
-		fprintf(stderr, "kforge %s: %s\n", tool, err.msg);
-		app_close(app);
-		return cli_exit_code(rc);
-	}
+	json_t *res;
+	int is_error, rc = cli_tool_call(co, tool, args, &res, &is_error);
+
+	if (rc)
+		return rc;
 	const char *code =
 		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
 	if (co->json)
@@ -437,18 +427,9 @@ static int run_tool(const struct cli_common *co, const char *tool, json_t *args,
 		fprintf(stderr, "kforge %s: %s\n", tool, str(res, "summary"));
 	else
 		print(stdout, res);
-	int exit = CLI_EXIT_OK;
-	if (is_error) {
-		static const int codes[] = {KF_ENOGPU,	  KF_ENOTFOUND, KF_EBUSY, KF_ETIMEOUT,
-					    KF_ECANCELED, KF_ESANDBOX,	KF_EDB,	  KF_EIO};
-		exit = CLI_EXIT_FAIL;
-		for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
-			if (strcmp(code, kf_err_name(codes[i])) == 0)
-				exit = cli_exit_code(codes[i]);
-	}
+	rc = cli_answer_exit(res, is_error);
 	json_decref(res);
-	app_close(app);
-	return exit;
+	return rc;
 }
 
 /* The arguments check and bench share after their own options: an option
@@ -611,8 +592,7 @@ int cli_calibrate_result(struct app *app, int device, json_t **out, struct kf_er
 	*out = rc ? NULL : calibration_json(&cal);
 	bench_calibration_fini(&cal);
 	if (rc)
-		*out = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
-				 kf_err_name(rc), "message", err->msg);
+		*out = mcp_error_answer(kf_err_name(rc), err->msg);
 	tools_runs_record(app, HISTORY_CALIBRATE, args, *out, rc, err->msg, gpu,
 			  tools_runs_now_ms() - t0, NULL);
 	json_decref(args);

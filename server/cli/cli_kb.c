@@ -96,57 +96,15 @@ static const char GUIDE_USAGE_TAIL[] = "\n" CLI_COMMON_HELP "\n"
 				       "  kforge guide search wgmma --arch sm_90\n"
 				       "  kforge guide read coalescing\n";
 
-/* Calls tool with args (taken) in an app opened from co. Returns the exit
- * code; on success or tool error sets *res (new) and *is_error. */
-static int call(const struct cli_common *co, const char *tool, json_t *args, json_t **res,
-		int *is_error)
-{
-	struct app *app = NULL;
-	struct kf_err err = {0};
-	*res = NULL;
-	*is_error = 0;
-	int rc = cli_app_open(co, &app, &err);
-	if (rc) {
-		json_decref(args);
-		fprintf(stderr, "kforge: %s\n", err.msg);
-		return CLI_EXIT_ENV;
-	}
-	rc = mcp_tool_call(app, tool, args, res, is_error, &err);
-	json_decref(args);
-	app_close(app);
-	if (rc) {
-		fprintf(stderr, "kforge: %s\n", err.msg);
-		return cli_exit_code(rc);
-	}
-	return CLI_EXIT_OK;
-}
-
-/* The exit code and message of a tool-level error. */
+/* A tool error of kforge gpu or guide: its summary on stderr (the whole
+ * answer with --json). Returns its exit code. */
 static int tool_error(const json_t *res, int json)
 {
-	const char *code =
-		json_string_value(json_object_get(json_object_get(res, "error"), "code"));
-	if (json) {
-		char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		if (s)
-			puts(s);
-		free(s);
-	} else {
+	if (json)
+		cli_print_result(stdout, res, 1);
+	else
 		fprintf(stderr, "kforge: %s\n", json_string_value(json_object_get(res, "summary")));
-	}
-	if (!code)
-		return CLI_EXIT_FAIL;
-	if (strcmp(code, "no_gpu") == 0)
-		return CLI_EXIT_NOGPU;
-	if (strcmp(code, "not_found") == 0)
-		return CLI_EXIT_NOTFOUND;
-	if (strcmp(code, "invalid") == 0)
-		return CLI_EXIT_USAGE;
-	if (strcmp(code, "busy") == 0 || strcmp(code, "timeout") == 0)
-		return CLI_EXIT_BUSY;
-	if (strcmp(code, "io") == 0 || strcmp(code, "db") == 0)
-		return CLI_EXIT_ENV; /* the knowledge base is missing or unreadable */
-	return CLI_EXIT_FAIL;
+	return cli_answer_exit(res, 1);
 }
 
 /* The string member key of o, or "" when absent. */
@@ -324,14 +282,6 @@ static void print_compare(const json_t *res)
 	       "per figure: kforge gpu ID, or --json)\n");
 }
 
-static void print_json(const json_t *res)
-{
-	char *s = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (s)
-		puts(s);
-	free(s);
-}
-
 enum gpu_mode { GPU_ONE, GPU_LIST, GPU_COMPARE };
 
 /* kforge gpu's command line (after the common options) as get_gpu_specs
@@ -438,12 +388,12 @@ static int gpu_main(int argc, char **argv)
 		return cli_usage_error("gpu", "%s", err.msg);
 	if ((rc = gpu_parse(argc, argv, &args, &mode)))
 		return rc;
-	if ((rc = call(&co, "get_gpu_specs", args, &res, &is_error)))
+	if ((rc = cli_tool_call(&co, "get_gpu_specs", args, &res, &is_error)))
 		return rc;
 	if (is_error)
 		rc = tool_error(res, co.json);
 	else if (co.json)
-		print_json(res);
+		cli_print_result(stdout, res, 1);
 	else
 		gpu_print(res, mode);
 	json_decref(res);
@@ -502,7 +452,7 @@ static int guide_list(const struct cli_common *co)
 	size_t i;
 	json_t *g;
 	if (co->json)
-		print_json(arr);
+		cli_print_result(stdout, arr, 1);
 	else
 		json_array_foreach(arr, i, g)
 			printf("%-28s %s\n", json_string_value(json_object_get(g, "name")),
@@ -558,12 +508,13 @@ static int guide_main(int argc, char **argv)
 	}
 	if (!search)
 		json_object_set_new(args, "id", json_string(argv[2]));
-	if ((rc = call(&co, search ? "search_guides" : "read_guide", args, &res, &is_error)))
+	if ((rc = cli_tool_call(&co, search ? "search_guides" : "read_guide", args, &res,
+				&is_error)))
 		return rc;
 	if (is_error)
 		rc = tool_error(res, co.json);
 	else if (co.json)
-		print_json(res);
+		cli_print_result(stdout, res, 1);
 	else
 		guide_print(res, search);
 	json_decref(res);

@@ -106,4 +106,15 @@ int mcp_tool_call_as(struct app *app, const char *client, const char *name, cons
 		     json_t **result, int *is_error, struct kf_err *err)
 	__attribute__((warn_unused_result));
 
+/* The "error" member of a failed call's answer: {code, message}; code is
+ * a KF_E* code's name (kf_err_name) or a transport's own
+ * ("method_not_allowed"). Every answer that fails names its error this one
+ * way (tools, REST, the CLI). Returns new, or NULL when out of memory. */
+json_t *mcp_error_member(const char *code, const char *msg);
+
+/* The answer of a failed call with nothing more to say: {summary: msg,
+ * error: mcp_error_member(code, msg)}. Returns new, or NULL when out of
+ * memory. */
+json_t *mcp_error_answer(const char *code, const char *msg);
+
 #endif

@@ -36,12 +36,20 @@ static struct {
 
 /* --- results ----------------------------------------------------------------- */
 
-/* The object of a failed call: {summary: msg, error: {code, message}}.
- * Returns new. */
+json_t *mcp_error_member(const char *code, const char *msg)
+{
+	return json_pack("{s:s,s:s}", "code", code, "message", msg);
+}
+
+json_t *mcp_error_answer(const char *code, const char *msg)
+{
+	return json_pack("{s:s,s:o}", "summary", msg, "error", mcp_error_member(code, msg));
+}
+
+/* mcp_error_answer of a KF_E* code. Returns new. */
 static json_t *error_object(int code, const char *msg)
 {
-	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(code),
-			 "message", msg);
+	return mcp_error_answer(kf_err_name(code), msg);
 }
 
 /* Returns obj (taken) with "summary" as its first member, inserting
@@ -79,9 +87,7 @@ static json_t *error_with_detail(json_t *detail, int code, const char *msg)
 	}
 	detail = summary_first(detail, msg);
 	if (!json_object_get(detail, "error"))
-		json_object_set_new(
-			detail, "error",
-			json_pack("{s:s,s:s}", "code", kf_err_name(code), "message", msg));
+		json_object_set_new(detail, "error", mcp_error_member(kf_err_name(code), msg));
 	return detail;
 }
 

@@ -1,9 +1,9 @@
 /* tools: the tables of MCP tools, resources and prompts, and the per-call
- * context their handlers get. Each domain registers its entries in its own
- * file (server/tools/tools_kb.c, tools_compile.c, tools_gpu.c, tools_runs.c) as a
- * const array; tools.c lists the arrays. Handlers see the parsed, already
- * schema-validated arguments and return a result struct as JSON; they never
- * see JSON-RPC, sessions or transports. */
+ * context their handlers get. Each tool group is a const struct tool_group
+ * in its own file under server/tools/ (listed in server/tools/groups.h);
+ * the composition root hands them to the registry (tools_load_groups).
+ * Handlers see the parsed, already schema-validated arguments and return a
+ * result struct as JSON; they never see JSON-RPC, sessions or transports. */
 #ifndef KF_TOOLS_H
 #define KF_TOOLS_H
 

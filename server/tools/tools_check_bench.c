@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "sandbox/check/bench.h"
 #include "sandbox/check/check.h"
 #include "server/mcp/tools.h"
@@ -17,15 +18,12 @@
 #include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
 
-/* Progress comes from two threads (the runner's monitor and the job's own
- * steps) with their own counters; MCP wants it strictly increasing, so the
- * value sent is forced past the last one. */
 /* A bad spec or a missing GPU is answered with the error object the server
  * would build, plus the field-level message as summary. */
 static json_t *error_result(int rc, const char *msg)
 {
-	return json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", msg, "passed", 0, "error", "code",
-			 kf_err_name(rc), "message", msg);
+	return json_pack("{s:s, s:b, s:o}", "summary", msg, "passed", 0, "error",
+			 mcp_error_member(kf_err_name(rc), msg));
 }
 
 /* Completes the answer (*out, may be NULL) of a check or benchmark that
@@ -46,59 +44,57 @@ static void answer_error(int rc, struct kf_err *err, json_t **out)
 	if (!*out)
 		*out = error_result(rc, msg);
 	else if (!json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
-		json_object_set_new(
-			*out, "error",
-			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", msg));
+		json_object_set_new(*out, "error", mcp_error_member(kf_err_name(rc), msg));
 }
 
-static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+/* Runs the domain call of check_kernel or benchmark_kernel: its options
+ * from the validated arguments, progress through pr (borrowed), the device
+ * used in *gpu. Sets *out (new) to the answer written from the result
+ * struct, also when the call fails with a verdict; returns the domain's
+ * code. */
+typedef int (*check_bench_run_fn)(struct tool_ctx *ctx, const json_t *args,
+				  struct tools_progress *pr, int *gpu, json_t **out,
+				  struct kf_err *err);
+
+/* What differs between check_kernel and benchmark_kernel; everything else
+ * (the Slurm forward, the run's metadata, the error answer, the history
+ * row, the phase timings) is one path, check_bench_handle. */
+struct check_bench_tool {
+	const char *name;	/* the tool's name, for the Slurm forward */
+	enum history_kind kind; /* the history row's kind */
+	check_bench_run_fn run;
+};
+
+static unsigned timeout_ms_arg(const json_t *args)
 {
-	struct app *app = mcp_call_app(ctx);
-	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
-		return tools_exec_forward(ctx, "check_kernel", args, out, err);
-	int64_t t0 = tools_runs_now_ms();
-	double start = check_now_ms();
-	const json_t *spec = json_object_get(args, "spec");
-	const json_t *odd = json_object_get(args, "odd_size");
-	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
+	return (unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u;
+}
+
+static int check_run(struct tool_ctx *ctx, const json_t *args, struct tools_progress *pr, int *gpu,
+		     json_t **out, struct kf_err *err)
+{
 	struct check_opts o = {
 		.trials = (int)json_integer_value(json_object_get(args, "trials")),
-		.no_odd_size = json_is_false(odd),
+		.no_odd_size = json_is_false(json_object_get(args, "odd_size")),
 		.replay = json_object_get(args, "replay"),
-		.timeout_ms =
-			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.timeout_ms = timeout_ms_arg(args),
 		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
-		.progress_arg = &pr,
+		.progress_arg = pr,
 	};
-	struct tools_runs_meta meta;
-	int gpu = -1;
 	struct check_result res;
-	int rc = tools_runs_meta_from_args(app, args, &meta, err);
+	int rc = check_kernel(&mcp_call_app(ctx)->check, json_object_get(args, "spec"), &o, &res,
+			      gpu, err);
 
-	if (rc)
-		return rc;
-	rc = check_kernel(&app->check, spec, &o, &res, &gpu, err);
 	*out = tools_check_json(&res);
 	check_result_fini(&res);
-	answer_error(rc, err, out);
-	double th = check_now_ms();
-	tools_runs_record_meta(app, HISTORY_CHECK, spec, *out, rc, err->msg, gpu,
-			       tools_runs_now_ms() - t0, &meta, NULL);
-	tools_check_phases_finish(*out, check_now_ms() - th, check_now_ms() - start);
 	return rc;
 }
 
-static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+static int bench_run(struct tool_ctx *ctx, const json_t *args, struct tools_progress *pr, int *gpu,
+		     json_t **out, struct kf_err *err)
 {
-	struct app *app = mcp_call_app(ctx);
-	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
-		return tools_exec_forward(ctx, "benchmark_kernel", args, out, err);
-	int64_t t0 = tools_runs_now_ms();
-	double start = check_now_ms();
-	const json_t *spec = json_object_get(args, "spec");
 	const json_t *sz = json_object_get(args, "size");
-	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
 	struct bench_opts o = {
 		.target_rel_se = json_number_value(json_object_get(args, "target_rel_se")),
 		.budget_ms = json_number_value(json_object_get(args, "budget_ms")),
@@ -106,28 +102,59 @@ static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		.size_index = json_is_integer(sz) ? (int)json_integer_value(sz) : -1,
 		.no_baseline = json_is_false(json_object_get(args, "baseline")),
 		.no_flush = json_is_false(json_object_get(args, "flush_l2")),
-		.timeout_ms =
-			(unsigned)json_integer_value(json_object_get(args, "timeout_s")) * 1000u,
+		.timeout_ms = timeout_ms_arg(args),
 		.cancel = mcp_call_cancel_flag(ctx),
 		.progress = tools_progress_forward,
-		.progress_arg = &pr,
+		.progress_arg = pr,
 	};
+	struct bench_result res;
+	int rc = bench_kernel(&mcp_call_app(ctx)->check, json_object_get(args, "spec"), &o, &res,
+			      gpu, err);
+
+	*out = tools_bench_json(&res);
+	bench_result_fini(&res);
+	return rc;
+}
+
+static const struct check_bench_tool CHECK_TOOL = {"check_kernel", HISTORY_CHECK, check_run};
+static const struct check_bench_tool BENCH_TOOL = {"benchmark_kernel", HISTORY_BENCH, bench_run};
+
+/* The one handler path of both tools: forwarded whole when a cluster node
+ * runs the call; otherwise the run's metadata is checked before the GPU
+ * job, the answer completed with its error, the run recorded, and the
+ * answer's phases given the recording's time and the whole call's. */
+static int check_bench_handle(const struct check_bench_tool *tool, struct tool_ctx *ctx,
+			      const json_t *args, json_t **out, struct kf_err *err)
+{
+	struct app *app = mcp_call_app(ctx);
+	if (exec_is_remote(app->exec)) /* a cluster node runs this very handler */
+		return tools_exec_forward(ctx, tool->name, args, out, err);
+	int64_t t0 = tools_runs_now_ms();
+	double start = check_now_ms();
+	struct tools_progress pr = TOOLS_PROGRESS_INIT(ctx);
 	struct tools_runs_meta meta;
 	int gpu = -1;
-	struct bench_result res;
 	int rc = tools_runs_meta_from_args(app, args, &meta, err);
 
 	if (rc)
 		return rc;
-	rc = bench_kernel(&app->check, spec, &o, &res, &gpu, err);
-	*out = tools_bench_json(&res);
-	bench_result_fini(&res);
+	rc = tool->run(ctx, args, &pr, &gpu, out, err);
 	answer_error(rc, err, out);
 	double th = check_now_ms();
-	tools_runs_record_meta(app, HISTORY_BENCH, spec, *out, rc, err->msg, gpu,
-			       tools_runs_now_ms() - t0, &meta, NULL);
+	tools_runs_record_meta(app, tool->kind, json_object_get(args, "spec"), *out, rc, err->msg,
+			       gpu, tools_runs_now_ms() - t0, &meta, NULL);
 	tools_check_phases_finish(*out, check_now_ms() - th, check_now_ms() - start);
 	return rc;
+}
+
+static int check_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	return check_bench_handle(&CHECK_TOOL, ctx, args, out, err);
+}
+
+static int bench_handler(struct tool_ctx *ctx, const json_t *args, json_t **out, struct kf_err *err)
+{
+	return check_bench_handle(&BENCH_TOOL, ctx, args, out, err);
 }
 
 /* What the run means, stored with it (get_run, dataset export): what it

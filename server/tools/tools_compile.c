@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "base/log.h"
 #include "sandbox/compile/cache.h"
 #include "sandbox/compile/compile.h"
@@ -73,8 +74,7 @@ static int record(struct app *app, const json_t *args, const char *src, size_t s
 		 "the run could not be recorded in the history: %s; the compile: %s", herr.msg,
 		 run.summary ? run.summary : "");
 	json_object_set_new(result, "summary", json_string(msg));
-	json_object_set_new(result, "error",
-			    json_pack("{s:s,s:s}", "code", kf_err_name(KF_EDB), "message", msg));
+	json_object_set_new(result, "error", mcp_error_member(kf_err_name(KF_EDB), msg));
 	return KF_EDB;
 }
 
@@ -89,8 +89,7 @@ static int refused(struct app *app, const json_t *args, int rc, const struct kf_
 	 * operator's to see, not only the client's. */
 	if (rc == KF_EIO || rc == KF_EDB || rc == KF_ENOMEM || rc == KF_ESANDBOX)
 		log_warn("compile", "%s", msg);
-	*out = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", kf_err_name(rc),
-			 "message", msg);
+	*out = mcp_error_answer(kf_err_name(rc), msg);
 	if (app && app->history && *out)
 		tools_runs_record(app, HISTORY_COMPILE, args, *out, rc, msg, -1, 0, NULL);
 	return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/mcp/mcp.h"
 static json_t *timeout_json(const struct compile_result *res, const char *sum)
 {
 	json_t *o = json_object();
@@ -14,7 +15,7 @@ static json_t *timeout_json(const struct compile_result *res, const char *sum)
 	json_object_set_new(o, "sandbox", json_string(res->sandbox));
 	json_object_set_new(o, "timed_out", json_true());
 	json_object_set_new(o, "timeout_ms", json_integer(res->timeout_ms));
-	json_object_set_new(o, "error", json_pack("{s:s, s:s}", "code", "timeout", "message", sum));
+	json_object_set_new(o, "error", mcp_error_member("timeout", sum));
 	if (res->log_tail)
 		json_object_set_new(o, "log_tail", json_string(res->log_tail));
 	return o;
@@ -30,8 +31,7 @@ static json_t *mem_limit_json(const struct compile_result *res, const char *sum)
 	json_object_set_new(o, "memory_limited", json_true());
 	json_object_set_new(o, "memory_limit_bytes",
 			    json_integer((json_int_t)res->memory_limit_bytes));
-	json_object_set_new(o, "error",
-			    json_pack("{s:s, s:s}", "code", "compile_error", "message", sum));
+	json_object_set_new(o, "error", mcp_error_member("compile_error", sum));
 	if (res->log_tail)
 		json_object_set_new(o, "log_tail", json_string(res->log_tail));
 	return o;

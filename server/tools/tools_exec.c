@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "server/tools/tools_runs.h"
 
 /* What the run history stores as the run's spec: the local handlers
@@ -127,10 +128,13 @@ static json_t *answer_of(int rc, const struct exec_job_result *res, const char *
 			*code = KF_EIO;
 			snprintf(code_msg, cap, "the node's answer has no result");
 		}
-		out = json_pack("{s:s, s:b, s:{s:s, s:s, s:{s:s, s:s, s:s, s:i}}}", "summary",
-				code_msg, "passed", 0, "error", "code", kf_err_name(*code),
-				"message", code_msg, "slurm", "said", res->said, "job_id",
-				res->slurm_id, "node", res->node, "attempts", res->attempts);
+		json_t *e = mcp_error_member(kf_err_name(*code), code_msg);
+		if (e)
+			json_object_set_new(e, "slurm",
+					    json_pack("{s:s, s:s, s:s, s:i}", "said", res->said,
+						      "job_id", res->slurm_id, "node", res->node,
+						      "attempts", res->attempts));
+		out = json_pack("{s:s, s:b, s:o}", "summary", code_msg, "passed", 0, "error", e);
 	}
 	if (out)
 		json_object_set_new(out, "executor", executor_info(res));

@@ -9,6 +9,7 @@
 
 #include "sandbox/model/model.h"
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "server/tools/groups.h"
 #include "server/tools/tools_exec.h"
 #include "server/tools/tools_runs.h"
@@ -62,8 +63,7 @@ static int model_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		rc = model_run(&env, job, &o, out, &gpu, err);
 	}
 	if (rc) { /* summary first, then what the run left (the model's classes) */
-		json_t *e = json_pack("{s:s, s:{s:s, s:s}}", "summary", err->msg, "error", "code",
-				      kf_err_name(rc), "message", err->msg);
+		json_t *e = mcp_error_answer(kf_err_name(rc), err->msg);
 		if (*out)
 			json_object_update_missing(e, *out);
 		json_decref(*out);

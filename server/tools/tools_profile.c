@@ -12,6 +12,7 @@
 
 #include "sandbox/profile/profile.h"
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
 #include "server/tools/tools_exec.h"
 #include "server/tools/tools_progress.h"
@@ -166,13 +167,12 @@ static const char *const REASONS[] = {
 static json_t *profile_json(const struct profile_result *res, int rc, const char *msg)
 {
 	if (res->unavailable)
-		return json_pack("{s:s, s:b, s:s, s:{s:s, s:s}}", "summary", res->why, "profiled",
-				 0, "reason", REASONS[res->unavailable], "error", "code",
-				 kf_err_name(rc), "message", res->why);
+		return json_pack("{s:s, s:b, s:s, s:o}", "summary", res->why, "profiled", 0,
+				 "reason", REASONS[res->unavailable], "error",
+				 mcp_error_member(kf_err_name(rc), res->why));
 	if (res->answer == CHECK_ANSWER_COMPILE)
-		return json_pack("{s:s, s:b, s:s, s:{s:s, s:s}}", "summary", msg, "profiled", 0,
-				 "stage", "compile", "error", "code", kf_err_name(rc), "message",
-				 msg);
+		return json_pack("{s:s, s:b, s:s, s:o}", "summary", msg, "profiled", 0, "stage",
+				 "compile", "error", mcp_error_member(kf_err_name(rc), msg));
 	if (res->fault[0])
 		return json_pack("{s:s, s:b, s:b, s:s}", "summary", res->fault, "profiled", 0,
 				 "passed", 0, "safeguard", res->hung ? "timeout" : "fault");
@@ -257,8 +257,8 @@ static int profile_handler(struct tool_ctx *ctx, const json_t *args, json_t **ou
 	int rc = profile_kernel(&app->check, spec, &o, res, &gpu, err);
 	*out = profile_json(res, rc, err->msg);
 	if (!*out && rc)
-		*out = json_pack("{s:s, s:b, s:{s:s, s:s}}", "summary", err->msg, "profiled", 0,
-				 "error", "code", kf_err_name(rc), "message", err->msg);
+		*out = json_pack("{s:s, s:b, s:o}", "summary", err->msg, "profiled", 0, "error",
+				 mcp_error_member(kf_err_name(rc), err->msg));
 	else if (*out && rc == KF_EFAULT && res->fault[0]) {
 		kf_err_clear(err);
 		kf_err_set(err, rc, "%s", res->fault);

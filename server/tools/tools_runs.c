@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "sandbox/compile/compile.h"
@@ -219,8 +220,8 @@ static int record_run(struct app *app, const char *job_key, enum history_kind ki
 	} else if (result) {
 		run.result = result;
 	} else {
-		stored = json_pack("{s:s, s:{s:s, s:s}}", "summary", summary, "error", "code",
-				   kf_err_name(rc), "message", err_msg ? err_msg : "");
+		stored = json_pack("{s:s, s:o}", "summary", summary, "error",
+				   mcp_error_member(kf_err_name(rc), err_msg ? err_msg : ""));
 		run.result = stored;
 	}
 	ret = history_add(app->history, &run, &err);

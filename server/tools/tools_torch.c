@@ -9,6 +9,7 @@
 #include "sandbox/history/history.h"
 #include "sandbox/torchop/torchop.h"
 #include "server/app.h"
+#include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
 #include "server/tools/tools_exec.h"
 #include "server/tools/tools_progress.h"
@@ -81,9 +82,7 @@ static int build_handler(struct tool_ctx *ctx, const json_t *args, json_t **out,
 		rc = torchop_build_verify(&app->check, spec, &o, out, &gpu, err);
 	json_decref(spec);
 	if (rc && *out && !json_object_get(*out, "error") && rc != KF_EFAULT && rc != KF_ECOMPILE)
-		json_object_set_new(
-			*out, "error",
-			json_pack("{s:s, s:s}", "code", kf_err_name(rc), "message", err->msg));
+		json_object_set_new(*out, "error", mcp_error_member(kf_err_name(rc), err->msg));
 	if (rc && *out && run)
 		json_object_set_new(*out, "run", json_string(json_string_value(run)));
 	return rc;

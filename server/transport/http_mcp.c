@@ -229,6 +229,28 @@ static struct hsess *sess_find_own(struct hsrv *srv, const char *sid, const stru
 	return s;
 }
 
+/* The session a GET or DELETE names in Mcp-Session-Id (sess_find_own): a
+ * reference, or NULL with *answer set to the 400 (no header) or 404 (no
+ * such live session of this client) reply. */
+static struct hsess *named_session(struct hsrv *srv, struct MHD_Connection *conn,
+				   const struct hreq *rq, enum MHD_Result *answer)
+{
+	const char *sid = transport_header(conn, "Mcp-Session-Id");
+	struct hsess *s;
+
+	if (!sid) {
+		*answer = transport_rpc_error(conn, 400, -32000, NULL, NULL,
+					      "Bad Request: Mcp-Session-Id header is required");
+		return NULL;
+	}
+	s = sess_find_own(srv, sid, rq);
+	if (!s)
+		*answer = transport_rpc_error(conn, 404, -32001, NULL, NULL,
+					      "Session not found: '%.40s' is unknown or has ended",
+					      sid);
+	return s;
+}
+
 /* A stateless POST (msg taken): headers checked against the body, then
  * the request is handled in a session of its own that ends with it. */
 static enum MHD_Result post_modern(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq,
@@ -422,7 +444,7 @@ enum MHD_Result http_mcp_resumed(struct hreq *rq)
 
 enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
-	const char *sid = transport_header(conn, "Mcp-Session-Id");
+	enum MHD_Result answer;
 	const char *last;
 	struct hsess *s;
 	struct hcall *c;
@@ -432,14 +454,9 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 			conn, 406, -32000, NULL, NULL,
 			"Not Acceptable: GET /mcp opens an SSE stream; Accept must "
 			"include text/event-stream");
-	if (!sid)
-		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
-					   "Bad Request: Mcp-Session-Id header is required");
-	s = sess_find_own(srv, sid, rq);
+	s = named_session(srv, conn, rq, &answer);
 	if (!s)
-		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
-					   "Session not found: '%.40s' is unknown or has ended",
-					   sid);
+		return answer;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		http_sess_unref(s);
@@ -499,17 +516,11 @@ enum MHD_Result http_mcp_get(struct hsrv *srv, struct MHD_Connection *conn, stru
 
 enum MHD_Result http_mcp_delete(struct hsrv *srv, struct MHD_Connection *conn, struct hreq *rq)
 {
-	const char *sid = transport_header(conn, "Mcp-Session-Id");
-	struct hsess *s;
+	enum MHD_Result answer;
+	struct hsess *s = named_session(srv, conn, rq, &answer);
 
-	if (!sid)
-		return transport_rpc_error(conn, 400, -32000, NULL, NULL,
-					   "Bad Request: Mcp-Session-Id header is required");
-	s = sess_find_own(srv, sid, rq);
 	if (!s)
-		return transport_rpc_error(conn, 404, -32001, NULL, NULL,
-					   "Session not found: '%.40s' is unknown or has ended",
-					   sid);
+		return answer;
 	http_sess_close(srv, s);
 	http_sess_unref(s);
 	return transport_reply(conn, MHD_HTTP_OK, NULL, "", 0, NULL);

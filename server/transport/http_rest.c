@@ -83,16 +83,13 @@ static void *rest_worker(void *arg)
 
 static enum MHD_Result rest_answer(struct rest_job *j)
 {
+	/* Written out: with no memory there is no JSON to build it with. */
+	static const char NO_MEMORY[] = "{\"summary\":\"out of memory\",\"error\":{\"code\":"
+					"\"no_memory\",\"message\":\"out of memory\"}}";
+
 	if (!j->text)
-		return transport_reply(
-			j->conn, 500, "application/json",
-			"{\"summary\":\"out of "
-			"memory\",\"error\":{\"code\":\"no_memory\",\"message\":\"out of "
-			"memory\"}}",
-			strlen("{\"summary\":\"out of "
-			       "memory\",\"error\":{\"code\":\"no_memory\",\"message\":"
-			       "\"out of memory\"}}"),
-			NULL);
+		return transport_reply(j->conn, 500, "application/json", NO_MEMORY,
+				       sizeof NO_MEMORY - 1, NULL);
 	return transport_reply(j->conn, (unsigned)j->status, "application/json", j->text,
 			       j->text_len, "Allow", j->allow, "Retry-After",
 			       j->status == 503 ? "5" : NULL, NULL);

@@ -127,8 +127,7 @@ static json_t *error_body(const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code, "message",
-			 msg);
+	return mcp_error_answer(code, msg);
 }
 
 /* Splits path into at most REST_SEGS_MAX segments (pointers into path,

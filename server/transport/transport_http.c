@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/mcp/jsonrpc.h"
 #include "server/transport/http_int.h"
 #include "base/log.h"
 #include "server/transport/transport.h"
@@ -81,6 +82,18 @@ enum MHD_Result transport_reply(struct MHD_Connection *c, unsigned status, const
 	return ret;
 }
 
+/* Sends text (taken; NULL when it could not be built: "{}") as the JSON
+ * of a status reply, with one extra header when extra_name is not NULL. */
+static enum MHD_Result reply_json_text(struct MHD_Connection *c, unsigned status, char *text,
+				       const char *extra_name, const char *extra_value)
+{
+	enum MHD_Result ret =
+		transport_reply(c, status, "application/json", text ? text : "{}",
+				text ? strlen(text) : 2, extra_name, extra_value, NULL);
+	free(text);
+	return ret;
+}
+
 /* A JSON-RPC error body (id null) for transport-level failures on /mcp. */
 enum MHD_Result transport_rpc_error(struct MHD_Connection *c, unsigned status, int code,
 				    const char *extra_name, const char *extra_value,
@@ -88,21 +101,13 @@ enum MHD_Result transport_rpc_error(struct MHD_Connection *c, unsigned status, i
 {
 	char msg[400];
 	va_list ap;
-	json_t *j;
-	char *text;
-	enum MHD_Result ret;
+	size_t len;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:s,s:n,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", "error", "code", code,
-		      "message", msg);
-	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	ret = transport_reply(c, status, "application/json", text ? text : "{}",
-			      text ? strlen(text) : 2, extra_name, extra_value, NULL);
-	free(text);
-	return ret;
+	return reply_json_text(c, status, jsonrpc_error(NULL, code, msg, NULL, &len), extra_name,
+			       extra_value);
 }
 
 /* A REST-style error body {"summary", "error": {code, message}}. */
@@ -112,20 +117,16 @@ enum MHD_Result transport_rest_error(struct MHD_Connection *c, unsigned status, 
 {
 	char msg[400];
 	va_list ap;
-	json_t *j;
+	json_t *body;
 	char *text;
-	enum MHD_Result ret;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:s,s:{s:s,s:s}}", "summary", msg, "error", "code", code, "message", msg);
-	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	ret = transport_reply(c, status, "application/json", text ? text : "{}",
-			      text ? strlen(text) : 2, extra_name, extra_value, NULL);
-	free(text);
-	return ret;
+	body = mcp_error_answer(code, msg);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	return reply_json_text(c, status, text, extra_name, extra_value);
 }
 
 /* --- checks -------------------------------------------------------------------- */

@@ -1,17 +1,10 @@
-/* web: embeds server/transport/web/index.html with the assembler's .incbin, so the
- * daemon serves the page without reading files at run time (the Makefile
- * rebuilds this object when the page changes). */
+/* web: embeds server/transport/web/index.html (base/embed.h), so the
+ * daemon serves the page without reading files at run time. */
 #include "server/transport/web.h"
 
-__asm__(".section .rodata\n"
-	".balign 16\n"
-	"kf_web_index_start:\n"
-	".incbin \"server/transport/web/index.html\"\n"
-	"kf_web_index_end:\n"
-	".previous\n");
+#include "base/embed.h"
 
-extern const char kf_web_index_start[] __asm__("kf_web_index_start");
-extern const char kf_web_index_end[] __asm__("kf_web_index_end");
+EMBED_FILE(kf_web_index, "server/transport/web/index.html");
 
 const char *web_index_html(size_t *len)
 {

@@ -12,8 +12,11 @@ import subprocess
 import sys
 import tempfile
 
+from proto_common import Checks
+
 BIN = sys.argv[1]
-passed = failed = 0
+CHECKS = Checks()
+check = CHECKS.check
 
 # (command and the positional arguments it needs, option, tool, property path)
 BOUND = [
@@ -31,15 +34,6 @@ BOUND = [
     (["guide", "search", "bank"], "--limit", "search_guides", "limit"),
     (["gpu", "h100"], "--block", "get_gpu_specs", "occupancy.block_threads"),
 ]
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL proto_cli: {name}: {detail}")
 
 
 def run(*args, data):
@@ -117,8 +111,7 @@ def main():
           rc == 2 and "--status: 'broken' is not one of ok, failed, error" in err, f"rc {rc} {err}")
 
     shutil.rmtree(data, ignore_errors=True)
-    print(f"proto_cli: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.summary("proto_cli")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Helpers shared by the protocol tests (tests/proto/proto_*.py): the pass/fail
 tally every suite prints as "NAME: N passed, M failed", a stdio MCP session
-against `kforge serve` with replies collected by a reader thread, and the
-wait for an HTTP server's --port-file. Imported by the scripts next to it
+against `kforge serve` with replies collected by a reader thread, and
+`kforge serve --http` on a free port (the wait for its --port-file). Imported by the scripts next to it
 (python3 puts the script's folder on sys.path)."""
 import json
 import os
@@ -15,14 +15,18 @@ class Checks:
     """Counts passing checks and records failing ones, printing each failure
     to stderr as it happens."""
 
-    def __init__(self):
+    def __init__(self, detail_max=None):
+        """detail_max: a failure's detail is cut to this many characters
+        (a whole page or answer is noise in the log); None keeps it whole."""
         self.passes = 0
         self.fails = []
+        self.detail_max = detail_max
 
     def check(self, name, cond, detail=""):
         if cond:
             self.passes += 1
         else:
+            detail = str(detail)[:self.detail_max]
             self.fails.append(f"{name}: {detail}")
             print(f"FAIL {name}: {detail}", file=sys.stderr)
 
@@ -129,3 +133,46 @@ def wait_port_file(path, proc=None, tries=200, delay=0.05):
             raise RuntimeError(f"kforge exited {proc.returncode}")
         time.sleep(delay)
     return int(open(path).read().strip())
+
+
+class HttpServer:
+    """`kforge serve --http LISTEN` (127.0.0.1:0: a free port, read back
+    from a --port-file in tmp) with its data in data (default tmp/data).
+    Its stderr is appended to tmp/server<n>.log, n the number of entries in
+    tmp before it started, so each server of a suite keeps its own log.
+    kb adds --kb, log_level --log-level; args follow; env is added to this
+    process's environment."""
+
+    def __init__(self, binary, tmp, *args, listen="127.0.0.1:0", data=None, kb=None,
+                 log_level=None, env=None):
+        n = len(os.listdir(tmp))
+        self.portfile = os.path.join(tmp, f"port{n}")
+        self.logpath = os.path.join(tmp, f"server{n}.log")
+        cmd = [binary, "serve", "--http", listen, "--port-file", self.portfile,
+               "--data-dir", data or os.path.join(tmp, "data")]
+        if log_level:
+            cmd += ["--log-level", log_level]
+        if kb:
+            cmd += ["--kb", kb]
+        cmd += list(args)
+        self.log = open(self.logpath, "ab")
+        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log,
+                                  env={**os.environ, **(env or {})})
+        self.port = wait_port_file(self.portfile, self.p)
+
+    def stop(self, timeout=30):
+        """SIGTERM, then SIGKILL after timeout seconds; returns the exit
+        status (-9 when it had to be killed)."""
+        self.p.terminate()
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.log.close()
+        return rc
+
+    def log_text(self):
+        """What the server wrote to its log so far."""
+        with open(self.logpath, "rb") as f:
+            return f.read().decode(errors="replace")

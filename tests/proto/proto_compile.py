@@ -54,6 +54,9 @@ def main():
         check("cli prints file:line:col", 'kernel.cu:3:3: error: expected a ";"' in err, err)
         rc, out, err = cli(data, good, "--flags", "-rdc=true")
         check("cli refused flag exits 1", rc == 1 and "relocatable" in err, f"rc {rc} {err}")
+        rc, out, err = cli(data, good, "--arch", "sm_999")
+        check("cli unknown --arch exits 1 (a tool-level error, as every command)",
+              rc == 1 and "sm_999" in err, f"rc {rc} {err}")
         rc, out, err = cli(data, good, "--json")
         doc = json.loads(out) if rc == 0 else {}
         check("cli --json is the structured result", doc.get("ok") is True and

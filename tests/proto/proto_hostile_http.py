@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from proto_common import Checks, initialize_msg, wait_port_file
+from proto_common import Checks, HttpServer, initialize_msg
 
 BIN = os.environ.get("KFORGE_BIN", "build/kforge")
 KB = os.environ.get("KFORGE_KB")
@@ -30,33 +30,9 @@ OTHER = "127.0.0.2"  # a second client address on loopback
 C = Checks()
 
 
-class Server:
-    def __init__(self, tmp, *args, log_level="warn"):
-        n = len(os.listdir(tmp))
-        self.portfile = os.path.join(tmp, f"port{n}")
-        self.logpath = os.path.join(tmp, f"server{n}.log")
-        cmd = [BIN, "serve", "--http", "127.0.0.1:0", "--conformance-fixtures",
-               "--data-dir", os.path.join(tmp, "data"), "--log-level", log_level,
-               "--port-file", self.portfile]
-        if KB:
-            cmd += ["--kb", KB]
-        cmd += list(args)
-        self.log = open(self.logpath, "ab")
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
-        self.port = wait_port_file(self.portfile, self.p)
-
-    def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(20)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.log.close()
-
-    def log_text(self):
-        with open(self.logpath, "rb") as f:
-            return f.read().decode(errors="replace")
+def Server(tmp, *args, log_level="warn"):
+    """kforge serve with the conformance fixtures (HttpServer)."""
+    return HttpServer(BIN, tmp, "--conformance-fixtures", *args, kb=KB, log_level=log_level)
 
 
 def req(port, method, path, body=None, headers=None, src=None, timeout=30):

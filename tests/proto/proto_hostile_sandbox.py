@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from proto_common import Checks, StdioSession, tool_object, wait_port_file
+from proto_common import Checks, HttpServer, StdioSession, tool_object
 
 BIN = os.path.abspath(sys.argv[1])
 CHECKS = Checks()
@@ -103,16 +103,11 @@ def test_memory_bomb(tmp):
         s.close()
 
 
-class Http:
-    """`kforge serve --http` on a free port."""
+class Http(HttpServer):
+    """`kforge serve --http` on a free port, with an MCP client's calls."""
 
     def __init__(self, tmp, env):
-        self.portfile = os.path.join(tmp, "port")
-        self.log = open(os.path.join(tmp, "server.log"), "ab")
-        self.p = subprocess.Popen([BIN, "serve", "--http", "127.0.0.1:0", "--port-file",
-                                   self.portfile, "--data-dir", os.path.join(tmp, "data")],
-                                  stdout=subprocess.DEVNULL, stderr=self.log, env=env)
-        self.port = wait_port_file(self.portfile, self.p)
+        super().__init__(BIN, tmp, env=env)
 
     def post(self, body, sid=None, timeout=120):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)

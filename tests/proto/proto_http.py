@@ -17,46 +17,18 @@ import tempfile
 import threading
 import time
 
-from proto_common import wait_port_file
+from proto_common import Checks, HttpServer
 
 BIN = os.environ.get("KFORGE_BIN", "build/kforge")
 KB = os.environ.get("KFORGE_KB")
 ACCEPT = "application/json, text/event-stream"
-failures = 0
-checks = 0
+CHECKS = Checks(detail_max=600)
+check = CHECKS.check
 
 
-def check(name, cond, detail=""):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print(f"FAIL {name}: {str(detail)[:600]}", flush=True)
-
-
-class Server:
-    def __init__(self, tmp, *args, env=None):
-        self.portfile = os.path.join(tmp, f"port{len(os.listdir(tmp))}")
-        cmd = [BIN, "serve", "--data-dir", os.path.join(tmp, "data"), "--log-level", "warn",
-               "--port-file", self.portfile]
-        if KB:
-            cmd += ["--kb", KB]
-        cmd += list(args)
-        e = dict(os.environ)
-        e.update(env or {})
-        self.log = open(os.path.join(tmp, "server.log"), "ab")
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=e)
-        self.port = wait_port_file(self.portfile, self.p)
-
-    def stop(self):
-        self.p.terminate()
-        try:
-            rc = self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = -9
-        self.log.close()
-        return rc
+def Server(tmp, *args, listen="127.0.0.1:0", env=None):
+    """kforge serve logging warnings (HttpServer)."""
+    return HttpServer(BIN, tmp, *args, listen=listen, kb=KB, log_level="warn", env=env)
 
 
 def req(port, method, path, body=None, headers=None, timeout=20):
@@ -527,7 +499,7 @@ def test_rest(port):
 
 
 def test_busy(tmp):
-    s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures",
+    s = Server(tmp, "--conformance-fixtures",
                env={"KFORGE_HTTP_MAX_SESSIONS": "3", "KFORGE_HTTP_MAX_INFLIGHT": "1"})
     try:
         sts = [open_session(s.port)[0] for _ in range(2)]
@@ -574,7 +546,7 @@ def test_busy(tmp):
 
 
 def test_expiry(tmp):
-    s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures", "--session-idle", "1")
+    s = Server(tmp, "--conformance-fixtures", "--session-idle", "1")
     try:
         _, sid, _, _ = open_session(s.port)
         st1, _, _ = rpc(s.port, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, sid)
@@ -588,8 +560,7 @@ def test_expiry(tmp):
 
 def test_token(tmp):
     env = {"KF_TEST_TOKEN": "s3cret-token-value"}
-    s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures", "--token-env",
-               "KF_TEST_TOKEN", env=env)
+    s = Server(tmp, "--conformance-fixtures", "--token-env", "KF_TEST_TOKEN", env=env)
     try:
         st, hd, data = rpc(s.port, INIT)
         check("no token answers 401 with WWW-Authenticate",
@@ -620,7 +591,7 @@ def test_token(tmp):
                                         if k != "KF_UNSET_VAR_X"})
     check("--token-env naming an unset variable is refused",
           p.returncode != 0 and b"KF_UNSET_VAR_X" in p.stderr, (p.returncode, p.stderr))
-    s = Server(tmp, "--http", "0.0.0.0:0", "--token-env", "KF_TEST_TOKEN", env=env)
+    s = Server(tmp, "--token-env", "KF_TEST_TOKEN", listen="0.0.0.0:0", env=env)
     try:
         st, hd, data = req(s.port, "GET", "/v1/health",
                            headers={"Host": "gpu-box.example:7070"})
@@ -630,8 +601,7 @@ def test_token(tmp):
         check("beyond loopback a foreign Origin is still refused", st == 403, (st, data))
     finally:
         check("the server exits 0 on SIGTERM", s.stop() == 0)
-    s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures", "--allow-origin",
-               "https://tools.example.org")
+    s = Server(tmp, "--conformance-fixtures", "--allow-origin", "https://tools.example.org")
     try:
         st, hd, data = rpc(s.port, INIT, headers={"Origin": "https://tools.example.org"})
         check("--allow-origin admits that Origin", st == 200, (st, data))
@@ -654,8 +624,7 @@ def test_token(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         cap = 64 * 1024
-        s = Server(tmp, "--http", "127.0.0.1:0", "--conformance-fixtures",
-                   "--max-message-bytes", str(cap))
+        s = Server(tmp, "--conformance-fixtures", "--max-message-bytes", str(cap))
         try:
             sid = test_session(s.port)
             test_errors(s.port, sid)
@@ -671,10 +640,10 @@ def main():
         test_busy(tmp)
         test_expiry(tmp)
         test_token(tmp)
-        if failures:
-            sys.stdout.write(open(os.path.join(tmp, "server.log")).read()[-3000:])
-    print(f"proto_http: {checks - failures}/{checks} checks passed, {failures} failed")
-    return 1 if failures else 0
+        for log in sorted(f for f in os.listdir(tmp) if CHECKS.fails and f.endswith(".log")):
+            with open(os.path.join(tmp, log), errors="replace") as f:
+                sys.stdout.write(f"--- {log}\n{f.read()[-3000:]}")
+    return CHECKS.summary("proto_http")
 
 
 if __name__ == "__main__":

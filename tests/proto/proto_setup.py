@@ -13,18 +13,12 @@ import sys
 import tempfile
 import tomllib
 
+from proto_common import Checks
+
 BIN = os.path.abspath(sys.argv[1])
 SRC = os.path.abspath(sys.argv[2])
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def run(*args, cwd=None, env=None, timeout=300):
@@ -318,5 +312,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check("demo shows no_gpu for GPU steps", r.stdout.count("no usable GPU") + r.stdout.count("no GPU") >= 2,
               r.stdout[-1500:])
 
-print(f"proto_setup: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(CHECKS.summary("proto_setup"))

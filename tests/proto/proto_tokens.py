@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from proto_common import Checks, initialize_msg, wait_port_file
+from proto_common import Checks, HttpServer, initialize_msg
 
 BIN = os.environ.get("KFORGE_BIN", "build/kforge")
 KB = os.environ.get("KFORGE_KB")
@@ -48,32 +48,11 @@ def token_file(tmp, lines, mode=0o600, name="tokens"):
     return path
 
 
-class Server:
-    def __init__(self, tmp, *args, env=None):
-        n = len(os.listdir(tmp))
-        self.portfile = os.path.join(tmp, f"port{n}")
-        self.logpath = os.path.join(tmp, f"server{n}.log")
-        cmd = [BIN, "serve", "--http", "127.0.0.1:0", "--conformance-fixtures",
-               "--data-dir", os.path.join(tmp, "data"), "--log-level", "info",
-               "--port-file", self.portfile] + (["--kb", KB] if KB else []) + list(args)
-        self.log = open(self.logpath, "ab")
-        e = dict(os.environ)
-        e.update(env or {})
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=e)
-        self.port = wait_port_file(self.portfile, self.p)
-
-    def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.log.close()
-
-    def log_text(self):
-        with open(self.logpath, "rb") as f:
-            return f.read().decode(errors="replace")
+def Server(tmp, *args, env=None):
+    """kforge serve with the conformance fixtures, logging at info
+    (HttpServer)."""
+    return HttpServer(BIN, tmp, "--conformance-fixtures", *args, kb=KB, log_level="info",
+                      env=env)
 
 
 def send(port, method, path, body=None, headers=None):

@@ -15,23 +15,15 @@ import time
 import urllib.parse
 import urllib.request
 
-from proto_common import wait_port_file
+from proto_common import Checks, wait_port_file
 
 BIN = os.path.abspath(sys.argv[1])
-passed = failed = 0
+CHECKS = Checks(detail_max=1500)
+check = CHECKS.check
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-quic", "--virtual-time-budget=15000", "--window-size=1280,1000"]
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:1500]}")
 
 
 def browse(url, profile, shot=None):
@@ -152,5 +144,4 @@ with tempfile.TemporaryDirectory() as tmp:
         srv.terminate()
         srv.wait(timeout=10)
 
-print(f"proto_web: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(CHECKS.summary("proto_web"))

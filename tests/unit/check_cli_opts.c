@@ -3,7 +3,8 @@
  * checked against its bounds, and a refusal names the option and what the
  * schema allows; --help prints the schema's description, bounds, enum and
  * default; the same option table follows a changed bound with no edit of
- * its own; a table naming a property the schema lacks is refused. */
+ * its own; a table naming a property the schema lacks is refused. And the
+ * exit status a tool's answer gives every command (cli_answer_exit). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "server/app.h"
 #include "server/cli/cli.h"
 #include "server/cli/cli_opts.h"
+#include "server/mcp/mcp.h"
 #include "server/mcp/schema.h"
 #include "server/mcp/tools.h"
 
@@ -300,6 +302,36 @@ START_TEST(check_and_bench_help_show_their_tools_bounds)
 }
 END_TEST
 
+/* Every tool-calling command exits by one table (docs/cli.md): a tool
+ * error's code picks the exit status, an answer without error is 0. */
+static const struct {
+	const char *code;
+	int exit;
+} ANSWER_EXIT[] = {
+	{"no_gpu", CLI_EXIT_NOGPU},
+	{"not_found", CLI_EXIT_NOTFOUND},
+	{"sandbox", CLI_EXIT_ENV},
+	{"db", CLI_EXIT_ENV},
+	{"io", CLI_EXIT_ENV},
+	{"busy", CLI_EXIT_BUSY},
+	{"timeout", CLI_EXIT_BUSY},
+	{"cancelled", CLI_EXIT_CANCELED},
+	{"invalid", CLI_EXIT_FAIL},
+	{"fault", CLI_EXIT_FAIL},
+	{"compile_error", CLI_EXIT_FAIL},
+	{NULL, CLI_EXIT_FAIL},
+};
+
+START_TEST(a_tool_errors_code_picks_the_exit_status)
+{
+	json_t *res = ANSWER_EXIT[_i].code ? mcp_error_answer(ANSWER_EXIT[_i].code, "why")
+					   : json_pack("{s:s}", "summary", "failed");
+	ck_assert_int_eq(cli_answer_exit(res, 1), ANSWER_EXIT[_i].exit);
+	ck_assert_int_eq(cli_answer_exit(res, 0), CLI_EXIT_OK);
+	json_decref(res);
+}
+END_TEST
+
 static Suite *opts_suite(void)
 {
 	Suite *s = suite_create("cli_opts");
@@ -319,6 +351,10 @@ static Suite *opts_suite(void)
 	tcase_add_test(th, a_changed_bound_changes_validation_and_help);
 	tcase_add_test(th, check_and_bench_help_show_their_tools_bounds);
 	suite_add_tcase(s, th);
+	TCase *te = tcase_create("exit");
+	tcase_add_loop_test(te, a_tool_errors_code_picks_the_exit_status, 0,
+			    sizeof(ANSWER_EXIT) / sizeof(ANSWER_EXIT[0]));
+	suite_add_tcase(s, te);
 	return s;
 }
 

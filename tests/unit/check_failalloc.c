@@ -18,21 +18,19 @@
 #include "sandbox/jail/jail.h"
 #include "sandbox/spec/spec.h"
 #include "tests/unit/failalloc.h"
+#include "tests/unit/fixture.h"
 
 static char g_dir[64];
 
 static void setup(void)
 {
-	snprintf(g_dir, sizeof g_dir, "/tmp/kf-failalloc-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	fixture_dir_new(g_dir, sizeof g_dir, "failalloc");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
 	failalloc_arm(0);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(g_dir);
 }
 
 /* A path returns 0 with its result checked (KF_EINTERNAL when it is wrong)

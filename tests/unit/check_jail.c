@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sandbox/jail/jail.h"
+#include "tests/unit/fixture.h"
 
 static char job_dir[64];
 static char outside_dir[64];
@@ -27,10 +28,8 @@ static struct jail *jl;
 
 static void setup(void)
 {
-	snprintf(job_dir, sizeof job_dir, "/tmp/kf-jail-job-XXXXXX");
-	snprintf(outside_dir, sizeof outside_dir, "/tmp/kf-jail-out-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(job_dir));
-	ck_assert_ptr_nonnull(mkdtemp(outside_dir));
+	fixture_dir_new(job_dir, sizeof job_dir, "jail-job");
+	fixture_dir_new(outside_dir, sizeof outside_dir, "jail-out");
 	struct jail_config cfg = {.mode = JAIL_BWRAP};
 	struct kf_err err = {0};
 	ck_assert_int_eq(jail_open(&cfg, &jl, &err), 0);
@@ -39,9 +38,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "rm -rf %s %s", job_dir, outside_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(job_dir);
+	fixture_dir_remove(outside_dir);
 	jail_close(jl);
 	jl = NULL;
 }

@@ -435,7 +435,7 @@ END_TEST
 
 static Suite *judge_suite(void)
 {
-	Suite *s = suite_create("check_judge");
+	Suite *s = suite_create("judge");
 	TCase *tc = tcase_create("compare");
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, compare_passes_exact_match);

@@ -16,40 +16,19 @@
 #include "knowledge/kb.h"
 #include "knowledge/kb_build.h"
 #include "knowledge/kb_int.h"
+#include "tests/unit/fixture.h"
 
 static char g_src[512]; /* repo root */
 static char g_dir[512]; /* temp knowledge source dir (fixture guides) */
 static char g_db[600];	/* the fixture database */
 static struct kb *g_kb;
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	ck_assert_msg(system(cmd) == 0, "command failed: %s", cmd);
-}
-
-/* A knowledge source dir: the real schema, the fixture GPU facts and
- * aliases (tests/data/kb: a frozen copy, so adding a GPU to knowledge/
- * changes no count here), the fixture guides. */
-static void make_src(const char *dir)
-{
-	sh("rm -rf '%s' && mkdir -p '%s/guides' && cp '%s/knowledge/schema.sql' "
-	   "'%s/tests/data/kb/aliases.csv' '%s/' && cp -r '%s/tests/data/kb/gpu-facts' '%s/' && "
-	   "cp '%s'/tests/data/guides/*.md '%s/guides/'",
-	   dir, dir, g_src, g_src, dir, g_src, dir, g_src, dir);
-}
-
 static void suite_setup(void)
 {
 	const char *src = getenv("KFORGE_SRC");
 	snprintf(g_src, sizeof g_src, "%s", src && *src ? src : ".");
 	snprintf(g_dir, sizeof g_dir, "/tmp/check_kb.%d", (int)getpid());
-	make_src(g_dir);
+	fixture_kb_src(g_dir);
 	snprintf(g_db, sizeof g_db, "%s/knowledge.db", g_dir);
 	struct kf_err err = {0};
 	if (kb_build(g_dir, g_db, &err) != 0) {
@@ -66,10 +45,7 @@ static void suite_teardown(void)
 {
 	kb_close(g_kb);
 	g_kb = NULL;
-	char cmd[700];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "check_kb: could not remove %s\n", g_dir);
+	fixture_dir_remove(g_dir);
 }
 
 /* ---- GPU facts -------------------------------------------------------------- */
@@ -678,16 +654,13 @@ static void build_setup(void)
 	const char *src = getenv("KFORGE_SRC");
 	snprintf(g_src, sizeof g_src, "%s", src && *src ? src : ".");
 	snprintf(b_dir, sizeof b_dir, "/tmp/check_kb_build.%d", (int)getpid());
-	make_src(b_dir);
+	fixture_kb_src(b_dir);
 	snprintf(b_db, sizeof b_db, "%s/out.db", b_dir);
 }
 
 static void build_teardown(void)
 {
-	char cmd[700];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", b_dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "check_kb: could not remove %s\n", b_dir);
+	fixture_dir_remove(b_dir);
 }
 
 static void write_file(const char *rel, const char *text)

@@ -1088,6 +1088,25 @@ START_TEST(tool_call_outside_a_session_validates_and_runs)
 }
 END_TEST
 
+/* The one shape of a failed call's answer, written byte for byte as REST,
+ * the CLI and every tool send it: summary first, then error {code,
+ * message}. */
+START_TEST(error_answers_have_one_shape)
+{
+	json_t *a = mcp_error_answer("no_gpu", "no usable GPU");
+	char *text = json_dumps(a, JSON_COMPACT);
+	ck_assert_str_eq(text, "{\"summary\":\"no usable GPU\",\"error\":{\"code\":\"no_gpu\","
+			       "\"message\":\"no usable GPU\"}}");
+	free(text);
+	json_decref(a);
+	a = mcp_error_member("method_not_allowed", "GET only");
+	text = json_dumps(a, JSON_COMPACT);
+	ck_assert_str_eq(text, "{\"code\":\"method_not_allowed\",\"message\":\"GET only\"}");
+	free(text);
+	json_decref(a);
+}
+END_TEST
+
 static Suite *mcp_suite(void)
 {
 	Suite *s = suite_create("mcp");
@@ -1121,6 +1140,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, gpu_job_tools_pass_the_admission_hook);
 	tcase_add_test(tc, each_session_is_its_own_client);
 	tcase_add_test(tc, a_transport_names_the_client_of_stateless_requests);
+	tcase_add_test(tc, error_answers_have_one_shape);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("pagination");

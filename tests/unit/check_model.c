@@ -13,6 +13,7 @@
 #include "sandbox/model/model.h"
 #include "server/app.h"
 #include "server/mcp/mcp.h"
+#include "tests/unit/fixture.h"
 
 static int patch_rc(const char *text, char *msg, size_t cap)
 {
@@ -239,27 +240,20 @@ END_TEST
 
 /* --- the tool: every call is a run in the history ------------------------ */
 
-static char g_dir[128];
+static char g_dir[PATH_MAX];
 static struct app *g_app;
 
 static void setup(void)
 {
-	struct kf_err err = {0};
-	snprintf(g_dir, sizeof g_dir, "/tmp/check_model.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(g_dir));
-	setenv("KFORGE_NO_GPU", "1", 1);
-	ck_assert_msg(app_tools_load(0, &err) == 0, "tools_load: %s", err.msg);
-	struct app_config cfg = {.data_dir = g_dir, .kb_path = "/nonexistent/kb.db"};
-	ck_assert_msg(app_open(&cfg, &g_app, &err) == 0, "app_open: %s", err.msg);
+	fixture_dir_new(g_dir, sizeof g_dir, "model");
+	g_app = fixture_app_open(g_dir);
 }
 
 static void teardown(void)
 {
-	char cmd[200];
 	app_close(g_app);
 	g_app = NULL;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(g_dir);
 }
 
 static void newest_run(struct history_run *out)

@@ -15,25 +15,12 @@
 
 #include "base/fs.h"
 #include "sandbox/profile/profile.h"
-
-static char *slurp(const char *rel, size_t *len)
-{
-	const char *src = getenv("KFORGE_SRC");
-	char p[1024];
-	snprintf(p, sizeof p, "%s/%s", src ? src : ".", rel);
-	FILE *f = fopen(p, "rb");
-	ck_assert_msg(f != NULL, "cannot open %s", p);
-	char *buf = malloc(1 << 20);
-	*len = fread(buf, 1, (1 << 20) - 1, f);
-	buf[*len] = 0;
-	fclose(f);
-	return buf;
-}
+#include "tests/unit/fixture.h"
 
 static void plain_report(struct profile_report *rep)
 {
 	size_t len;
-	char *text = slurp("tests/data/ncu/raw-rmsnorm-plain.csv", &len);
+	char *text = fixture_src_read("tests/data/ncu/raw-rmsnorm-plain.csv", &len);
 	struct kf_err err = {0};
 	ck_assert_msg(profile_csv_parse(text, len, rep, &err) == 0, "%s", err.msg);
 	free(text);
@@ -117,10 +104,10 @@ static int tries_guide(const struct profile_findings *fs, const char *guide)
 /* Every guide a finding names is a guide of the knowledge base. */
 static void guides_exist(const struct profile_findings *fs)
 {
-	const char *src = getenv("KFORGE_SRC");
 	for (size_t i = 0; i < fs->len; i++) {
-		char p[1024];
-		snprintf(p, sizeof p, "%s/knowledge/guides/%s.md", src ? src : ".", fs->f[i].guide);
+		char rel[256], p[PATH_MAX];
+		snprintf(rel, sizeof rel, "knowledge/guides/%s.md", fs->f[i].guide);
+		fixture_src_path(p, sizeof p, rel);
 		ck_assert_msg(access(p, R_OK) == 0, "finding %s names guide %s: no %s", fs->f[i].id,
 			      fs->f[i].guide, p);
 	}
@@ -355,10 +342,8 @@ START_TEST(no_ncu_names_where_it_looked)
 	setenv("KFORGE_NCU", "/nonexistent/ncu", 1);
 	ck_assert_int_eq(profile_ncu_find(p, sizeof p, &err), KF_ENOTFOUND);
 	ck_assert_ptr_nonnull(strstr(err.msg, "KFORGE_NCU names /nonexistent/ncu"));
-	const char *src = getenv("KFORGE_SRC");
-	char fake[512];
-	snprintf(fake, sizeof fake, "%s/tests/data/ncu/ncu", src ? src : ".");
-	setenv("KFORGE_NCU", fake, 1);
+	char fake[PATH_MAX];
+	setenv("KFORGE_NCU", fixture_src_path(fake, sizeof fake, "tests/data/ncu/ncu"), 1);
 	kf_err_clear(&err);
 	ck_assert_int_eq(profile_ncu_find(p, sizeof p, &err), 0);
 	ck_assert_ptr_nonnull(strstr(p, "tests/data/ncu/ncu"));

@@ -8,20 +8,7 @@
 #include <string.h>
 
 #include "sandbox/compile/sass.h"
-
-static char *load(const char *name, size_t *len)
-{
-	const char *src = getenv("KFORGE_SRC");
-	char p[1024];
-	snprintf(p, sizeof p, "%s/tests/data/sass/%s", src ? src : ".", name);
-	FILE *f = fopen(p, "rb");
-	ck_assert_msg(f != NULL, "cannot open %s", p);
-	char *buf = malloc(1 << 20);
-	*len = fread(buf, 1, (1 << 20) - 1, f);
-	buf[*len] = 0;
-	fclose(f);
-	return buf;
-}
+#include "tests/unit/fixture.h"
 
 static const struct sass_kernel *find(const struct sass_summary *s, const char *name)
 {
@@ -50,7 +37,7 @@ static struct sass_summary sum;
 START_TEST(float4_kernel_has_128_bit_loads_and_float_kernel_gets_the_hint)
 {
 	size_t len;
-	char *t = load("vec4.sm_90.sass", &len);
+	char *t = fixture_src_read("tests/data/sass/vec4.sm_90.sass", &len);
 	ck_assert_int_eq(sass_parse(t, len, &sum, NULL), 0);
 	ck_assert_int_eq(sum.kernels_len, 2);
 	const struct sass_kernel *v4 = find(&sum, "scale4"), *v1 = find(&sum, "scale1");
@@ -72,7 +59,7 @@ END_TEST
 START_TEST(tiled_fp32_matmul_is_flagged_for_tensor_cores)
 {
 	size_t len;
-	char *t = load("matmul.sm_90.sass", &len);
+	char *t = fixture_src_read("tests/data/sass/matmul.sm_90.sass", &len);
 	ck_assert_int_eq(sass_parse(t, len, &sum, NULL), 0);
 	const struct sass_kernel *k = find(&sum, "sgemm_tiled");
 	ck_assert_ptr_nonnull(k);
@@ -89,7 +76,7 @@ END_TEST
 START_TEST(wmma_kernel_uses_hmma_and_is_not_flagged)
 {
 	size_t len;
-	char *t = load("wmma.sm_90.sass", &len);
+	char *t = fixture_src_read("tests/data/sass/wmma.sm_90.sass", &len);
 	ck_assert_int_eq(sass_parse(t, len, &sum, NULL), 0);
 	const struct sass_kernel *k = find(&sum, "hgemm_wmma");
 	ck_assert_ptr_nonnull(k);
@@ -106,7 +93,7 @@ END_TEST
 START_TEST(spilling_kernel_shows_local_memory_traffic)
 {
 	size_t len;
-	char *t = load("spill.sm_90.sass", &len);
+	char *t = fixture_src_read("tests/data/sass/spill.sm_90.sass", &len);
 	ck_assert_int_eq(sass_parse(t, len, &sum, NULL), 0);
 	ck_assert_int_eq(sum.kernels_len, 2);
 	const struct sass_kernel *k = find(&sum, "spill");

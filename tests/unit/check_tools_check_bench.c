@@ -1,4 +1,4 @@
-/* check_tools_gpu: check_kernel and benchmark_kernel through mcp_tool_call
+/* check_tools_check_bench: check_kernel and benchmark_kernel through mcp_tool_call
  * on a host without a GPU (KFORGE_NO_GPU=1 forces that even on a GPU
  * machine): a structured isError result with error.code "no_gpu" and no
  * number; a bad spec is still answered with the field that is wrong;
@@ -396,9 +396,9 @@ START_TEST(compile_timeout_answer_names_the_limit_and_keeps_the_log_tail)
 }
 END_TEST
 
-static Suite *tools_gpu_suite(void)
+static Suite *tools_check_bench_suite(void)
 {
-	Suite *s = suite_create("tools_gpu");
+	Suite *s = suite_create("tools_check_bench");
 	TCase *t = tcase_create("no_gpu");
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
@@ -421,7 +421,7 @@ static Suite *tools_gpu_suite(void)
 
 int main(void)
 {
-	SRunner *r = srunner_create(tools_gpu_suite());
+	SRunner *r = srunner_create(tools_check_bench_suite());
 	srunner_run_all(r, CK_NORMAL);
 	int failed = srunner_ntests_failed(r);
 	srunner_free(r);

@@ -15,31 +15,28 @@
 #include "server/app.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/tools.h"
+#include "tests/unit/fixture.h"
 
-static char g_dir[128];
+static char g_dir[PATH_MAX];
 static struct app *g_app;
 
+/* A real app: the compiler runs in the jail, and the knowledge base is
+ * the build's when there is one. */
 static void setup(void)
 {
-	struct kf_err err = {0};
-	snprintf(g_dir, sizeof g_dir, "/tmp/check_tools_compile.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(g_dir));
-	setenv("KFORGE_NO_GPU", "1", 1);
-	ck_assert_msg(app_tools_load(0, &err) == 0, "tools_load: %s", err.msg);
 	const char *kb = getenv("KFORGE_KB");
+	fixture_dir_new(g_dir, sizeof g_dir, "tools-compile");
 	struct app_config cfg = {.data_dir = g_dir,
 				 .kb_path = kb && *kb ? kb : "/nonexistent/kb.db"};
-	ck_assert_msg(app_open(&cfg, &g_app, &err) == 0, "app_open: %s", err.msg);
+	g_app = fixture_app_open_config(&cfg);
 	ck_assert_ptr_nonnull(g_app->cc);
 }
 
 static void teardown(void)
 {
-	char cmd[200];
 	app_close(g_app);
 	g_app = NULL;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(g_dir);
 }
 
 static json_t *call(json_t *args, int *is_error, int *rc, struct kf_err *err)
@@ -153,7 +150,7 @@ static void expect_error_run(json_t *res, const char *code)
 START_TEST(a_run_the_history_cannot_keep_is_an_error_not_a_silent_success)
 {
 	/* state.db refuses every insert, as on a full disk. */
-	char db[200];
+	char db[PATH_MAX + 16];
 	sqlite3 *raw = NULL;
 	snprintf(db, sizeof db, "%s/state.db", g_dir);
 	ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);

@@ -14,6 +14,7 @@
 #include "server/mcp/tools.h"
 #include "server/tools/groups.h"
 #include "server/tools/tools_runs.h"
+#include "tests/unit/fixture.h"
 #include "base/version.h"
 
 static char dir[256];
@@ -22,24 +23,18 @@ static struct app app;
 static void setup(void)
 {
 	const struct tool_group *groups[] = {&TOOLS_RUNS};
-	char path[320];
 	struct kf_err err = {0};
 
-	snprintf(dir, sizeof(dir), "/tmp/kf-runs-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/state.db", dir);
+	fixture_dir_new(dir, sizeof(dir), "runs");
 	memset(&app, 0, sizeof(app));
-	ck_assert_int_eq(history_open(path, &app.history, &err), 0);
+	app.history = fixture_history_open(dir);
 	ck_assert_msg(tools_load_groups(groups, 1, &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)
 {
-	char cmd[400];
-
 	history_close(app.history);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_dir_remove(dir);
 }
 
 /* Calls a tool; returns the result (new), and *is_error. */

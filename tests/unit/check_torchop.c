@@ -21,27 +21,14 @@
 #include "server/mcp/tools.h"
 #include "tests/unit/fixture.h"
 
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	ck_assert_msg(f != NULL, "cannot open %s", path);
-	static char buf[1 << 20];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strdup(buf);
-}
-
 /* The skill's qwen3 RMSNorm example with its source inlined. */
 static json_t *qwen3_spec(void)
 {
-	const char *src = getenv("KFORGE_SRC") ? getenv("KFORGE_SRC") : ".";
-	char p[4096];
-	snprintf(p, sizeof p, "%s/skill/examples/qwen3-rmsnorm/check.json", src);
-	json_t *j = json_load_file(p, 0, NULL);
+	char p[PATH_MAX];
+	json_t *j = json_load_file(
+		fixture_src_path(p, sizeof p, "skill/examples/qwen3-rmsnorm/check.json"), 0, NULL);
 	ck_assert_ptr_nonnull(j);
-	snprintf(p, sizeof p, "%s/skill/examples/qwen3-rmsnorm/fast.cu", src);
-	char *cu = read_text(p);
+	char *cu = fixture_src_read("skill/examples/qwen3-rmsnorm/fast.cu", NULL);
 	json_object_del(j, "source_file");
 	json_object_set_new(j, "source", json_string(cu));
 	free(cu);
@@ -390,18 +377,18 @@ START_TEST(export_writes_a_kernel_builder_project)
 			  json_array_get(json_object_get(c, "outputs"), 0), "atol")) > 0);
 	json_decref(c);
 	snprintf(p, sizeof p, "%s/setup.py", proj);
-	char *t = read_text(p);
+	char *t = fixture_read(p, NULL);
 	HAS(t, "\"kforge_rmsnorm_fast._kforge_rmsnorm_fast_C\"");
 	HAS(t, "compute_90,code=sm_90");
 	ck_assert_ptr_null(strstr(t, "__PKG__"));
 	free(t);
 	snprintf(p, sizeof p, "%s/build.toml", proj);
-	t = read_text(p);
+	t = fixture_read(p, NULL);
 	HAS(t, "cuda-capabilities = [\"9.0\"]");
 	HAS(t, "src = [\"rmsnorm_fast_cuda/rmsnorm_fast.cu\"]");
 	free(t);
 	snprintf(p, sizeof p, "%s/README.md", proj);
-	t = read_text(p);
+	t = fixture_read(p, NULL);
 	HAS(t, "kforge run r0testrun, NVIDIA H200");
 	HAS(t, "passed: 4 sizes incl. odd size");
 	HAS(t, "No benchmark of this source");
