@@ -21,19 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/embed.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "sandbox/jail/jail.h"
 
-__asm__(".section .rodata\n"
-	".balign 16\n"
-	"kf_torch_worker_start:\n"
-	".incbin \"sandbox/check/torch_worker.py\"\n"
-	"kf_torch_worker_end:\n"
-	".previous\n");
-
-extern const char kf_torch_worker_start[] __asm__("kf_torch_worker_start");
-extern const char kf_torch_worker_end[] __asm__("kf_torch_worker_end");
+EMBED_FILE(kf_torch_worker, "sandbox/check/torch_worker.py");
 
 #define PYW_SCRIPT   "torch_worker.py"
 #define PYW_WORK     "work"
