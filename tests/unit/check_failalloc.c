@@ -135,8 +135,13 @@ static int history_path(struct kf_err *err)
 	struct history_filter f;
 	int rc;
 
-	snprintf(path, sizeof path, "%s/state.db", g_dir);
-	unlink(path);
+	/* A fresh database: an earlier run whose close failed may have left
+	 * its write-ahead log, which sqlite would replay into the new file. */
+	static const char *const FILES[] = {"state.db-wal", "state.db-shm", "state.db"};
+	for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", g_dir, FILES[i]);
+		unlink(path);
+	}
 	rc = history_open(path, &h, err);
 	if (rc)
 		return rc;
