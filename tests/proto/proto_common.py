@@ -1,7 +1,8 @@
 """Helpers shared by the protocol tests (tests/proto/proto_*.py): the pass/fail
 tally every suite prints as "NAME: N passed, M failed", a stdio MCP session
 against `kforge serve` with replies collected by a reader thread, and
-`kforge serve --http` on a free port (the wait for its --port-file). Imported by the scripts next to it
+`kforge serve --http` on a free port (the wait for its --port-file) and a
+REST POST to it. Imported by the scripts next to it
 (python3 puts the script's folder on sys.path)."""
 import json
 import os
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 
 class Checks:
@@ -120,6 +123,19 @@ class StdioSession:
         except OSError:
             pass
         self.p.wait(timeout=timeout)
+
+
+def rest_post(port, path, body):
+    """POSTs body as JSON to http://127.0.0.1:port/path; returns the JSON
+    answer, of an error status too ({} when it has none)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read() or b"{}")
 
 
 def wait_port_file(path, proc=None, tries=200, delay=0.05):

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-from proto_common import Checks, wait_port_file
+from proto_common import Checks, rest_post, wait_port_file
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 T = os.environ["T"]
@@ -23,17 +22,6 @@ sys.path.insert(0, f"{SRC}/tests/gpu")
 import run  # noqa: E402  tests/gpu/run.py: the spec loader the GPU suites use
 
 SPEC, _, _ = run.load_spec(f"{SRC}/tests/gpu/pass/axpb_f32.json")
-
-
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                 data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return json.loads(e.read() or b"{}")
 
 
 def started():
@@ -57,7 +45,7 @@ def run_at_once(port, n):
     results = [None] * n
 
     def one(i):
-        results[i] = post(port, "/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0,
+        results[i] = rest_post(port, "/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0,
                                               "baseline": False})
 
     ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]

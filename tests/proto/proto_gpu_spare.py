@@ -18,26 +18,14 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-from proto_common import Checks, wait_port_file
+from proto_common import Checks, rest_post, wait_port_file
 
 BIN = sys.argv[1]
 T = os.environ["T"]
 CHECKS = Checks()
 check = CHECKS.check
 SPEC = json.load(open(f"{T}/axpb.json"))
-
-
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                 data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return json.loads(e.read() or b"{}")
 
 
 def spares(pid):
@@ -92,7 +80,7 @@ def two_gpus(port):
     res = [None, None]
 
     def one(i):
-        res[i] = post(port, "/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0,
+        res[i] = rest_post(port, "/v1/bench", {"spec": SPEC, "budget_ms": 50, "size": 0,
                                           "baseline": False})
     ths = [threading.Thread(target=one, args=(i,)) for i in range(2)]
     for t in ths:
@@ -118,7 +106,7 @@ def scenarios(srv, port, log_path):
     sp = wait_spares(srv.pid, {0: 2, 1: 2})
     check("each of the two GPUs keeps two spares", sorted(sp.values()) == [0, 0, 1, 1], sp)
 
-    r = post(port, "/v1/check", {"spec": SPEC})
+    r = rest_post(port, "/v1/check", {"spec": SPEC})
     gpu = ((r.get("device") or {}).get("index", 0))
     check("the next check passes on spares alone and its phases say so",
           r.get("passed") and phases(r) == (2, 2) and
@@ -134,7 +122,7 @@ def scenarios(srv, port, log_path):
         if not spares(srv.pid):
             break
         time.sleep(0.05)
-    r = post(port, "/v1/check", {"spec": SPEC})
+    r = rest_post(port, "/v1/check", {"spec": SPEC})
     gpu = ((r.get("device") or {}).get("index", 0))
     check("with its spares killed a check still passes, its harness started fresh",
           r.get("passed") and phases(r)[0] == 2 and phases(r)[1] < 2,
@@ -146,7 +134,7 @@ def scenarios(srv, port, log_path):
     again = wait_spares(srv.pid, {gpu: 2})
     check("the GPU has new spares after it", len(again) == 2 and not set(again) & set(after),
           again)
-    r = post(port, "/v1/check", {"spec": SPEC})
+    r = rest_post(port, "/v1/check", {"spec": SPEC})
     check("and the check after uses them", r.get("passed") and phases(r) == (2, 2),
           (r.get("summary"), r.get("phases")))
 
@@ -160,9 +148,9 @@ def scenarios(srv, port, log_path):
             if not spares(srv.pid):
                 break
             time.sleep(0.05)
-        return post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
+        return rest_post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
     renew("hang")
-    r = post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
+    r = rest_post(port, "/v1/check", {"spec": SPEC, "timeout_s": 1, "trials": 1})
     check("a kernel that hangs on a spare is stopped by the watchdog",
           "timeout" in r.get("safeguards_fired", []) and phases(r) == (1, 1) and
           "did not finish within 1000 ms" in r.get("summary", ""),
@@ -226,7 +214,7 @@ def main():
     log = open(f"{data}/serve.log", "wb")
     srv = serve(data, log)
     port = wait_port_file(f"{data}/port", srv)
-    r = post(port, "/v1/check", {"spec": SPEC})
+    r = rest_post(port, "/v1/check", {"spec": SPEC})
     sp = wait_spares(srv.pid, {0: 2})
     srv.terminate()
     srv.wait(timeout=60)
