@@ -109,6 +109,11 @@ check refhang check 1 "[t['safeguards'][-1]['message'] for s in r['sizes'] for t
 check refhang bench 1 "[s['verification']['note'] for s in r['sizes']] == ['outputs not compared: the CUDA reference failed: the CUDA reference did not finish within 2000 ms', 'outputs not compared: the CUDA reference failed: not run: the CUDA reference did not finish at N=100000']" \
 	--budget-ms 50 --timeout-s 2 --no-baseline
 check ok check 0 "r['passed']" --trials 1
+# The scan of a large output runs in chunks on several threads: the count
+# and the first indices are those of one pass (the second half unwritten,
+# from an element inside the second chunk).
+check partial check 1 "'300000 of 600000' in r['sizes'][0]['trials'][0]['safeguards'][0]['message'] and '[300000]' in r['sizes'][0]['trials'][0]['safeguards'][0]['message']" \
+	--replay-size N=600000 --replay-seed ff
 check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' and len(r['sizes']) == 1" \
 	--replay-size N=4097 --replay-seed ff
 check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified'] and phased(r) and r['phases']['kernel_runs_ms'] > 0" \
