@@ -370,8 +370,8 @@ void harness_scan_runs(const struct spec_tensor *T, uint64_t n, const void *firs
 			for (uint64_t q = 0; q < parts[c].n[k] && q < HARNESS_FIRST_MAX &&
 					     json_array_size(arr[k]) < HARNESS_FIRST_MAX;
 			     q++)
-				json_array_append_new(arr[k],
-						      json_integer((json_int_t)parts[c].first[k][q]));
+				json_array_append_new(
+					arr[k], json_integer((json_int_t)parts[c].first[k][q]));
 		}
 	if (parts != &one)
 		free(parts);

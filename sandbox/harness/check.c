@@ -83,8 +83,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
  * poison: state kept across launches (a __device__ counter, a cached
  * result) shows up in the second run, whose outputs go to second. */
 static int second_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
-		      int extra, int *launches, void *const *second, json_t *guards,
-		      json_t *inputs)
+		      int extra, int *launches, void *const *second, json_t *guards, json_t *inputs)
 {
 	int rc = 0;
 	for (int k = 0; k < extra && !rc; k++) {

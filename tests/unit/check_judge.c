@@ -435,8 +435,7 @@ START_TEST(compare_raw_matches_the_comparison_of_converted_elements)
 		ck_assert_uint_eq(r.mismatches, dt == KF_DT_I32 ? 6 : 7);
 		ck_assert_uint_eq(r.first[1], 1023);
 		ck_assert_uint_eq(r.first[2], 1024);
-		ck_assert_msg(memcmp(&c, &r, sizeof c) == 0, "dtype %s differs",
-			      dtype_name(dt));
+		ck_assert_msg(memcmp(&c, &r, sizeof c) == 0, "dtype %s differs", dtype_name(dt));
 	}
 	free(g);
 	free(w);
