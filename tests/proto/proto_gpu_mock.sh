@@ -92,6 +92,11 @@ check mutate check 1 "'input_modified' in r['safeguards_fired']"
 # A value equal to a poison, written the same by every launch, is written:
 # wrong here (a NaN), but not 'never written' nor 'state between launches'.
 check poisonb check 1 "not r['passed'] and 'coverage' not in r['safeguards_fired'] and 'state_across_launches' not in r['safeguards_fired']"
+# The same in the verification after timing (two runs, poisons A and B):
+# an element holding the first poison after both runs was written.
+check poisona check 1 "not r['passed'] and 'coverage' not in r['safeguards_fired'] and 'state_across_launches' not in r['safeguards_fired']"
+check poisona bench 1 "not r['passed'] and 'never written' not in r['summary'] and 'coverage' not in str(r['sizes'][0])" \
+	--budget-ms 50 --size 1
 check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
 # The first hang decides the verdict: later sizes (the odd one too) are not
 # run, naming the size that hung. Its time is the kernel runs' (the
