@@ -364,6 +364,11 @@ struct check_cmp {
 void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
 		   struct check_cmp *out);
 
+/* The same with got as n raw elements of dtype dt (an output file as the
+ * harness wrote it), converted as dtype_load does, a block at a time. */
+void check_compare_raw(enum kf_dtype dt, const void *got, const double *want, uint64_t n,
+		       double atol, double rtol, struct check_cmp *out);
+
 /* Formats flat index i of a tensor with dims (rank entries) as "[a, b]". */
 void check_format_index(const int64_t *dims, size_t rank, uint64_t i, char *buf, size_t cap);
 
@@ -435,6 +440,13 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
  * storage. */
 int check_load_output(const struct spec *s, const struct spec_bound *b, size_t t, const char *path,
 		      double **out, struct kf_err *err) __attribute__((warn_unused_result));
+
+/* Maps output file path (b->bytes[t] bytes of tensor t) read-only into
+ * *out, for check_compare_raw without copying it; released with
+ * check_unmap_output. Errors as check_load_output. */
+int check_map_output(const struct spec_bound *b, size_t t, const char *name, const char *path,
+		     const void **out, struct kf_err *err);
+void check_unmap_output(const struct spec_bound *b, size_t t, const void *p);
 
 /* The reference outputs (float64, per spec tensor, NULL for inputs; free
  * each) of trial `trial` with seed for one size: a built-in op computed on

@@ -27,21 +27,22 @@ struct cmp_part {
 };
 
 struct cmp_job {
-	const double *got, *want;
+	const double *got; /* or raw elements of dtype dt */
+	const void *raw;
+	enum kf_dtype dt;
+	const double *want;
 	double atol, rtol, mean;
 	struct cmp_part *parts;
 };
 
-static void cmp_chunk(void *arg, uint64_t ci, uint64_t lo, uint64_t hi)
+/* Elements [lo, hi) of a chunk, got[0 .. hi-lo) their candidate values. */
+static void cmp_block(const struct cmp_job *j, struct cmp_part *p, uint64_t lo, uint64_t hi,
+		      const double *got)
 {
-	const struct cmp_job *j = arg;
-	struct cmp_part *p = &j->parts[ci];
 	struct check_cmp *o = &p->c;
 	double atol = j->atol, rtol = j->rtol;
-	p->worst_excess = -1;
-	p->zeros = 1;
 	for (uint64_t i = lo; i < hi; i++) {
-		double g = j->got[i], w = j->want[i];
+		double g = got[i - lo], w = j->want[i];
 		int bad;
 		if (!isfinite(w)) {
 			/* The reference itself is NaN/Inf: only the same matches. */
@@ -79,6 +80,28 @@ static void cmp_chunk(void *arg, uint64_t ci, uint64_t lo, uint64_t hi)
 			}
 			o->mismatches++;
 		}
+	}
+}
+
+/* Raw candidate elements are converted a block at a time on the stack:
+ * the comparison never holds the whole output as float64. */
+#define CMP_BLOCK 1024
+
+static void cmp_chunk(void *arg, uint64_t ci, uint64_t lo, uint64_t hi)
+{
+	const struct cmp_job *j = arg;
+	struct cmp_part *p = &j->parts[ci];
+	p->worst_excess = -1;
+	p->zeros = 1;
+	if (j->got) {
+		cmp_block(j, p, lo, hi, j->got + lo);
+		return;
+	}
+	double tmp[CMP_BLOCK];
+	for (uint64_t b = lo; b < hi; b += CMP_BLOCK) {
+		uint64_t e = hi - b > CMP_BLOCK ? b + CMP_BLOCK : hi;
+		dtype_load_range(j->dt, j->raw, (size_t)b, (size_t)e, tmp);
+		cmp_block(j, p, b, e, tmp);
 	}
 }
 
@@ -124,8 +147,23 @@ static void cmp_merge(struct check_cmp *o, const struct cmp_part *p, double *wor
  * mismatches are those of one pass in index order. */
 #define CMP_CHUNK CHECK_PAR_CHUNK
 
+static void compare(struct cmp_job *jb, uint64_t n, struct check_cmp *o);
+
 void check_compare(const double *got, const double *want, uint64_t n, double atol, double rtol,
 		   struct check_cmp *o)
+{
+	struct cmp_job j = {.got = got, .want = want, .atol = atol, .rtol = rtol};
+	compare(&j, n, o);
+}
+
+void check_compare_raw(enum kf_dtype dt, const void *got, const double *want, uint64_t n,
+		       double atol, double rtol, struct check_cmp *o)
+{
+	struct cmp_job j = {.raw = got, .dt = dt, .want = want, .atol = atol, .rtol = rtol};
+	compare(&j, n, o);
+}
+
+static void compare(struct cmp_job *jb, uint64_t n, struct check_cmp *o)
 {
 	memset(o, 0, sizeof *o);
 	o->n = n;
@@ -138,7 +176,8 @@ void check_compare(const double *got, const double *want, uint64_t n, double ato
 		chunk = n ? n : 1;
 		nparts = n ? 1 : 0;
 	}
-	struct cmp_job j = {.got = got, .want = want, .atol = atol, .rtol = rtol, .parts = parts};
+	struct cmp_job j = *jb;
+	j.parts = parts;
 	par_for(n, chunk, cmp_chunk, &j);
 	double num = 0, den = 0, sum = 0, worst_excess = -1;
 	uint64_t finite_n = 0;
@@ -463,17 +502,17 @@ int check_judge_run(const struct spec *s, const char *dir, const struct spec_bou
 		char path[PATH_MAX + 300];
 		snprintf(path, sizeof path, "%s/%s", dir,
 			 json_string_value(json_object_get(ho, "file")));
-		double *got = NULL;
+		const void *got = NULL;
 		struct kf_err e = {0};
-		if (check_load_output(s, b, t, path, &got, &e)) {
+		if (check_map_output(b, t, T->name, path, &got, &e)) {
 			check_fire(run, fired, "harness_error", "%s", e.msg);
 			continue;
 		}
 		double atol, rtol;
 		check_tolerance_of(s, t, &atol, &rtol);
 		struct check_cmp c;
-		check_compare(got, want[t], b->elems[t], atol, rtol, &c);
-		free(got);
+		check_compare_raw(T->dtype, got, want[t], b->elems[t], atol, rtol, &c);
+		check_unmap_output(b, t, got);
 		if (c.max_rel > *max_rel_seen)
 			*max_rel_seen = c.max_rel;
 		struct check_output *o = output_new(run);

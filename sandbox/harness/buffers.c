@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
+#include "base/par.h"
 #include "sandbox/harness/harness_int.h"
 
 /* Poison patterns per dtype: A and B, both NaN for floats. Only an element
@@ -53,9 +55,9 @@ int harness_bufs_fill_inputs(struct harness *h, struct harness_buf *bufs, uint64
 		const struct spec_tensor *T = &h->s->tensors[t];
 		if (T->role == SPEC_ROLE_OUTPUT)
 			continue;
-		free(bufs[t].host);
-		bufs[t].host = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
-		if (!bufs[t].host)
+		/* The host copy lives as long as the buffers: a row's trials
+		 * refill it (every element) instead of faulting in new pages. */
+		if (!bufs[t].host && !(bufs[t].host = mem_alloc_big(bufs[t].bytes)))
 			return harness_host_oom(h, "filling the inputs", bufs[t].bytes);
 		spec_fill(T, t, seed, spec_init_max(h->s, t, h->vals), bufs[t].host, h->b.elems[t]);
 		CUresult r = cuMemcpyHtoD(bufs[t].data, bufs[t].host, bufs[t].bytes);
@@ -144,18 +146,35 @@ int harness_bufs_canary(struct harness *h, struct harness_buf *bufs)
 	return rc;
 }
 
+int harness_download_into(struct harness *h, struct harness_buf *bufs, size_t t, void *dst)
+{
+	CUresult r = cuMemcpyDtoH(dst, bufs[t].data, bufs[t].bytes);
+	return r == CUDA_SUCCESS ? 0 : harness_cuda_fail(h, r, "downloading outputs");
+}
+
 int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void **out)
 {
-	*out = malloc(bufs[t].bytes ? bufs[t].bytes : 1);
+	*out = mem_alloc_big(bufs[t].bytes);
 	if (!*out)
 		return harness_host_oom(h, "downloading the outputs", bufs[t].bytes);
-	CUresult r = cuMemcpyDtoH(*out, bufs[t].data, bufs[t].bytes);
-	if (r != CUDA_SUCCESS) {
+	int rc = harness_download_into(h, bufs, t, *out);
+	if (rc) {
 		free(*out);
 		*out = NULL;
-		return harness_cuda_fail(h, r, "downloading outputs");
 	}
-	return 0;
+	return rc;
+}
+
+void *harness_scratch(struct harness *h, uint64_t bytes)
+{
+	if (bytes > h->scratch_cap || !h->scratch) {
+		free(h->scratch);
+		h->scratch_cap = 0;
+		if (!(h->scratch = mem_alloc_big(bytes)))
+			return NULL;
+		h->scratch_cap = bytes;
+	}
+	return h->scratch;
 }
 
 int harness_check_guards(struct harness *h, struct harness_buf *bufs, json_t *viol)
@@ -216,8 +235,10 @@ int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *vi
 		const struct spec_tensor *T = &h->s->tensors[t];
 		if (T->role != SPEC_ROLE_INPUT)
 			continue;
-		void *now;
-		int rc = harness_download(h, bufs, t, &now);
+		void *now = harness_scratch(h, bufs[t].bytes);
+		if (!now)
+			return harness_host_oom(h, "checking the inputs", bufs[t].bytes);
+		int rc = harness_download_into(h, bufs, t, now);
 		if (rc)
 			return rc;
 		size_t es = dtype_bytes(T->dtype);
@@ -230,7 +251,6 @@ int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *vi
 					first = i;
 				bad++;
 			}
-		free(now);
 		if (bad) {
 			n++;
 			json_array_append_new(viol, json_pack("{s:s, s:I, s:I}", "tensor", T->name,
@@ -243,66 +263,116 @@ int harness_check_inputs(struct harness *h, struct harness_buf *bufs, json_t *vi
 
 /* --- comparing the two runs ------------------------------------------- */
 
-static void add_first(json_t *arr, uint64_t i)
+/* One chunk's findings: counts and first indices (HARNESS_FIRST_MAX of
+ * each), merged in chunk order so the result is that of one pass. */
+struct scan_part {
+	uint64_t n[4]; /* unwritten, unwritten second run only, first run only, changed */
+	uint64_t first[4][HARNESS_FIRST_MAX];
+};
+
+enum { SCAN_UNW, SCAN_UNW2, SCAN_LATE, SCAN_CHANGED };
+
+struct scan_job {
+	const void *first, *second;
+	uint64_t pa, pb;
+	int out;
+	size_t width;
+	struct scan_part *parts;
+};
+
+static void scan_add(struct scan_part *p, int kind, uint64_t i)
 {
-	if (json_array_size(arr) < HARNESS_FIRST_MAX)
-		json_array_append_new(arr, json_integer((json_int_t)i));
+	if (p->n[kind] < HARNESS_FIRST_MAX)
+		p->first[kind][p->n[kind]] = i;
+	p->n[kind]++;
 }
 
-/* Classifies element i, whose bits are a (first run) and b (second run),
- * when the fast test found something to count. */
-static void scan_elem(struct harness_scan *sc, uint64_t i, int p1, int p2, int two, int differ)
+/* Classifies element i, whose bits differ between the runs or hold a
+ * poison, when the fast test found something to count. */
+static void scan_elem(struct scan_part *p, uint64_t i, int p1, int p2, int two, int differ)
 {
 	if (!two) {
-		if (p1) {
-			sc->unw++;
-			add_first(sc->fu, i);
-		}
+		if (p1)
+			scan_add(p, SCAN_UNW, i);
 	} else if (p1 && p2) {
-		sc->unw++;
-		add_first(sc->fu, i);
+		scan_add(p, SCAN_UNW, i);
 	} else if (p2) {
-		sc->unw2++;
-		add_first(sc->fu2, i);
+		scan_add(p, SCAN_UNW2, i);
 	} else if (p1) {
-		sc->late++;
-		add_first(sc->fl, i);
+		scan_add(p, SCAN_LATE, i);
 	} else if (differ) {
-		sc->changed++;
-		add_first(sc->fc, i);
+		scan_add(p, SCAN_CHANGED, i);
 	}
 }
 
-/* The scan over n elements of one width: every element is read as an
+/* The scan over [lo, hi) of one width: every element is read as an
  * integer of its size, so poison tests and equality are on the bits (as
  * memcmp), and the common element (written, the same in both runs) costs
  * two compares. With two runs an element holding the same bits in both
  * was written by both (the poisons differ): an 8-bit output may hold its
  * poison byte as a value. */
-#define SCAN_RUNS(type)                                                      \
-	do {                                                                 \
-		const type *x = first, *y = second;                          \
-		for (uint64_t i = 0; i < n; i++) {                           \
-			uint64_t a = x[i], b = y ? y[i] : 0;                 \
-			int same = y && a == b;                              \
-			int p1 = out && a == pa && !same;                    \
-			int p2 = out && y && b == pb && !same;               \
-			if (p1 || p2 || (y && a != b))                       \
-				scan_elem(sc, i, p1, p2, y != NULL, a != b); \
-		}                                                            \
+#define SCAN_RUNS(type)                                                     \
+	do {                                                                \
+		const type *x = j->first, *y = j->second;                   \
+		for (uint64_t i = lo; i < hi; i++) {                        \
+			uint64_t a = x[i], b = y ? y[i] : 0;                \
+			int same = y && a == b;                             \
+			int p1 = j->out && a == j->pa && !same;             \
+			int p2 = j->out && y && b == j->pb && !same;        \
+			if (p1 || p2 || (y && a != b))                      \
+				scan_elem(p, i, p1, p2, y != NULL, a != b); \
+		}                                                           \
 	} while (0)
+
+static void scan_chunk(void *arg, uint64_t c, uint64_t lo, uint64_t hi)
+{
+	const struct scan_job *j = arg;
+	struct scan_part *p = &j->parts[c];
+	switch (j->width) {
+	case 1: SCAN_RUNS(uint8_t); break;
+	case 2: SCAN_RUNS(uint16_t); break;
+	case 4: SCAN_RUNS(uint32_t); break;
+	default: SCAN_RUNS(uint64_t); break;
+	}
+}
+
+/* Elements per scan chunk: large enough that starting the threads is
+ * small beside the work. */
+#define SCAN_CHUNK (1ull << 18)
 
 void harness_scan_runs(const struct spec_tensor *T, uint64_t n, const void *first,
 		       const void *second, struct harness_scan *sc)
 {
 	*sc = (struct harness_scan){
 		.fu = json_array(), .fu2 = json_array(), .fc = json_array(), .fl = json_array()};
-	int out = T->role == SPEC_ROLE_OUTPUT;
-	uint64_t pa = harness_poison_bits(T->dtype, 0), pb = harness_poison_bits(T->dtype, 1);
-	switch (dtype_bytes(T->dtype)) {
-	case 1: SCAN_RUNS(uint8_t); break;
-	case 2: SCAN_RUNS(uint16_t); break;
-	case 4: SCAN_RUNS(uint32_t); break;
-	default: SCAN_RUNS(uint64_t); break;
+	struct scan_part one;
+	uint64_t chunk = SCAN_CHUNK, nparts = par_chunks(n, chunk);
+	struct scan_part *parts = nparts > 1 ? calloc(nparts, sizeof *parts) : NULL;
+	if (!parts) { /* one chunk: small, or no memory for the chunks */
+		memset(&one, 0, sizeof one);
+		parts = &one;
+		chunk = n ? n : 1;
+		nparts = n ? 1 : 0;
 	}
+	struct scan_job j = {.first = first,
+			     .second = second,
+			     .pa = harness_poison_bits(T->dtype, 0),
+			     .pb = harness_poison_bits(T->dtype, 1),
+			     .out = T->role == SPEC_ROLE_OUTPUT,
+			     .width = dtype_bytes(T->dtype),
+			     .parts = parts};
+	par_for(n, chunk, scan_chunk, &j);
+	uint64_t *count[4] = {&sc->unw, &sc->unw2, &sc->late, &sc->changed};
+	json_t *arr[4] = {sc->fu, sc->fu2, sc->fl, sc->fc};
+	for (uint64_t c = 0; c < nparts; c++)
+		for (int k = 0; k < 4; k++) {
+			*count[k] += parts[c].n[k];
+			for (uint64_t q = 0; q < parts[c].n[k] && q < HARNESS_FIRST_MAX &&
+					     json_array_size(arr[k]) < HARNESS_FIRST_MAX;
+			     q++)
+				json_array_append_new(
+					arr[k], json_integer((json_int_t)parts[c].first[k][q]));
+		}
+	if (parts != &one)
+		free(parts);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fs.h"
+#include "base/mem.h"
 #include "sandbox/harness/harness_int.h"
 
 /* --- check mode -------------------------------------------------------- */
@@ -46,7 +47,7 @@ static int compare_runs(struct harness *h, size_t t, const void *first, const vo
 /* The first run: launch timed with events, outputs downloaded into
  * first_out, guards and inputs checked. */
 static int first_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
-		     void **first_out, json_t *tr, json_t *guards, json_t *inputs)
+		     void *const *first_out, json_t *tr, json_t *guards, json_t *inputs)
 {
 	CUevent e0, e1;
 	cuEventCreate(&e0, CU_EVENT_DEFAULT);
@@ -70,7 +71,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
 	json_object_set_new(tr, "kernel_ms", json_real(ms));
 	for (size_t t = 0; t < h->s->tensors_len; t++)
 		if (h->s->tensors[t].role != SPEC_ROLE_INPUT &&
-		    (rc = harness_download(h, bufs, t, &first_out[t])))
+		    (rc = harness_download_into(h, bufs, t, first_out[t])))
 			return rc;
 	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
 	    (rc = harness_check_inputs(h, bufs, inputs)) < 0)
@@ -82,7 +83,7 @@ static int first_run(struct harness *h, struct harness_prog *p, struct harness_b
  * poison: state kept across launches (a __device__ counter, a cached
  * result) shows up in the second run, whose outputs go to second. */
 static int second_run(struct harness *h, struct harness_prog *p, struct harness_buf *bufs,
-		      int extra, int *launches, void **second, json_t *guards, json_t *inputs)
+		      int extra, int *launches, void *const *second, json_t *guards, json_t *inputs)
 {
 	int rc = 0;
 	for (int k = 0; k < extra && !rc; k++) {
@@ -109,22 +110,61 @@ static int second_run(struct harness *h, struct harness_prog *p, struct harness_
 		return rc;
 	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
 		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
-			rc = harness_download(h, bufs, t, &second[t]);
+			rc = harness_download_into(h, bufs, t, second[t]);
 	if (!rc && (rc = harness_check_guards(h, bufs, guards)) >= 0 &&
 	    (rc = harness_check_inputs(h, bufs, inputs)) >= 0)
 		rc = 0;
 	return rc;
 }
 
-/* One trial: fresh module, fresh buffers, inputs from seed; the first run
- * with poison A; extra launches; the second run with poison B; compare. */
+/* A row's buffers: the device tensors and the host copies of each
+ * output's two runs, allocated at its first trial and reused by the
+ * others (every trial rewrites all of them: inputs from its seed, guard
+ * canaries, poisoned outputs), so only the first trial faults in pages. */
+struct row_bufs {
+	struct harness_buf bufs[SPEC_MAX_TENSORS];
+	void *first[SPEC_MAX_TENSORS], *second[SPEC_MAX_TENSORS];
+	int ready;
+};
+
+static int row_bufs_alloc(struct harness *h, struct row_bufs *rb)
+{
+	int rc = harness_bufs_alloc(h, rb->bufs);
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++) {
+		if (h->s->tensors[t].role == SPEC_ROLE_INPUT)
+			continue;
+		uint64_t bytes = rb->bufs[t].bytes;
+		if (!(rb->first[t] = mem_alloc_big(bytes)) ||
+		    !(rb->second[t] = mem_alloc_big(bytes)))
+			rc = harness_host_oom(h, "downloading the outputs", 2 * bytes);
+	}
+	rb->ready = 1;
+	return rc;
+}
+
+/* Frees rb's host copies, and its device buffers unless the context
+ * faulted (then exiting releases them). */
+static void row_bufs_free(struct harness *h, struct row_bufs *rb)
+{
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++) {
+		free(rb->first[t]);
+		free(rb->second[t]);
+		rb->first[t] = rb->second[t] = NULL;
+	}
+	if (rb->ready && !json_object_get(h->report, "fault"))
+		harness_bufs_free(h, rb->bufs);
+	rb->ready = 0;
+}
+
+/* One trial: a fresh module, the row's buffers (rb) with inputs from
+ * seed; the first run with poison A; extra launches; the second run with
+ * poison B; compare. */
 static int check_trial(struct harness *h, const char *cubin, const struct spec_launch *launch,
-		       size_t launch_len, uint64_t seed, int trial, int runs, int extra,
-		       const char *prefix, json_t *tr)
+		       size_t launch_len, struct row_bufs *rb, uint64_t seed, int trial, int runs,
+		       int extra, const char *prefix, json_t *tr)
 {
 	struct harness_prog p;
-	struct harness_buf bufs[SPEC_MAX_TENSORS];
-	void *first_out[SPEC_MAX_TENSORS] = {0}, *second[SPEC_MAX_TENSORS] = {0};
+	struct harness_buf *bufs = rb->bufs;
 	harness_phase(HARNESS_PH_MODULE_LOAD);
 	int rc = harness_prog_load(h, &p, cubin, launch, launch_len);
 	harness_phase(HARNESS_PH_UPLOAD);
@@ -137,28 +177,25 @@ static int check_trial(struct harness *h, const char *cubin, const struct spec_l
 	json_object_set_new(tr, "inputs_modified", inputs);
 	json_object_set_new(tr, "outputs", outs);
 	int launches = 0;
-	if ((rc = harness_bufs_alloc(h, bufs)) || (rc = harness_bufs_fill_inputs(h, bufs, seed)) ||
-	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)))
+	if ((!rb->ready && (rc = row_bufs_alloc(h, rb))) ||
+	    (rc = harness_bufs_fill_inputs(h, bufs, seed)) || (rc = harness_bufs_canary(h, bufs)) ||
+	    (rc = harness_bufs_poison(h, bufs, 0)))
 		goto out;
 	launches++;
-	if ((rc = first_run(h, &p, bufs, first_out, tr, guards, inputs)))
+	if ((rc = first_run(h, &p, bufs, rb->first, tr, guards, inputs)))
 		goto out;
-	if (runs > 1 && (rc = second_run(h, &p, bufs, extra, &launches, second, guards, inputs)))
+	if (runs > 1 &&
+	    (rc = second_run(h, &p, bufs, extra, &launches, rb->second, guards, inputs)))
 		goto out;
 	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
 		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
-			rc = compare_runs(h, t, first_out[t], second[t], prefix, trial, outs);
+			rc = compare_runs(h, t, rb->first[t], runs > 1 ? rb->second[t] : NULL,
+					  prefix, trial, outs);
 out:
 	harness_phase(HARNESS_PH_NONE);
 	json_object_set_new(tr, "launches", json_integer(launches));
-	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++) {
-		free(first_out[t]);
-		free(second[t]);
-	}
-	if (!json_object_get(h->report, "fault")) {
-		harness_bufs_free(h, bufs);
+	if (!json_object_get(h->report, "fault"))
 		harness_prog_unload(&p);
-	}
 	return rc;
 }
 
@@ -202,6 +239,7 @@ int harness_mode_check(struct harness *h)
 		const char *prefix = json_string_value(json_object_get(row, "out_prefix"));
 		json_t *line = json_pack("{s:I, s:[]}", "row", (json_int_t)r, "trials");
 		json_t *trials = json_object_get(line, "trials");
+		struct row_bufs rb = {0};
 		int rc = 0;
 		struct kf_err err = {0};
 		if (!json_is_array(sz) || json_array_size(sz) != h->s->vars_len ||
@@ -232,10 +270,11 @@ int harness_mode_check(struct harness *h)
 			json_array_append_new(trials, tr);
 			json_object_set_new(tr, "seed", json_incref(json_array_get(seeds, k)));
 			harness_watchdog_arm((long)r);
-			rc = check_trial(h, cubin, launch, launch_len, seed, (int)k,
+			rc = check_trial(h, cubin, launch, launch_len, &rb, seed, (int)k,
 					 runs < 1 ? 1 : runs, extra < 0 ? 0 : extra, prefix, tr);
 			harness_watchdog_disarm();
 		}
+		row_bufs_free(h, &rb);
 		json_object_set_new(line, "phases", harness_phases_json());
 		/* A fault or error belongs to the row it happened in. */
 		if (rc) {

@@ -44,6 +44,8 @@ struct harness {
 	char dev_name[128];
 	json_t *report; /* what goes to the daemon */
 	int report_fd;
+	void *scratch; /* harness_scratch's buffer */
+	uint64_t scratch_cap;
 };
 
 /* Records a CUDA failure into the report ("fault" with the error name and
@@ -80,8 +82,15 @@ int harness_prog_launch(struct harness *h, struct harness_prog *p, struct harnes
 /* Waits for the stream; a kernel fault is recorded with what. */
 int harness_sync(struct harness *h, const char *what);
 
-/* Downloads output tensor t into a new host buffer (free()). */
+/* Downloads tensor t into a new host buffer (free()), or into dst (its
+ * bytes long). */
 int harness_download(struct harness *h, struct harness_buf *bufs, size_t t, void **out);
+int harness_download_into(struct harness *h, struct harness_buf *bufs, size_t t, void *dst);
+
+/* The harness's scratch buffer of at least bytes, kept (and grown) from
+ * one call to the next so repeated checks reuse its pages; NULL when it
+ * cannot be allocated. Owned by h; valid until the next call. */
+void *harness_scratch(struct harness *h, uint64_t bytes);
 
 /* Checks the guard canaries and the inputs; appends findings to arr
  * ("guard_violations", "inputs_modified" entries). Returns the number of

@@ -586,6 +586,7 @@ out:
 	spec_free(h.s);
 	json_decref(h.job);
 	json_decref(h.report);
+	free(h.scratch);
 	/* After a fault the context is unusable; exiting releases everything. */
 	return rc == 0 || rc == KF_EFAULT || rc == KF_EINVAL ? 0 : 1;
 }

@@ -166,8 +166,74 @@ static int time_until(struct harness *h, struct bench_run *br, size_t min_reps, 
 	return 0;
 }
 
+/* The first indices (at most HARNESS_FIRST_MAX, ascending) of three
+ * ascending index arrays together. Returns new. a, b, c: borrowed. */
+static json_t *first_of(const json_t *a, const json_t *b, const json_t *c)
+{
+	const json_t *in[3] = {a, b, c};
+	size_t at[3] = {0, 0, 0};
+	json_t *out = json_array();
+	while (json_array_size(out) < HARNESS_FIRST_MAX) {
+		int pick = -1;
+		json_int_t best = 0;
+		for (int k = 0; k < 3; k++) {
+			json_t *v = json_array_get(in[k], at[k]);
+			if (v && (pick < 0 || json_integer_value(v) < best)) {
+				pick = k;
+				best = json_integer_value(v);
+			}
+		}
+		if (pick < 0)
+			break;
+		at[pick]++;
+		json_array_append_new(out, json_integer(best));
+	}
+	return out;
+}
+
+/* Downloads every output of the verification into outs (new buffers). */
+static int download_outputs(struct harness *h, struct harness_buf *bufs, void **outs)
+{
+	int rc = 0;
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
+		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
+			rc = harness_download(h, bufs, t, &outs[t]);
+	return rc;
+}
+
+/* Scans output t's two verification runs, writes the first as
+ * verify.<name>.bin and adds its entry to outs. An element is unwritten
+ * when a run left its poison there and the runs differ (an 8-bit output
+ * may hold its poison byte as a value, written the same both times). */
+static int verify_output(struct harness *h, size_t t, const void *first, const void *second,
+			 json_t *outs)
+{
+	const struct spec_tensor *T = &h->s->tensors[t];
+	struct harness_scan sc;
+	harness_scan_runs(T, h->b.elems[t], first, second, &sc);
+	json_t *fu = first_of(sc.fu, sc.fu2, sc.fl);
+	uint64_t unw = sc.unw + sc.unw2 + sc.late;
+	json_decref(sc.fu);
+	json_decref(sc.fu2);
+	json_decref(sc.fc);
+	json_decref(sc.fl);
+	char file[300];
+	snprintf(file, sizeof file, "verify.%s.bin", T->name);
+	if (fs_write_file(file, first, h->b.bytes[t])) {
+		json_decref(fu);
+		json_object_set_new(h->report, "error",
+				    json_string("cannot write outputs to the job directory"));
+		return KF_EIO;
+	}
+	json_object_set_new(outs, T->name,
+			    json_pack("{s:s, s:I, s:o}", "file", file, "unwritten", (json_int_t)unw,
+				      "first_unwritten", fu));
+	return 0;
+}
+
 /* Verification after timing: the same module (not reloaded), fresh
- * inputs (vseed), poisoned outputs, one run; the daemon compares. */
+ * inputs (vseed), outputs poisoned with A for one run and B for a second
+ * (inout tensors restored between); the daemon compares the first. */
 static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
 {
 	struct harness_buf *bufs = br->bufs[0];
@@ -177,48 +243,42 @@ static int verify_after(struct harness *h, struct bench_run *br, uint64_t vseed)
 	json_object_set_new(v, "guard_violations", guards);
 	json_object_set_new(v, "inputs_modified", inputs);
 	json_object_set_new(v, "outputs", outs);
+	void *first[SPEC_MAX_TENSORS] = {0}, *second[SPEC_MAX_TENSORS] = {0};
 	int rc;
 	harness_phase(HARNESS_PH_UPLOAD);
 	if ((rc = harness_bufs_fill_inputs(h, bufs, vseed)) ||
 	    (rc = harness_bufs_canary(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 0)))
-		return rc;
+		goto out;
 	harness_phase(HARNESS_PH_KERNEL_RUNS);
 	if ((rc = harness_prog_launch(h, &br->prog[0], bufs)) ||
 	    (rc = harness_sync(h, "the verification run after timing")))
-		return rc;
+		goto out;
 	harness_phase(HARNESS_PH_DOWNLOAD);
 	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
-	    (rc = harness_check_inputs(h, bufs, inputs)) < 0)
-		return rc;
-	for (size_t t = 0; t < h->s->tensors_len; t++) {
-		const struct spec_tensor *T = &h->s->tensors[t];
-		if (T->role == SPEC_ROLE_INPUT)
-			continue;
-		void *o;
-		if ((rc = harness_download(h, bufs, t, &o)))
-			return rc;
-		struct harness_scan sc;
-		harness_scan_runs(T, h->b.elems[t], o, NULL, &sc);
-		uint64_t unw = sc.unw;
-		json_t *fu = sc.fu;
-		json_decref(sc.fu2);
-		json_decref(sc.fc);
-		json_decref(sc.fl);
-		char file[300];
-		snprintf(file, sizeof file, "verify.%s.bin", T->name);
-		int wr = fs_write_file(file, o, h->b.bytes[t]);
-		free(o);
-		if (wr) {
-			json_object_set_new(
-				h->report, "error",
-				json_string("cannot write outputs to the job directory"));
-			return KF_EIO;
-		}
-		json_object_set_new(outs, T->name,
-				    json_pack("{s:s, s:I, s:o}", "file", file, "unwritten",
-					      (json_int_t)unw, "first_unwritten", fu));
+	    (rc = harness_check_inputs(h, bufs, inputs)) < 0 ||
+	    (rc = download_outputs(h, bufs, first)))
+		goto out;
+	harness_phase(HARNESS_PH_UPLOAD);
+	if ((rc = harness_bufs_restore_inout(h, bufs)) || (rc = harness_bufs_poison(h, bufs, 1)))
+		goto out;
+	harness_phase(HARNESS_PH_KERNEL_RUNS);
+	if ((rc = harness_prog_launch(h, &br->prog[0], bufs)) ||
+	    (rc = harness_sync(h, "the verification run after timing")))
+		goto out;
+	harness_phase(HARNESS_PH_DOWNLOAD);
+	if ((rc = harness_check_guards(h, bufs, guards)) < 0 ||
+	    (rc = harness_check_inputs(h, bufs, inputs)) < 0 ||
+	    (rc = download_outputs(h, bufs, second)))
+		goto out;
+	for (size_t t = 0; t < h->s->tensors_len && !rc; t++)
+		if (h->s->tensors[t].role != SPEC_ROLE_INPUT)
+			rc = verify_output(h, t, first[t], second[t], outs);
+out:
+	for (size_t t = 0; t < SPEC_MAX_TENSORS; t++) {
+		free(first[t]);
+		free(second[t]);
 	}
-	return 0;
+	return rc;
 }
 
 /* Loads the candidate and the baseline (a baseline that cannot load, no

@@ -87,8 +87,10 @@ static void *fill_thread(void *arg)
 	return NULL;
 }
 
-#define FILL_THREADS_MAX  16
-#define FILL_PARALLEL_MIN (1u << 20) /* elements */
+#define FILL_THREADS_MAX 16
+/* Elements per thread at least: a thread's start (tens of microseconds)
+ * stays small beside filling them (about 1 ms). */
+#define FILL_PER_THREAD_MIN (1u << 15)
 
 int64_t spec_init_max(const struct spec *s, size_t t, const int64_t *vals)
 {
@@ -107,10 +109,10 @@ void spec_fill(const struct spec_tensor *t, size_t tensor_index, uint64_t seed, 
 	uint64_t key = spec_mix64(seed ^ spec_mix64(0x74656e736f72ull + tensor_index));
 	struct fill_job jobs[FILL_THREADS_MAX];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = elems < FILL_PARALLEL_MIN ? 1
-		: cpus > FILL_THREADS_MAX ? FILL_THREADS_MAX
-		: cpus > 1		  ? (int)cpus
-					  : 1;
+	uint64_t most = elems / FILL_PER_THREAD_MIN;
+	int n = cpus > FILL_THREADS_MAX ? FILL_THREADS_MAX : cpus > 1 ? (int)cpus : 1;
+	if ((uint64_t)n > most)
+		n = most > 1 ? (int)most : 1;
 	uint64_t chunk = ((elems + (uint64_t)n - 1) / (uint64_t)n + 1) & ~1ull;
 	pthread_t th[FILL_THREADS_MAX];
 	int started[FILL_THREADS_MAX] = {0};

@@ -5,7 +5,7 @@
  * (axpb, ref_axpb, and rmsnorm_plain: the skill example's bf16 RMSNorm,
  * for tests/bench/bench_check.sh; MOCK_CUDA_AXPB=wrong scales its output
  * by 1.5). MOCK_CUDA_AXPB picks a behaviour of axpb: ok, partial,
- * oob, mutate, fault, hang; refhang: axpb is right and ref_axpb (the CUDA
+ * oob, mutate, fault, hang, poisona/poisonb (see k_axpb); refhang: axpb is right and ref_axpb (the CUDA
  * reference) never finishes. MOCK_CUDA_DEVICES (1 to 8, default 1) is how
  * many devices it shows, each with its own UUID and PCI bus id (the GPU
  * pool's tests). It reports itself as "kforge mock GPU" and is
@@ -184,11 +184,12 @@ static void k_axpb(void **p, unsigned threads)
 			y[i] = (int)i < n ? s * x[i] + w[i] : 0.0f;
 			if (!strcmp(mode, "mutate") && (int)i < n)
 				x[i] = 0;
-			/* "poisonb": every launch writes the second run's poison
-			 * bits to every 64th element, as an 8-bit output can
-			 * legitimately hold its poison byte */
-			if (!strcmp(mode, "poisonb") && i % 64 == 0) {
-				uint32_t b = 0xffb4b4b4u;
+			/* "poisonb" ("poisona"): every launch writes the second
+			 * (first) run's poison bits to every 64th element, as an
+			 * 8-bit output can legitimately hold its poison byte */
+			int pb = !strcmp(mode, "poisonb"), pa = !strcmp(mode, "poisona");
+			if ((pa || pb) && i % 64 == 0) {
+				uint32_t b = pb ? 0xffb4b4b4u : 0x7fa5a5a5u;
 				memcpy(&y[i], &b, 4);
 			}
 		}

@@ -92,6 +92,11 @@ check mutate check 1 "'input_modified' in r['safeguards_fired']"
 # A value equal to a poison, written the same by every launch, is written:
 # wrong here (a NaN), but not 'never written' nor 'state between launches'.
 check poisonb check 1 "not r['passed'] and 'coverage' not in r['safeguards_fired'] and 'state_across_launches' not in r['safeguards_fired']"
+# The same in the verification after timing (two runs, poisons A and B):
+# an element holding the first poison after both runs was written.
+check poisona check 1 "not r['passed'] and 'coverage' not in r['safeguards_fired'] and 'state_across_launches' not in r['safeguards_fired']"
+check poisona bench 1 "not r['passed'] and 'never written' not in r['summary'] and 'coverage' not in str(r['sizes'][0])" \
+	--budget-ms 50 --size 1
 check fault check 1 "'fault' in r['safeguards_fired'] and 'CUDA_ERROR_ILLEGAL_ADDRESS' in r['summary']"
 # The first hang decides the verdict: later sizes (the odd one too) are not
 # run, naming the size that hung. Its time is the kernel runs' (the
@@ -109,6 +114,11 @@ check refhang check 1 "[t['safeguards'][-1]['message'] for s in r['sizes'] for t
 check refhang bench 1 "[s['verification']['note'] for s in r['sizes']] == ['outputs not compared: the CUDA reference failed: the CUDA reference did not finish within 2000 ms', 'outputs not compared: the CUDA reference failed: not run: the CUDA reference did not finish at N=100000']" \
 	--budget-ms 50 --timeout-s 2 --no-baseline
 check ok check 0 "r['passed']" --trials 1
+# The scan of a large output runs in chunks on several threads: the count
+# and the first indices are those of one pass (the second half unwritten,
+# from an element inside the second chunk).
+check partial check 1 "'300000 of 600000' in r['sizes'][0]['trials'][0]['safeguards'][0]['message'] and '[300000]' in r['sizes'][0]['trials'][0]['safeguards'][0]['message']" \
+	--replay-size N=600000 --replay-seed ff
 check partial check 1 "r['sizes'][0]['trials'][0]['seed'] == '00000000000000ff' and len(r['sizes']) == 1" \
 	--replay-size N=4097 --replay-seed ff
 check ok bench 0 "r['passed'] and r['candidate']['count'] >= 8 and 'speedup' in r and r['sizes'][0]['verified'] and phased(r) and r['phases']['kernel_runs_ms'] > 0" \

@@ -1,8 +1,9 @@
 /* check_base: the shared helpers of base/ that every layer uses: whole
  * writes and reads (fs_write_all, fs_write_file, fs_read_file), tree
  * removal that never follows a link out of the tree (fs_rm_tree), the
- * executable's path (fs_exe_path, fs_exe_dir), str_replace_all and the
- * parallel for over fixed chunks (par_for). */
+ * executable's path (fs_exe_path, fs_exe_dir), str_replace_all, the
+ * parallel for over fixed chunks (par_for) and large host buffers
+ * (mem_alloc_big). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 
 #include "base/fs.h"
 #include "base/kf_err.h"
+#include "base/mem.h"
 #include "base/par.h"
 #include "base/str.h"
 
@@ -267,6 +269,21 @@ START_TEST(par_for_runs_every_fixed_chunk_exactly_once)
 }
 END_TEST
 
+START_TEST(alloc_big_aligns_large_buffers_to_huge_pages_and_refuses_overflow)
+{
+	char *small = mem_alloc_big(0), *big = mem_alloc_big(MEM_BIG_BYTES + 3);
+	ck_assert_ptr_nonnull(small);
+	ck_assert_ptr_nonnull(big);
+	ck_assert_uint_eq((uintptr_t)big % (2u << 20), 0);
+	memset(big, 0x5a, MEM_BIG_BYTES + 3); /* all of it is usable */
+	ck_assert_int_eq(big[MEM_BIG_BYTES + 2], 0x5a);
+	free(small);
+	free(big);
+	ck_assert_ptr_null(mem_alloc_big(SIZE_MAX));
+	ck_assert_ptr_null(mem_alloc_big(SIZE_MAX - (1u << 20)));
+}
+END_TEST
+
 static Suite *base_suite(void)
 {
 	Suite *s = suite_create("base");
@@ -282,6 +299,7 @@ static Suite *base_suite(void)
 	tcase_add_test(f, rm_tree_removes_nested_dirs_but_not_what_a_link_points_at);
 	tcase_add_test(f, exe_path_and_dir_name_this_test_binary);
 	tcase_add_test(f, par_for_runs_every_fixed_chunk_exactly_once);
+	tcase_add_test(f, alloc_big_aligns_large_buffers_to_huge_pages_and_refuses_overflow);
 	suite_add_tcase(s, f);
 	return s;
 }

@@ -407,6 +407,42 @@ START_TEST(compare_across_chunks_reports_what_one_pass_would)
 }
 END_TEST
 
+/* An output file's raw elements compared a block at a time give the
+ * comparison of the same elements converted to float64 first, bit for
+ * bit: mismatches at block and chunk edges, a NaN, the sums. */
+START_TEST(compare_raw_matches_the_comparison_of_converted_elements)
+{
+	const enum kf_dtype dts[] = {KF_DT_BF16, KF_DT_F16, KF_DT_F32, KF_DT_I32};
+	double *g = malloc(BIG * sizeof *g), *w = malloc(BIG * sizeof *w);
+	void *raw = malloc(BIG * 8);
+	ck_assert(g && w && raw);
+	for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+		enum kf_dtype dt = dts[d];
+		for (int i = 0; i < BIG; i++) {
+			w[i] = dt == KF_DT_I32 ? (double)(i % 17 - 8) : 2.0 + sin(0.001 * i);
+			dtype_store(dt, raw, (size_t)i, w[i]);
+		}
+		const int bad[] = {0, 1023, 1024, 65535, 65536, BIG - 1};
+		for (size_t q = 0; q < sizeof bad / sizeof bad[0]; q++)
+			dtype_store(dt, raw, (size_t)bad[q], w[bad[q]] + 3.0);
+		if (dt != KF_DT_I32)
+			dtype_store(dt, raw, 2047, NAN);
+		for (int i = 0; i < BIG; i++)
+			g[i] = dtype_load(dt, raw, (size_t)i);
+		struct check_cmp c, r;
+		check_compare(g, w, BIG, 1e-2, 1e-2, &c);
+		check_compare_raw(dt, raw, w, BIG, 1e-2, 1e-2, &r);
+		ck_assert_uint_eq(r.mismatches, dt == KF_DT_I32 ? 6 : 7);
+		ck_assert_uint_eq(r.first[1], 1023);
+		ck_assert_uint_eq(r.first[2], 1024);
+		ck_assert_msg(memcmp(&c, &r, sizeof c) == 0, "dtype %s differs", dtype_name(dt));
+	}
+	free(g);
+	free(w);
+	free(raw);
+}
+END_TEST
+
 /* KFORGE_HARNESS_SPARES: unset or empty is the default, 0 to the cap is
  * taken, anything else is refused naming the value and the range. */
 START_TEST(spares_count_reads_its_variable_and_refuses_bad_values)
@@ -447,6 +483,7 @@ static Suite *judge_suite(void)
 	tcase_add_test(tc, compare_flags_near_constant_reference);
 	tcase_add_test(tc, compare_flags_reference_that_zeros_would_pass);
 	tcase_add_test(tc, compare_across_chunks_reports_what_one_pass_would);
+	tcase_add_test(tc, compare_raw_matches_the_comparison_of_converted_elements);
 	suite_add_tcase(s, tc);
 	TCase *ph = tcase_create("phases");
 	tcase_add_test(ph, phases_add_the_harness_own_and_the_rest_as_its_start);

@@ -652,15 +652,17 @@ END_TEST
 
 START_TEST(parallel_fill_of_large_tensors_matches_element_by_element)
 {
-	/* Just above the threading threshold every chunk boundary lies inside
-	 * a prefix short enough to be filled by one thread: the bytes must be
-	 * identical. */
-	enum { N = (1 << 20) + 5, P = (1 << 20) - 2 };
+	/* The same elements filled by differently split threads (N and P
+	 * split differently; 65535 elements, under two threads' minimum, by
+	 * one thread) must be the same bytes. */
+	enum { N = (1 << 20) + 5, P = (1 << 20) - 2, ONE = 65535 };
 	struct spec_tensor t = {.name = "x", .dtype = KF_DT_F32, .init = SPEC_INIT_NORMAL};
 	float *big = malloc((size_t)N * 4), *small = malloc((size_t)P * 4);
 	spec_fill(&t, 3, 77, 0, big, N);
 	spec_fill(&t, 3, 77, 0, small, P);
 	ck_assert_int_eq(memcmp(big, small, (size_t)P * 4), 0);
+	spec_fill(&t, 3, 77, 0, small, ONE);
+	ck_assert_int_eq(memcmp(big, small, (size_t)ONE * 4), 0);
 	for (uint64_t i = P; i < N; i++)
 		ck_assert(isfinite(big[i]));
 	double sum = 0, sq = 0;
