@@ -108,6 +108,12 @@ struct profile_finding {
 struct profile_findings {
 	char bound[16];			  /* "memory", "memory_latency", "compute" or "latency" */
 	char verdict[PROFILE_TEXT_BYTES]; /* one sentence: where the kernel stands */
+	/* The spec's cost-model bytes over the kernel's time, as a share of
+	 * DRAM's speed of light (NaN when unknown): its distance from the
+	 * roofline floor. Above the counters' DRAM share when the kernel moved
+	 * fewer DRAM bytes than the cost model (writes still in L2 when it
+	 * ended); the verdict reads the larger of the two. */
+	double dram_cost_pct;
 	size_t len;
 	struct profile_finding f[PROFILE_FINDINGS_MAX]; /* most costly first */
 	size_t try_len;

@@ -83,16 +83,44 @@ static int waits_on_memory(const struct profile_metrics *m)
 	return top[0] >= 0 && !strcmp(m->stalls[top[0]].name, "long_scoreboard");
 }
 
+/* The cost model's bytes over the kernel's time as a share of DRAM's
+ * speed of light: the counters' share scaled by the bytes the spec says
+ * over the bytes DRAM moved (ncu's share is moved bytes over the elapsed
+ * time at the peak rate). NaN when a figure is missing. */
+static double dram_cost_pct(const struct profile_metrics *m, double cost_bytes)
+{
+	double moved = or0(m->dram_read_bytes) + or0(m->dram_write_bytes);
+	if (!known(m->sol_dram_pct) || cost_bytes <= 0 || moved <= 0)
+		return NAN;
+	double pct = m->sol_dram_pct * cost_bytes / moved;
+	return pct > 100 ? 100 : pct;
+}
+
+/* DRAM's share for the verdict: the counters', or the cost model's when
+ * larger (part of the traffic stayed in L2: the kernel is as close to the
+ * floor as its time says). */
+static double dram_share(const struct profile_metrics *m, const struct profile_findings *out)
+{
+	double dram = or0(m->sol_dram_pct);
+	return known(out->dram_cost_pct) && out->dram_cost_pct > dram ? out->dram_cost_pct : dram;
+}
+
 /* Where the kernel stands against its speed of light. */
 static void classify(const struct profile_metrics *m, struct profile_findings *out)
 {
 	double comp = or0(m->sol_compute_pct), mem = or0(m->sol_memory_pct),
-	       dram = or0(m->sol_dram_pct);
+	       dram = dram_share(m, out);
 	if (mem < dram)
 		mem = dram;
 	if (mem >= BUSY_PCT && mem >= comp) {
 		snprintf(out->bound, sizeof out->bound, "memory");
-		if (dram >= FLOOR_PCT)
+		if (dram > or0(m->sol_dram_pct) && dram >= FLOOR_PCT)
+			say(out->verdict,
+			    "memory-bound and near the DRAM floor: the spec's bytes in its time are "
+			    "%.0f%% of DRAM's speed of light (the counters say %.0f%%: part of the "
+			    "traffic stayed in L2; compute %.0f%%)",
+			    dram, or0(m->sol_dram_pct), comp);
+		else if (dram >= FLOOR_PCT)
 			say(out->verdict,
 			    "memory-bound and near the DRAM floor: DRAM at %.0f%% of its speed of "
 			    "light (compute %.0f%%)",
@@ -137,7 +165,7 @@ static int memory_side(const struct profile_findings *out)
 static void rule_dram(const struct profile_metrics *m, double cost_bytes,
 		      struct profile_findings *out)
 {
-	double dram = m->sol_dram_pct;
+	double dram = known(m->sol_dram_pct) ? dram_share(m, out) : NAN;
 	struct profile_finding *f;
 	if (known(dram) && dram >= FLOOR_PCT && (f = add(out, "dram_near_floor", "roofline", 0)))
 		say(f->text,
@@ -194,9 +222,9 @@ static void rule_global(const struct profile_metrics *m, struct profile_findings
 		return;
 	}
 	int membound = memory_side(out);
-	if (known(spr) && spr < 8 && membound && or0(m->sol_dram_pct) < FLOOR_PCT &&
+	if (known(spr) && spr < 8 && membound && dram_share(m, out) < FLOOR_PCT &&
 	    (f = add(out, "narrow_loads", "vector-access",
-		     0.6 * (FLOOR_PCT - or0(m->sol_dram_pct)) / FLOOR_PCT + 0.05))) {
+		     0.6 * (FLOOR_PCT - dram_share(m, out)) / FLOOR_PCT + 0.05))) {
 		say(f->text,
 		    "%.1f sectors per global load request: each thread loads %s per "
 		    "instruction, so a warp asks for %.0f bytes at a time",
@@ -372,6 +400,7 @@ static void rule_tensor(const struct profile_metrics *m, struct profile_findings
 void profile_rules(const struct profile_metrics *m, double cost_bytes, struct profile_findings *out)
 {
 	memset(out, 0, sizeof *out);
+	out->dram_cost_pct = dram_cost_pct(m, cost_bytes);
 	classify(m, out);
 	rule_dram(m, cost_bytes, out);
 	rule_global(m, out);

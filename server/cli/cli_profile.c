@@ -78,7 +78,8 @@ static void print_kernel(FILE *f, const json_t *k)
 	metric(f, l, "block", 1, "", " threads, ");
 	metric(f, k, "registers_per_thread", 1, "", " registers\n");
 	fprintf(f, "  %s\n  speed of light: DRAM ", str(k, "verdict"));
-	metric(f, sol, "dram", 1, "%", ", L2 ");
+	metric(f, sol, "dram", 1, "%", " (the cost model's bytes in its time: ");
+	metric(f, sol, "dram_cost_model", 1, "%", "), L2 ");
 	metric(f, sol, "l2", 1, "%", ", L1/shared ");
 	metric(f, sol, "l1_shared", 1, "%", ", compute ");
 	metric(f, sol, "compute", 1, "%", "\n  occupancy: ");

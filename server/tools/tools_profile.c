@@ -101,17 +101,18 @@ static json_t *kernel_json(const struct profile_metrics *m, const struct profile
 	const char *lim = limiter(m);
 	double moved = m->dram_read_bytes + m->dram_write_bytes;
 	json_t *k = json_pack(
-		"{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:s?}, s:o, "
+		"{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:s?}, s:o, "
 		"s:{s:o, s:o}, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:o}, "
 		"s:{s:o, s:o}, s:{s:o, s:o, s:o, s:o}}",
 		"program", m->program, "name", m->kernel, "bound", fs->bound, "verdict",
 		fs->verdict, "duration_us", num(m->duration_ns / 1e3), "speed_of_light_pct", "dram",
-		num(m->sol_dram_pct), "l2", num(m->sol_l2_pct), "l1_shared", num(m->sol_l1_pct),
-		"compute", num(m->sol_compute_pct), "memory", num(m->sol_memory_pct),
-		"occupancy_pct", "achieved", num(m->occ_achieved_pct), "theoretical",
-		num(m->occ_theoretical_pct), "limiter", lim, "registers_per_thread",
-		num(m->regs_per_thread), "local_memory_sectors", "load", num(m->local_ld_sectors),
-		"store", num(m->local_st_sectors), "stalls", stalls_json(m), "hit_rate_pct", "l1",
+		num(m->sol_dram_pct), "dram_cost_model", num(fs->dram_cost_pct), "l2",
+		num(m->sol_l2_pct), "l1_shared", num(m->sol_l1_pct), "compute",
+		num(m->sol_compute_pct), "memory", num(m->sol_memory_pct), "occupancy_pct",
+		"achieved", num(m->occ_achieved_pct), "theoretical", num(m->occ_theoretical_pct),
+		"limiter", lim, "registers_per_thread", num(m->regs_per_thread),
+		"local_memory_sectors", "load", num(m->local_ld_sectors), "store",
+		num(m->local_st_sectors), "stalls", stalls_json(m), "hit_rate_pct", "l1",
 		num(m->l1_hit_pct), "l2", num(m->l2_hit_pct), "shared_bank_conflicts", "count",
 		num(m->shared_ld_conflicts + m->shared_st_conflicts), "per_wavefront",
 		ratio(m->shared_ld_conflicts + m->shared_st_conflicts,
