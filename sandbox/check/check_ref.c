@@ -89,12 +89,11 @@ int check_reference_cpu(const struct spec *s, const int64_t *vals, uint64_t seed
 	for (const char *const *n = op->outputs; *n; n++, k++) {
 		int t = spec_tensor_index(s, *n);
 		want[t] = mem_alloc_big(b.elems[t] * sizeof(double));
-		if (want[t])
-			memset(want[t], 0, b.elems[t] * sizeof(double));
 		if (!want[t]) {
 			rc = kf_err_set(err, KF_ENOMEM, "out of memory for the reference");
 			goto out;
 		}
+		memset(want[t], 0, b.elems[t] * sizeof(double));
 		outs[k] = want[t];
 	}
 	struct op_ref_call call = {.op = op,

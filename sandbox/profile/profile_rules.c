@@ -169,10 +169,10 @@ static void rule_dram(const struct profile_metrics *m, double cost_bytes,
 	struct profile_finding *f;
 	if (known(dram) && dram >= FLOOR_PCT && (f = add(out, "dram_near_floor", "roofline", 0)))
 		say(f->text,
-		    "DRAM at %.0f%% of its speed of light: close to the floor for the bytes it "
+		    "%s %.0f%% of DRAM's speed of light: close to the floor for the bytes it "
 		    "moves; only moving fewer bytes (fusing with a neighbour, a narrower dtype) "
 		    "makes it much faster",
-		    dram);
+		    dram > m->sol_dram_pct ? "the spec's bytes in its time are" : "DRAM at", dram);
 	else if (known(dram) && !strcmp(out->bound, "memory_latency") &&
 		 (f = add(out, "dram_underused", "latency-hiding",
 			  (FLOOR_PCT - dram) / FLOOR_PCT))) {

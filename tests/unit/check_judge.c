@@ -254,6 +254,43 @@ START_TEST(judge_run_passes_matching_output)
 }
 END_TEST
 
+/* An output file the judge cannot map as the tensor's bytes (missing,
+ * cut short, a link) is the harness's error, named, not a comparison. */
+START_TEST(judge_run_names_an_output_file_it_cannot_map)
+{
+	char path[128], other[160];
+	snprintf(path, sizeof path, "%s/y.bin", jdir);
+	const char *want[3] = {"output y missing", "output y: file has the wrong size",
+			       "output y missing"};
+	for (int k = 0; k < 3; k++) {
+		unlink(path);
+		if (k == 1) {
+			FILE *f = fopen(path, "wb");
+			ck_assert_ptr_nonnull(f);
+			ck_assert_uint_eq(fwrite(jwant, 4, 7, f), 7); /* 28 of 32 bytes */
+			fclose(f);
+		} else if (k == 2) {
+			float y[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+			write_y(y);
+			snprintf(other, sizeof other, "%s/real.bin", jdir);
+			ck_assert_int_eq(rename(path, other), 0);
+			ck_assert_int_eq(symlink("real.bin", path), 0);
+		}
+		struct check_run run = {0};
+		struct check_fired fired = {0};
+		struct check_flags flags = {0};
+		ck_assert_int_eq(judge(Y_OK, &run, &fired, &flags), 0);
+		ck_assert_uint_eq(run.safeguards_len, 1);
+		ck_assert_str_eq(run.safeguards[0].name, "harness_error");
+		ck_assert_msg(strstr(run.safeguards[0].message, want[k]), "%s",
+			      run.safeguards[0].message);
+		ck_assert_uint_eq(run.outputs_len, 0);
+		check_run_fini(&run);
+	}
+	unlink(other);
+}
+END_TEST
+
 START_TEST(judge_run_fires_mismatch_with_coordinates)
 {
 	float y[8] = {1, 2, 3, 40, 5, 6, 7, 8};
@@ -498,6 +535,7 @@ static Suite *judge_suite(void)
 	TCase *jr = tcase_create("judge_run");
 	tcase_add_checked_fixture(jr, run_setup, run_teardown);
 	tcase_add_test(jr, judge_run_passes_matching_output);
+	tcase_add_test(jr, judge_run_names_an_output_file_it_cannot_map);
 	tcase_add_test(jr, judge_run_fires_mismatch_with_coordinates);
 	tcase_add_test(jr, judge_run_fires_coverage_before_comparing_and_records_names_once);
 	tcase_add_test(jr, judge_run_flags_a_reference_zeros_would_pass_once);

@@ -164,6 +164,10 @@ START_TEST(rules_on_the_measured_fast_rmsnorm_read_its_time_against_the_floor)
 		ck_assert_ptr_nonnull(strstr(fs.verdict, "stayed in L2"));
 		ck_assert(has_finding(&fs, "dram_near_floor", "roofline"));
 		ck_assert(!has_finding(&fs, "dram_underused", NULL));
+		for (size_t i = 0; i < fs.len; i++)
+			if (!strcmp(fs.f[i].id, "dram_near_floor"))
+				ck_assert_ptr_nonnull(
+					strstr(fs.f[i].text, "the spec's bytes in its time"));
 		/* without a cost model only the counters speak */
 		profile_rules(m, 0, &fs);
 		ck_assert(isnan(fs.dram_cost_pct));
